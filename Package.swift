@@ -1,0 +1,57 @@
+// swift-tools-version:6.0
+//
+// The vitals suite: small command-line tools that read and write NDJSON.
+// This file reads as the architecture: one table of tools, each naming the
+// library that holds its logic and the C libraries that library reaches.
+import PackageDescription
+
+/// One row per tool: the executable, its `Core` library, and what the core uses.
+/// The executable itself is one line (`main.swift`); every behaviour lives in the core.
+let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
+    // probe HTTP(S) targets concurrently; one sample per probe (libcurl via HTTPTransport)
+    ("probe-http", "ProbeHTTPCore", ["HTTPTransport", "VitalsCrypto"]),
+]
+
+var targets: [Target] = [
+    // C libraries, each behind a module map; a shim header gives typed wrappers for variadic C.
+    .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                   providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+    .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                   providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
+    .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
+                   providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+
+    // Shared by every tool, no C: records, NDJSON, JSON values, options, exit statuses, signals, time.
+    .target(name: "VitalsKit"),
+    // SHA-256 (and later HMAC, ES256): the only importer of CCrypto.
+    .target(name: "VitalsCrypto", dependencies: ["CCrypto"]),
+    // The curl multi engine: the only importer of CCurl.
+    .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsKit"]),
+
+    // A scripted HTTP server for tests and the demo: healthy, slow, failing, flapping and hostile endpoints.
+    .target(name: "FixtureServer", dependencies: ["VitalsKit"]),
+    .executableTarget(name: "vitals-fixture-server", dependencies: ["FixtureServer", "VitalsKit"]),
+
+    .testTarget(name: "VitalsKitTests", dependencies: ["VitalsKit", "VitalsCrypto"]),
+]
+
+for row in tools {
+    targets.append(.target(name: row.core, dependencies: ["VitalsKit"] + row.uses))
+    targets.append(.executableTarget(name: row.tool, dependencies: [.target(name: row.core)]))
+    targets.append(.testTarget(name: row.core + "Tests", dependencies: [.target(name: row.core), "VitalsKit"]))
+}
+
+// End-to-end tests run the built executables in real pipes against real local servers.
+targets.append(.testTarget(
+    name: "EndToEndTests",
+    dependencies: ["FixtureServer", "VitalsKit"] + tools.map { .target(name: $0.tool) } + [.target(name: "vitals-fixture-server")],
+    resources: [.copy("Fixtures")]))
+
+let package = Package(
+    name: "vitals",
+    platforms: [.macOS(.v14)],
+    products: tools.map { .executable(name: $0.tool, targets: [$0.tool]) }
+        + [.executable(name: "vitals-fixture-server", targets: ["vitals-fixture-server"])],
+    targets: targets,
+    swiftLanguageModes: [.v6]
+)

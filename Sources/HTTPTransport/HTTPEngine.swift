@@ -1,0 +1,438 @@
+import CCurl
+import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A finished request: the caller's token and what came back.
+public struct HTTPCompletion: Sendable {
+    /// The token given to `submit`.
+    public var token: Int
+    /// The result.
+    public var result: HTTPResult
+}
+
+/// Runs many HTTP requests at once on one thread with libcurl's multi interface.
+///
+/// The engine and its curl handles belong to the thread that created it; it is driven by
+/// calling `step`, which waits for network activity (or the signal wake pipe) and returns the
+/// requests that finished. Every request gets a fresh connection, a fresh DNS lookup and a
+/// full TLS handshake, so its timings are what a new client sees. Easy handles are pooled.
+public final class HTTPEngine {
+    /// Requests in flight at most; the rest wait in order.
+    public let maxInFlight: Int
+    private let multi: UnsafeMutableRawPointer
+    private var idleHandles: [UnsafeMutableRawPointer] = []
+    private var active: [UnsafeMutableRawPointer: Transfer] = [:]
+    private var waiting: [(HTTPRequest, Int)] = []
+    private var waitingHead = 0
+
+    /// Creates an engine allowing `maxInFlight` requests at once.
+    public init(maxInFlight: Int) {
+        HTTPEngine.globalInit
+        self.maxInFlight = max(1, maxInFlight)
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        self.multi = multi
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 16)
+    }
+
+    deinit {
+        for (handle, transfer) in active {
+            curl_multi_remove_handle(multi, handle)
+            transfer.release()
+            curl_easy_cleanup(handle)
+        }
+        for handle in idleHandles { curl_easy_cleanup(handle) }
+        curl_multi_cleanup(multi)
+    }
+
+    private static let globalInit: Void = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }()
+
+    /// The libcurl version line, e.g. `libcurl/7.88.1 OpenSSL/3.0.19 ...`.
+    public static var curlVersion: String {
+        globalInit
+        guard let text = curl_version() else { return "unknown" }
+        return String(cString: text)
+    }
+
+    /// Requests submitted and not yet completed (waiting or in flight).
+    public var pendingCount: Int { active.count + waiting.count - waitingHead }
+
+    /// Requests in flight now.
+    public var inFlightCount: Int { active.count }
+
+    /// Queues a request; it starts when a slot is free. `token` comes back with its completion.
+    public func submit(_ request: HTTPRequest, token: Int) {
+        waiting.append((request, token))
+    }
+
+    /// Starts what fits, waits up to `timeoutMs` for activity (or the signal wake pipe), and
+    /// returns the requests that finished (possibly none).
+    public func step(timeoutMs: Int) -> [HTTPCompletion] {
+        startWaiting()
+        var completions = performAndCollect()
+        if !completions.isEmpty || timeoutMs <= 0 {
+            return completions
+        }
+        // curl_multi_poll waits on the wake pipe even with no transfers, so an idle
+        // watcher sleeps until its next probe is due instead of spinning.
+        var extra = curl_waitfd()
+        var extraCount: UInt32 = 0
+        if Signals.wakeFD >= 0 {
+            extra.fd = Signals.wakeFD
+            extra.events = Int16(CURL_WAIT_POLLIN)
+            extraCount = 1
+        }
+        var ready: Int32 = 0
+        _ = curl_multi_poll(multi, &extra, extraCount, Int32(clamping: timeoutMs), &ready)
+        completions = performAndCollect()
+        startWaiting()
+        return completions
+    }
+
+    /// Abandons every waiting and in-flight request (for a clean stop); they complete no more.
+    public func cancelAll() {
+        waiting.removeAll()
+        waitingHead = 0
+        for (handle, transfer) in active {
+            curl_multi_remove_handle(multi, handle)
+            transfer.release()
+            curl_easy_reset(handle)
+            idleHandles.append(handle)
+        }
+        active.removeAll()
+    }
+
+    // MARK: - Internals
+
+    private func startWaiting() {
+        while active.count < maxInFlight, waitingHead < waiting.count {
+            let (request, token) = waiting[waitingHead]
+            waitingHead += 1
+            start(request, token: token)
+        }
+        if waitingHead > 1024, waitingHead * 2 > waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+
+    private func start(_ request: HTTPRequest, token: Int) {
+        let handle: UnsafeMutableRawPointer
+        if let reused = idleHandles.popLast() {
+            handle = reused
+        } else {
+            guard let created = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+            handle = created
+        }
+        let transfer = Transfer(request: request, token: token)
+        if let problem = transfer.configure(handle) {
+            var result = HTTPResult()
+            result.curlCode = Int(CURLE_BAD_FUNCTION_ARGUMENT.rawValue)
+            result.curlMessage = problem
+            result.failure = .protocol
+            transfer.release()
+            curl_easy_reset(handle)
+            idleHandles.append(handle)
+            earlyCompletions.append(HTTPCompletion(token: token, result: result))
+            return
+        }
+        active[handle] = transfer
+        curl_multi_add_handle(multi, handle)
+    }
+
+    private var earlyCompletions: [HTTPCompletion] = []
+
+    private func performAndCollect() -> [HTTPCompletion] {
+        var running: Int32 = 0
+        _ = curl_multi_perform(multi, &running)
+        var completions = earlyCompletions
+        earlyCompletions.removeAll()
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard ccurl_msg_is_done(message) != 0, let handle = ccurl_msg_handle(message) else { continue }
+            let code = ccurl_msg_result(message)
+            guard let transfer = active.removeValue(forKey: handle) else { continue }
+            curl_multi_remove_handle(multi, handle)
+            let result = transfer.finish(handle, code: code)
+            completions.append(HTTPCompletion(token: transfer.token, result: result))
+            transfer.release()
+            curl_easy_reset(handle)
+            idleHandles.append(handle)
+        }
+        return completions
+    }
+}
+
+private let bodyCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.receiveBody(data, size * count)
+}
+
+private let headerCallback: ccurl_data_callback = { _, size, count, context in
+    guard let context else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.receiveHeader(size * count)
+}
+
+/// One request's state while curl runs it; owned by the engine's thread.
+private final class Transfer {
+    let request: HTTPRequest
+    let token: Int
+    var body: [UInt8] = []
+    var bodyBytes = 0
+    var headerBytes = 0
+    var stoppedAtLimit = false
+    var headerLimitHit = false
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+    private var retained: Unmanaged<Transfer>?
+
+    init(request: HTTPRequest, token: Int) {
+        self.request = request
+        self.token = token
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    }
+
+    deinit {
+        errorBuffer.deallocate()
+    }
+
+    /// Drops curl-owned resources and the engine's reference.
+    func release() {
+        if let headerList {
+            curl_slist_free_all(headerList)
+            self.headerList = nil
+        }
+        retained?.release()
+        retained = nil
+    }
+
+    func receiveBody(_ data: UnsafeMutablePointer<CChar>?, _ length: Int) -> Int {
+        switch request.bodyPolicy {
+        case .none:
+            bodyBytes += length
+            return length
+        case .discard(let limit):
+            if bodyBytes >= limit {
+                stoppedAtLimit = true
+                return 0
+            }
+            bodyBytes += length
+            return length
+        case .collect(let limit):
+            let room = limit - body.count
+            if room <= 0 {
+                stoppedAtLimit = true
+                return 0
+            }
+            if let data {
+                let take = min(room, length)
+                data.withMemoryRebound(to: UInt8.self, capacity: take) {
+                    body.append(contentsOf: UnsafeBufferPointer(start: $0, count: take))
+                }
+            }
+            bodyBytes += length
+            if length > room {
+                stoppedAtLimit = true
+                return 0
+            }
+            return length
+        }
+    }
+
+    func receiveHeader(_ length: Int) -> Int {
+        headerBytes += length
+        if headerBytes > request.maxHeaderBytes {
+            headerLimitHit = true
+            return 0
+        }
+        return length
+    }
+
+    /// Sets every option on `handle`; returns a message when an option is refused.
+    func configure(_ handle: UnsafeMutableRawPointer) -> String? {
+        let context = Unmanaged.passRetained(self)
+        retained = context
+        var failed: String?
+        func check(_ code: CURLcode, _ what: String) {
+            if code != CURLE_OK, failed == nil {
+                failed = "\(what): \(String(cString: curl_easy_strerror(code)))"
+            }
+        }
+        check(ccurl_setopt_string(handle, CURLOPT_URL, request.url), "URL")
+        check(ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "NOSIGNAL")
+        check(ccurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "ERRORBUFFER")
+        check(ccurl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
+        check(ccurl_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"), "redirect protocols")
+        check(ccurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMs)), "timeout")
+        check(ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.timeoutMs)), "connect timeout")
+        check(ccurl_setopt_long(handle, CURLOPT_FRESH_CONNECT, 1), "fresh connect")
+        check(ccurl_setopt_long(handle, CURLOPT_FORBID_REUSE, 1), "forbid reuse")
+        check(ccurl_setopt_long(handle, CURLOPT_DNS_CACHE_TIMEOUT, 0), "DNS cache")
+        check(ccurl_setopt_long(handle, CURLOPT_SSL_SESSIONID_CACHE, 0), "TLS session cache")
+        check(ccurl_setopt_string(handle, CURLOPT_USERAGENT, request.userAgent), "user agent")
+        switch request.ipFamily {
+        case .any: break
+        case .v4: check(ccurl_setopt_long(handle, CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V4)), "IPv4")
+        case .v6: check(ccurl_setopt_long(handle, CURLOPT_IPRESOLVE, Int(CURL_IPRESOLVE_V6)), "IPv6")
+        }
+        if request.maxRedirects > 0 {
+            check(ccurl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 1), "follow redirects")
+            check(ccurl_setopt_long(handle, CURLOPT_MAXREDIRS, request.maxRedirects), "max redirects")
+        }
+        check(ccurl_setopt_callback(handle, CURLOPT_WRITEFUNCTION, bodyCallback), "body callback")
+        check(ccurl_setopt_pointer(handle, CURLOPT_WRITEDATA, context.toOpaque()), "body context")
+        check(ccurl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, headerCallback), "header callback")
+        check(ccurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context.toOpaque()), "header context")
+
+        if request.connectOnly {
+            check(ccurl_setopt_long(handle, CURLOPT_CONNECT_ONLY, 1), "connect only")
+        } else {
+            switch request.method {
+            case "HEAD": check(ccurl_setopt_long(handle, CURLOPT_NOBODY, 1), "HEAD")
+            case "GET": check(ccurl_setopt_long(handle, CURLOPT_HTTPGET, 1), "GET")
+            default:
+                check(ccurl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method), "method")
+            }
+            if let body = request.body {
+                let code = (body + [0]).withUnsafeBufferPointer { buffer in
+                    buffer.withMemoryRebound(to: CChar.self) { chars in
+                        ccurl_setopt_copy_postfields(handle, chars.baseAddress!, body.count)
+                    }
+                }
+                check(code, "request body")
+                if request.method != "POST" {
+                    check(ccurl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method), "method")
+                }
+            }
+        }
+        if !request.headers.isEmpty {
+            var list: UnsafeMutablePointer<curl_slist>?
+            for header in request.headers {
+                list = curl_slist_append(list, header)
+            }
+            headerList = list
+            check(ccurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list), "headers")
+        }
+        let tls = request.tls
+        if !tls.verify {
+            check(ccurl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 0), "verify peer")
+            check(ccurl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 0), "verify host")
+        }
+        if let caFile = tls.caFile { check(ccurl_setopt_string(handle, CURLOPT_CAINFO, caFile), "CA file") }
+        if let cert = tls.clientCertificate { check(ccurl_setopt_string(handle, CURLOPT_SSLCERT, cert), "client certificate") }
+        if let key = tls.clientKey { check(ccurl_setopt_string(handle, CURLOPT_SSLKEY, key), "client key") }
+        if let pin = tls.pinnedPublicKey { check(ccurl_setopt_string(handle, CURLOPT_PINNEDPUBLICKEY, pin), "pinned public key") }
+        switch tls.minimumVersion {
+        case .v1_3?: check(ccurl_setopt_long(handle, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_3)), "TLS 1.3")
+        case .v1_2?: check(ccurl_setopt_long(handle, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)), "TLS 1.2")
+        case nil: break
+        }
+        if tls.collectCertificates, request.url.lowercased().hasPrefix("https:") {
+            check(ccurl_setopt_long(handle, CURLOPT_CERTINFO, 1), "certificate info")
+        }
+        return failed
+    }
+
+    /// Reads everything curl knows about the finished transfer.
+    func finish(_ handle: UnsafeMutableRawPointer, code: CURLcode) -> HTTPResult {
+        var result = HTTPResult()
+        result.curlCode = Int(code.rawValue)
+        var status = 0
+        var number = 0
+        if ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &number) == CURLE_OK { status = number }
+        result.httpCode = status
+        func time(_ info: CURLINFO) -> Double {
+            var micros: curl_off_t = 0
+            _ = ccurl_getinfo_off_t(handle, info, &micros)
+            return Double(micros) / 1000
+        }
+        result.timings.nameLookup = time(CURLINFO_NAMELOOKUP_TIME_T)
+        result.timings.connect = time(CURLINFO_CONNECT_TIME_T)
+        result.timings.appConnect = time(CURLINFO_APPCONNECT_TIME_T)
+        result.timings.preTransfer = time(CURLINFO_PRETRANSFER_TIME_T)
+        result.timings.startTransfer = time(CURLINFO_STARTTRANSFER_TIME_T)
+        result.timings.total = time(CURLINFO_TOTAL_TIME_T)
+        result.timings.redirect = time(CURLINFO_REDIRECT_TIME_T)
+        var text: UnsafeMutablePointer<CChar>?
+        if ccurl_getinfo_string(handle, CURLINFO_PRIMARY_IP, &text) == CURLE_OK, let text, text.pointee != 0 {
+            result.remoteIP = String(cString: text)
+        }
+        if ccurl_getinfo_long(handle, CURLINFO_HTTP_VERSION, &number) == CURLE_OK {
+            switch number {
+            case CURL_HTTP_VERSION_1_0: result.httpVersion = "1.0"
+            case CURL_HTTP_VERSION_1_1: result.httpVersion = "1.1"
+            case CURL_HTTP_VERSION_2_0: result.httpVersion = "2"
+            case 30: result.httpVersion = "3"
+            default: break
+            }
+        }
+        if ccurl_getinfo_long(handle, CURLINFO_SSL_VERIFYRESULT, &number) == CURLE_OK { result.verifyResult = number }
+        if ccurl_getinfo_long(handle, CURLINFO_REDIRECT_COUNT, &number) == CURLE_OK { result.redirectCount = number }
+        if ccurl_getinfo_long(handle, CURLINFO_OS_ERRNO, &number) == CURLE_OK { result.osErrno = number }
+        var certificates: UnsafeMutablePointer<curl_certinfo>?
+        if request.tls.collectCertificates, ccurl_getinfo_certinfo(handle, &certificates) == CURLE_OK, let certificates {
+            let count = Int(certificates.pointee.num_of_certs)
+            if count > 0, let lists = certificates.pointee.certinfo {
+                for index in 0..<count {
+                    var node = lists[index]
+                    while let entry = node {
+                        if let data = entry.pointee.data, strncmp(data, "Expire date:", 12) == 0 {
+                            let seconds = curl_getdate(data + 12, nil)
+                            if seconds > 0 { result.certificateExpiries.append(Int64(seconds)) }
+                        }
+                        node = entry.pointee.next
+                    }
+                }
+            }
+        }
+        result.body = body
+        result.bodyBytes = bodyBytes
+        result.headerBytes = headerBytes
+        result.stoppedAtLimit = stoppedAtLimit
+        let message = String(cString: errorBuffer)
+        result.curlMessage = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
+        result.failure = classify(code, message: result.curlMessage)
+        return result
+    }
+
+    private func classify(_ code: CURLcode, message: String) -> TransportFailure? {
+        switch code {
+        case CURLE_OK:
+            return nil
+        case CURLE_WRITE_ERROR:
+            if headerLimitHit { return .tooLarge }
+            return stoppedAtLimit ? nil : .protocol
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            return .dns
+        case CURLE_COULDNT_CONNECT:
+            return .connect
+        case CURLE_OPERATION_TIMEDOUT:
+            return .timeout
+        case CURLE_TOO_MANY_REDIRECTS:
+            return .redirects
+        case CURLE_FILESIZE_EXCEEDED:
+            return .tooLarge
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+             CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_ENGINE_NOTFOUND,
+             CURLE_SSL_ENGINE_SETFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CLIENTCERT:
+            return .tls
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR:
+            let lower = message.lowercased()
+            if lower.contains("ssl") || lower.contains("tls") || lower.contains("alert") || lower.contains("certificate") {
+                return .tls
+            }
+            if lower.contains("reset") || lower.contains("broken pipe") { return .reset }
+            return .protocol
+        default:
+            return .protocol
+        }
+    }
+}

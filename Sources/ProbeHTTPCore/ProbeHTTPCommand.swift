@@ -1,0 +1,124 @@
+import HTTPTransport
+import VitalsKit
+
+/// `probe-http`: probe HTTP(S) targets concurrently and write one `sample` record per probe.
+public enum ProbeHTTPCommand: VitalsCommand {
+    /// The option table: parsing, `--help` and the man-page test all read it.
+    public static let spec = CommandSpec(
+        name: "probe-http",
+        summary: "Probe HTTP(S) targets concurrently and write one sample record per probe.",
+        usage: ["[OPTIONS] [FILE...]"],
+        description: """
+        Targets are read from the FILEs (or standard input; - is standard input), one per line as a bare URL \
+        or a JSON target object, or as one JSON array of targets. Each probe uses a fresh connection: HEAD \
+        first, GET when HEAD is refused (405, 501) or breaks the connection; GET when the body is checked. \
+        Samples are written as NDJSON in the order probes finish. See probe-http(1) for every target field \
+        and status rule, vitals-records(7) for the records.
+        """,
+        options: [
+            OptionSpec("concurrency", short: "c", value: "N", help: "probes in flight at once (default 256)"),
+            OptionSpec("timeout", short: "t", value: "DURATION", help: "time budget of each probe when the target sets no timeout_seconds (default 5s)"),
+            OptionSpec("ok-ms", value: "MS", help: "latency above which a sample is degraded, for targets without http_ok_threshold_ms (default: none)"),
+            OptionSpec("degraded-ms", value: "MS", help: "latency above which a sample is down, for targets without http_degraded_threshold_ms (default: none)"),
+            OptionSpec("ssl-ok-days", value: "DAYS", help: "certificate days left at or above which TLS is fine (default 30)"),
+            OptionSpec("ssl-warning-days", value: "DAYS", help: "certificate days left below which the target is down (default 14)"),
+            OptionSpec("ip", value: "FAMILY", help: "address family for targets without 'ip': 4, 6, both (one sample each) or any (default any)"),
+            OptionSpec("max-redirects", value: "N", help: "redirects followed for targets without max_redirects (default 5)"),
+            OptionSpec("max-body", value: "SIZE", help: "body bytes read at most for content and hash checks (default 1M)"),
+            OptionSpec("speed-test", help: "download speed_test_bytes (default 512000) from every target and report speed_mbps"),
+            OptionSpec("speed-test-bytes", value: "SIZE", help: "bytes to download in a speed test; implies --speed-test"),
+            OptionSpec("insecure", short: "k", help: "do not verify certificates (the expiry is still reported)"),
+            OptionSpec("user-agent", value: "TEXT", help: "the User-Agent header (default vitals-probe-http/VERSION)"),
+            OptionSpec("only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"),
+            OptionSpec("simulate-latency", value: "MS", help: "add MS to each measured latency and mark the sample simulated (isitup's debug simulation)"),
+            OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
+            OptionSpec("interval", short: "i", value: "DURATION", help: "with --watch, probe every target this often instead of its check_interval"),
+            OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
+            OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
+        ],
+        examples: [
+            "probe-http targets.ndjson",
+            "echo https://example.com/health | probe-http --summary",
+            "probe-http --watch --interval 30s targets.ndjson | store-samples",
+            "probe-http --exit-status --only api targets.ndjson >/dev/null || echo 'api is not up'",
+        ],
+        exitStatuses: [
+            (.success, "every target was probed (whatever the verdicts)"),
+            (.verdict, "with --exit-status, some sample was not up"),
+            (.failure, "bad target lines, unreadable files or unwritable output (the rest was still probed)"),
+            (.usage, "the command line was wrong"),
+            (.interrupted, "stopped by SIGINT"),
+            (.terminated, "stopped by SIGTERM"),
+        ],
+        seeAlso: ["vitals(7)", "vitals-records(7)", "detect-anomaly(1)", "store-samples(1)"]
+    )
+
+    /// Runs probe-http.
+    public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> ExitStatus {
+        var defaults = TargetDefaults()
+        var settings = ProbeSettings()
+        settings.concurrency = try options.integer("concurrency", default: 256, in: 1...65_536)
+        if let timeout = try options.duration("timeout", default: nil) {
+            guard timeout > 0 else { throw UsageError("--timeout must be more than 0") }
+            defaults.timeoutMs = Int(timeout)
+        }
+        if options.has("ok-ms") { defaults.okThresholdMs = try options.number("ok-ms", default: 0, in: 0...86_400_000) }
+        if options.has("degraded-ms") { defaults.degradedThresholdMs = try options.number("degraded-ms", default: 0, in: 0...86_400_000) }
+        if let ok = defaults.okThresholdMs, let degraded = defaults.degradedThresholdMs, degraded < ok {
+            throw UsageError("--degraded-ms must not be below --ok-ms")
+        }
+        defaults.sslOkDays = try options.integer("ssl-ok-days", default: 30, in: 0...3650)
+        defaults.sslWarningDays = try options.integer("ssl-warning-days", default: 14, in: 0...3650)
+        if defaults.sslWarningDays > defaults.sslOkDays { throw UsageError("--ssl-warning-days must not be above --ssl-ok-days") }
+        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"], default: "any")) ?? .any
+        defaults.maxRedirects = try options.integer("max-redirects", default: 5, in: 0...50)
+        settings.maxBodyBytes = try options.size("max-body", default: 1 << 20)
+        guard settings.maxBodyBytes > 0 else { throw UsageError("--max-body must be more than 0") }
+        if options.has("speed-test-bytes") {
+            let bytes = try options.size("speed-test-bytes", default: 512_000)
+            guard bytes > 0, bytes <= 1 << 30 else { throw UsageError("--speed-test-bytes must be from 1 to 1G") }
+            defaults.speedTestBytes = bytes
+        } else if options.has("speed-test") {
+            defaults.speedTestBytes = 512_000
+        }
+        defaults.insecure = options.has("insecure")
+        if let agent = options.value("user-agent") { settings.userAgent = agent }
+        settings.simulatedLatencyMs = try options.number("simulate-latency", default: 0, in: 0...3_600_000)
+        settings.watch = options.has("watch")
+        if options.has("interval") {
+            guard settings.watch else { throw UsageError("--interval only applies with --watch") }
+            guard let interval = try options.duration("interval", default: nil), interval > 0 else {
+                throw UsageError("--interval must be more than 0")
+            }
+            defaults.intervalOverrideMs = interval
+        }
+
+        var parser = TargetParser(defaults: defaults, diagnostics: context.diagnostics)
+        Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in
+            parser.read(reader)
+        }
+        if let stop = Signals.stopStatus { return stop }
+        var targets = parser.targets
+        if let query = options.value("only") {
+            let candidates = targets.map { (name: $0.name, host: $0.host) }
+            guard let index = NameMatcher.bestMatch(query, in: candidates) else {
+                let near = NameMatcher.closestNames(query, among: targets.map(\.name))
+                let hint = near.isEmpty ? "there are no targets" : "closest: " + near.joined(separator: ", ")
+                throw UsageError("no target matches '\(query)' (\(hint))")
+            }
+            targets = [targets[index]]
+        }
+
+        let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
+        var status = ExitStatus.success
+        do {
+            try runner.run()
+        } catch is BrokenPipe {
+            // The reader downstream has what it wanted.
+        }
+        if options.has("summary") { context.diagnostics.note(runner.tally.line) }
+        if options.has("exit-status"), runner.tally.anyNotUp { status = .verdict }
+        if context.diagnostics.errorCount > 0 { status = status.worst(.failure) }
+        return status
+    }
+}

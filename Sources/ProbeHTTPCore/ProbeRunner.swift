@@ -1,0 +1,245 @@
+import HTTPTransport
+import VitalsKit
+
+/// Settings for a run, from the command line.
+public struct ProbeSettings: Sendable {
+    /// Probes in flight at once.
+    public var concurrency = 256
+    /// Body bytes read at most for checks that need the body.
+    public var maxBodyBytes = 1 << 20
+    /// Added to each measured latency (isitup's debug simulation).
+    public var simulatedLatencyMs: Double = 0
+    /// Probe forever, each target every `check_interval`.
+    public var watch = false
+    /// The User-Agent header.
+    public var userAgent = "vitals-probe-http/\(Vitals.version)"
+
+    /// Defaults.
+    public init() {}
+}
+
+/// Counts kept for `--summary` and `--exit-status`.
+public struct ProbeTally: Sendable {
+    /// Samples by status.
+    public var byStatus: [SampleStatus: Int] = [:]
+    /// The slowest answering target and its latency.
+    public var slowest: (name: String, latencyMs: Double)?
+    /// Samples written.
+    public var total: Int { byStatus.values.reduce(0, +) }
+    /// Whether any sample was not `up`.
+    public var anyNotUp: Bool { byStatus.contains { $0.key != .up && $0.value > 0 } }
+
+    /// One line for people: `12 probes: 10 up, 1 degraded, 1 down; slowest api (812ms)`.
+    public var line: String {
+        let parts = SampleStatus.allCases.compactMap { status -> String? in
+            guard let count = byStatus[status], count > 0 else { return nil }
+            return "\(count) \(status.rawValue)"
+        }
+        var text = "\(total) probe\(total == 1 ? "" : "s")"
+        if !parts.isEmpty { text += ": " + parts.joined(separator: ", ") }
+        if let slowest { text += "; slowest \(slowest.name) (\(VerdictRules.milliseconds(slowest.latencyMs)))" }
+        return text
+    }
+}
+
+/// Runs probes on one `HTTPEngine`: once through every target, or forever on each target's interval.
+public final class ProbeRunner {
+    private enum Stage { case primary, fallback, inspect }
+
+    private struct Probe {
+        let target: Target
+        let family: IPFamily
+        let monitor: String
+        var nextDueMs: Int64 = 0
+        var inFlight = false
+        var stage = Stage.primary
+        var startWallMs: Int64 = 0
+        var deadlineMs: Int64 = 0
+        var method = "HEAD"
+        var fallbackNote: String?
+        var answer: HTTPResult?
+        var answerMethod = "HEAD"
+    }
+
+    private var probes: [Probe] = []
+    private let settings: ProbeSettings
+    private let engine: HTTPEngine
+    private let output: RecordWriter
+    /// What was written so far.
+    public private(set) var tally = ProbeTally()
+
+    /// Prepares probes for `targets` (two per target for `ip: both`).
+    public init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
+        self.settings = settings
+        self.output = output
+        self.engine = HTTPEngine(maxInFlight: settings.concurrency)
+        for target in targets {
+            switch target.ip {
+            case .any: probes.append(Probe(target: target, family: .any, monitor: target.id))
+            case .v4: probes.append(Probe(target: target, family: .v4, monitor: target.id))
+            case .v6: probes.append(Probe(target: target, family: .v6, monitor: target.id))
+            case .both:
+                probes.append(Probe(target: target, family: .v4, monitor: target.id + "/ipv4"))
+                probes.append(Probe(target: target, family: .v6, monitor: target.id + "/ipv6"))
+            }
+        }
+    }
+
+    /// Runs until every probe has written its sample (or forever with `watch`), or a stop signal.
+    public func run() throws {
+        let start = Clock.monotonicMilliseconds()
+        if !settings.watch {
+            for index in probes.indices { begin(index, now: start) }
+        }
+        while true {
+            if Signals.stopRequested {
+                engine.cancelAll()
+                break
+            }
+            let now = Clock.monotonicMilliseconds()
+            var waitMs = 1000
+            if settings.watch {
+                for index in probes.indices where !probes[index].inFlight {
+                    if probes[index].nextDueMs <= now {
+                        begin(index, now: now)
+                    } else {
+                        waitMs = min(waitMs, Int(probes[index].nextDueMs - now))
+                    }
+                }
+            } else if engine.pendingCount == 0 {
+                break
+            }
+            try output.flush()
+            for completion in engine.step(timeoutMs: max(0, waitMs)) {
+                try complete(completion)
+            }
+        }
+        try output.flush()
+    }
+
+    private func begin(_ index: Int, now: Int64) {
+        var probe = probes[index]
+        probe.inFlight = true
+        probe.stage = .primary
+        probe.startWallMs = Clock.wallMilliseconds()
+        probe.deadlineMs = now + Int64(probe.target.timeoutMs)
+        probe.fallbackNote = nil
+        probe.answer = nil
+        let target = probe.target
+        if target.kind == .ssl {
+            probe.method = "CONNECT"
+        } else {
+            probe.method = target.method ?? (target.needsBody ? "GET" : "HEAD")
+        }
+        probe.nextDueMs = (probe.nextDueMs == 0 ? now : probe.nextDueMs) + probe.target.checkIntervalMs
+        if probe.nextDueMs < now { probe.nextDueMs = now + probe.target.checkIntervalMs }
+        probes[index] = probe
+        engine.submit(request(for: probe, method: probe.method, timeoutMs: target.timeoutMs), token: index)
+    }
+
+    private func request(for probe: Probe, method: String, timeoutMs: Int, inspect: Bool = false) -> HTTPRequest {
+        let target = probe.target
+        var request = HTTPRequest(url: target.url, method: method, timeoutMs: timeoutMs, userAgent: settings.userAgent)
+        request.headers = target.headers
+        request.body = target.body
+        request.maxRedirects = target.maxRedirects
+        request.ipFamily = probe.family
+        request.tls = target.tls
+        if inspect {
+            request.connectOnly = true
+            request.tls.verify = false
+            request.tls.collectCertificates = true
+            request.bodyPolicy = .none
+            return request
+        }
+        if target.kind == .ssl {
+            request.connectOnly = true
+            request.tls.verify = false
+            request.bodyPolicy = .none
+            return request
+        }
+        if method == "HEAD" {
+            request.bodyPolicy = .none
+        } else if target.expectedContent != nil || target.expectedBodyHash != nil {
+            request.bodyPolicy = .collect(limit: max(settings.maxBodyBytes, target.speedTestBytes ?? 0))
+        } else {
+            request.bodyPolicy = .discard(limit: target.speedTestBytes ?? settings.maxBodyBytes)
+        }
+        return request
+    }
+
+    private func complete(_ completion: HTTPCompletion) throws {
+        let index = completion.token
+        var probe = probes[index]
+        let result = completion.result
+        let now = Clock.monotonicMilliseconds()
+        let remaining = Int(probe.deadlineMs - now)
+        switch probe.stage {
+        case .primary:
+            if probe.method == "HEAD", probe.target.method == nil, let note = ProbeRunner.fallbackNote(for: result), remaining > 0 {
+                probe.stage = .fallback
+                probe.fallbackNote = note
+                probe.method = "GET"
+                probes[index] = probe
+                engine.submit(request(for: probe, method: "GET", timeoutMs: remaining), token: index)
+                return
+            }
+            fallthrough
+        case .fallback:
+            if ProbeRunner.needsInspection(result, target: probe.target), remaining > 0 {
+                probe.stage = .inspect
+                probe.answer = result
+                probe.answerMethod = probe.method
+                probes[index] = probe
+                engine.submit(request(for: probe, method: "GET", timeoutMs: remaining, inspect: true), token: index)
+                return
+            }
+            try finish(index, probe: probe, result: result, inspection: nil)
+        case .inspect:
+            try finish(index, probe: probe, result: probe.answer ?? result, inspection: result)
+        }
+    }
+
+    private func finish(_ index: Int, probe: Probe, result: HTTPResult, inspection: HTTPResult?) throws {
+        var probe = probe
+        probe.inFlight = false
+        probe.answer = nil
+        probes[index] = probe
+        let nowSeconds = Clock.wallMilliseconds() / 1000
+        let method = probe.stage == .inspect ? probe.answerMethod : probe.method
+        var verdict = VerdictRules.decide(target: probe.target, result: result, method: method,
+                                          fallbackNote: probe.fallbackNote, inspection: inspection,
+                                          nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
+        if settings.simulatedLatencyMs > 0 {
+            verdict.message += " +\(VerdictRules.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
+        }
+        let record = SampleRecord.encode(target: probe.target, monitor: probe.monitor, family: probe.family,
+                                         atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
+                                         simulatedMs: settings.simulatedLatencyMs)
+        tally.byStatus[verdict.status, default: 0] += 1
+        if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
+            tally.slowest = (probe.target.name, latency)
+        }
+        try output.write(record)
+    }
+
+    /// Why a HEAD should be retried as GET, or nil: a 405 or 501 answer, or a connection
+    /// that broke after it was made (reset, empty or garbled reply), which some servers do for HEAD.
+    static func fallbackNote(for result: HTTPResult) -> String? {
+        if let failure = result.failure {
+            switch failure {
+            case .reset: return "HEAD was reset"
+            case .protocol: return result.curlCode == 52 ? "HEAD got an empty reply" : "HEAD got a bad reply"
+            default: return nil
+            }
+        }
+        if result.httpCode == 405 || result.httpCode == 501 { return "HEAD answered \(result.httpCode)" }
+        return nil
+    }
+
+    /// Whether a failed TLS verification should be followed by a certificate-only handshake,
+    /// to tell an expired certificate (down) from other TLS failures (error) and report its expiry.
+    static func needsInspection(_ result: HTTPResult, target: Target) -> Bool {
+        result.failure == .tls && result.curlCode == 60 && target.kind != .http && target.tls.verify
+    }
+}

@@ -1,0 +1,62 @@
+import HTTPTransport
+import VitalsKit
+
+/// Writes `sample` records: field order and meaning as in vitals-records(7).
+public enum SampleRecord {
+    /// Field names a sample writes itself; a target's own field with one of these names is not carried.
+    public static let ownFields: Set<String> = [
+        "type", "monitor", "name", "kind", "target", "at", "method", "status", "reason", "message", "code",
+        "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "http_version",
+        "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
+    ]
+
+    /// Encodes one sample.
+    /// - Parameters:
+    ///   - monitor: the monitor id (the target's, with `/ipv4` or `/ipv6` for `ip: both`).
+    ///   - family: the family asked for, written as `ip` when not `any`.
+    ///   - atMs: when the probe started, wall clock.
+    ///   - method: the method that answered (`CONNECT` for a handshake-only `ssl` check).
+    public static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
+                              verdict: Verdict, result: HTTPResult?, simulatedMs: Double) -> [UInt8] {
+        var record = JSONObjectBuilder(capacity: 640)
+        record.string("type", "sample")
+        record.string("monitor", monitor)
+        record.string("name", target.name)
+        record.string("kind", target.kind.rawValue)
+        record.string("target", target.displayURL)
+        var at: [UInt8] = []
+        Timestamp.append(milliseconds: atMs, to: &at)
+        record.string("at", String(decoding: at, as: UTF8.self))
+        record.string("method", method)
+        record.string("status", verdict.status.rawValue)
+        record.string("reason", verdict.reason?.rawValue)
+        record.string("message", verdict.message)
+        let code = result.map(\.httpCode) ?? 0
+        record.int("code", code > 0 ? code : nil)
+        record.fixed("latency_ms", verdict.latencyMs)
+        let timings = result?.timings ?? HTTPTimings()
+        let reachedDNS = timings.nameLookup > 0
+        let reachedConnect = timings.connect > 0
+        let reachedTLS = timings.appConnect > 0
+        let reachedFirstByte = timings.startTransfer > 0
+        record.fixed("dns_ms", reachedDNS ? timings.nameLookup : nil)
+        record.fixed("connect_ms", reachedConnect ? max(0, timings.connect - timings.nameLookup) : nil)
+        record.fixed("tls_ms", reachedTLS ? max(0, timings.appConnect - timings.connect) : nil)
+        record.fixed("ttfb_ms", reachedFirstByte ? max(0, timings.startTransfer - timings.preTransfer) : nil)
+        record.fixed("total_ms", result != nil ? timings.total : nil)
+        record.int("bytes", result?.bodyBytes ?? 0)
+        record.string("remote_ip", result?.remoteIP)
+        record.string("http_version", result?.httpVersion)
+        if target.kind != .http { record.int("tls_expiry_days", verdict.tlsExpiryDays) }
+        if family != .any { record.string("ip", family.rawValue) }
+        if target.speedTestBytes != nil {
+            record.fixed("speed_mbps", verdict.speedMbps, decimals: 2)
+            record.string("speed_confidence", verdict.speedConfidence)
+            record.int("speed_bytes", result?.bodyBytes ?? 0)
+        }
+        if let result, result.stoppedAtLimit, target.speedTestBytes == nil { record.bool("truncated", true) }
+        if simulatedMs > 0 { record.bool("simulated", true) }
+        for field in target.extraFields { record.field(field.key, field.value) }
+        return record.finish()
+    }
+}

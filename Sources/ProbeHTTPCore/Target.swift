@@ -1,0 +1,179 @@
+import HTTPTransport
+import VitalsKit
+
+/// What a target checks, OnlineTracker's monitor types for HTTP.
+public enum TargetKind: String, Sendable, CaseIterable {
+    /// An HTTP check over plain TCP.
+    case http
+    /// An HTTP check over TLS, with the certificate's expiry.
+    case https
+    /// A TLS handshake only: the certificate's expiry decides the status.
+    case ssl
+}
+
+/// Which address families to probe.
+public enum IPChoice: String, Sendable {
+    case any
+    case v4 = "4"
+    case v6 = "6"
+    /// One sample per family.
+    case both
+}
+
+/// A set of expected HTTP status codes: codes and inclusive ranges.
+public struct StatusSet: Sendable, Equatable, CustomStringConvertible {
+    /// The ranges, in the order given.
+    public var ranges: [ClosedRange<Int>]
+
+    /// Creates a set.
+    public init(_ ranges: [ClosedRange<Int>]) { self.ranges = ranges }
+
+    /// isitup's rule: 200 to 399.
+    public static let `default` = StatusSet([200...399])
+
+    /// Whether `code` is expected.
+    public func contains(_ code: Int) -> Bool { ranges.contains { $0.contains(code) } }
+
+    /// `200-399`, `200,204`.
+    public var description: String {
+        ranges.map { $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }
+            .joined(separator: ",")
+    }
+
+    /// Parses `200`, `200-299`, `2xx`, `200,204,300-399`; nil if malformed.
+    public static func parse(_ text: String) -> StatusSet? {
+        var ranges: [ClosedRange<Int>] = []
+        for part in text.split(separator: ",") {
+            let item = String(part).trimmingSpaces.lowercased()
+            if item.count == 3, item.hasSuffix("xx"), let digit = Int(item.prefix(1)), (1...5).contains(digit) {
+                ranges.append(digit * 100...digit * 100 + 99)
+            } else if let dash = item.firstIndex(of: "-") {
+                guard let low = Int(String(item[..<dash]).trimmingSpaces), let high = Int(String(item[item.index(after: dash)...]).trimmingSpaces),
+                      (100...599).contains(low), (100...599).contains(high), low <= high else { return nil }
+                ranges.append(low...high)
+            } else {
+                guard let code = Int(item), (100...599).contains(code) else { return nil }
+                ranges.append(code...code)
+            }
+        }
+        return ranges.isEmpty ? nil : StatusSet(ranges)
+    }
+}
+
+/// One target, validated, with every default applied.
+public struct Target: Sendable {
+    /// The monitor id every later tool groups by.
+    public var id: String
+    /// The human name.
+    public var name: String
+    /// The URL as given, used for probing (may hold credentials).
+    public var url: String
+    /// The URL with secrets redacted, as written in samples.
+    public var displayURL: String
+    /// The check kind.
+    public var kind: TargetKind
+    /// The method asked for; nil means HEAD with a GET fallback.
+    public var method: String?
+    /// Request headers, `Name: value`.
+    public var headers: [String] = []
+    /// A request body.
+    public var body: [UInt8]?
+    /// Expected status codes.
+    public var expectedStatus: StatusSet = .default
+    /// A substring the body must contain.
+    public var expectedContent: String?
+    /// The SHA-256 (lowercase hex) the body must have.
+    public var expectedBodyHash: String?
+    /// The probe's time budget.
+    public var timeoutMs: Int = 5000
+    /// Latency above this is `degraded`.
+    public var okThresholdMs: Double?
+    /// Latency above this is `down`.
+    public var degradedThresholdMs: Double?
+    /// Days of certificate validity at or above which the certificate is fine.
+    public var sslOkDays: Int = 30
+    /// Days of validity below which the target is `down`.
+    public var sslWarningDays: Int = 14
+    /// Seconds between probes in `--watch`.
+    public var checkIntervalMs: Int64 = 60_000
+    /// Redirects followed.
+    public var maxRedirects: Int = 5
+    /// Address families.
+    public var ip: IPChoice = .any
+    /// Bytes to download for a speed test, if one is asked for.
+    public var speedTestBytes: Int?
+    /// TLS settings (mutual TLS, pinning, minimum version, trust).
+    public var tls = TLSOptions()
+    /// Fields the target had that probe-http does not own; carried into each sample in order.
+    public var extraFields: [JSONField] = []
+    /// Where the target came from, for diagnostics.
+    public var source: String = "<stdin>"
+    /// The line it was on.
+    public var line: Int = 0
+
+    /// Creates a target for `url` with defaults; `kind` is inferred from the scheme.
+    public init(id: String, name: String, url: String, kind: TargetKind) {
+        self.id = id
+        self.name = name
+        self.url = url
+        self.displayURL = Redaction.url(url)
+        self.kind = kind
+    }
+
+    /// Whether a GET is needed to read the body (content or hash checks, speed test).
+    public var needsBody: Bool { expectedContent != nil || expectedBodyHash != nil || speedTestBytes != nil }
+
+    /// The host part of the URL, lowercased, without port or credentials.
+    public var host: String { URLParts.host(of: url) }
+}
+
+/// Small URL helpers (no Foundation on the hot path, no percent-decoding surprises).
+public enum URLParts {
+    /// The scheme, lowercased, or nil when the text has no `scheme://`.
+    public static func scheme(of url: String) -> String? {
+        guard let range = url.range(of: "://") else { return nil }
+        let scheme = url[..<range.lowerBound]
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }) else {
+            return nil
+        }
+        return scheme.lowercased()
+    }
+
+    /// The authority's host, lowercased, brackets removed for IPv6 literals.
+    public static func host(of url: String) -> String {
+        var rest = Substring(url)
+        if let range = url.range(of: "://") { rest = url[range.upperBound...] }
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            return String(authority[authority.index(after: authority.startIndex)..<close]).lowercased()
+        }
+        if let colon = authority.lastIndex(of: ":") { authority = authority[..<colon] }
+        return authority.lowercased()
+    }
+
+    /// The port the URL names, or the scheme's default (80, 443).
+    public static func port(of url: String) -> Int {
+        var rest = Substring(url)
+        if let range = url.range(of: "://") { rest = url[range.upperBound...] }
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if let close = authority.lastIndex(of: "]") { authority = authority[authority.index(after: close)...] }
+        if let colon = authority.lastIndex(of: ":"), let port = Int(authority[authority.index(after: colon)...]) { return port }
+        return scheme(of: url) == "http" ? 80 : 443
+    }
+
+    /// The URL without scheme and credentials (`host:port/path?query`), for derived ids.
+    public static func withoutSchemeAndCredentials(_ url: String) -> String {
+        var rest = Substring(url)
+        if let range = url.range(of: "://") { rest = url[range.upperBound...] }
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+        var authority = rest[..<authorityEnd]
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var path = rest[authorityEnd...]
+        if let hash = path.firstIndex(of: "#") { path = path[..<hash] }
+        return String(authority) + String(path)
+    }
+}

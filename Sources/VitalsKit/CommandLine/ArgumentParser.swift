@@ -1,0 +1,198 @@
+/// A command-line mistake: exit 64 with the message and `Try 'tool --help'`.
+public struct UsageError: Error, Equatable, CustomStringConvertible {
+    /// What was wrong, in words that say what to do.
+    public let message: String
+    /// Creates a usage error.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}
+
+/// The raw result of parsing: option values by long name, and operands, not yet validated.
+public struct ParsedOptions: Sendable {
+    /// Values by long option name; a flag has one empty value per occurrence.
+    public private(set) var values: [String: [String]] = [:]
+    /// Arguments that are not options (files, subcommands), in order.
+    public private(set) var operands: [String] = []
+
+    /// Creates an empty result (or one with given values, for tests).
+    public init(values: [String: [String]] = [:], operands: [String] = []) {
+        self.values = values
+        self.operands = operands
+    }
+
+    mutating func add(_ long: String, _ value: String) { values[long, default: []].append(value) }
+    mutating func addOperand(_ operand: String) { operands.append(operand) }
+
+    /// Whether the option was given.
+    public func has(_ long: String) -> Bool { values[long] != nil }
+    /// The last value given for the option.
+    public func value(_ long: String) -> String? { values[long]?.last }
+    /// Every value given for a repeatable option, in order.
+    public func all(_ long: String) -> [String] { values[long] ?? [] }
+
+    /// An integer option within `range`, or `defaultValue` when absent.
+    public func integer(_ long: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text = value(long) else { return defaultValue }
+        guard let number = Int(text), range.contains(number) else {
+            throw UsageError("--\(long) wants a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return number
+    }
+
+    /// A non-negative number option, or `defaultValue` when absent.
+    public func number(_ long: String, default defaultValue: Double, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+        guard let text = value(long) else { return defaultValue }
+        guard let number = Double(text), number.isFinite, range.contains(number) else {
+            throw UsageError("--\(long) wants a number from \(formatPlain(range.lowerBound)) to \(formatPlain(range.upperBound)), not '\(text)'")
+        }
+        return number
+    }
+
+    /// A duration option (`30s`, `5m`, `24h`, `7d`, `250ms`) in milliseconds, or `defaultValue`.
+    public func duration(_ long: String, default defaultValue: Int64?) throws(UsageError) -> Int64? {
+        guard let text = value(long) else { return defaultValue }
+        guard let ms = DurationText.parseMilliseconds(text) else {
+            throw UsageError("--\(long) wants a duration such as 500ms, 30s, 5m, 24h or 7d, not '\(text)'")
+        }
+        return ms
+    }
+
+    /// A size option (`1048576`, `512K`, `1M`, `2G`; K = 1024) in bytes, or `defaultValue`.
+    public func size(_ long: String, default defaultValue: Int) throws(UsageError) -> Int {
+        guard let text = value(long) else { return defaultValue }
+        guard let bytes = SizeText.parseBytes(text) else {
+            throw UsageError("--\(long) wants a size such as 65536, 512K or 1M, not '\(text)'")
+        }
+        return bytes
+    }
+
+    /// One of the listed words, or `defaultValue` when absent.
+    public func choice(_ long: String, of choices: [String], default defaultValue: String) throws(UsageError) -> String {
+        guard let text = value(long) else { return defaultValue }
+        guard choices.contains(text) else {
+            throw UsageError("--\(long) wants one of \(choices.joined(separator: ", ")), not '\(text)'")
+        }
+        return text
+    }
+}
+
+private func formatPlain(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+}
+
+/// Parses arguments against a `CommandSpec`: GNU-style long options (`--name value`,
+/// `--name=value`), short options (`-c 8`, `-c8`, `-qs`), `--` to end options, `-` as an operand.
+public enum ArgumentParser {
+    /// Parses `arguments` (without the program name).
+    public static func parse(_ arguments: [String], spec: CommandSpec) throws(UsageError) -> ParsedOptions {
+        var result = ParsedOptions()
+        let options = spec.allOptions
+        var index = 0
+        var onlyOperands = false
+        func lookupLong(_ name: String) throws(UsageError) -> OptionSpec {
+            if let exact = options.first(where: { $0.long == name }) { return exact }
+            let prefixed = options.filter { $0.long.hasPrefix(name) }
+            if prefixed.count == 1 { return prefixed[0] }
+            if prefixed.count > 1 {
+                throw UsageError("option '--\(name)' is ambiguous: " + prefixed.map { "--\($0.long)" }.joined(separator: ", "))
+            }
+            let suggestion = closest(name, among: options.map(\.long)).map { " (did you mean '--\($0)'?)" } ?? ""
+            throw UsageError("unknown option '--\(name)'\(suggestion)")
+        }
+        func record(_ option: OptionSpec, _ value: String) throws(UsageError) {
+            if !option.repeatable, result.has(option.long), option.value == nil {
+                return // a repeated flag is harmless
+            }
+            result.add(option.long, value)
+        }
+        while index < arguments.count {
+            let argument = arguments[index]
+            index += 1
+            if onlyOperands || argument == "-" || !argument.hasPrefix("-") {
+                result.addOperand(argument)
+                continue
+            }
+            if argument == "--" {
+                onlyOperands = true
+                continue
+            }
+            if argument.hasPrefix("--") {
+                let body = argument.dropFirst(2)
+                let name: String
+                var inlineValue: String?
+                if let equals = body.firstIndex(of: "=") {
+                    name = String(body[..<equals])
+                    inlineValue = String(body[body.index(after: equals)...])
+                } else {
+                    name = String(body)
+                }
+                let option = try lookupLong(name)
+                if let placeholder = option.value {
+                    if let inlineValue {
+                        try record(option, inlineValue)
+                    } else if index < arguments.count {
+                        try record(option, arguments[index])
+                        index += 1
+                    } else {
+                        throw UsageError("option '--\(option.long)' needs a value (\(placeholder))")
+                    }
+                } else {
+                    if inlineValue != nil { throw UsageError("option '--\(option.long)' takes no value") }
+                    try record(option, "")
+                }
+                continue
+            }
+            // One or more short options: -q, -qs, -c8, -c 8.
+            var letters = Substring(argument.dropFirst())
+            while let letter = letters.first {
+                letters = letters.dropFirst()
+                guard let option = options.first(where: { $0.short == letter }) else {
+                    throw UsageError("unknown option '-\(letter)'")
+                }
+                if let placeholder = option.value {
+                    if !letters.isEmpty {
+                        try record(option, String(letters))
+                    } else if index < arguments.count {
+                        try record(option, arguments[index])
+                        index += 1
+                    } else {
+                        throw UsageError("option '-\(letter)' needs a value (\(placeholder))")
+                    }
+                    break
+                }
+                try record(option, "")
+            }
+        }
+        return result
+    }
+
+    /// The candidate nearest to `word` by edit distance, if it is plausibly a typo.
+    public static func closest(_ word: String, among candidates: [String]) -> String? {
+        var best: (String, Int)?
+        for candidate in candidates {
+            let distance = editDistance(Array(word.utf8), Array(candidate.utf8))
+            if distance <= max(2, word.count / 3), best == nil || distance < best!.1 {
+                best = (candidate, distance)
+            }
+        }
+        return best?.0
+    }
+
+    /// Levenshtein distance between two byte strings.
+    public static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}

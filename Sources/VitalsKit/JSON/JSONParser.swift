@@ -1,0 +1,402 @@
+/// Why a line is not valid JSON, and where (a 1-based column in bytes).
+public struct JSONSyntaxError: Error, Equatable, CustomStringConvertible {
+    /// What was expected or found.
+    public let message: String
+    /// The byte column where the problem was seen.
+    public let column: Int
+    /// `message at column N`.
+    public var description: String { "\(message) at column \(column)" }
+}
+
+/// The byte range of one top-level field of an object line, found without building values.
+public struct FieldRange: Sendable, Equatable {
+    /// Start of the key's content (after the opening quote).
+    public var keyStart: Int
+    /// End of the key's content (the closing quote).
+    public var keyEnd: Int
+    /// Start of the value's first byte.
+    public var valueStart: Int
+    /// One past the value's last byte.
+    public var valueEnd: Int
+}
+
+/// A strict RFC 8259 parser over bytes, as a cursor with mutating methods (no closures
+/// capturing locals, which cost dynamic exclusivity checks on the hot path).
+///
+/// Two uses: `parse` builds a `JSONValue` (targets, configuration, cold paths);
+/// `scanObject` validates an object line and returns the byte ranges of its top-level
+/// fields without allocating values, so filters can read a few fields and splice their own
+/// into the original bytes.
+public struct JSONParser {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+    private var depth = 0
+    /// Nesting deeper than this is an error rather than a stack overflow.
+    public static let maxDepth = 512
+
+    /// Creates a parser over `bytes`; they must stay valid while it is used.
+    public init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    /// Parses one complete JSON value; anything but whitespace after it is an error.
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+        var parser = JSONParser(bytes)
+        parser.skipWhitespace()
+        let value = try parser.parseValue()
+        parser.skipWhitespace()
+        if parser.index != bytes.count { throw parser.error("unexpected text after the JSON value") }
+        return value
+    }
+
+    /// Parses a JSON value from text.
+    public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    /// Parses a JSON value from a byte array.
+    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+        let result: Result<JSONValue, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(JSONSyntaxError) { return .success(try parse(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Validates that `bytes` is one JSON object and returns its top-level fields' ranges, in order.
+    public static func scanObject(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> [FieldRange] {
+        var parser = JSONParser(bytes)
+        var fields: [FieldRange] = []
+        fields.reserveCapacity(24)
+        parser.skipWhitespace()
+        guard parser.peek() == UInt8(ascii: "{") else {
+            if parser.index >= bytes.count { throw parser.error("empty line; expected a JSON object") }
+            throw parser.error("expected a JSON object")
+        }
+        parser.index += 1
+        parser.skipWhitespace()
+        if parser.peek() == UInt8(ascii: "}") {
+            parser.index += 1
+        } else {
+            while true {
+                guard parser.peek() == UInt8(ascii: "\"") else { throw parser.error("expected a field name in double quotes") }
+                let keyStart = parser.index + 1
+                try parser.skipString()
+                let keyEnd = parser.index - 1
+                parser.skipWhitespace()
+                guard parser.peek() == UInt8(ascii: ":") else { throw parser.error("expected ':' after a field name") }
+                parser.index += 1
+                parser.skipWhitespace()
+                let valueStart = parser.index
+                try parser.skipValue()
+                fields.append(FieldRange(keyStart: keyStart, keyEnd: keyEnd, valueStart: valueStart, valueEnd: parser.index))
+                parser.skipWhitespace()
+                let next = parser.peek()
+                if next == UInt8(ascii: ",") {
+                    parser.index += 1
+                    parser.skipWhitespace()
+                    continue
+                }
+                if next == UInt8(ascii: "}") {
+                    parser.index += 1
+                    break
+                }
+                throw parser.error("expected ',' or '}' in an object")
+            }
+        }
+        parser.skipWhitespace()
+        if parser.index != bytes.count { throw parser.error("unexpected text after the JSON object") }
+        return fields
+    }
+
+    /// Validates that `bytes` is one JSON array and returns the byte range of each element, in order.
+    public static func scanArray(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> [Range<Int>] {
+        var parser = JSONParser(bytes)
+        var elements: [Range<Int>] = []
+        parser.skipWhitespace()
+        guard parser.peek() == UInt8(ascii: "[") else { throw parser.error("expected a JSON array") }
+        parser.index += 1
+        parser.skipWhitespace()
+        if parser.peek() == UInt8(ascii: "]") {
+            parser.index += 1
+        } else {
+            while true {
+                let start = parser.index
+                try parser.skipValue()
+                elements.append(start..<parser.index)
+                parser.skipWhitespace()
+                let next = parser.peek()
+                if next == UInt8(ascii: ",") { parser.index += 1; parser.skipWhitespace(); continue }
+                if next == UInt8(ascii: "]") { parser.index += 1; break }
+                throw parser.error("expected ',' or ']' in an array")
+            }
+        }
+        parser.skipWhitespace()
+        if parser.index != bytes.count { throw parser.error("unexpected text after the JSON array") }
+        return elements
+    }
+
+    // MARK: - Cursor
+
+    @inline(__always) private func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    private func error(_ message: String) -> JSONSyntaxError {
+        JSONSyntaxError(message: index >= bytes.count ? message.replacingEnd() : message, column: index + 1)
+    }
+
+    @inline(__always) private mutating func skipWhitespace() {
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 } else { return }
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONSyntaxError) {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw error("unknown literal; expected true, false or null") }
+        let base = literal.utf8Start
+        for offset in 0..<count where bytes[index + offset] != base[offset] {
+            throw error("unknown literal; expected true, false or null")
+        }
+        index += count
+    }
+
+    // MARK: - Skipping (validation without values)
+
+    private mutating func skipValue() throws(JSONSyntaxError) {
+        guard let byte = peek() else { throw error("expected a value") }
+        switch byte {
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "{"):
+            depth += 1
+            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
+            index += 1
+            skipWhitespace()
+            if peek() == UInt8(ascii: "}") { index += 1; depth -= 1; return }
+            while true {
+                guard peek() == UInt8(ascii: "\"") else { throw error("expected a field name in double quotes") }
+                try skipString()
+                skipWhitespace()
+                guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after a field name") }
+                index += 1
+                skipWhitespace()
+                try skipValue()
+                skipWhitespace()
+                let next = peek()
+                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
+                if next == UInt8(ascii: "}") { index += 1; break }
+                throw error("expected ',' or '}' in an object")
+            }
+            depth -= 1
+        case UInt8(ascii: "["):
+            depth += 1
+            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
+            index += 1
+            skipWhitespace()
+            if peek() == UInt8(ascii: "]") { index += 1; depth -= 1; return }
+            while true {
+                try skipValue()
+                skipWhitespace()
+                let next = peek()
+                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
+                if next == UInt8(ascii: "]") { index += 1; break }
+                throw error("expected ',' or ']' in an array")
+            }
+            depth -= 1
+        case UInt8(ascii: "t"): try expectLiteral("true")
+        case UInt8(ascii: "f"): try expectLiteral("false")
+        case UInt8(ascii: "n"): try expectLiteral("null")
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try skipNumber()
+        default: throw error("unexpected character '\(printable(byte))'; expected a value")
+        }
+    }
+
+    /// Skips a string starting at its opening quote, validating escapes and control characters.
+    private mutating func skipString() throws(JSONSyntaxError) {
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") { index += 1; return }
+            if byte == UInt8(ascii: "\\") {
+                index += 1
+                guard let escape = peek() else { break }
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                     UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    index += 1
+                case UInt8(ascii: "u"):
+                    index += 1
+                    _ = try readHex4()
+                default:
+                    throw error("invalid escape '\\\(printable(escape))' in a string")
+                }
+                continue
+            }
+            if byte < 0x20 { throw error("control character in a string (escape it)") }
+            index += 1
+        }
+        throw error("unterminated string")
+    }
+
+    private mutating func skipNumber() throws(JSONSyntaxError) {
+        if peek() == UInt8(ascii: "-") { index += 1 }
+        guard let first = peek(), first >= 0x30, first <= 0x39 else { throw error("invalid number") }
+        index += 1
+        if first == 0x30, let next = peek(), next >= 0x30, next <= 0x39 {
+            throw error("invalid number (leading zero)")
+        }
+        while let digit = peek(), digit >= 0x30, digit <= 0x39 { index += 1 }
+        if peek() == UInt8(ascii: ".") {
+            index += 1
+            guard let digit = peek(), digit >= 0x30, digit <= 0x39 else { throw error("invalid number (digit expected after '.')") }
+            while let digit = peek(), digit >= 0x30, digit <= 0x39 { index += 1 }
+        }
+        if let e = peek(), e == UInt8(ascii: "e") || e == UInt8(ascii: "E") {
+            index += 1
+            if let sign = peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { index += 1 }
+            guard let digit = peek(), digit >= 0x30, digit <= 0x39 else { throw error("invalid number (digit expected in exponent)") }
+            while let digit = peek(), digit >= 0x30, digit <= 0x39 { index += 1 }
+        }
+    }
+
+    private mutating func readHex4() throws(JSONSyntaxError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("incomplete \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case 0x30...0x39: digit = UInt32(byte - 0x30)
+            case 0x41...0x46: digit = UInt32(byte - 0x41 + 10)
+            case 0x61...0x66: digit = UInt32(byte - 0x61 + 10)
+            default: throw error("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    // MARK: - Building values
+
+    private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
+        guard let byte = peek() else { throw error("expected a value") }
+        switch byte {
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "{"):
+            depth += 1
+            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
+            defer { depth -= 1 }
+            index += 1
+            skipWhitespace()
+            var fields: [JSONField] = []
+            if peek() == UInt8(ascii: "}") { index += 1; return .object(JSONObject(fields)) }
+            while true {
+                guard peek() == UInt8(ascii: "\"") else { throw error("expected a field name in double quotes") }
+                let key = try parseString()
+                skipWhitespace()
+                guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after a field name") }
+                index += 1
+                skipWhitespace()
+                let value = try parseValue()
+                fields.append(JSONField(key, value))
+                skipWhitespace()
+                let next = peek()
+                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
+                if next == UInt8(ascii: "}") { index += 1; break }
+                throw error("expected ',' or '}' in an object")
+            }
+            return .object(JSONObject(fields))
+        case UInt8(ascii: "["):
+            depth += 1
+            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
+            defer { depth -= 1 }
+            index += 1
+            skipWhitespace()
+            var items: [JSONValue] = []
+            if peek() == UInt8(ascii: "]") { index += 1; return .array(items) }
+            while true {
+                items.append(try parseValue())
+                skipWhitespace()
+                let next = peek()
+                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
+                if next == UInt8(ascii: "]") { index += 1; break }
+                throw error("expected ',' or ']' in an array")
+            }
+            return .array(items)
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            let start = index
+            try skipNumber()
+            return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+        default:
+            throw error("unexpected character '\(printable(byte))'; expected a value")
+        }
+    }
+
+    private mutating func parseString() throws(JSONSyntaxError) -> String {
+        let start = index
+        try skipString()
+        let contentStart = start + 1
+        let contentEnd = index - 1
+        let raw = UnsafeBufferPointer(rebasing: bytes[contentStart..<contentEnd])
+        if !raw.contains(UInt8(ascii: "\\")) {
+            guard let text = String(validating: raw, as: UTF8.self) else {
+                index = start
+                throw error("a string is not valid UTF-8")
+            }
+            return text
+        }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(raw.count)
+        var cursor = JSONParser(raw)
+        while cursor.index < raw.count {
+            let byte = raw[cursor.index]
+            if byte != UInt8(ascii: "\\") {
+                decoded.append(byte)
+                cursor.index += 1
+                continue
+            }
+            cursor.index += 1
+            let escape = raw[cursor.index]
+            cursor.index += 1
+            switch escape {
+            case UInt8(ascii: "b"): decoded.append(0x08)
+            case UInt8(ascii: "f"): decoded.append(0x0C)
+            case UInt8(ascii: "n"): decoded.append(0x0A)
+            case UInt8(ascii: "r"): decoded.append(0x0D)
+            case UInt8(ascii: "t"): decoded.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = try cursor.readHex4()
+                if scalar >= 0xD800, scalar < 0xDC00,
+                   cursor.index + 6 <= raw.count, raw[cursor.index] == UInt8(ascii: "\\"), raw[cursor.index + 1] == UInt8(ascii: "u") {
+                    let save = cursor.index
+                    cursor.index += 2
+                    let low = try cursor.readHex4()
+                    if low >= 0xDC00, low < 0xE000 {
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else {
+                        cursor.index = save
+                    }
+                }
+                let unicode = Unicode.Scalar(scalar) ?? "\u{FFFD}"
+                decoded.append(contentsOf: Array(String(Character(unicode)).utf8))
+            default: decoded.append(escape)
+            }
+        }
+        guard let text = String(validating: decoded, as: UTF8.self) else {
+            index = start
+            throw error("a string is not valid UTF-8")
+        }
+        return text
+    }
+
+    private func printable(_ byte: UInt8) -> String {
+        byte >= 0x20 && byte < 0x7F ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
+    }
+}
+
+extension String {
+    fileprivate func replacingEnd() -> String {
+        self.hasPrefix("unterminated") || self.hasPrefix("empty") ? self : "unexpected end of line; " + self
+    }
+}

@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Streams lines from a file descriptor with `read(2)` in large chunks.
+///
+/// Memory is constant in the number of lines: the buffer holds one chunk plus the line in
+/// progress. A UTF-8 byte order mark at the start and a `\r` before each `\n` are dropped.
+/// A line longer than `maxLineBytes` is reported as `.tooLong` (its bytes are skipped, the
+/// next line is read normally), so one huge line never costs the rest of the input.
+public final class LineReader {
+    /// One step of reading.
+    public enum Event {
+        /// A complete line without its terminator. Valid only until the next call to `next()`.
+        case line(UnsafeBufferPointer<UInt8>)
+        /// A line longer than the limit, with its length in bytes; its content was discarded.
+        case tooLong(Int)
+    }
+
+    /// The default longest line: 16 MiB.
+    public static let defaultMaxLineBytes = 16 << 20
+
+    /// The name diagnostics use for this input (a path, or `<stdin>`).
+    public let source: String
+    /// The number of the line last returned (1-based).
+    public private(set) var lineNumber = 0
+    /// Set when reading stopped because SIGINT or SIGTERM arrived.
+    public private(set) var interrupted = false
+    /// Set when `read(2)` failed; holds the system's reason.
+    public private(set) var readError: String?
+
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private let maxLineBytes: Int
+    private let chunkSize: Int
+    private var buffer: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var start = 0
+    private var end = 0
+    private var atEOF = false
+    private var skipping = false
+    private var skippedBytes = 0
+    private var atStreamStart = true
+
+    /// Reads from an open descriptor; `ownsDescriptor` closes it when the reader goes away.
+    public init(fd: Int32, source: String, ownsDescriptor: Bool = false,
+                maxLineBytes: Int = LineReader.defaultMaxLineBytes, chunkSize: Int = 256 * 1024) {
+        self.fd = fd
+        self.source = source
+        self.ownsDescriptor = ownsDescriptor
+        self.maxLineBytes = maxLineBytes
+        self.chunkSize = chunkSize
+        self.capacity = chunkSize
+        self.buffer = .allocate(capacity: chunkSize)
+    }
+
+    deinit {
+        buffer.deallocate()
+        if ownsDescriptor { close(fd) }
+    }
+
+    /// Opens `path` for reading; `-` means `stdin`.
+    public static func open(_ path: String, stdin: Int32 = 0) throws(ToolError) -> LineReader {
+        if path == "-" { return LineReader(fd: stdin, source: "<stdin>") }
+        let fd = openReadOnly(path)
+        if fd < 0 {
+            throw ToolError("cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        var info = stat()
+        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            throw ToolError("cannot read \(path): it is a directory")
+        }
+        return LineReader(fd: fd, source: path, ownsDescriptor: true)
+    }
+
+    /// The next line, a too-long line, or nil at the end of input (or on interrupt or error).
+    public func next() -> Event? {
+        while true {
+            if start < end, let newline = memchr(buffer + start, 0x0A, end - start) {
+                let index = buffer.distance(to: newline.assumingMemoryBound(to: UInt8.self))
+                let lineStart = start
+                start = index + 1
+                lineNumber += 1
+                if skipping {
+                    skipping = false
+                    atStreamStart = false
+                    let length = skippedBytes + (index - lineStart)
+                    skippedBytes = 0
+                    return .tooLong(length)
+                }
+                return emit(from: lineStart, to: index)
+            }
+            if atEOF {
+                if skipping {
+                    skipping = false
+                    lineNumber += 1
+                    let length = skippedBytes + (end - start)
+                    start = end
+                    return .tooLong(length)
+                }
+                if start < end {
+                    let lineStart = start
+                    start = end
+                    lineNumber += 1
+                    return emit(from: lineStart, to: end)
+                }
+                return nil
+            }
+            // No complete line buffered: make room and read more.
+            if end - start > maxLineBytes {
+                skipping = true
+                skippedBytes += end - start
+                start = 0
+                end = 0
+            }
+            if start > 0 {
+                let pending = end - start
+                if pending > 0 { memmove(buffer, buffer + start, pending) }
+                start = 0
+                end = pending
+            }
+            if capacity - end < chunkSize / 2 {
+                let newCapacity = min(max(capacity * 2, end + chunkSize), maxLineBytes + 2 * chunkSize)
+                if newCapacity > capacity {
+                    let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+                    grown.update(from: buffer, count: end)
+                    buffer.deallocate()
+                    buffer = grown
+                    capacity = newCapacity
+                }
+            }
+            let count = read(fd, buffer + end, capacity - end)
+            if count > 0 {
+                end += count
+            } else if count == 0 {
+                atEOF = true
+            } else if errno == EINTR {
+                if Signals.stopRequested {
+                    interrupted = true
+                    return nil
+                }
+            } else {
+                readError = String(cString: strerror(errno))
+                atEOF = true
+            }
+        }
+    }
+
+    private func emit(from lineStart: Int, to lineEnd: Int) -> Event {
+        var first = lineStart
+        var last = lineEnd
+        if atStreamStart {
+            atStreamStart = false
+            if last - first >= 3, buffer[first] == 0xEF, buffer[first + 1] == 0xBB, buffer[first + 2] == 0xBF {
+                first += 3
+            }
+        }
+        if last > first, buffer[last - 1] == 0x0D { last -= 1 }
+        if last - first > maxLineBytes { return .tooLong(last - first) }
+        return .line(UnsafeBufferPointer(start: buffer + first, count: last - first))
+    }
+}
+
+private func openReadOnly(_ path: String) -> Int32 {
+    open(path, O_RDONLY | O_CLOEXEC)
+}

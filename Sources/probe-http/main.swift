@@ -1,0 +1,2 @@
+import ProbeHTTPCore
+ProbeHTTPCommand.main()

@@ -1,0 +1,2 @@
+import FixtureServer
+FixtureServerCommand.main()

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""A TLS HTTP server for probe-http's end-to-end tests.
+
+Prints its base URL on the first line of standard output, then serves HEAD and GET
+until killed. Options choose the certificate, whether a client certificate is required,
+and the highest TLS version offered.
+"""
+import argparse
+import http.server
+import ssl
+import sys
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_HEAD(self):
+        self.reply(False)
+
+    def do_GET(self):
+        self.reply(True)
+
+    def reply(self, with_body):
+        body = b"tls ok\n"
+        peer = self.connection.getpeercert()
+        if peer:
+            subject = dict(item[0] for item in peer.get("subject", ()))
+            body = ("tls ok, client " + subject.get("commonName", "?") + "\n").encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if with_body:
+            self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    """Handshakes in each connection's own thread; a refused handshake drains the
+    client's request before closing, so the client reads the alert instead of a reset."""
+
+    daemon_threads = True
+    request_queue_size = 256
+
+    def __init__(self, address, handler, context):
+        super().__init__(address, handler)
+        self.context = context
+
+    def finish_request(self, request, client_address):
+        try:
+            tls = self.context.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            request.settimeout(2)
+            try:
+                while request.recv(65536):
+                    pass
+            except OSError:
+                pass
+            return
+        self.RequestHandlerClass(tls, client_address, self)
+        try:
+            tls.unwrap()
+        except (ssl.SSLError, OSError):
+            pass
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cert", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--client-ca")
+    parser.add_argument("--max-tls", choices=["1.2", "1.3"])
+    options = parser.parse_args()
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(options.cert, options.key)
+    if options.client_ca:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(options.client_ca)
+    if options.max_tls == "1.2":
+        context.maximum_version = ssl.TLSVersion.TLSv1_2
+
+    server = Server(("127.0.0.1", 0), Handler, context)
+    print(f"https://127.0.0.1:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

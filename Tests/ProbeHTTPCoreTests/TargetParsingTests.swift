@@ -1,0 +1,205 @@
+import HTTPTransport
+import Foundation
+import Testing
+@testable import ProbeHTTPCore
+import VitalsKit
+
+func parseTargets(_ text: String, defaults: TargetDefaults = TargetDefaults()) -> ([Target], [String]) {
+    let diagnostics = Diagnostics(tool: "probe-http", capture: true)
+    var parser = TargetParser(defaults: defaults, diagnostics: diagnostics)
+    var fds: [Int32] = [0, 0]
+    pipe(&fds)
+    let bytes = Array(text.utf8)
+    bytes.withUnsafeBytes { _ = Streams.writeAll(fds[1], $0) }
+    close(fds[1])
+    parser.read(LineReader(fd: fds[0], source: "t", ownsDescriptor: true))
+    return (parser.targets, diagnostics.captured.map { String($0.dropLast()) })
+}
+
+func target(_ json: String, defaults: TargetDefaults = TargetDefaults()) throws -> Target {
+    let (targets, problems) = parseTargets(json, defaults: defaults)
+    guard let first = targets.first, problems.isEmpty else { throw ParseFailure(problems: problems) }
+    return first
+}
+
+struct ParseFailure: Error { let problems: [String] }
+
+@Suite("target parsing")
+struct TargetParsingTests {
+    @Test("a bare URL gets the seeds' defaults")
+    func bareURL() throws {
+        let t = try target("https://Example.com/health")
+        #expect(t.kind == .https)
+        #expect(t.method == nil, "HEAD with GET fallback")
+        #expect(t.timeoutMs == 5000)
+        #expect(t.expectedStatus == StatusSet([200...399]))
+        #expect(t.sslOkDays == 30 && t.sslWarningDays == 14)
+        #expect(t.checkIntervalMs == 60_000)
+        #expect(t.okThresholdMs == nil && t.degradedThresholdMs == nil)
+        #expect(t.id == "example.com-health")
+        #expect(t.name == "Example.com/health")
+        #expect(t.host == "example.com")
+    }
+
+    @Test("a host without a scheme is https")
+    func schemeless() throws {
+        #expect(try target("example.com").url == "https://example.com")
+    }
+
+    @Test("every field is read and validated")
+    func allFields() throws {
+        let t = try target("""
+        {"id":" api ","name":" API ","url":"https://api.example/v1","method":"get","headers":{"X-A":"1"},"body":"b",\
+        "expected_status":"200,204","expected_content":"ok","expected_body_hash":"SHA256:\(String(repeating: "AB", count: 32))",\
+        "timeout_seconds":2.5,"http_ok_threshold_ms":80,"http_degraded_threshold_ms":200,"ssl_ok_threshold_days":20,\
+        "ssl_warning_threshold_days":5,"check_interval":"5m","max_redirects":0,"ip":6,"speed_test_bytes":1000,\
+        "client_cert":"c.pem","client_key":"k.pem","pinned_pubkey":"sha256//x","ca_file":"ca.pem","tls_min":1.3,"insecure":true}
+        """)
+        #expect(t.id == "api" && t.name == "API")
+        #expect(t.method == "GET")
+        #expect(t.headers == ["X-A: 1"])
+        #expect(t.body == Array("b".utf8))
+        #expect(t.expectedStatus.contains(204) && !t.expectedStatus.contains(201))
+        #expect(t.expectedBodyHash == String(repeating: "ab", count: 32))
+        #expect(t.timeoutMs == 2500)
+        #expect(t.okThresholdMs == 80 && t.degradedThresholdMs == 200)
+        #expect(t.sslOkDays == 20 && t.sslWarningDays == 5)
+        #expect(t.checkIntervalMs == 300_000)
+        #expect(t.maxRedirects == 0)
+        #expect(t.ip == .v6)
+        #expect(t.speedTestBytes == 1000)
+        #expect(t.tls.clientCertificate == "c.pem" && t.tls.clientKey == "k.pem")
+        #expect(t.tls.pinnedPublicKey == "sha256//x" && t.tls.caFile == "ca.pem")
+        #expect(t.tls.minimumVersion == .v1_3)
+        #expect(t.tls.verify == false)
+        #expect(t.needsBody)
+    }
+
+    @Test("OnlineTracker's monitor shape is accepted: target and config")
+    func onlineTrackerMonitor() throws {
+        let t = try target(#"{"id":1,"type":"target","name":"Site","target":"https://site.example","config":{"http_ok_threshold_ms":80,"timeout_seconds":10},"check_interval":60,"enabled":true}"#)
+        #expect(t.id == "1")
+        #expect(t.okThresholdMs == 80)
+        #expect(t.timeoutMs == 10_000)
+        let (disabled, problems) = parseTargets(#"{"url":"https://off.example","enabled":false}"#)
+        #expect(disabled.isEmpty && problems.isEmpty)
+    }
+
+    @Test("kinds: inferred from the scheme, ssl:// and kind ssl, conflicts refused")
+    func kinds() throws {
+        #expect(try target("http://a.example").kind == .http)
+        let ssl = try target("ssl://a.example:8443")
+        #expect(ssl.kind == .ssl && ssl.url == "https://a.example:8443")
+        #expect(try target(#"{"url":"https://a.example","kind":"ssl"}"#).kind == .ssl)
+        let (_, conflict) = parseTargets(#"{"url":"http://a.example","kind":"https"}"#)
+        #expect(conflict == ["probe-http: t:1: kind 'https' needs an https:// URL"])
+        let (skipped, warning) = parseTargets(#"{"url":"8.8.8.8","kind":"ping"}"#)
+        #expect(skipped.isEmpty)
+        #expect(warning == ["probe-http: t:1: warning: kind 'ping' is probed by probe-ping; skipped"])
+    }
+
+    @Test("bad fields are errors that say what is expected", arguments: [
+        (#"{"url":"https://a","timeout_seconds":0}"#, "field 'timeout_seconds' must be a number from 0.001 to 86400, not 0"),
+        (#"{"url":"https://a","expected_status":"abc"}"#, #"field 'expected_status' must look like 200, "200-299", "2xx" or "200,204", not 'abc'"#),
+        (#"{"url":"https://a","expected_body_hash":"abc"}"#, "field 'expected_body_hash' must be a SHA-256 in 64 hex digits"),
+        (#"{"url":"https://a","http_ok_threshold_ms":300,"http_degraded_threshold_ms":100}"#, "http_degraded_threshold_ms (100) is below http_ok_threshold_ms (300)"),
+        (#"{"url":"https://a","headers":{"Bad Name":"x"}}"#, "header name 'Bad Name' is not a valid HTTP header name"),
+        (#"{"url":"https://a","headers":{"X":"a\r\nInjected: 1"}}"#, "header 'X' has a line break in its value"),
+        (#"{"url":"https://a","ip":"7"}"#, #"field 'ip' must be "4", "6", "both" or "any", not "7""#),
+        (#"{"url":"https://a","client_key":"k"}"#, "field 'client_key' needs 'client_cert'"),
+        (#"{"url":"http://a","pinned_pubkey":"sha256//x"}"#, "TLS fields (client_cert, pinned_pubkey) need an https:// URL"),
+        (#"{"url":"gopher://a"}"#, "unsupported scheme 'gopher' in 'gopher://a' (probe-http speaks http and https)"),
+        (#"{"type":"sample","url":"https://a"}"#, "a 'sample' record is not a target"),
+        (#"{"url":"https://"}"#, "'https://' has no host"),
+    ])
+    func badFields(json: String, message: String) {
+        let (targets, problems) = parseTargets(json)
+        #expect(targets.isEmpty)
+        #expect(problems == ["probe-http: t:1: \(message)"])
+    }
+
+    @Test("status sets parse codes, ranges, classes and lists", arguments: [
+        ("200", [200...200]), ("200-299", [200...299]), ("2xx", [200...299]), ("200, 204,300-399", [200...200, 204...204, 300...399]),
+    ])
+    func statusSets(text: String, ranges: [ClosedRange<Int>]) {
+        #expect(StatusSet.parse(text) == StatusSet(ranges))
+    }
+
+    @Test("bad status sets are nil", arguments: ["", "99", "600", "300-200", "6xx", "abc"])
+    func badStatusSets(text: String) {
+        #expect(StatusSet.parse(text) == nil)
+    }
+
+    @Test("command-line defaults apply to targets without the field")
+    func defaults() throws {
+        var defaults = TargetDefaults()
+        defaults.timeoutMs = 1234
+        defaults.okThresholdMs = 10
+        defaults.ip = .both
+        defaults.intervalOverrideMs = 500
+        let t = try target(#"{"url":"https://a.example","check_interval":60}"#, defaults: defaults)
+        #expect(t.timeoutMs == 1234 && t.okThresholdMs == 10 && t.ip == .both && t.checkIntervalMs == 500)
+    }
+}
+
+@Suite("monitor ids")
+struct TargetIDTests {
+    @Test("derived ids are readable slugs without secrets", arguments: [
+        ("https://example.com/", "example.com"),
+        ("https://Example.com:8443/a/b?x=1", "example.com-8443-a-b-x-1"),
+        ("http://example.com/health", "http-example.com-health"),
+        ("https://user:pw@example.com/?token=abc", "example.com-token"),
+    ])
+    func derived(url: String, id: String) {
+        #expect(TargetIDs.derive(from: url) == id)
+    }
+
+    @Test("long derived ids end in a hash so they stay unique")
+    func long() {
+        let a = TargetIDs.derive(from: "https://example.com/" + String(repeating: "x", count: 200) + "a")
+        let b = TargetIDs.derive(from: "https://example.com/" + String(repeating: "x", count: 200) + "b")
+        #expect(a.count == 80 && b.count == 80 && a != b)
+    }
+
+    @Test("ids are trimmed; duplicates get -2, -3 and name the first")
+    func duplicates() {
+        #expect(TargetIDs.normalize("  a b ") == "a b")
+        #expect(TargetIDs.normalize("   ") == nil)
+        var ids = TargetIDs()
+        #expect(ids.register("x", source: "f", line: 1).id == "x")
+        let second = ids.register("x", source: "f", line: 4)
+        #expect(second.id == "x-2" && second.firstSeen?.line == 1)
+        #expect(ids.register("x-3", source: "f", line: 5).id == "x-3")
+        #expect(ids.register("x", source: "f", line: 6).id == "x-4", "a suffix already taken is skipped")
+    }
+}
+
+@Suite("isitup name matching")
+struct NameMatcherTests {
+    let targets: [(name: String, host: String)] = [
+        ("Spidey's Arcade", "arcade.example.com"),
+        ("Portfolio", "me.example.com"),
+        ("Port", "port.example.net"),
+        ("IoTHINC VITC", "vitc.example.org"),
+    ]
+
+    @Test("normalization: lowercase, trimmed, non-alphanumerics to one space")
+    func normalize() {
+        #expect(NameMatcher.normalize("  Spidey's  Arcade! ") == "spidey s arcade")
+        #expect(NameMatcher.normalize("me.example.com") == "me example com")
+    }
+
+    @Test("order: exact name, exact host, partial name, partial host", arguments: [
+        ("port", 2), ("PORTFOLIO", 1), ("me.example.com", 1), ("spidey", 0), ("vitc", 3), ("example org", 3), ("arcade example", 0),
+    ])
+    func order(query: String, index: Int) {
+        #expect(NameMatcher.bestMatch(query, in: targets) == index)
+    }
+
+    @Test("no match, and the closest names for the message")
+    func none() {
+        #expect(NameMatcher.bestMatch("zzz", in: targets) == nil)
+        #expect(NameMatcher.bestMatch("  ", in: targets) == nil)
+        #expect(NameMatcher.closestNames("portfolo", among: targets.map(\.name)).first == "Portfolio")
+    }
+}

@@ -1,0 +1,116 @@
+import Testing
+@testable import VitalsKit
+
+@Suite("JSON values, parser and scanner")
+struct JSONTests {
+    @Test("objects keep field order, duplicates and unknown fields; numbers keep their text")
+    func roundTrip() throws {
+        let text = #"{"z":1,"a":[true,false,null],"n":1.50,"e":-2.5E+3,"s":"x","z":2,"o":{}}"#
+        let value = try JSONParser.parse(text)
+        #expect(value.jsonText == text)
+        let object = try #require(value.objectValue)
+        #expect(object.fields.map(\.key) == ["z", "a", "n", "e", "s", "z", "o"])
+        #expect(object["z"]?.intValue == 2, "the last duplicate wins for typed access")
+        #expect(object["n"] == .number("1.50"))
+        #expect(object["e"]?.doubleValue == -2500)
+    }
+
+    @Test("string escapes, surrogate pairs and UTF-8 decode; output escapes what it must")
+    func strings() throws {
+        let value = try JSONParser.parse(#""a\"b\\c\/d\n\t\u00e9\ud83d\ude00 ok""#)
+        #expect(value == .string("a\"b\\c/d\n\té😀 ok"))
+        #expect(JSONValue.string("q\"\\\n\u{01}é").jsonText == #""q\"\\\n\u0001é""#)
+        #expect(try JSONParser.parse(#""\ud800""#) == .string("\u{FFFD}"), "a lone surrogate becomes U+FFFD")
+    }
+
+    @Test("malformed input is an error with a column", arguments: [
+        ("{\"a\":}", "expected a value", 6),
+        ("{\"a\" 1}", "expected ':' after a field name", 6),
+        ("[1,2", "expected ',' or ']' in an array", 5),
+        ("{\"a\":01}", "invalid number (leading zero)", 7),
+        ("\"abc", "unterminated string", 5),
+        ("{\"a\":tru}", "unknown literal; expected true, false or null", 6),
+        ("{} x", "unexpected text after the JSON value", 4),
+        ("\"\\q\"", "invalid escape '\\q' in a string", 3),
+        ("\"a\tb\"", "control character in a string (escape it)", 3),
+    ])
+    func errors(text: String, message: String, column: Int) {
+        do {
+            _ = try JSONParser.parse(text)
+            Issue.record("parsed: \(text)")
+        } catch {
+            #expect(error.message.hasSuffix(message), "\(error)")
+            #expect(error.column == column)
+        }
+    }
+
+    @Test("deep nesting is an error, not a stack overflow")
+    func depth() {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONSyntaxError.self) { _ = try JSONParser.parse(deep) }
+        let fine = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
+        #expect((try? JSONParser.parse(fine)) != nil)
+    }
+
+    @Test("invalid UTF-8 in a string is rejected")
+    func invalidUTF8() {
+        #expect(throws: JSONSyntaxError.self) { _ = try JSONParser.parse([0x22, 0xFF, 0xFE, 0x22]) }
+    }
+
+    @Test("scanObject finds top-level field ranges without building values")
+    func scanObject() throws {
+        let line = Array(#" {"type":"sample","nested":{"x":[1,{"y":"}"}]},"latency_ms":12.5} "#.utf8)
+        let fields = try line.withUnsafeBufferPointer { try JSONParser.scanObject($0) }
+        let keys = fields.map { String(decoding: line[$0.keyStart..<$0.keyEnd], as: UTF8.self) }
+        let values = fields.map { String(decoding: line[$0.valueStart..<$0.valueEnd], as: UTF8.self) }
+        #expect(keys == ["type", "nested", "latency_ms"])
+        #expect(values == [#""sample""#, #"{"x":[1,{"y":"}"}]}"#, "12.5"])
+        #expect(throws: JSONSyntaxError.self) {
+            try Array("[1]".utf8).withUnsafeBufferPointer { _ = try JSONParser.scanObject($0) }
+        }
+        #expect(throws: JSONSyntaxError.self) {
+            try Array(#"{"a":1,}"#.utf8).withUnsafeBufferPointer { _ = try JSONParser.scanObject($0) }
+        }
+    }
+
+    @Test("scanArray finds element ranges")
+    func scanArray() throws {
+        let text = Array(#"[ {"a":1}, "x" ,[2] ]"#.utf8)
+        let ranges = try text.withUnsafeBufferPointer { try JSONParser.scanArray($0) }
+        #expect(ranges.map { String(decoding: text[$0], as: UTF8.self) } == [#"{"a":1}"#, #""x""#, "[2]"])
+    }
+
+    @Test("fixed-point and integer output", arguments: [
+        (12.3456, 3, "12.346"), (0.0004, 3, "0"), (2.0, 3, "2"), (-1.25, 1, "-1.3"), (0.042, 3, "0.042"),
+        (1000.5, 0, "1001"), (99.999, 2, "100"), (-0.0001, 3, "0"),
+    ])
+    func fixed(value: Double, decimals: Int, expected: String) {
+        var out: [UInt8] = []
+        JSONText.appendFixed(value, decimals: decimals, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+    }
+
+    @Test("integers, including the extremes")
+    func integers() {
+        for (value, text) in [(Int64(0), "0"), (-7, "-7"), (Int64.max, "9223372036854775807"), (Int64.min, "-9223372036854775808")] {
+            var out: [UInt8] = []
+            JSONText.appendInt(value, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == text)
+        }
+        var nan: [UInt8] = []
+        JSONText.appendFixed(.nan, decimals: 3, to: &nan)
+        #expect(String(decoding: nan, as: UTF8.self) == "null")
+    }
+
+    @Test("the object builder writes fields in order with nulls")
+    func builder() {
+        var builder = JSONObjectBuilder()
+        builder.string("type", "sample")
+        builder.int("code", nil)
+        builder.fixed("latency_ms", 1.5)
+        builder.bool("ok", true)
+        builder.field("user \"field\"", .array([.integer(1)]))
+        #expect(String(decoding: builder.finish(), as: UTF8.self)
+            == #"{"type":"sample","code":null,"latency_ms":1.5,"ok":true,"user \"field\"":[1]}"#)
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import VitalsKit
+
+/// Feeds `bytes` through a pipe into a LineReader and collects what it yields.
+func readAll(_ bytes: [UInt8], maxLine: Int = LineReader.defaultMaxLineBytes, chunk: Int = 256 * 1024) -> [String] {
+    var fds: [Int32] = [0, 0]
+    pipe(&fds)
+    let writeEnd = fds[1]
+    let writer = Thread {
+        bytes.withUnsafeBytes { _ = Streams.writeAll(writeEnd, $0) }
+        close(writeEnd)
+    }
+    writer.start()
+    let reader = LineReader(fd: fds[0], source: "test", ownsDescriptor: true, maxLineBytes: maxLine, chunkSize: chunk)
+    var out: [String] = []
+    while let event = reader.next() {
+        switch event {
+        case .line(let line): out.append("\(reader.lineNumber):" + String(decoding: line, as: UTF8.self))
+        case .tooLong(let length): out.append("\(reader.lineNumber):TOO-LONG(\(length))")
+        }
+    }
+    return out
+}
+
+@Suite("NDJSON line reader")
+struct LineReaderTests {
+    @Test("lines, line numbers, a last line without newline")
+    func basics() {
+        #expect(readAll(Array("a\nbb\n\nccc".utf8)) == ["1:a", "2:bb", "3:", "4:ccc"])
+        #expect(readAll([]) == [])
+        #expect(readAll(Array("\n".utf8)) == ["1:"])
+    }
+
+    @Test("CRLF endings and a UTF-8 byte order mark are dropped")
+    func crlfAndBOM() {
+        #expect(readAll([0xEF, 0xBB, 0xBF] + Array("x\r\ny\r\n".utf8)) == ["1:x", "2:y"])
+        #expect(readAll(Array("a\r\r\n".utf8)) == ["1:a\r"], "only one CR before LF is a line end")
+    }
+
+    @Test("lines crossing chunk boundaries are whole")
+    func chunkBoundaries() {
+        let lines = (0..<500).map { String(repeating: Character(UnicodeScalar(97 + $0 % 26)!), count: $0 % 37 + 1) }
+        let text = lines.joined(separator: "\n") + "\n"
+        let expected = lines.enumerated().map { "\($0.offset + 1):\($0.element)" }
+        #expect(readAll(Array(text.utf8), chunk: 7) == expected)
+        #expect(readAll(Array(text.utf8), chunk: 64) == expected)
+    }
+
+    @Test("a line over the limit is reported once, with its length, and reading goes on")
+    func tooLong() {
+        let long = String(repeating: "z", count: 5000)
+        #expect(readAll(Array("ok\n\(long)\nnext\n".utf8), maxLine: 1000, chunk: 128)
+            == ["1:ok", "2:TOO-LONG(5000)", "3:next"])
+        #expect(readAll(Array("\(long)".utf8), maxLine: 1000, chunk: 128) == ["1:TOO-LONG(5000)"])
+        #expect(readAll(Array("\(long)\r\nx".utf8), maxLine: 1000, chunk: 128) == ["1:TOO-LONG(5001)", "2:x"])
+        let exact = String(repeating: "q", count: 1000)
+        #expect(readAll(Array("\(exact)\n".utf8), maxLine: 1000, chunk: 128) == ["1:\(exact)"])
+    }
+
+    @Test("memory stays bounded: a million short lines through a small buffer")
+    func many() {
+        var bytes: [UInt8] = []
+        for index in 0..<100_000 { bytes.append(contentsOf: "\(index)\n".utf8) }
+        let lines = readAll(bytes, chunk: 4096)
+        #expect(lines.count == 100_000)
+        #expect(lines.last == "100000:99999")
+    }
+
+    @Test("opening a missing file or a directory is an error naming it")
+    func openErrors() {
+        #expect(throws: ToolError.self) { _ = try LineReader.open("/nonexistent/file") }
+        do {
+            _ = try LineReader.open("/")
+            Issue.record("a directory opened")
+        } catch {
+            #expect(error.message == "cannot read /: it is a directory")
+        }
+    }
+}
+
+@Suite("record writer")
+struct RecordWriterTests {
+    @Test("records are written whole, each ending in a newline, when flushed")
+    func writes() throws {
+        var fds: [Int32] = [0, 0]
+        pipe(&fds)
+        let writer = RecordWriter(fd: fds[1])
+        try writer.write(Array("{\"a\":1}".utf8))
+        try writer.write("{\"b\":2}")
+        try writer.flush()
+        close(fds[1])
+        var buffer = [UInt8](repeating: 0, count: 100)
+        let count = read(fds[0], &buffer, 100)
+        close(fds[0])
+        #expect(String(decoding: buffer[0..<count], as: UTF8.self) == "{\"a\":1}\n{\"b\":2}\n")
+        #expect(writer.recordCount == 2)
+    }
+
+    @Test("a closed reader is BrokenPipe, not a crash")
+    func brokenPipe() throws {
+        signal(SIGPIPE, SIG_IGN)
+        var fds: [Int32] = [0, 0]
+        pipe(&fds)
+        close(fds[0])
+        let writer = RecordWriter(fd: fds[1])
+        try writer.write("{}")
+        #expect(throws: BrokenPipe.self) { try writer.flush() }
+        #expect(writer.brokenPipe)
+        #expect(throws: BrokenPipe.self) { try writer.write("{}") }
+        close(fds[1])
+    }
+}
