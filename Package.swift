@@ -44,7 +44,8 @@ for row in tools {
 // End-to-end tests run the built executables in real pipes against real local servers.
 targets.append(.testTarget(
     name: "EndToEndTests",
-    dependencies: ["FixtureServer", "VitalsKit"] + tools.map { .target(name: $0.tool) } + [.target(name: "vitals-fixture-server")],
+    dependencies: ["FixtureServer", "VitalsKit"] + tools.map { .target(name: $0.core) } + tools.map { .target(name: $0.tool) }
+        + [.target(name: "vitals-fixture-server")],
     resources: [.copy("Fixtures")]))
 
 let package = Package(

@@ -60,6 +60,10 @@ func toolEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
     environment["PATH"] = Binaries.directory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
     environment["LC_ALL"] = "C"
     environment["TZ"] = "UTC"
+    // Tests talk to loopback only; a proxy from the caller's environment must not intercept.
+    for proxy in ["http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"] {
+        environment[proxy] = nil
+    }
     for (key, value) in extra { environment[key] = value }
     return environment
 }

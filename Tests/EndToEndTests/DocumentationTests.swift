@@ -1,0 +1,230 @@
+import FixtureServer
+import Foundation
+import ProbeHTTPCore
+import Testing
+import VitalsKit
+
+/// The tools whose man pages are held to their `--help`.
+let documentedTools = ["probe-http"]
+
+/// An option as written in help or a man page: long name, short letter, value placeholder.
+struct DocumentedOption: Hashable, CustomStringConvertible {
+    var long: String
+    var short: String?
+    var value: String?
+    var description: String { (short.map { "-\($0), " } ?? "") + "--\(long)" + (value.map { " \($0)" } ?? "") }
+}
+
+/// The text of one section (`.SH NAME` up to the next `.SH`) of a man page.
+func manSection(_ page: String, _ name: String) -> [String] {
+    var lines: [String] = []
+    var inside = false
+    for line in page.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+        if line.hasPrefix(".SH ") {
+            inside = line.dropFirst(4).trimmingCharacters(in: CharacterSet(charactersIn: "\" ")) == name
+            continue
+        }
+        if inside { lines.append(line) }
+    }
+    return lines
+}
+
+func readPage(_ relative: String) throws -> String {
+    try String(contentsOf: Binaries.repositoryRoot.appendingPathComponent(relative), encoding: .utf8)
+}
+
+/// Removes roff font escapes and unescapes hyphens: `\fB\-\-max\-body\fR` → `--max-body`.
+func plainRoff(_ text: String) -> String {
+    var out = text.replacingOccurrences(of: "\\-", with: "-")
+    for font in ["\\fB", "\\fI", "\\fR", "\\fP"] { out = out.replacingOccurrences(of: font, with: "") }
+    return out
+}
+
+/// The words set in bold in a section (`.B`, `.BR`, `.RB`, `.BI`, `.IB` macro lines):
+/// how the pages name fields, reasons and values.
+func boldWords(_ lines: [String]) -> Set<String> {
+    var words: Set<String> = []
+    for line in lines where [".B ", ".BR ", ".RB ", ".BI ", ".IB "].contains(where: { line.hasPrefix($0) }) {
+        let body = plainRoff(String(line.drop(while: { $0 != " " })))
+        for token in body.split(whereSeparator: { $0 == " " || $0 == "\"" }) {
+            let word = token.trimmingCharacters(in: CharacterSet(charactersIn: "(),.;:"))
+            if !word.isEmpty { words.insert(word) }
+        }
+    }
+    return words
+}
+
+/// Options listed in a man page's OPTIONS section (`.TP` then `\fB\-x\fR, \fB\-\-name\fR \fIVALUE\fR`).
+func manOptions(_ page: String) -> Set<DocumentedOption> {
+    let lines = manSection(page, "OPTIONS")
+    var options: Set<DocumentedOption> = []
+    for (index, line) in lines.enumerated() where line == ".TP" && index + 1 < lines.count {
+        options.insert(parseOptionSignature(plainRoff(lines[index + 1])))
+    }
+    return options
+}
+
+/// Options listed in `--help` (`  -c, --concurrency N   text`).
+func helpOptions(_ help: String) -> Set<DocumentedOption> {
+    var options: Set<DocumentedOption> = []
+    var inside = false
+    for line in help.split(separator: "\n").map(String.init) {
+        if line == "Options:" { inside = true; continue }
+        if inside && !line.hasPrefix(" ") { break }
+        guard inside else { continue }
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasPrefix("-") else { continue }
+        let signature = trimmed.components(separatedBy: "  ").first ?? trimmed
+        options.insert(parseOptionSignature(signature))
+    }
+    return options
+}
+
+func parseOptionSignature(_ text: String) -> DocumentedOption {
+    var short: String?
+    var long = ""
+    var value: String?
+    for token in text.replacingOccurrences(of: ",", with: " ").split(separator: " ").map(String.init) {
+        if token.hasPrefix("--") { long = String(token.dropFirst(2)) }
+        else if token.hasPrefix("-") { short = String(token.dropFirst()) }
+        else if !long.isEmpty { value = token }
+    }
+    return DocumentedOption(long: long, short: short, value: value)
+}
+
+@Suite("man pages and help agree", .timeLimit(.minutes(2)))
+struct DocumentationTests {
+    @Test("every option in --help is in the man page, with the same short form and value, and no other", arguments: documentedTools)
+    func optionsMatch(tool: String) throws {
+        let help = try run(tool, ["--help"])
+        #expect(help.status == 0)
+        let fromHelp = helpOptions(help.stdout)
+        let fromMan = manOptions(try readPage("man/man1/\(tool).1"))
+        #expect(fromHelp.count > 2)
+        #expect(fromHelp.subtracting(fromMan).isEmpty, "in --help, not in \(tool)(1): \(fromHelp.subtracting(fromMan))")
+        #expect(fromMan.subtracting(fromHelp).isEmpty, "in \(tool)(1), not in --help: \(fromMan.subtracting(fromHelp))")
+    }
+
+    @Test("the exit statuses in --help are the man page's, and every one is in vitals(7)", arguments: documentedTools)
+    func exitStatuses(tool: String) throws {
+        let help = try run(tool, ["--help"]).stdout
+        let helpCodes = Set(help.components(separatedBy: "Exit status:\n").last!.split(separator: "\n")
+            .compactMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") })
+        func pageCodes(_ page: String) -> Set<Int> {
+            let lines = manSection(page, "EXIT STATUS")
+            return Set(lines.enumerated().compactMap { index, line in
+                line == ".TP" && index + 1 < lines.count ? Int(lines[index + 1].replacingOccurrences(of: ".B ", with: "")) : nil
+            })
+        }
+        let manCodes = pageCodes(try readPage("man/man1/\(tool).1"))
+        #expect(helpCodes == manCodes)
+        let suiteCodes = pageCodes(try readPage("man/man7/vitals.7"))
+        #expect(Set(VitalsKit.ExitStatus.allCases.map { Int($0.rawValue) }) == suiteCodes)
+        #expect(manCodes.isSubset(of: suiteCodes))
+    }
+
+    @Test("every reason and status is documented in vitals-records(7), and probe-http's reasons in probe-http(1)")
+    func reasons() throws {
+        let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SAMPLE"))
+        let status = boldWords(manSection(try readPage("man/man1/probe-http.1"), "STATUS"))
+        for reason in SampleReason.allCases {
+            #expect(records.contains(reason.rawValue), "\(reason.rawValue) missing from vitals-records(7)")
+            if reason != .permission {
+                #expect(status.contains(reason.rawValue), "\(reason.rawValue) missing from probe-http(1) STATUS")
+            }
+        }
+        for value in SampleStatus.allCases {
+            #expect(records.contains(value.rawValue), "\(value.rawValue) missing from vitals-records(7)")
+        }
+    }
+
+    @Test("every field probe-http writes is documented in vitals-records(7) and probe-http(1)")
+    func sampleFields() throws {
+        let server = try FixtureServer()
+        let base = server.baseURL
+        let input = """
+        {"url":"\(base)/ok","team":"ops"}
+        {"url":"\(base)/bytes/2000","speed_test_bytes":1000}
+        {"url":"\(base)/body?size=3000000&needle=x","expected_content":"x"}
+        {"url":"\(base)/ok","ip":"4"}
+        https://127.0.0.1:\(server.port)/ok
+        """
+        let result = try run("probe-http", ["--simulate-latency", "1"], stdin: input)
+        var keys = Set<String>()
+        for record in try result.records() { keys.formUnion(record.fields.map(\.key)) }
+        keys.remove("team")
+        #expect(keys.isSuperset(of: ["tls_expiry_days", "speed_mbps", "truncated", "simulated", "ip"]), "the run covers every optional field")
+        let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SAMPLE"))
+        let output = boldWords(manSection(try readPage("man/man1/probe-http.1"), "OUTPUT"))
+        for key in keys.sorted() {
+            #expect(records.contains(key), "\(key) is not documented in vitals-records(7)")
+            #expect(output.contains(key), "\(key) is not listed in probe-http(1) OUTPUT")
+        }
+    }
+
+    @Test("every target field probe-http reads is documented in probe-http(1) INPUT")
+    func targetFields() throws {
+        let input = boldWords(manSection(try readPage("man/man1/probe-http.1"), "INPUT"))
+        for field in TargetParser.knownFields.subtracting(["type"]).sorted() {
+            #expect(input.contains(field), "\(field) is not in probe-http(1) INPUT")
+        }
+        let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "TARGET"))
+        for field in TargetParser.knownFields.sorted() {
+            #expect(records.contains(field), "\(field) is not in vitals-records(7) TARGET")
+        }
+    }
+
+    @Test("the option table, --help and the man page list the same options", arguments: [ProbeHTTPCommand.spec])
+    func optionTable(spec: CommandSpec) throws {
+        let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
+        #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
+        #expect(fromTable == helpOptions(Help.render(spec)))
+    }
+}
+
+/// Runs the examples of the man pages and the README: each `$ ` line, with example.com
+/// pointed at local servers and --watch bounded by timeout(1).
+@Suite("documented examples run", .serialized, .timeLimit(.minutes(3)))
+struct ExampleTests {
+    static func examples(in text: String, roff: Bool) -> [String] {
+        var commands: [String] = []
+        for line in text.split(separator: "\n").map(String.init) where line.hasPrefix("$ ") {
+            var command = String(line.dropFirst(2))
+            if roff {
+                command = plainRoff(command).replacingOccurrences(of: "\\(aq", with: "'")
+            }
+            commands.append(command)
+        }
+        return commands
+    }
+
+    static let sources = ["man/man1/probe-http.1", "man/man7/vitals.7", "README.md"]
+
+    @Test("examples", arguments: sources)
+    func run(source: String) throws {
+        let text = try readPage(source)
+        let commands = ExampleTests.examples(in: text, roff: !source.hasSuffix(".md"))
+        #expect(!commands.isEmpty, "\(source) has examples")
+        let server = try FixtureServer()
+        let scratch = try ScratchDirectory()
+        try scratch.write("targets.ndjson", """
+        {"id":"api","name":"api","url":"\(server.baseURL)/ok"}
+        {"id":"web","name":"web","url":"\(server.baseURL)/content?text=hello","expected_content":"hello"}
+        {"id":"broken","name":"broken","url":"\(server.baseURL)/status/500"}
+        """)
+        // A TLS server stands in for ssl://example.com:443.
+        let certificates = try TestCertificates()
+        let (cert, key) = try certificates.selfSigned(named: "example", daysLeft: 60)
+        let tls = try TLSServer(cert: cert, key: key)
+        let tlsHostPort = tls.url.replacingOccurrences(of: "https://", with: "")
+        for command in commands {
+            let local = command
+                .replacingOccurrences(of: "ssl://example.com:443", with: "ssl://\(tlsHostPort)")
+                .replacingOccurrences(of: "https://example.com", with: server.baseURL)
+                .replacingOccurrences(of: "probe-http --watch", with: "timeout -s INT 2 probe-http --watch")
+            let result = try shell(local, directory: scratch.url)
+            #expect(result.status == 0, "\(source): `\(command)` exited \(result.status): \(result.stderr)")
+            #expect(!result.stderr.contains("unknown option"), "\(source): `\(command)`: \(result.stderr)")
+        }
+    }
+}
