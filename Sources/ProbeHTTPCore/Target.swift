@@ -139,13 +139,20 @@ public enum URLParts {
         return scheme.lowercased()
     }
 
-    /// The authority's host, lowercased, brackets removed for IPv6 literals.
-    public static func host(of url: String) -> String {
+    /// The URL split after its scheme: the authority without credentials, and the rest
+    /// (path, query, fragment).
+    private static func split(_ url: String) -> (authority: Substring, rest: Substring) {
         var rest = Substring(url)
         if let range = url.range(of: "://") { rest = url[range.upperBound...] }
         let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
         var authority = rest[..<authorityEnd]
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        return (authority, rest[authorityEnd...])
+    }
+
+    /// The authority's host, lowercased, brackets removed for IPv6 literals.
+    public static func host(of url: String) -> String {
+        var authority = split(url).authority
         if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
             return String(authority[authority.index(after: authority.startIndex)..<close]).lowercased()
         }
@@ -155,11 +162,7 @@ public enum URLParts {
 
     /// The port the URL names, or the scheme's default (80, 443).
     public static func port(of url: String) -> Int {
-        var rest = Substring(url)
-        if let range = url.range(of: "://") { rest = url[range.upperBound...] }
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var authority = split(url).authority
         if let close = authority.lastIndex(of: "]") { authority = authority[authority.index(after: close)...] }
         if let colon = authority.lastIndex(of: ":"), let port = Int(authority[authority.index(after: colon)...]) { return port }
         return scheme(of: url) == "http" ? 80 : 443
@@ -167,12 +170,8 @@ public enum URLParts {
 
     /// The URL without scheme and credentials (`host:port/path?query`), for derived ids.
     public static func withoutSchemeAndCredentials(_ url: String) -> String {
-        var rest = Substring(url)
-        if let range = url.range(of: "://") { rest = url[range.upperBound...] }
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        var path = rest[authorityEnd...]
+        let (authority, rest) = split(url)
+        var path = rest
         if let hash = path.firstIndex(of: "#") { path = path[..<hash] }
         return String(authority) + String(path)
     }

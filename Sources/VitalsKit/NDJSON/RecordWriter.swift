@@ -45,11 +45,7 @@ public final class RecordWriter {
 
     /// Appends one record from a slice.
     public func write(_ line: ArraySlice<UInt8>) throws {
-        if brokenPipe { throw BrokenPipe() }
-        buffer.append(contentsOf: line)
-        buffer.append(0x0A)
-        recordCount += 1
-        if buffer.count >= highWater { try flush() }
+        try line.withUnsafeBytes { try write($0) }
     }
 
     /// Appends one record from raw bytes.
