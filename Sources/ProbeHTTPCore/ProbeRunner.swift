@@ -85,28 +85,49 @@ public final class ProbeRunner {
         }
     }
 
+    /// Probe indices waiting for a slot, in order; a probe's clock starts only when it gets one.
+    private var ready: [Int] = []
+    private var readyHead = 0
+    private var activeProbes = 0
+
     /// Runs until every probe has written its sample (or forever with `watch`), or a stop signal.
+    ///
+    /// At most `concurrency` probes are active at once. A probe's start time (`at`) and its
+    /// deadline are taken when it becomes active, not when it is queued, and its HEAD-to-GET
+    /// fallback or certificate inspection runs in the slot it already holds.
     public func run() throws {
-        let start = Clock.monotonicMilliseconds()
         if !settings.watch {
-            for index in probes.indices { begin(index, now: start) }
+            ready = Array(probes.indices)
+            for index in probes.indices { probes[index].inFlight = true }
         }
         while true {
             if Signals.stopRequested {
                 engine.cancelAll()
                 break
             }
-            let now = Clock.monotonicMilliseconds()
+            var now = Clock.monotonicMilliseconds()
             var waitMs = 1000
             if settings.watch {
                 for index in probes.indices where !probes[index].inFlight {
                     if probes[index].nextDueMs <= now {
-                        begin(index, now: now)
+                        probes[index].inFlight = true
+                        ready.append(index)
                     } else {
                         waitMs = min(waitMs, Int(probes[index].nextDueMs - now))
                     }
                 }
-            } else if engine.pendingCount == 0 {
+            }
+            while activeProbes < settings.concurrency, readyHead < ready.count {
+                let index = ready[readyHead]
+                readyHead += 1
+                now = Clock.monotonicMilliseconds()
+                begin(index, now: now)
+            }
+            if readyHead > 4096, readyHead * 2 > ready.count {
+                ready.removeFirst(readyHead)
+                readyHead = 0
+            }
+            if !settings.watch, activeProbes == 0, readyHead == ready.count {
                 break
             }
             try output.flush()
@@ -119,6 +140,7 @@ public final class ProbeRunner {
 
     private func begin(_ index: Int, now: Int64) {
         var probe = probes[index]
+        activeProbes += 1
         probe.inFlight = true
         probe.stage = .primary
         probe.startWallMs = Clock.wallMilliseconds()
@@ -205,6 +227,7 @@ public final class ProbeRunner {
         probe.inFlight = false
         probe.answer = nil
         probes[index] = probe
+        activeProbes -= 1
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
         var verdict = VerdictRules.decide(target: probe.target, result: result, method: method,

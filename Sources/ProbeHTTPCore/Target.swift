@@ -111,68 +111,24 @@ public struct Target: Sendable {
     /// The line it was on.
     public var line: Int = 0
 
-    /// Creates a target for `url` with defaults; `kind` is inferred from the scheme.
-    public init(id: String, name: String, url: String, kind: TargetKind) {
+    /// The URL's host, lowercased.
+    public let host: String
+    /// The URL's port, or the scheme's default.
+    public let port: Int
+
+    /// Creates a target for `url` with defaults.
+    public init(id: String, name: String, url: String, kind: TargetKind, parts: URLText? = nil) {
+        let parts = parts ?? URLText(url)
         self.id = id
         self.name = name
         self.url = url
         self.displayURL = Redaction.url(url)
         self.kind = kind
+        self.host = parts.host
+        self.port = parts.port ?? (parts.scheme == "http" ? 80 : 443)
     }
 
     /// Whether a GET is needed to read the body (content or hash checks, speed test).
     public var needsBody: Bool { expectedContent != nil || expectedBodyHash != nil || speedTestBytes != nil }
-
-    /// The host part of the URL, lowercased, without port or credentials.
-    public var host: String { URLParts.host(of: url) }
 }
 
-/// Small URL helpers (no Foundation on the hot path, no percent-decoding surprises).
-public enum URLParts {
-    /// The scheme, lowercased, or nil when the text has no `scheme://`.
-    public static func scheme(of url: String) -> String? {
-        guard let range = url.range(of: "://") else { return nil }
-        let scheme = url[..<range.lowerBound]
-        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }) else {
-            return nil
-        }
-        return scheme.lowercased()
-    }
-
-    /// The URL split after its scheme: the authority without credentials, and the rest
-    /// (path, query, fragment).
-    private static func split(_ url: String) -> (authority: Substring, rest: Substring) {
-        var rest = Substring(url)
-        if let range = url.range(of: "://") { rest = url[range.upperBound...] }
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        var authority = rest[..<authorityEnd]
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        return (authority, rest[authorityEnd...])
-    }
-
-    /// The authority's host, lowercased, brackets removed for IPv6 literals.
-    public static func host(of url: String) -> String {
-        var authority = split(url).authority
-        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
-            return String(authority[authority.index(after: authority.startIndex)..<close]).lowercased()
-        }
-        if let colon = authority.lastIndex(of: ":") { authority = authority[..<colon] }
-        return authority.lowercased()
-    }
-
-    /// The port the URL names, or the scheme's default (80, 443).
-    public static func port(of url: String) -> Int {
-        var authority = split(url).authority
-        if let close = authority.lastIndex(of: "]") { authority = authority[authority.index(after: close)...] }
-        if let colon = authority.lastIndex(of: ":"), let port = Int(authority[authority.index(after: colon)...]) { return port }
-        return scheme(of: url) == "http" ? 80 : 443
-    }
-
-    /// The URL without scheme and credentials (`host:port/path?query`), for derived ids.
-    public static func withoutSchemeAndCredentials(_ url: String) -> String {
-        let (authority, rest) = split(url)
-        var path = rest
-        if let hash = path.firstIndex(of: "#") { path = path[..<hash] }
-        return String(authority) + String(path)
-    }
-}

@@ -19,27 +19,31 @@ public struct TargetIDs {
     /// lowercased, with every run of characters other than letters, digits and dots turned
     /// into one `-` (`http://` URLs keep an `http-` prefix, so they never collide with their
     /// https twin). Ids longer than 80 characters end in 8 hex digits of the URL's SHA-256.
-    public static func derive(from url: String) -> String {
-        let redacted = Redaction.url(url)
-        var text = URLParts.withoutSchemeAndCredentials(redacted).lowercased()
-        if URLParts.scheme(of: url) == "http" { text = "http-" + text }
-        var slug = ""
+    public static func derive(from url: String) -> String { derive(from: URLText(url)) }
+
+    /// A derived id for a URL already split (see `derive(from:)`).
+    public static func derive(from parts: URLText) -> String {
+        var text = parts.hostPort + parts.path
+        if let query = parts.redactedQuery { text += "?" + query }
+        if parts.scheme == "http" { text = "http-" + text }
+        var slug: [UInt8] = []
+        slug.reserveCapacity(text.utf8.count)
         var pendingDash = false
-        for scalar in text.unicodeScalars {
-            let keep = (scalar >= "a" && scalar <= "z") || (scalar >= "0" && scalar <= "9") || scalar == "."
-            if keep {
-                if pendingDash && !slug.isEmpty { slug.append("-") }
+        for var byte in text.utf8 {
+            if byte >= 0x41 && byte <= 0x5A { byte += 0x20 }
+            if (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: ".") {
+                if pendingDash && !slug.isEmpty { slug.append(UInt8(ascii: "-")) }
                 pendingDash = false
-                slug.unicodeScalars.append(scalar)
+                slug.append(byte)
             } else {
                 pendingDash = true
             }
         }
-        if slug.isEmpty { slug = "target" }
+        if slug.isEmpty { return "target" }
         if slug.count > 80 {
-            slug = String(slug.prefix(71)) + "-" + String(SHA256.hexDigest(Array(url.utf8)).prefix(8))
+            return String(decoding: slug[0..<71], as: UTF8.self) + "-" + String(SHA256.hexDigest(Array(text.utf8)).prefix(8))
         }
-        return slug
+        return String(decoding: slug, as: UTF8.self)
     }
 
     /// Registers `id` seen at `source:line`. Returns the id to use and, for a duplicate,

@@ -227,10 +227,10 @@ public struct TargetParser {
         }
         url = url.trimmingSpaces
         if url.isEmpty { throw Problem(message: "target has an empty 'url'") }
-        var scheme = URLParts.scheme(of: url)
+        var scheme = URLText(url).scheme
         if scheme == nil {
-            if url.contains("://") || url.hasPrefix("/") || url.contains(" ") {
-                throw Problem(message: "'\(Redaction.url(url))' is not a URL")
+            guard TargetParser.looksLikeAuthority(url) else {
+                throw Problem(message: "'\(Redaction.url(url))' is not a URL (expected http://, https:// or ssl://, or host[:port][/path])")
             }
             url = "https://" + url
             scheme = "https"
@@ -242,7 +242,7 @@ public struct TargetParser {
         case "https"?: kind = .https
         case "ssl"?, "tls"?:
             kind = .ssl
-            url = "https://" + url[url.range(of: "://")!.upperBound...]
+            url = "https://" + String(url.dropFirst(scheme!.count + 3))
         default:
             throw Problem(message: "unsupported scheme '\(scheme ?? "")' in '\(Redaction.url(url))' (probe-http speaks http and https)")
         }
@@ -259,7 +259,8 @@ public struct TargetParser {
                 kind = .https
             }
         }
-        if URLParts.host(of: url).isEmpty { throw Problem(message: "'\(Redaction.url(url))' has no host") }
+        let parts = URLText(url)
+        if parts.host.isEmpty { throw Problem(message: "'\(Redaction.url(url))' has no host") }
 
         let id: String
         if let rawID = field("id") {
@@ -269,12 +270,12 @@ public struct TargetParser {
             case .number(let value): text = value
             default: throw Problem(message: "field 'id' must be a string or a number, not \(rawID.typeName)")
             }
-            id = TargetIDs.normalize(text) ?? TargetIDs.derive(from: url)
+            id = TargetIDs.normalize(text) ?? TargetIDs.derive(from: parts)
         } else {
-            id = TargetIDs.derive(from: url)
+            id = TargetIDs.derive(from: parts)
         }
-        let name = try string("name")?.trimmingSpaces.nonEmpty ?? (field("id") != nil ? id : TargetParser.defaultName(for: url))
-        var target = Target(id: id, name: name, url: url, kind: kind)
+        let name = try string("name")?.trimmingSpaces.nonEmpty ?? (field("id") != nil ? id : TargetParser.defaultName(for: parts))
+        var target = Target(id: id, name: name, url: url, kind: kind, parts: parts)
 
         if let method = try string("method")?.trimmingSpaces.uppercased() {
             guard !method.isEmpty, method.allSatisfy({ $0.isLetter || $0 == "-" || $0 == "_" }) else {
@@ -415,12 +416,41 @@ public struct TargetParser {
         return target
     }
 
-    /// The name of a target without one: its redacted URL without scheme, credentials, query or a trailing `/`.
-    public static func defaultName(for url: String) -> String {
-        var text = URLParts.withoutSchemeAndCredentials(url)
-        if let question = text.firstIndex(of: "?") { text = String(text[..<question]) }
+    /// The name of a target without one: its URL without scheme, credentials, query or a trailing `/`.
+    public static func defaultName(for parts: URLText) -> String {
+        var text = parts.hostPort + parts.path
         while text.hasSuffix("/") { text.removeLast() }
-        return text.isEmpty ? URLParts.host(of: url) : text
+        return text.isEmpty ? parts.host : text
+    }
+
+    /// Whether text without a scheme reads as `host[:port][/path]`: a host of letters,
+    /// digits, dots and dashes (or a bracketed IPv6 literal), an optional numeric port, and
+    /// a path that does not start with `//`. `http:1//x` and `http:/x` are not.
+    static func looksLikeAuthority(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var index = 0
+        if bytes.first == UInt8(ascii: "[") {
+            guard let close = bytes.firstIndex(of: UInt8(ascii: "]")) else { return false }
+            index = close + 1
+        } else {
+            while index < bytes.count {
+                let byte = bytes[index]
+                let ok = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte >= 0x80
+                if !ok { break }
+                index += 1
+            }
+            if index == 0 { return false }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ":") {
+            let portStart = index + 1
+            index = portStart
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
+            if index == portStart { return false }
+        }
+        if index == bytes.count { return true }
+        guard bytes[index] == UInt8(ascii: "/") || bytes[index] == UInt8(ascii: "?") else { return false }
+        return !(index + 1 < bytes.count && bytes[index] == UInt8(ascii: "/") && bytes[index + 1] == UInt8(ascii: "/"))
     }
 
     private static func checkHeader(_ name: String, _ value: String) throws {

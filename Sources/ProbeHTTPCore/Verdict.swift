@@ -179,7 +179,7 @@ public enum VerdictRules {
         case .dns:
             return "DNS lookup failed for \(target.host)"
         case .connect:
-            let endpoint = "\(target.host) port \(URLParts.port(of: target.url))"
+            let endpoint = "\(target.host) port \(target.port)"
             switch Int32(result.osErrno) {
             case ECONNREFUSED: return "Connection refused by \(endpoint)"
             case ENETUNREACH: return "Network unreachable for \(endpoint)"

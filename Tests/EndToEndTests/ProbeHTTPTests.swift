@@ -490,6 +490,22 @@ struct ProbeHTTPTests {
         #expect(rest.isEmpty)
     }
 
+    @Test("a probe's clock starts when it gets a slot: queued probes keep their whole budget and a true start time")
+    func clockStartsAtSlot() throws {
+        // Six 200 ms answers through one slot take 1.2 s in all; each has only 500 ms of budget.
+        var lines = (0..<3).map { #"{"id":"slow\#($0)","url":"\#(url("/delay/200"))","timeout_seconds":0.5}"# }
+        lines += (0..<3).map { #"{"id":"fallback\#($0)","url":"\#(url("/head-405"))","timeout_seconds":0.5}"# }
+        let result = try run("probe-http", ["-c", "1"], stdin: lines.joined(separator: "\n"))
+        let samples = try result.records()
+        #expect(samples.count == 6)
+        for sample in samples {
+            #expect(sample.string("status") == "up", "\(sample.string("monitor") ?? ""): \(sample.string("message") ?? "")")
+        }
+        let starts = samples.compactMap { $0.string("at").flatMap(Timestamp.parse) }.sorted()
+        #expect(starts.count == 6)
+        #expect(starts.last! - starts.first! >= 600, "three 200 ms probes ran before the last one started")
+    }
+
     @Test("thousands of targets in one run: every one gets exactly one sample")
     func manyTargets() throws {
         let count = 3000

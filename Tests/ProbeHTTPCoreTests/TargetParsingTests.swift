@@ -41,9 +41,16 @@ struct TargetParsingTests {
         #expect(t.host == "example.com")
     }
 
-    @Test("a host without a scheme is https")
+    @Test("a host without a scheme is https; text that only half looks like a URL is refused")
     func schemeless() throws {
         #expect(try target("example.com").url == "https://example.com")
+        #expect(try target("example.com:8443/health?x=1").url == "https://example.com:8443/health?x=1")
+        #expect(try target(#"{"url":"[::1]:8080/"}"#).host == "::1")
+        for bad in ["http:1//127.0.0.1/x", "http:/example.com", "//example.com", "example.com:/x", "exa mple.com", "example.com//x"] {
+            let (targets, problems) = parseTargets(#"{"url":"\#(bad)"}"#)
+            #expect(targets.isEmpty, "\(bad) was accepted")
+            #expect(problems.first?.contains("is not a URL") == true, "\(bad): \(problems)")
+        }
     }
 
     @Test("every field is read and validated")

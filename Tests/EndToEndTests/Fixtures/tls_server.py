@@ -7,6 +7,8 @@ and the highest TLS version offered.
 """
 import argparse
 import http.server
+import os
+import socket
 import ssl
 import sys
 
@@ -50,15 +52,21 @@ class Server(http.server.ThreadingHTTPServer):
         self.context = context
 
     def finish_request(self, request, client_address):
+        tls = self.context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
         try:
-            tls = self.context.wrap_socket(request, server_side=True)
+            tls.do_handshake()
         except (ssl.SSLError, OSError):
-            request.settimeout(2)
+            # The alert is on its way; read what the client still sends (its request)
+            # until it closes, so closing here is a FIN, not a reset that could overtake it.
             try:
-                while request.recv(65536):
+                raw = socket.socket(fileno=os.dup(tls.fileno()))
+                raw.settimeout(2)
+                while raw.recv(65536):
                     pass
+                raw.close()
             except OSError:
                 pass
+            tls.close()
             return
         self.RequestHandlerClass(tls, client_address, self)
         try:
