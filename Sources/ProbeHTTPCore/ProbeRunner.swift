@@ -47,7 +47,7 @@ public final class ProbeRunner {
     private enum Stage { case primary, fallback, inspect }
 
     private struct Probe {
-        let target: Target
+        let targetIndex: Int
         let family: IPFamily
         let monitor: String
         var nextDueMs: Int64 = 0
@@ -57,11 +57,13 @@ public final class ProbeRunner {
         var deadlineMs: Int64 = 0
         var method = "HEAD"
         var fallbackNote: String?
-        var answer: HTTPResult?
         var answerMethod = "HEAD"
     }
 
     private var probes: [Probe] = []
+    private let targets: [Target]
+    /// The first answer of probes waiting for a certificate inspection.
+    private var answers: [Int: HTTPResult] = [:]
     private let settings: ProbeSettings
     private let engine: HTTPEngine
     private let output: RecordWriter
@@ -73,14 +75,15 @@ public final class ProbeRunner {
         self.settings = settings
         self.output = output
         self.engine = HTTPEngine(maxInFlight: settings.concurrency)
-        for target in targets {
+        self.targets = targets
+        for (targetIndex, target) in targets.enumerated() {
             switch target.ip {
-            case .any: probes.append(Probe(target: target, family: .any, monitor: target.id))
-            case .v4: probes.append(Probe(target: target, family: .v4, monitor: target.id))
-            case .v6: probes.append(Probe(target: target, family: .v6, monitor: target.id))
+            case .any: probes.append(Probe(targetIndex: targetIndex, family: .any, monitor: target.id))
+            case .v4: probes.append(Probe(targetIndex: targetIndex, family: .v4, monitor: target.id))
+            case .v6: probes.append(Probe(targetIndex: targetIndex, family: .v6, monitor: target.id))
             case .both:
-                probes.append(Probe(target: target, family: .v4, monitor: target.id + "/ipv4"))
-                probes.append(Probe(target: target, family: .v6, monitor: target.id + "/ipv6"))
+                probes.append(Probe(targetIndex: targetIndex, family: .v4, monitor: target.id + "/ipv4"))
+                probes.append(Probe(targetIndex: targetIndex, family: .v6, monitor: target.id + "/ipv6"))
             }
         }
     }
@@ -144,23 +147,23 @@ public final class ProbeRunner {
         probe.inFlight = true
         probe.stage = .primary
         probe.startWallMs = Clock.wallMilliseconds()
-        probe.deadlineMs = now + Int64(probe.target.timeoutMs)
+        probe.deadlineMs = now + Int64(targets[probe.targetIndex].timeoutMs)
         probe.fallbackNote = nil
-        probe.answer = nil
-        let target = probe.target
+        answers[index] = nil
+        let target = targets[probe.targetIndex]
         if target.kind == .ssl {
             probe.method = "CONNECT"
         } else {
             probe.method = target.method ?? (target.needsBody ? "GET" : "HEAD")
         }
-        probe.nextDueMs = (probe.nextDueMs == 0 ? now : probe.nextDueMs) + probe.target.checkIntervalMs
-        if probe.nextDueMs < now { probe.nextDueMs = now + probe.target.checkIntervalMs }
+        probe.nextDueMs = (probe.nextDueMs == 0 ? now : probe.nextDueMs) + targets[probe.targetIndex].checkIntervalMs
+        if probe.nextDueMs < now { probe.nextDueMs = now + targets[probe.targetIndex].checkIntervalMs }
         probes[index] = probe
         engine.submit(request(for: probe, method: probe.method, timeoutMs: target.timeoutMs), token: index)
     }
 
     private func request(for probe: Probe, method: String, timeoutMs: Int, inspect: Bool = false) -> HTTPRequest {
-        let target = probe.target
+        let target = targets[probe.targetIndex]
         var request = HTTPRequest(url: target.url, method: method, timeoutMs: timeoutMs, userAgent: settings.userAgent)
         request.headers = target.headers
         request.body = target.body
@@ -198,7 +201,7 @@ public final class ProbeRunner {
         let remaining = Int(probe.deadlineMs - now)
         switch probe.stage {
         case .primary:
-            if probe.method == "HEAD", probe.target.method == nil, let note = ProbeRunner.fallbackNote(for: result), remaining > 0 {
+            if probe.method == "HEAD", targets[probe.targetIndex].method == nil, let note = ProbeRunner.fallbackNote(for: result), remaining > 0 {
                 probe.stage = .fallback
                 probe.fallbackNote = note
                 probe.method = "GET"
@@ -208,9 +211,9 @@ public final class ProbeRunner {
             }
             fallthrough
         case .fallback:
-            if ProbeRunner.needsInspection(result, target: probe.target), remaining > 0 {
+            if ProbeRunner.needsInspection(result, target: targets[probe.targetIndex]), remaining > 0 {
                 probe.stage = .inspect
-                probe.answer = result
+                answers[index] = result
                 probe.answerMethod = probe.method
                 probes[index] = probe
                 engine.submit(request(for: probe, method: "GET", timeoutMs: remaining, inspect: true), token: index)
@@ -218,30 +221,29 @@ public final class ProbeRunner {
             }
             try finish(index, probe: probe, result: result, inspection: nil)
         case .inspect:
-            try finish(index, probe: probe, result: probe.answer ?? result, inspection: result)
+            try finish(index, probe: probe, result: answers.removeValue(forKey: index) ?? result, inspection: result)
         }
     }
 
     private func finish(_ index: Int, probe: Probe, result: HTTPResult, inspection: HTTPResult?) throws {
         var probe = probe
         probe.inFlight = false
-        probe.answer = nil
         probes[index] = probe
         activeProbes -= 1
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
-        var verdict = VerdictRules.decide(target: probe.target, result: result, method: method,
+        var verdict = VerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
                                           fallbackNote: probe.fallbackNote, inspection: inspection,
                                           nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
         if settings.simulatedLatencyMs > 0 {
             verdict.message += " +\(VerdictRules.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
         }
-        let record = SampleRecord.encode(target: probe.target, monitor: probe.monitor, family: probe.family,
+        let record = SampleRecord.encode(target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
                                          atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
                                          simulatedMs: settings.simulatedLatencyMs)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
-            tally.slowest = (probe.target.name, latency)
+            tally.slowest = (targets[probe.targetIndex].name, latency)
         }
         try output.write(record)
     }
