@@ -31,10 +31,16 @@ vitals_bootstrap() {
         fi
     fi
     if ! command -v swift >/dev/null 2>&1; then
-        if [ -x /opt/swift/usr/bin/swift ]; then
-            export PATH="/opt/swift/usr/bin:$PATH"
-        else
-            vitals_say "Swift 6 is needed and was not found; install it from https://www.swift.org/install/ and put it on PATH"
+        # Not on PATH: try SWIFT_HOME, then the usual toolchain prefixes.
+        local prefix
+        for prefix in "${SWIFT_HOME:-}" /opt/swift /usr/share/swift "$HOME/.local/share/swiftly/toolchains/current"; do
+            if [ -n "$prefix" ] && [ -x "$prefix/usr/bin/swift" ]; then
+                export PATH="$prefix/usr/bin:$PATH"
+                break
+            fi
+        done
+        if ! command -v swift >/dev/null 2>&1; then
+            vitals_say "Swift 6 is needed and was not found; install it from https://www.swift.org/install/ (or set SWIFT_HOME)"
             exit 2
         fi
     fi
