@@ -77,7 +77,9 @@ public struct ServiceFacts: Equatable {
     public var outages: Int
     public var outageMs: Int64
     public var longestOutage: OutageFact?
-    public var ongoingOutage: Bool
+    public var ongoingOutage: Bool { outageSince != nil }
+    /// When the outage going on at the end of the window began.
+    public var outageSince: Int64?
     /// Average speed over the checks that measured one (Mbit/s).
     public var speedAvgMbps: Double?
     public var speedChecks: Int
@@ -86,6 +88,8 @@ public struct ServiceFacts: Equatable {
     public var seriesChecks: [Int]
     public var seriesFailed: [Int]
     public var seriesDegraded: [Int]
+    /// Per bin, whether an outage covers part of it (from a failed check to the next check that did not fail).
+    public var seriesOutage: [Bool]
 
     /// Checks that were up or degraded.
     public var available: Int { (counts[.up] ?? 0) + (counts[.degraded] ?? 0) }
@@ -185,13 +189,25 @@ public struct DigestFacts: Equatable {
             let entry = table.entries[index]
             let ms = { (micros: Int64) -> Double in Double(micros) / 1000 }
             let hasLatency = acc.latencyCount > 0
-            var latency: [Double?] = [], checks: [Int] = [], failed: [Int] = [], degraded: [Int] = []
+            var latency: [Double?] = [], checks: [Int] = [], failed: [Int] = [], degraded: [Int] = [], outage: [Bool] = []
             if let bins {
                 let width = Int(bins.upperBound - bins.lowerBound + 1)
                 latency = Array(repeating: nil, count: width)
                 checks = Array(repeating: 0, count: width)
                 failed = checks
                 degraded = checks
+                outage = Array(repeating: false, count: width)
+                var carried = false
+                var next = 0
+                for slot in 0..<width {
+                    while next < acc.bins.count && acc.bins[next].index - bins.lowerBound < Int64(slot) { next += 1 }
+                    if next < acc.bins.count && acc.bins[next].index - bins.lowerBound == Int64(slot) {
+                        outage[slot] = acc.bins[next].failed > 0 || carried
+                        carried = acc.bins[next].endsFailed
+                    } else {
+                        outage[slot] = carried
+                    }
+                }
                 for bin in acc.bins {
                     let slot = Int(bin.index - bins.lowerBound)
                     guard slot >= 0 && slot < width else { continue }
@@ -222,10 +238,10 @@ public struct DigestFacts: Equatable {
                 trend: Trend.compute(acc.trendLatencies, n: trendSamples),
                 outages: acc.outageCount, outageMs: acc.outageTotal,
                 longestOutage: acc.longestOutage.map { OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration) },
-                ongoingOutage: acc.openOutageStart != nil,
+                outageSince: acc.openOutageStart,
                 speedAvgMbps: acc.speedCount > 0 ? Double(acc.speedSumMilli) / 1000 / Double(acc.speedCount) : nil,
                 speedChecks: acc.speedCount,
-                seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded))
+                seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded, seriesOutage: outage))
         }
         services.sort(by: worstFirst)
         // Correlated failures: buckets where two or more services began failing.

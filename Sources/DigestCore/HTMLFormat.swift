@@ -73,7 +73,7 @@ public enum HTMLFormat {
         html += "<h2>Latency</h2>\n"
         html += "<p class=\"muted\">Mean latency per \(Words.span(facts.seriesStepMs)) from \(escape(words.time(facts.seriesStart ?? 0))) "
             + "to \(escape(words.time((facts.seriesStart ?? 0) + facts.seriesStepMs * Int64(facts.seriesBins)))); "
-            + "red: a check failed, amber: a check was degraded.</p>\n"
+            + "red: an outage, amber: a degraded check.</p>\n"
         for s in facts.shownServices { html += chart(s, facts) }
         if !facts.correlated.isEmpty {
             html += "<h2>Failed together</h2>\n<ul>\n"
@@ -104,21 +104,27 @@ public enum HTMLFormat {
         let scale = niceCeiling(peak)
         var svg = "<div class=\"chart\"><h3>\(escape(s.name)) <span class=\"muted\">avg \(s.latencyAvgMs.map(Words.latency) ?? "–")</span></h3>\n"
         svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"latency of \(escape(s.name))\">\n"
-        for index in 0..<s.seriesChecks.count where s.seriesChecks[index] > 0 {
-            let fill = s.seriesFailed[index] > 0 ? failedFill : s.seriesDegraded[index] > 0 ? degradedFill : nil
-            guard let fill else { continue }
-            svg += "<rect x=\"\(f(Double(index) * binWidth))\" y=\"0\" width=\"\(f(max(binWidth, 2)))\" height=\"\(Int(height))\" fill=\"\(fill)\"/>\n"
+        // Shading: outage time red, degraded bins amber; runs of bins drawn as one rectangle.
+        var index = 0
+        while index < bins {
+            let fill = s.seriesOutage[index] ? failedFill : s.seriesDegraded[index] > 0 ? degradedFill : nil
+            var end = index + 1
+            while end < bins, fill != nil,
+                  (s.seriesOutage[end] ? failedFill : s.seriesDegraded[end] > 0 ? degradedFill : nil) == fill { end += 1 }
+            if let fill {
+                let x = Double(index) * binWidth
+                svg += "<rect x=\"\(f(x))\" y=\"0\" width=\"\(f(max(Double(end - index) * binWidth, 2)))\" height=\"\(Int(height))\" fill=\"\(fill)\"/>\n"
+            }
+            index = end
         }
         svg += "<line x1=\"0\" y1=\"\(f(height - bottom))\" x2=\"\(Int(width))\" y2=\"\(f(height - bottom))\" stroke=\"#c3cad3\" stroke-width=\"1\"/>\n"
+        // The line joins the bins that have a latency; bins without checks are skipped over.
         var segments: [[String]] = [[]]
         for (index, value) in s.seriesLatencyMs.enumerated() {
-            guard let value else {
-                if !segments[segments.count - 1].isEmpty { segments.append([]) }
-                continue
-            }
+            guard let value else { continue }
             let x = (Double(index) + 0.5) * binWidth
             let y = scale > 0 ? height - bottom - value / scale * (height - top - bottom) : height - bottom
-            segments[segments.count - 1].append("\(f(x)),\(f(y))")
+            segments[0].append("\(f(x)),\(f(y))")
         }
         for points in segments where !points.isEmpty {
             if points.count == 1 {

@@ -69,6 +69,7 @@ public enum JSONFormat {
             JSONField("outages", int(s.outages)),
             JSONField("outage_ms", int(s.outageMs)),
             JSONField("outage_ongoing", .bool(s.ongoingOutage)),
+            JSONField("outage_since", time(s.outageSince)),
             JSONField("longest_outage", s.longestOutage.map { outage($0, withMonitor: false) } ?? .null),
             JSONField("speed_avg_mbps", fixed(s.speedAvgMbps)),
             JSONField("speed_checks", int(s.speedChecks)),
@@ -77,6 +78,7 @@ public enum JSONFormat {
                 JSONField("checks", .array(s.seriesChecks.map { int($0) })),
                 JSONField("failed", .array(s.seriesFailed.map { int($0) })),
                 JSONField("degraded", .array(s.seriesDegraded.map { int($0) })),
+                JSONField("outage", .array(s.seriesOutage.map { .bool($0) })),
             ]))),
         ]))
     }

@@ -13,8 +13,11 @@ public struct ChartBin: Equatable {
     /// Checks with a latency, and their sum in microseconds.
     public var latencyCount: UInt32 = 0
     public var latencySumMicros: Int64 = 0
+    /// Whether the bin's last check failed (an outage then goes on into the next bins).
+    public var endsFailed = false
 
     mutating func merge(_ other: ChartBin) {
+        endsFailed = other.endsFailed
         checks += other.checks
         failed += other.failed
         degraded += other.degraded
@@ -119,6 +122,7 @@ public struct ServiceAccumulator {
         let last = bins.count - 1
         bins[last].checks += 1
         if failing { bins[last].failed += 1 }
+        bins[last].endsFailed = failing
         if row.status == StatusIndex.degraded { bins[last].degraded += 1 }
         if row.latencyMicros != SampleRow.none {
             bins[last].latencyCount += 1

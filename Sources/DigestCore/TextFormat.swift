@@ -14,13 +14,13 @@ public enum TextFormat {
         let overall = facts.overall
         lines.append("Digest of \(words.window(facts)): \(Words.count(overall.services, "service")), "
             + "\(Words.count(overall.checks, "check")), \(Words.percent(overall.uptimePercent ?? 0)) up.")
-        lines.append(statusSentence(facts))
+        lines.append(statusSentence(facts, words))
         if let correlated = correlationSentence(facts, words) { lines.append(correlated) }
         lines.append(trendSentence(facts))
         if let speed = speedSentence(facts) { lines.append(speed) }
         if let longest = facts.longestOutage,
            overall.outages > 1 || !facts.shownServices.contains(where: { $0.monitor == longest.monitor }) {
-            lines.append("The longest outage was \(longest.name)'s: \(Words.duration(longest.durationMs)) from \(words.time(longest.start))"
+            lines.append("The longest outage: \(longest.name), \(Words.duration(longest.durationMs)) from \(words.time(longest.start))"
                 + (longest.end == nil ? ", still going on." : "."))
         }
         if let hidden = facts.hidden {
@@ -42,7 +42,7 @@ public enum TextFormat {
     static let detailed = 5
 
     /// "All 5 services were up except checkout, which ...", or one sentence per troubled service.
-    static func statusSentence(_ facts: DigestFacts) -> String {
+    static func statusSentence(_ facts: DigestFacts, _ words: Words) -> String {
         let shown = Array(facts.shownServices)
         let troubled = shown.filter(\.hadTrouble)
         let scope = facts.hidden == nil ? "" : " listed"
@@ -51,11 +51,11 @@ public enum TextFormat {
             return "\(all) \(shown.count == 1 ? "was" : "were") up at every check, with no outages."
         }
         if troubled.count == 1 && shown.count > 1 {
-            return "\(all) were up except \(troubled[0].name), which " + clause(troubled[0]) + "."
+            return "\(all) were up except \(troubled[0].name), which " + clause(troubled[0], words) + "."
         }
         var sentences = [troubled.count == shown.count ? "\(all) had trouble."
             : "\(Words.grouped(troubled.count)) of the \(Words.grouped(shown.count))\(scope) services had trouble."]
-        for service in troubled.prefix(detailed) { sentences.append("\(service.name) " + clause(service) + ".") }
+        for service in troubled.prefix(detailed) { sentences.append("\(service.name) " + clause(service, words) + ".") }
         if troubled.count > detailed {
             let rest = troubled.dropFirst(detailed)
             sentences.append("Also: " + names(rest.map(\.name), limit: 4) + ".")
@@ -69,22 +69,30 @@ public enum TextFormat {
         return items.prefix(limit).joined(separator: ", ") + " and \(Words.grouped(items.count - limit)) more"
     }
 
-    /// What went wrong with one service: "was down twice for 14m in total (97.9% up) and is down now (HTTP 503)".
-    static func clause(_ s: ServiceFacts) -> String {
+    /// What went wrong with one service: "was down twice for 15m in total (33.3% up) and has been
+    /// failing since 10:20 (Request timeout after 5s)".
+    static func clause(_ s: ServiceFacts, _ words: Words) -> String {
         var parts: [String] = []
+        let detail = s.lastMessage.map { " (\($0))" } ?? ""
+        let failing = s.status == .error ? "failing" : "down"
         if s.outages > 0 {
-            let failed = s.outages == 1 ? "was down once for \(Words.duration(s.outageMs))"
-                : "was down \(Words.times(s.outages)) for \(Words.duration(s.outageMs)) in total"
-            parts.append(failed + " (\(Words.percent(s.uptimePercent)) up)")
+            let uptime = " (\(Words.percent(s.uptimePercent)) up)"
+            if let since = s.outageSince, s.outages == 1 {
+                return "has been \(failing) since \(words.time(since))" + uptime + detail
+            }
+            parts.append(s.outages == 1 ? "was down once for \(Words.duration(s.outageMs))" + uptime
+                : "was down \(Words.times(s.outages)) for \(Words.duration(s.outageMs)) in total" + uptime)
+            if let since = s.outageSince {
+                parts.append("has been \(failing) again since \(words.time(since))" + detail)
+                return Words.list(parts)
+            }
         } else if let degraded = s.counts[.degraded], degraded > 0 {
             parts.append("was degraded at \(Words.grouped(degraded)) of \(Words.count(s.checks, "check"))")
         } else if let unknown = s.counts[.unknown], unknown > 0 {
             parts.append("had no known status at \(Words.grouped(unknown)) of \(Words.count(s.checks, "check"))")
         }
-        let detail = s.lastMessage.map { " (\($0))" } ?? ""
         switch s.status {
-        case .down: parts.append("is down now" + detail)
-        case .error: parts.append("is failing now" + detail)
+        case .down, .error: parts.append("is \(failing) now" + detail)
         case .degraded: parts.append("is degraded now" + detail)
         case .unknown: parts.append("has no known status now")
         case .up: if parts.isEmpty { parts.append("is up now") }
