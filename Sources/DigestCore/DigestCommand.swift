@@ -37,8 +37,9 @@ public enum DigestCommand: VitalsCommand {
             "digest --format markdown --max-services 10 samples.ndjson",
             "digest --format html samples.ndjson > digest.html",
             "digest --format json samples.ndjson | jq '.overall'",
-            "digest --llm-command 'llama-cli -m model.gguf -f /dev/stdin' samples.ndjson",
-            "store-samples export --since 24h | digest --cache digest.cache",
+            "probe-http targets.ndjson | digest --window 1h --tz UTC",
+            "digest --llm-command 'ollama run llama3.2' --llm-timeout 2m samples.ndjson",
+            "digest --cache digest.cache samples.ndjson",
         ],
         exitStatuses: [
             (.success, "the digest was written (with no data, it says so)"),

@@ -447,3 +447,34 @@ struct DigestBrowserTests {
         #expect((matches.int("ffffff") ?? 0) > 500_000, "a white page")
     }
 }
+
+@Suite("digest record documented")
+struct DigestRecordDocumentationTests {
+    /// Every key in a JSON value, nested ones too.
+    func keys(_ value: JSONValue) -> Set<String> {
+        switch value {
+        case .object(let object):
+            return object.fields.reduce(into: Set<String>()) { result, field in
+                result.insert(field.key)
+                result.formUnion(keys(field.value))
+            }
+        case .array(let items): return items.reduce(into: Set<String>()) { $0.formUnion(keys($1)) }
+        default: return []
+        }
+    }
+
+    @Test("every field digest writes is in vitals-records(7), DIGEST")
+    func fields() throws {
+        var written = Set<String>()
+        // basic has outages and a worst service; many has hidden services; speed has speeds.
+        for trace in ["basic", "many"] {
+            let record = try run("digest", ["-f", "json", DigestFixtures.trace(trace)]).records()[0]
+            written.formUnion(keys(.object(record)))
+        }
+        #expect(written.isSuperset(of: ["hidden", "worst_service", "longest_outage", "outage_since", "start_at", "bucket_start_at"]))
+        let documented = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "DIGEST"))
+        for key in written.sorted() {
+            #expect(documented.contains(key), "\(key) is not documented in vitals-records(7) DIGEST")
+        }
+    }
+}
