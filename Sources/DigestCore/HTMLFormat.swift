@@ -78,7 +78,7 @@ public enum HTMLFormat {
         if !facts.correlated.isEmpty {
             html += "<h2>Failed together</h2>\n<ul>\n"
             for failure in facts.correlated {
-                html += "<li>\(escape(words.time(failure.start))): \(failure.names.map(escape).joined(separator: ", "))</li>\n"
+                html += "<li>\(escape(words.bucketRange(failure))): \(failure.names.map(escape).joined(separator: ", "))</li>\n"
             }
             html += "</ul>\n"
         }

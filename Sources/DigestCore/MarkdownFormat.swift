@@ -29,7 +29,7 @@ public enum MarkdownFormat {
             lines.append("## Failed together")
             lines.append("")
             for failure in facts.correlated {
-                lines.append("- \(words.time(failure.start)): " + failure.names.map(escape).joined(separator: ", "))
+                lines.append("- \(words.bucketRange(failure)): " + failure.names.map(escape).joined(separator: ", "))
             }
         }
         let overall = facts.overall

@@ -41,7 +41,7 @@ public enum PromptFormat {
         if facts.correlated.isEmpty {
             lines.append("- none")
         } else {
-            for failure in facts.correlated { lines.append("- \(words.time(failure.start)): " + failure.names.joined(separator: ", ")) }
+            for failure in facts.correlated { lines.append("- \(words.bucketRange(failure)): " + failure.names.joined(separator: ", ")) }
         }
         return lines.joined(separator: "\n") + "\n"
     }

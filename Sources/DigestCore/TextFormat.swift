@@ -73,17 +73,17 @@ public enum TextFormat {
     /// failing since 10:20 (Request timeout after 5s)".
     static func clause(_ s: ServiceFacts, _ words: Words) -> String {
         var parts: [String] = []
-        let detail = s.lastMessage.map { " (\($0))" } ?? ""
+        let message = s.lastMessage.map { " (\($0))" } ?? ""
         let failing = s.status == .error ? "failing" : "down"
         if s.outages > 0 {
-            let uptime = " (\(Words.percent(s.uptimePercent)) up)"
+            let uptime = Words.percent(s.uptimePercent) + " up"
             if let since = s.outageSince, s.outages == 1 {
-                return "has been \(failing) since \(words.time(since))" + uptime + detail
+                return "has been \(failing) since \(words.time(since)) (" + uptime + (s.lastMessage.map { "; " + $0 } ?? "") + ")"
             }
-            parts.append(s.outages == 1 ? "was down once for \(Words.duration(s.outageMs))" + uptime
-                : "was down \(Words.times(s.outages)) for \(Words.duration(s.outageMs)) in total" + uptime)
+            parts.append(s.outages == 1 ? "was down once for \(Words.duration(s.outageMs)) (\(uptime))"
+                : "was down \(Words.times(s.outages)) for \(Words.duration(s.outageMs)) in total (\(uptime))")
             if let since = s.outageSince {
-                parts.append("has been \(failing) again since \(words.time(since))" + detail)
+                parts.append("has been \(failing) again since \(words.time(since))" + message)
                 return Words.list(parts)
             }
         } else if let degraded = s.counts[.degraded], degraded > 0 {
@@ -92,8 +92,8 @@ public enum TextFormat {
             parts.append("had no known status at \(Words.grouped(unknown)) of \(Words.count(s.checks, "check"))")
         }
         switch s.status {
-        case .down, .error: parts.append("is \(failing) now" + detail)
-        case .degraded: parts.append("is degraded now" + detail)
+        case .down, .error: parts.append("is \(failing) now" + message)
+        case .degraded: parts.append("is degraded now" + message)
         case .unknown: parts.append("has no known status now")
         case .up: if parts.isEmpty { parts.append("is up now") }
         }
@@ -104,7 +104,7 @@ public enum TextFormat {
     static func correlationSentence(_ facts: DigestFacts, _ words: Words) -> String? {
         guard !facts.correlated.isEmpty else { return nil }
         let limit = 3
-        var items = facts.correlated.prefix(limit).map { names($0.names, limit: 4) + " at " + words.time($0.start) }
+        var items = facts.correlated.prefix(limit).map { names($0.names, limit: 4) + " between " + words.bucket($0) }
         if facts.correlated.count > limit { items.append("and \(Words.times(facts.correlated.count - limit)) more") }
         return "Failed together (outages beginning in the same \(Words.unit(facts.bucketMs))): "
             + items.joined(separator: "; ") + "."

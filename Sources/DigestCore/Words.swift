@@ -111,6 +111,16 @@ public struct Words {
         return date(p) + " " + clock
     }
 
+    /// `10:05 and 10:10`: a correlation bucket's bounds.
+    public func bucket(_ failure: CorrelatedFailure) -> String {
+        time(failure.start) + " and " + time(failure.end)
+    }
+
+    /// `10:05-10:10`: a correlation bucket, short.
+    public func bucketRange(_ failure: CorrelatedFailure) -> String {
+        time(failure.start) + "-" + time(failure.end)
+    }
+
     /// `2026-01-27 10:30 UTC` (or `+02:00`): a full time with its offset.
     public func fullTime(_ ms: Int64) -> String {
         let p = zone.parts(of: ms)

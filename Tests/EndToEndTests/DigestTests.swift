@@ -74,7 +74,7 @@ struct DigestTests {
         // web: error at 10:05, up at 10:10: one outage of 5m; 5 of 6 up or degraded.
         #expect(lines[1].contains("Web was down once for 5m (83.3% up)."))
         #expect(!lines[1].contains("API"), "api had no trouble")
-        #expect(lines[2] == "Failed together (outages beginning in the same 5-minute bucket): Payments and Web at 10:05.")
+        #expect(lines[2] == "Failed together (outages beginning in the same 5-minute bucket): Payments and Web between 10:05 and 10:10.")
         // web latencies 20 20 300 20 22: newer half (20, 22) = 21 ms, older half (20, 300) = 160 ms.
         #expect(lines[3] == "Latency fell for Web (from 160 ms to 21 ms); it was stable for the others.")
         #expect(lines[4] == "The longest outage: Payments, 10m from 10:05.")
