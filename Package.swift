@@ -10,6 +10,8 @@ import PackageDescription
 let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // probe HTTP(S) targets concurrently; one sample per probe (libcurl via HTTPTransport)
     ("probe-http", "ProbeHTTPCore", ["HTTPTransport", "VitalsCrypto"]),
+    // summarize a day of samples per service: trends, outages, correlated failures (no C)
+    ("digest", "DigestCore", []),
 ]
 
 var targets: [Target] = [

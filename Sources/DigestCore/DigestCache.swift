@@ -1,0 +1,82 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import VitalsKit
+
+/// `--cache FILE`: the digest made today, kept so a second run the same day prints it again
+/// instead of reading the samples (isitup's daily cache). One JSON object:
+/// `{"type":"digest_cache","generated_at":…,"day":"2026-01-27","key":…,"output":…}`.
+public struct DigestCache {
+    /// The file.
+    public let path: String
+
+    /// Creates a cache on `path`.
+    public init(path: String) { self.path = path }
+
+    /// What the file holds, or why it cannot be used.
+    public enum Lookup: Equatable {
+        /// Made on `day` with the same options: the output to print.
+        case hit(String)
+        /// Absent, from another day, or made with other options.
+        case miss
+        /// Unreadable or not a cache; the message says why.
+        case unusable(String)
+    }
+
+    /// Looks up a digest made on `day` (a `YYYY-MM-DD` in the chosen zone) with options `key`.
+    public func lookup(day: String, key: String) -> Lookup {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            return errno == ENOENT ? .miss : .unusable("cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .unusable("cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > 64 << 20 { return .unusable("\(path) is over 64 MiB; not a digest cache") }
+        }
+        while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
+        guard let value = try? JSONParser.parse(bytes), let object = value.objectValue,
+              object["type"]?.stringValue == "digest_cache", let cachedDay = object["day"]?.stringValue,
+              let cachedKey = object["key"]?.stringValue, let output = object["output"]?.stringValue else {
+            return .unusable("\(path) is not a digest cache")
+        }
+        return cachedDay == day && cachedKey == key ? .hit(output) : .miss
+    }
+
+    /// Stores `output` made at `generatedAt` on `day` with options `key`: a temporary file beside
+    /// it, fsync, rename; mode 0600.
+    public func store(output: String, generatedAt: Int64, day: String, key: String) throws(ToolError) {
+        let record = JSONValue.object(JSONObject([
+            JSONField("type", .string("digest_cache")),
+            JSONField("generated_at", .string(Timestamp.format(milliseconds: generatedAt))),
+            JSONField("day", .string(day)),
+            JSONField("key", .string(key)),
+            JSONField("output", .string(output)),
+        ]))
+        var bytes = record.encoded()
+        bytes.append(0x0A)
+        var template = Array((path + ".tmp.XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw ToolError("cannot write the cache beside \(path): \(String(cString: strerror(errno)))") }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        _ = fchmod(fd, 0o600)
+        let ok = bytes.withUnsafeBytes { Streams.writeAll(fd, $0) } && fsync(fd) == 0
+        let problem = String(cString: strerror(errno))
+        close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            let reason = ok ? String(cString: strerror(errno)) : problem
+            unlink(temporary)
+            throw ToolError("cannot write the cache \(path): \(reason)")
+        }
+    }
+}

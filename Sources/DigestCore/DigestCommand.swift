@@ -1,0 +1,189 @@
+import VitalsKit
+
+/// `digest`: summarize a window of `sample` records per service, in words, tables, a page,
+/// facts or a prompt for a language model.
+public enum DigestCommand: VitalsCommand {
+    /// The formats `--format` takes.
+    public static let formats = ["text", "markdown", "html", "json", "prompt"]
+
+    /// The option table: parsing, `--help` and the man-page test all read it.
+    public static let spec = CommandSpec(
+        name: "digest",
+        summary: "Summarize the last day of sample records per service: status, uptime, latency, trends, outages and correlated failures.",
+        usage: ["[OPTIONS] [FILE...]"],
+        description: """
+        Samples are read from the FILEs (or standard input; - is standard input), in any order; records of \
+        other types are skipped. The window ends at the newest sample (or --now) and is --window long. \
+        The digest is written in plain sentences (text), as Markdown, as one self-contained HTML page, as \
+        the facts (one JSON digest record) or as the prompt a language model would be given; \
+        --llm-command pipes that prompt to a local model and prints its answer instead of the built-in text. \
+        See digest(1) for every rule and vitals-records(7) for the digest record.
+        """,
+        options: [
+            OptionSpec("format", short: "f", value: "FORMAT", help: "text (default), markdown, html, json or prompt"),
+            OptionSpec("window", short: "w", value: "DURATION", help: "how far back the digest looks from its end (default 24h)"),
+            OptionSpec("now", value: "TIME", help: "end the window at TIME (RFC 3339, or 'now') instead of at the newest sample"),
+            OptionSpec("bucket", short: "b", value: "DURATION", help: "outages beginning in the same bucket this wide are correlated (default 5m)"),
+            OptionSpec("max-services", short: "n", value: "N", help: "list at most N services, worst first, and summarize the rest in one line (default 20; 0: all)"),
+            OptionSpec("trend-samples", value: "N", help: "compare the newest N latencies with the N before them for the trend (default 10)"),
+            OptionSpec("tz", value: "ZONE", help: "write times and decide 'today' in ZONE: local (default), UTC, +HH:MM or a zone name"),
+            OptionSpec("llm-command", value: "CMD", help: "with --format text, pipe the prompt to CMD (split into words, no shell) and print its answer"),
+            OptionSpec("llm-timeout", value: "DURATION", help: "give --llm-command this long before falling back to the built-in text (default 60s)"),
+            OptionSpec("cache", value: "FILE", help: "print the digest made today with the same options from FILE, or make one and keep it there"),
+            OptionSpec("force", help: "with --cache, make the digest again even if one was made today"),
+        ],
+        examples: [
+            "digest samples.ndjson",
+            "digest --format markdown --max-services 10 samples.ndjson",
+            "digest --format html samples.ndjson > digest.html",
+            "digest --format json samples.ndjson | jq '.overall'",
+            "probe-http targets.ndjson | digest --window 1h --tz UTC",
+            "digest --llm-command 'ollama run llama3.2' --llm-timeout 2m samples.ndjson",
+            "digest --cache digest.cache samples.ndjson",
+        ],
+        exitStatuses: [
+            (.success, "the digest was written (with no data, it says so)"),
+            (.failure, "bad sample lines, unreadable files or an unwritable cache (the digest of the rest was still written)"),
+            (.usage, "the command line was wrong"),
+            (.interrupted, "stopped by SIGINT"),
+            (.terminated, "stopped by SIGTERM"),
+        ],
+        seeAlso: ["vitals(7)", "vitals-records(7)", "probe-http(1)", "store-samples(1)"]
+    )
+
+    /// Runs digest.
+    public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> ExitStatus {
+        let format = try options.choice("format", of: formats, default: "text")
+        guard let window = try options.duration("window", default: 86_400_000), window > 0 else {
+            throw UsageError("--window must be more than 0")
+        }
+        guard let bucket = try options.duration("bucket", default: 300_000), bucket > 0 else {
+            throw UsageError("--bucket must be more than 0")
+        }
+        let maxServices = try options.integer("max-services", default: 20, in: 0...1_000_000)
+        let trendSamples = try options.integer("trend-samples", default: 10, in: 1...10_000)
+        var now: Int64?
+        if let text = options.value("now") {
+            if text == "now" {
+                now = Clock.wallMilliseconds()
+            } else {
+                guard let parsed = Timestamp.parse(text) else {
+                    throw UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, or 'now', not '\(text)'")
+                }
+                now = parsed
+            }
+        }
+        var zone = Zone.local
+        if let text = options.value("tz") {
+            guard let parsed = Zone.parse(text) else {
+                throw UsageError("--tz wants local, UTC, an offset such as +02:00, or a zone name such as Europe/Paris, not '\(text)'")
+            }
+            zone = parsed
+        }
+        var llmWords: [String]?
+        if let command = options.value("llm-command") {
+            guard format == "text" else { throw UsageError("--llm-command applies to --format text only") }
+            let words = try LLMCommand.split(command)
+            guard !words.isEmpty else { throw UsageError("--llm-command is empty") }
+            llmWords = words
+        }
+        guard let llmTimeout = try options.duration("llm-timeout", default: 60_000), llmTimeout > 0 else {
+            throw UsageError("--llm-timeout must be more than 0")
+        }
+        if options.has("force") && !options.has("cache") { throw UsageError("--force only applies with --cache") }
+
+        // The daily cache: a digest made today with the same options is printed as it is.
+        let cache = options.value("cache").map(DigestCache.init(path:))
+        let generatedAt = Clock.wallMilliseconds()
+        let today = dayText(zone, generatedAt)
+        let key = [
+            "format=\(format)", "window=\(window)", "now=\(options.value("now") ?? "")", "bucket=\(bucket)",
+            "max-services=\(maxServices)", "trend-samples=\(trendSamples)", "tz=\(zone.name)",
+            "llm-command=\(options.value("llm-command") ?? "")",
+        ].joined(separator: ";")
+        if let cache, !options.has("force") {
+            switch cache.lookup(day: today, key: key) {
+            case .hit(let output):
+                try context.output.write(String(output.dropLast(output.hasSuffix("\n") ? 1 : 0)))
+                return .success
+            case .miss:
+                break
+            case .unusable(let why):
+                context.diagnostics.warning("\(why); making a new digest")
+            }
+        }
+
+        // One pass over the samples.
+        let services = ServiceTable()
+        var scanner = SampleScanner(services: services, notAfter: now)
+        let aggregator = Aggregator(services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket,
+                                    temporaryDirectory: context.environment["TMPDIR"])
+        let diagnostics = context.diagnostics
+        Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: diagnostics) { reader in
+            while let event = reader.next() {
+                switch event {
+                case .line(let line):
+                    switch scanner.scan(line) {
+                    case .sample(let row): aggregator.add(row)
+                    case .skipped: break
+                    case .invalid(let message): diagnostics.error(message, source: reader.source, line: reader.lineNumber)
+                    }
+                case .tooLong(let length):
+                    diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
+                }
+            }
+        }
+        if let stop = Signals.stopStatus { return stop }
+        let aggregate = try aggregator.finish()
+        let facts = DigestFacts.build(aggregate, window: window, bucket: bucket, trendSamples: trendSamples, maxServices: maxServices)
+
+        var fellBack = false
+        let output: String
+        switch format {
+        case "json":
+            output = JSONFormat.render(facts) + "\n"
+        case "prompt":
+            output = PromptFormat.render(facts, zone: zone)
+        case "markdown":
+            output = MarkdownFormat.render(facts, zone: zone, summary: TextFormat.render(facts, zone: zone))
+        case "html":
+            output = HTMLFormat.render(facts, zone: zone, summary: TextFormat.render(facts, zone: zone))
+        default:
+            if let llmWords {
+                try context.output.flush()
+                switch LLMCommand.run(llmWords, prompt: PromptFormat.render(facts, zone: zone), timeoutMs: llmTimeout) {
+                case .success(let text):
+                    output = text + "\n"
+                case .failure(let failure):
+                    if let stop = Signals.stopStatus { return stop }
+                    diagnostics.warning("--llm-command gave no digest (\(failure.description)); writing digest's own text instead")
+                    output = TextFormat.render(facts, zone: zone)
+                    fellBack = true
+                }
+            } else {
+                output = TextFormat.render(facts, zone: zone)
+            }
+        }
+        try context.output.write(String(output.dropLast()))
+        try context.output.flush()
+
+        var status = ExitStatus.success
+        if diagnostics.errorCount > 0 {
+            status = .failure
+        } else if let cache, !fellBack {
+            do {
+                try cache.store(output: output, generatedAt: generatedAt, day: today, key: key)
+            } catch {
+                diagnostics.error(error.message)
+                status = .failure
+            }
+        }
+        return status
+    }
+
+    /// `2026-01-27`: the local date of `ms` in `zone`.
+    static func dayText(_ zone: Zone, _ ms: Int64) -> String {
+        let p = zone.parts(of: ms)
+        return "\(p.year)-" + Zone.two(p.month) + "-" + Zone.two(p.day)
+    }
+}

@@ -1,0 +1,279 @@
+import VitalsKit
+
+/// The trend of a service's latency: the newest N latencies against the N before them.
+public struct Trend: Equatable {
+    /// `increasing`, `decreasing` or `stable`.
+    public enum Label: String, Sendable { case increasing, decreasing, stable }
+    /// The label.
+    public var label: Label
+    /// The mean of the newer and of the older half, ms (nil with fewer than two latencies).
+    public var recentMs: Double?
+    public var earlierMs: Double?
+    /// Latencies in each half.
+    public var samples: Int
+
+    /// The relative change that counts, and the least absolute change (ms).
+    public static let relativeThreshold = 0.20
+    public static let absoluteThresholdMs = 5.0
+
+    /// Compares the newest `n` latencies (µs, time order) with the `n` before them; with fewer
+    /// than `2n`, the newer and the older half of what there is (the oldest left out when odd).
+    /// Increasing when the newer mean is at least 20% and at least 5 ms above the older one,
+    /// decreasing when at least 20% and 5 ms below it, stable otherwise.
+    public static func compute(_ latencies: [Int64], n: Int) -> Trend {
+        let half = min(n, latencies.count / 2)
+        guard half >= 1 else { return Trend(label: .stable, recentMs: nil, earlierMs: nil, samples: 0) }
+        let recent = latencies.suffix(half).reduce(Int64(0), +)
+        let earlier = latencies.dropLast(half).suffix(half).reduce(Int64(0), +)
+        let floor = Int64(absoluteThresholdMs * 1000) * Int64(half)
+        let label: Label
+        if recent * 10 >= earlier * 12 && recent - earlier >= floor {
+            label = .increasing
+        } else if recent * 10 <= earlier * 8 && earlier - recent >= floor {
+            label = .decreasing
+        } else {
+            label = .stable
+        }
+        return Trend(label: label, recentMs: Double(recent) / 1000 / Double(half),
+                     earlierMs: Double(earlier) / 1000 / Double(half), samples: half)
+    }
+}
+
+/// One outage as the facts report it.
+public struct OutageFact: Equatable {
+    /// The monitor and its name.
+    public var monitor: String
+    public var name: String
+    /// When it began and ended (nil while it goes on), and how long it lasted.
+    public var start: Int64
+    public var end: Int64?
+    public var durationMs: Int64
+}
+
+/// The facts about one service over the window.
+public struct ServiceFacts: Equatable {
+    public var monitor: String
+    public var name: String
+    /// The newest sample's status, time, reason and message.
+    public var status: SampleStatus
+    public var lastAt: Int64
+    public var lastReason: String?
+    public var lastMessage: String?
+    /// Checks, by status.
+    public var checks: Int
+    public var counts: [SampleStatus: Int]
+    /// Share of checks that were up or degraded, percent.
+    public var uptimePercent: Double
+    /// Latency figures, ms (nil without latencies).
+    public var latencyAvgMs: Double?
+    public var latencyLatestMs: Double?
+    public var latencyP95Ms: Double?
+    public var p95Exact: Bool
+    public var latencyMinMs: Double?
+    public var latencyMaxMs: Double?
+    public var latencyChecks: Int
+    public var trend: Trend
+    /// Outages that began in the window, their total time, the longest, and whether one goes on.
+    public var outages: Int
+    public var outageMs: Int64
+    public var longestOutage: OutageFact?
+    public var ongoingOutage: Bool { outageSince != nil }
+    /// When the outage going on at the end of the window began.
+    public var outageSince: Int64?
+    /// Average speed over the checks that measured one (Mbit/s).
+    public var speedAvgMbps: Double?
+    public var speedChecks: Int
+    /// The chart: per bin of the digest's axis, mean latency (nil when none), checks, failed, degraded.
+    public var seriesLatencyMs: [Double?]
+    public var seriesChecks: [Int]
+    public var seriesFailed: [Int]
+    public var seriesDegraded: [Int]
+    /// Per bin, whether an outage covers part of it (from a failed check to the next check that did not fail).
+    public var seriesOutage: [Bool]
+
+    /// Checks that were up or degraded.
+    public var available: Int { (counts[.up] ?? 0) + (counts[.degraded] ?? 0) }
+    /// Whether anything at all was wrong in the window.
+    public var hadTrouble: Bool { status != .up || outages > 0 || (counts[.up] ?? 0) < checks }
+}
+
+/// A correlation bucket where two or more services began failing.
+public struct CorrelatedFailure: Equatable {
+    /// The bucket's start and end.
+    public var start: Int64
+    public var end: Int64
+    /// The services, by when they began failing in the bucket, then by monitor id.
+    public var monitors: [String]
+    public var names: [String]
+}
+
+/// What the services beyond `--max-services` add up to.
+public struct GroupSummary: Equatable {
+    public var services: Int
+    public var byStatus: [SampleStatus: Int]
+    public var checks: Int
+    public var available: Int
+    public var outages: Int
+    public var outageMs: Int64
+    /// Share of checks up or degraded, percent (nil without checks).
+    public var uptimePercent: Double? { checks > 0 ? Double(available) * 100 / Double(checks) : nil }
+
+    init(_ services: ArraySlice<ServiceFacts>) {
+        self.services = services.count
+        var byStatus: [SampleStatus: Int] = [:]
+        for service in services { byStatus[service.status, default: 0] += 1 }
+        self.byStatus = byStatus
+        checks = services.reduce(0) { $0 + $1.checks }
+        available = services.reduce(0) { $0 + $1.available }
+        outages = services.reduce(0) { $0 + $1.outages }
+        outageMs = services.reduce(0) { $0 + $1.outageMs }
+    }
+}
+
+/// The digest's facts: what `--format json` writes and every other format is made from.
+public struct DigestFacts: Equatable {
+    public var windowMs: Int64
+    public var bucketMs: Int64
+    public var trendSamples: Int
+    public var windowStart: Int64?
+    public var windowEnd: Int64?
+    public var samplesRead: Int
+    public var samplesInWindow: Int
+    /// Every service with a sample in the window, worst first.
+    public var services: [ServiceFacts]
+    /// How many of them are shown (`--max-services`).
+    public var shown: Int
+    public var correlated: [CorrelatedFailure]
+    /// The worst service (nil when none had any trouble) and the longest outage.
+    public var worst: ServiceFacts?
+    public var longestOutage: OutageFact?
+    /// The chart axis: first bin's start, bin width, number of bins.
+    public var seriesStart: Int64?
+    public var seriesStepMs: Int64
+    public var seriesBins: Int
+
+    /// The services shown, and a summary of the rest (nil when none are hidden).
+    public var shownServices: ArraySlice<ServiceFacts> { services.prefix(shown) }
+    public var hidden: GroupSummary? { shown < services.count ? GroupSummary(services[shown...]) : nil }
+    /// Every service together.
+    public var overall: GroupSummary { GroupSummary(services[...]) }
+    /// Whether there was no sample in the window.
+    public var isEmpty: Bool { services.isEmpty }
+
+    /// The worst-first order: current status (error, down, degraded, unknown, up), then more
+    /// outages, more outage time, lower uptime, more checks not up, then monitor id.
+    public static func worstFirst(_ a: ServiceFacts, _ b: ServiceFacts) -> Bool {
+        if a.status.severity != b.status.severity { return a.status.severity > b.status.severity }
+        if a.outages != b.outages { return a.outages > b.outages }
+        if a.outageMs != b.outageMs { return a.outageMs > b.outageMs }
+        // Compare shares exactly: a.available/a.checks < b.available/b.checks.
+        let uptimeA = a.available * b.checks, uptimeB = b.available * a.checks
+        if uptimeA != uptimeB { return uptimeA < uptimeB }
+        let notUpA = (a.checks - (a.counts[.up] ?? 0)) * b.checks, notUpB = (b.checks - (b.counts[.up] ?? 0)) * a.checks
+        if notUpA != notUpB { return notUpA > notUpB }
+        return Array(a.monitor.utf8).lexicographicallyPrecedes(Array(b.monitor.utf8))
+    }
+
+    /// Builds the facts from an aggregate.
+    public static func build(_ aggregate: Aggregate, window: Int64, bucket: Int64, trendSamples: Int, maxServices: Int) -> DigestFacts {
+        let table = aggregate.services
+        let bins = aggregate.scale.binRange
+        let step = aggregate.scale.step
+        var services: [ServiceFacts] = []
+        for (index, slot) in aggregate.accumulators.enumerated() {
+            guard let acc = slot, acc.checks > 0 else { continue }
+            var counts: [SampleStatus: Int] = [:]
+            for (position, status) in SampleStatus.allCases.enumerated() where acc.statusCounts[position] > 0 {
+                counts[status] = acc.statusCounts[position]
+            }
+            let entry = table.entries[index]
+            let ms = { (micros: Int64) -> Double in Double(micros) / 1000 }
+            let hasLatency = acc.latencyCount > 0
+            var latency: [Double?] = [], checks: [Int] = [], failed: [Int] = [], degraded: [Int] = [], outage: [Bool] = []
+            if let bins {
+                let width = Int(bins.upperBound - bins.lowerBound + 1)
+                latency = Array(repeating: nil, count: width)
+                checks = Array(repeating: 0, count: width)
+                failed = checks
+                degraded = checks
+                outage = Array(repeating: false, count: width)
+                var carried = false
+                var next = 0
+                for slot in 0..<width {
+                    while next < acc.bins.count && acc.bins[next].index - bins.lowerBound < Int64(slot) { next += 1 }
+                    if next < acc.bins.count && acc.bins[next].index - bins.lowerBound == Int64(slot) {
+                        outage[slot] = acc.bins[next].failed > 0 || carried
+                        carried = acc.bins[next].endsFailed
+                    } else {
+                        outage[slot] = carried
+                    }
+                }
+                for bin in acc.bins {
+                    let slot = Int(bin.index - bins.lowerBound)
+                    guard slot >= 0 && slot < width else { continue }
+                    if bin.latencyCount > 0 { latency[slot] = Double(bin.latencySumMicros) / 1000 / Double(bin.latencyCount) }
+                    checks[slot] = Int(bin.checks)
+                    failed[slot] = Int(bin.failed)
+                    degraded[slot] = Int(bin.degraded)
+                }
+            }
+            let monitor = table.monitor(index)
+            let name = table.name(index)
+            services.append(ServiceFacts(
+                monitor: monitor, name: name,
+                status: SampleStatus.allCases[Int(acc.lastStatus)],
+                lastAt: acc.lastAt,
+                lastReason: entry.latestReason.isEmpty ? nil : String(decoding: entry.latestReason, as: UTF8.self),
+                lastMessage: entry.latestMessage.isEmpty ? nil : String(decoding: entry.latestMessage, as: UTF8.self),
+                checks: acc.checks, counts: counts,
+                uptimePercent: Double(acc.statusCounts[Int(StatusIndex.up)] + acc.statusCounts[Int(StatusIndex.degraded)]) * 100
+                    / Double(acc.checks),
+                latencyAvgMs: hasLatency ? ms(acc.latencySumMicros) / Double(acc.latencyCount) : nil,
+                latencyLatestMs: acc.lastLatencyMicros == SampleRow.none ? nil : ms(acc.lastLatencyMicros),
+                latencyP95Ms: acc.sketch.percentile(0.95),
+                p95Exact: acc.sketch.isExact,
+                latencyMinMs: hasLatency ? ms(acc.latencyMinMicros) : nil,
+                latencyMaxMs: hasLatency ? ms(acc.latencyMaxMicros) : nil,
+                latencyChecks: acc.latencyCount,
+                trend: Trend.compute(acc.trendLatencies, n: trendSamples),
+                outages: acc.outageCount, outageMs: acc.outageTotal,
+                longestOutage: acc.longestOutage.map { OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration) },
+                outageSince: acc.openOutageStart,
+                speedAvgMbps: acc.speedCount > 0 ? Double(acc.speedSumMilli) / 1000 / Double(acc.speedCount) : nil,
+                speedChecks: acc.speedCount,
+                seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded, seriesOutage: outage))
+        }
+        services.sort(by: worstFirst)
+        // Correlated failures: buckets where two or more services began failing.
+        var correlated: [CorrelatedFailure] = []
+        for (index, starts) in aggregate.correlation.starts where starts.count >= 2 {
+            let ordered = starts.sorted { a, b in
+                a.at != b.at ? a.at < b.at
+                    : table.entries[Int(a.service)].monitor.lexicographicallyPrecedes(table.entries[Int(b.service)].monitor)
+            }
+            correlated.append(CorrelatedFailure(start: index * bucket, end: (index + 1) * bucket,
+                                                monitors: ordered.map { table.monitor(Int($0.service)) },
+                                                names: ordered.map { table.name(Int($0.service)) }))
+        }
+        correlated.sort { $0.start < $1.start }
+        // The longest outage: longest, then earliest, then first in worst-first order.
+        var longest: OutageFact?
+        for service in services {
+            guard let outage = service.longestOutage else { continue }
+            if longest == nil || outage.durationMs > longest!.durationMs
+                || (outage.durationMs == longest!.durationMs && outage.start < longest!.start) {
+                longest = outage
+            }
+        }
+        let shown = maxServices == 0 ? services.count : min(maxServices, services.count)
+        return DigestFacts(
+            windowMs: window, bucketMs: bucket, trendSamples: trendSamples,
+            windowStart: aggregate.windowStart, windowEnd: aggregate.windowEnd,
+            samplesRead: aggregate.samplesRead, samplesInWindow: aggregate.samplesInWindow,
+            services: services, shown: shown, correlated: correlated,
+            worst: services.first.flatMap { $0.hadTrouble ? $0 : nil },
+            longestOutage: longest,
+            seriesStart: bins.map { $0.lowerBound * step }, seriesStepMs: step,
+            seriesBins: bins.map { Int($0.upperBound - $0.lowerBound + 1) } ?? 0)
+    }
+}

@@ -1,0 +1,44 @@
+import VitalsKit
+
+/// One sample as digest keeps it: fixed size, so rows can be spooled to disk and read back.
+public struct SampleRow: Equatable {
+    /// When the check started, milliseconds since the epoch.
+    public var at: Int64
+    /// Latency in thousandths of a millisecond (microseconds), or `SampleRow.none`.
+    public var latencyMicros: Int64
+    /// Download speed in thousandths of a Mbit/s, or `SampleRow.none`.
+    public var speedMilli: Int64
+    /// Arrival order, the tie-break between samples of one service at the same instant.
+    public var sequence: UInt64
+    /// The service's index in the `ServiceTable`.
+    public var service: UInt32
+    /// The status, as an index into `SampleStatus.allCases`.
+    public var status: UInt8
+
+    /// The marker for a missing number.
+    public static let none = Int64.min
+
+    /// Creates a row.
+    public init(at: Int64, latencyMicros: Int64, speedMilli: Int64, sequence: UInt64, service: UInt32, status: UInt8) {
+        self.at = at
+        self.latencyMicros = latencyMicros
+        self.speedMilli = speedMilli
+        self.sequence = sequence
+        self.service = service
+        self.status = status
+    }
+
+    /// The status as a `SampleStatus`.
+    public var sampleStatus: SampleStatus { SampleStatus.allCases[Int(status)] }
+    /// Whether the status is `down` or `error`.
+    public var isFailure: Bool { sampleStatus.isFailure }
+}
+
+/// The status indexes rows use.
+enum StatusIndex {
+    static let up = UInt8(SampleStatus.allCases.firstIndex(of: .up)!)
+    static let degraded = UInt8(SampleStatus.allCases.firstIndex(of: .degraded)!)
+    static let down = UInt8(SampleStatus.allCases.firstIndex(of: .down)!)
+    static let error = UInt8(SampleStatus.allCases.firstIndex(of: .error)!)
+    static let unknown = UInt8(SampleStatus.allCases.firstIndex(of: .unknown)!)
+}

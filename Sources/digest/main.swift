@@ -1,0 +1,2 @@
+import DigestCore
+DigestCommand.main()

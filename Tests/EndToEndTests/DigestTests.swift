@@ -1,0 +1,480 @@
+import Foundation
+import Testing
+import VitalsKit
+
+/// The digest's test traces and their expected outputs (goldens). The expected facts of each
+/// trace were worked out by hand from the trace (see `DigestFactsTests`); the golden files are
+/// the same facts in words, read and checked line by line when recorded. Set
+/// VITALS_RECORD_GOLDENS=1 to write the goldens again from the current output.
+enum DigestFixtures {
+    static let directory = Binaries.fixtures.appendingPathComponent("digest")
+    static func trace(_ name: String) -> String { directory.appendingPathComponent(name + ".ndjson").path }
+    static func text(_ name: String) throws -> String {
+        try String(contentsOf: directory.appendingPathComponent(name + ".ndjson"), encoding: .utf8)
+    }
+    static let recording = ProcessInfo.processInfo.environment["VITALS_RECORD_GOLDENS"] == "1"
+
+    /// Compares `actual` with the golden file `name` (or writes it when recording).
+    static func check(_ actual: String, golden name: String) throws {
+        let url = directory.appendingPathComponent("golden/" + name)
+        if recording {
+            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try actual.write(to: url, atomically: true, encoding: .utf8)
+            return
+        }
+        let expected = try String(contentsOf: url, encoding: .utf8)
+        #expect(actual == expected, "\(name) differs from its golden file")
+    }
+}
+
+/// The objects of a JSON array (none when it is not one).
+func objects(_ value: JSONValue?) -> [JSONObject] {
+    (value?.arrayValue ?? []).compactMap { $0.objectValue }
+}
+
+/// One golden case: a trace, arguments, the golden file.
+struct GoldenCase: CustomStringConvertible, Sendable {
+    var golden: String
+    var trace: String
+    var arguments: [String]
+    var description: String { golden }
+}
+
+@Suite("digest end to end", .timeLimit(.minutes(3)))
+struct DigestTests {
+    static let goldenCases = [
+        GoldenCase(golden: "basic.text", trace: "basic", arguments: []),
+        GoldenCase(golden: "basic.markdown", trace: "basic", arguments: ["--format", "markdown"]),
+        GoldenCase(golden: "basic.html", trace: "basic", arguments: ["--format", "html"]),
+        GoldenCase(golden: "basic.json", trace: "basic", arguments: ["--format", "json"]),
+        GoldenCase(golden: "basic.prompt", trace: "basic", arguments: ["--format", "prompt"]),
+        GoldenCase(golden: "basic-paris.text", trace: "basic", arguments: ["--tz", "Europe/Paris"]),
+        GoldenCase(golden: "many.text", trace: "many", arguments: []),
+        GoldenCase(golden: "many.markdown", trace: "many", arguments: ["-f", "markdown"]),
+        GoldenCase(golden: "many.prompt", trace: "many", arguments: ["-f", "prompt"]),
+        GoldenCase(golden: "trends.text", trace: "trends", arguments: []),
+        GoldenCase(golden: "trends-5.text", trace: "trends", arguments: ["--trend-samples", "5"]),
+    ]
+
+    @Test("each format of each trace matches its golden file", arguments: goldenCases)
+    func golden(_ test: GoldenCase) throws {
+        let result = try run("digest", test.arguments + [DigestFixtures.trace(test.trace)])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.isEmpty)
+        try DigestFixtures.check(result.stdout, golden: test.golden)
+    }
+
+    @Test("the basic trace in words: every number is one worked out by hand from the trace")
+    func basicText() throws {
+        let lines = try run("digest", [DigestFixtures.trace("basic")]).lines
+        // 18 samples, 13 of them up or degraded (api 6, pay 2, web 5): 72.2%.
+        #expect(lines[0] == "Digest of the 24 hours to 2026-01-27 10:25 UTC: 3 services, 18 checks, 72.2% up.")
+        // pay: down 10:05-10:15 (10m), failing from 10:20 to the window's end 10:25 (5m); 2 of 6 up.
+        #expect(lines[1].contains("Payments was down twice for 15m in total (33.3% up) and has been failing again since 10:20 (Request timeout after 5s)."))
+        // web: error at 10:05, up at 10:10: one outage of 5m; 5 of 6 up or degraded.
+        #expect(lines[1].contains("Web was down once for 5m (83.3% up)."))
+        #expect(!lines[1].contains("API"), "api had no trouble")
+        #expect(lines[2] == "Failed together (outages beginning in the same 5-minute bucket): Payments and Web between 10:05 and 10:10.")
+        // web latencies 20 20 300 20 22: newer half (20, 22) = 21 ms, older half (20, 300) = 160 ms.
+        #expect(lines[3] == "Latency fell for Web (from 160 ms to 21 ms); it was stable for the others.")
+        #expect(lines[4] == "The longest outage: Payments, 10m from 10:05.")
+    }
+
+    @Test("samples in any order, from a pipe or a file, give the same facts")
+    func anyOrder() throws {
+        let scratch = try ScratchDirectory()
+        let lines = try DigestFixtures.text("basic").split(separator: "\n").map(String.init)
+        // Reversed, and a fixed shuffle (every 7th line first, then the rest).
+        let reversed = try scratch.write("reversed.ndjson", lines.reversed().joined(separator: "\n") + "\n")
+        let shuffled = lines.enumerated().sorted { ($0.offset * 7 % lines.count, $0.offset) < ($1.offset * 7 % lines.count, $1.offset) }.map(\.element)
+        #expect(shuffled != lines)
+        let expected = try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).stdout
+        #expect(try run("digest", ["-f", "json", reversed]).stdout == expected)
+        #expect(try run("digest", ["-f", "json"], stdin: shuffled.joined(separator: "\n") + "\n").stdout == expected)
+        #expect(try shell("cat '\(reversed)' | digest -f json").stdout == expected)
+    }
+
+    @Test("samples older than the window are left out, whether they come first, last or in between")
+    func olderSamplesLeftOut() throws {
+        let basic = try DigestFixtures.text("basic")
+        // Two days earlier: outside the 24 hours that end at 10:25 on the 27th.
+        let old = """
+        {"type":"sample","monitor":"pay","at":"2026-01-25T10:00:00.000Z","status":"down","latency_ms":1}
+        {"type":"sample","monitor":"gone","at":"2026-01-25T11:00:00.000Z","status":"up","latency_ms":1}
+
+        """
+        let expected = try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).records()[0]
+        for input in [old + basic, basic + old] {
+            let record = try run("digest", ["-f", "json"], stdin: input).records()[0]
+            #expect(record.int("samples_read") == 20)
+            #expect(record.int("samples_in_window") == 18)
+            #expect(record["services"] == expected["services"])
+            #expect(record["overall"] == expected["overall"])
+            #expect(record["correlated"] == expected["correlated"])
+        }
+    }
+
+    @Test("--now ends the window: later samples are left out and an outage goes on to --now")
+    func nowOption() throws {
+        let record = try run("digest", ["-f", "json", "--now", "2026-01-27T10:12:00Z", DigestFixtures.trace("basic")]).records()[0]
+        #expect(record.string("window_end") == "2026-01-27T10:12:00.000Z")
+        #expect(record.string("window_start") == "2026-01-26T10:12:00.000Z")
+        #expect(record.int("samples_in_window") == 9) // 10:00, 10:05, 10:10 for three services
+        let services = objects(record["services"])
+        let pay = try #require(services.first { $0.string("monitor") == "pay" })
+        // pay: up 10:00, down 10:05 and 10:10: down since 10:05, 7 minutes to 10:12.
+        #expect(pay.string("status") == "down")
+        #expect(pay.int("outage_ms") == 420_000)
+        #expect(pay.string("outage_since") == "2026-01-27T10:05:00.000Z")
+        #expect(pay.string("last_message") == "HTTP 503, expected 200-399")
+        #expect(services.map { $0.string("monitor") } == ["pay", "web", "api"])
+    }
+
+    @Test("no input, or no samples, is a digest that says there is no data, exit 0")
+    func noData() throws {
+        let empty = try run("digest", [])
+        #expect(empty.status == 0)
+        #expect(empty.stdout == "No data: the input held no samples, so there is nothing to summarize.\n")
+        let others = try run("digest", [], stdin: #"{"type":"anomaly","monitor":"a"}"# + "\n\n")
+        #expect(others.stdout == empty.stdout)
+        let json = try run("digest", ["-f", "json"]).records()[0]
+        #expect(json.int("services_total") == 0)
+        #expect(json["window_end"] == .null)
+        let html = try run("digest", ["-f", "html"])
+        #expect(html.status == 0 && html.stdout.contains("No data"))
+    }
+
+    @Test("malformed lines are reported with file and line, skipped, and the exit is 2 after the digest of the rest")
+    func malformedLines() throws {
+        let scratch = try ScratchDirectory()
+        let bad = """
+        {"type":"sample","monitor":"api","at":"2026-01-27T10:00:00Z","status":"up","latency_ms":40}
+        not json
+        {"type":"sample","at":"2026-01-27T10:00:00Z","status":"up"}
+        {"type":"sample","monitor":"api","at":"yesterday","status":"up"}
+        {"type":"sample","monitor":"api","at":"2026-01-27T10:01:00Z","status":"healthy"}
+        {"type":"sample","monitor":"api","at":"2026-01-27T10:01:00Z","status":"up","latency_ms":-3}
+        {"type":"sample","monitor":"api","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":50}
+        """
+        let path = try scratch.write("bad.ndjson", bad + "\n")
+        let result = try run("digest", ["-f", "json", path])
+        #expect(result.status == 2)
+        let errors = result.stderr.split(separator: "\n").map(String.init)
+        #expect(errors.count == 5, "\(result.stderr)")
+        #expect(errors[0].hasPrefix("digest: \(path):2: not valid JSON"))
+        #expect(errors[1] == "digest: \(path):3: sample without 'monitor'")
+        #expect(errors[2] == "digest: \(path):4: 'at' is not an RFC 3339 time: \"yesterday\"")
+        #expect(errors[3].hasPrefix("digest: \(path):5: 'status' is \"healthy\""))
+        #expect(errors[4].hasPrefix("digest: \(path):6: 'latency_ms' is -3"))
+        let record = try #require(result.records().first)
+        #expect(record.int("samples_read") == 2)
+        let api = try #require(record["services"]?.arrayValue?.first?.objectValue)
+        #expect(api.double("latency_avg_ms") == 45) // (40 + 50) / 2
+    }
+
+    @Test("bad options are usage errors", arguments: [
+        ["--format", "yaml"], ["--window", "0"], ["--bucket", "soon"], ["--now", "tomorrow"], ["--tz", "Mars/Olympus"],
+        ["--max-services", "-1"], ["--llm-command", "model", "-f", "json"], ["--llm-command", "model 'unclosed"],
+        ["--force"],
+    ])
+    func usageErrors(_ arguments: [String]) throws {
+        let result = try run("digest", arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("Try 'digest --help'"))
+        #expect(result.stdout.isEmpty)
+    }
+}
+
+/// The facts of each trace, worked out by hand from the trace files.
+@Suite("digest facts", .timeLimit(.minutes(2)))
+struct DigestFactsTests {
+    func facts(_ trace: String, _ arguments: [String] = []) throws -> (JSONObject, [JSONObject]) {
+        let result = try run("digest", ["-f", "json"] + arguments + [DigestFixtures.trace(trace)])
+        #expect(result.status == 0, "\(result.stderr)")
+        let record = try #require(result.records().first)
+        let services = objects(record["services"])
+        return (record, services)
+    }
+
+    @Test("basic: per-service figures, outages, correlation and overall")
+    func basic() throws {
+        let (record, services) = try facts("basic")
+        #expect(record.string("type") == "digest")
+        #expect(record.string("window_end") == "2026-01-27T10:25:00.000Z")
+        #expect(record.int("samples_read") == 18) // 19 lines, one an anomaly record
+        // Worst first: pay is failing now; web had an outage, api none.
+        #expect(services.map { $0.string("monitor") } == ["pay", "web", "api"])
+        let pay = services[0], web = services[1], api = services[2]
+        // api: 40 42 44 46 48 50 ms, all up.
+        #expect(api.int("checks") == 6)
+        #expect(api.double("uptime_percent") == 100)
+        #expect(api.double("latency_avg_ms") == 45)
+        #expect(api.double("latency_latest_ms") == 50)
+        #expect(api.double("latency_p95_ms") == 50) // rank ⌈0.95 × 6⌉ = 6
+        #expect(api.string("trend") == "stable") // 48 vs 42 ms: +14%, under 20%
+        #expect(api.double("trend_recent_ms") == 48)
+        #expect(api.double("trend_earlier_ms") == 42)
+        // pay: up down down up error error; latencies 100 30 30 100.
+        #expect(pay.string("status") == "error")
+        #expect(pay.double("uptime_percent") == 33.333)
+        #expect(pay.double("latency_avg_ms") == 65)
+        #expect(pay["latency_latest_ms"] == .null)
+        #expect(pay.double("latency_p95_ms") == 100) // rank ⌈0.95 × 4⌉ = 4 of 30 30 100 100
+        #expect(pay.int("outages") == 2)
+        #expect(pay.int("outage_ms") == 900_000) // 10:05-10:15 and 10:20-10:25
+        #expect(pay["outage_ongoing"] == .bool(true))
+        let longest = try #require(pay["longest_outage"]?.objectValue)
+        #expect(longest.string("start_at") == "2026-01-27T10:05:00.000Z")
+        #expect(longest.string("end_at") == "2026-01-27T10:15:00.000Z")
+        #expect(longest.int("duration_ms") == 600_000)
+        #expect(pay.string("last_reason") == "timeout")
+        let byStatus = try #require(pay["by_status"]?.objectValue)
+        #expect([byStatus.int("up"), byStatus.int("down"), byStatus.int("error")] == [2, 2, 2])
+        // web: up error up degraded up up; latencies 20 20 300 20 22.
+        #expect(web.double("uptime_percent") == 83.333)
+        #expect(web.double("latency_avg_ms") == 76.4)
+        #expect(web.double("latency_p95_ms") == 300)
+        #expect(web.string("trend") == "decreasing")
+        #expect(web.double("trend_recent_ms") == 21)
+        #expect(web.double("trend_earlier_ms") == 160)
+        #expect(web.int("outages") == 1)
+        #expect(web.int("outage_ms") == 300_000)
+        // Correlation: pay and web both began failing at 10:05.
+        let correlated = objects(record["correlated"])
+        #expect(correlated.count == 1)
+        #expect(correlated[0].string("bucket_start_at") == "2026-01-27T10:05:00.000Z")
+        #expect(correlated[0]["monitors"] == .array([.string("pay"), .string("web")]))
+        // Overall: 13 of 18 checks up or degraded; 3 outages, 20 minutes.
+        let overall = try #require(record["overall"]?.objectValue)
+        #expect(overall.int("services") == 3)
+        #expect(overall.int("checks") == 18)
+        #expect(overall.double("uptime_percent") == 72.222)
+        #expect(overall.int("outages") == 3)
+        #expect(overall.int("outage_ms") == 1_200_000)
+        #expect(overall["worst_service"]?.objectValue?.string("monitor") == "pay")
+        #expect(overall["longest_outage"]?.objectValue?.int("duration_ms") == 600_000)
+        #expect(record["hidden"] == .null)
+    }
+
+    @Test("many: more than 20 services lists the 20 worst and sums up the other 3")
+    func truncation() throws {
+        let (record, services) = try facts("many")
+        #expect(record.int("services_total") == 23)
+        #expect(record.int("services_shown") == 20)
+        // s05 is down now, s17 degraded now, s09 and s12 had one 1-minute outage each (monitor order breaks
+        // their tie), then the healthy ones by monitor id; s21, s22 and s23 are left for the summary.
+        let expected = ["s05", "s17", "s09", "s12", "s01", "s02", "s03", "s04", "s06", "s07", "s08", "s10", "s11",
+                        "s13", "s14", "s15", "s16", "s18", "s19", "s20"]
+        #expect(services.map { $0.string("monitor")! } == expected)
+        let hidden = try #require(record["hidden"]?.objectValue)
+        #expect(hidden.int("services") == 3)
+        #expect(hidden.int("checks") == 6)
+        #expect(hidden["by_status"]?.objectValue?.int("up") == 3)
+        // s09 and s12 began failing at 10:00, s05 at 10:01: one 5-minute bucket.
+        let correlated = try #require(record["correlated"]?.arrayValue?.first?.objectValue)
+        #expect(correlated["monitors"] == .array([.string("s09"), .string("s12"), .string("s05")]))
+        // --max-services 0 lists them all.
+        let (all, _) = try facts("many", ["--max-services", "0"])
+        #expect(all.int("services_shown") == 23)
+        #expect(all["hidden"] == .null)
+    }
+
+    @Test("trend labels: 20% and 5 ms either way; --trend-samples moves the windows")
+    func trends() throws {
+        func labels(_ arguments: [String]) throws -> [String: String] {
+            let (_, services) = try facts("trends", arguments)
+            return Dictionary(uniqueKeysWithValues: services.map { ($0.string("monitor")!, $0.string("trend")!) })
+        }
+        // 10 × 50 then 10 × 80 ms: +60%, +30 ms. 100 then 60: -40%. 100 then 119: +19%. 2 then 4: +100% but 2 ms.
+        #expect(try labels([]) == ["rising": "increasing", "falling": "decreasing", "flat": "stable", "tiny": "stable"])
+        // With 5, the newest 5 and the 5 before them are all from the second half: no change anywhere.
+        #expect(try labels(["--trend-samples", "5"]) == ["rising": "stable", "falling": "stable", "flat": "stable", "tiny": "stable"])
+    }
+
+    @Test("speed: the average of the samples that measured one")
+    func speed() throws {
+        let input = """
+        {"type":"sample","monitor":"home","at":"2026-01-27T10:00:00Z","status":"up","latency_ms":10,"speed_mbps":90.5}
+        {"type":"sample","monitor":"home","at":"2026-01-27T10:01:00Z","status":"up","latency_ms":10,"speed_mbps":null}
+        {"type":"sample","monitor":"home","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":10,"speed_mbps":95.5}
+        """
+        let result = try run("digest", ["-f", "json"], stdin: input + "\n")
+        let home = try #require(result.records()[0]["services"]?.arrayValue?.first?.objectValue)
+        #expect(home.double("speed_avg_mbps") == 93)
+        #expect(home.int("speed_checks") == 2)
+        let text = try run("digest", [], stdin: input + "\n").stdout
+        #expect(text.contains("Average download speed: home 93.0 Mbit/s."))
+    }
+}
+
+/// --llm-command with small scripts as fake models.
+@Suite("digest --llm-command", .timeLimit(.minutes(2)))
+struct DigestLLMTests {
+    let scratch: ScratchDirectory
+    init() throws { scratch = try ScratchDirectory() }
+
+    func script(_ name: String, _ body: String) throws -> String {
+        let path = try scratch.write(name, "#!/bin/sh\n" + body + "\n")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+        return path
+    }
+
+    @Test("the model gets the prompt on its standard input and its trimmed answer is the digest")
+    func answer() throws {
+        let model = try script("model", #"cat > "$1"; printf '  The services were mostly fine.\n\n'"#)
+        // The prompt file's name has a space and a quote, to check the word splitting.
+        let promptPath = scratch.path("seen prompt's.txt")
+        let command = "'\(model)' \"\(promptPath.replacingOccurrences(of: "'", with: "'"))\""
+        let result = try run("digest", ["--llm-command", command, DigestFixtures.trace("basic")])
+        #expect(result.status == 0)
+        #expect(result.stderr.isEmpty)
+        #expect(result.stdout == "The services were mostly fine.\n")
+        let prompt = try run("digest", ["--format", "prompt", DigestFixtures.trace("basic")]).stdout
+        #expect(try String(contentsOfFile: promptPath, encoding: .utf8) == prompt)
+    }
+
+    @Test("a model that fails, says nothing, hangs or does not exist: the built-in text, and a warning", arguments: [
+        ("exit 3", "failed", "it exited with status 3"),
+        ("cat >/dev/null; printf '  \\n'", "empty", "its output was empty"),
+        ("exec sleep 30", "hangs", "it gave no answer within --llm-timeout (500ms)"),
+        ("kill -9 $$", "killed", "it was killed by signal 9"),
+    ])
+    func fallback(body: String, name: String, reason: String) throws {
+        let model = try script(name, body)
+        let result = try run("digest", ["--llm-command", model, "--llm-timeout", "500ms", DigestFixtures.trace("basic")])
+        #expect(result.status == 0)
+        #expect(result.stderr == "digest: warning: --llm-command gave no digest (\(reason)); writing digest's own text instead\n")
+        try DigestFixtures.check(result.stdout, golden: "basic.text")
+    }
+
+    @Test("a command that cannot be run falls back too")
+    func missing() throws {
+        let result = try run("digest", ["--llm-command", scratch.path("no-such-model") + " --flag", DigestFixtures.trace("basic")])
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("cannot run '\(scratch.path("no-such-model"))': No such file or directory"))
+        try DigestFixtures.check(result.stdout, golden: "basic.text")
+    }
+}
+
+/// --cache: a digest made today is printed again without reading the samples.
+@Suite("digest --cache", .timeLimit(.minutes(2)))
+struct DigestCacheTests {
+    /// A zone where it is now about noon, so "today" cannot change during the test.
+    static var noonZone: String {
+        let hour = Int(Clock.wallMilliseconds() / 3_600_000 % 24)
+        let offset = 12 - hour // -11 ... +12
+        return (offset < 0 ? "-" : "+") + (abs(offset) < 10 ? "0" : "") + "\(abs(offset)):00"
+    }
+
+    @Test("made once, printed from the cache the same day, made again with --force, other options or another day")
+    func dailyCache() throws {
+        let scratch = try ScratchDirectory()
+        let cache = scratch.path("digest.cache")
+        let zone = Self.noonZone
+        let first = try run("digest", ["--cache", cache, "--tz", zone, DigestFixtures.trace("basic")])
+        #expect(first.status == 0)
+        let attributes = try FileManager.default.attributesOfItem(atPath: cache)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        // Another input, same day and options: the cached digest of the first input.
+        let again = try run("digest", ["--cache", cache, "--tz", zone, DigestFixtures.trace("many")])
+        #expect(again.stdout == first.stdout)
+        #expect(again.stderr.isEmpty)
+        // --force makes it again from the new input, and keeps that.
+        let forced = try run("digest", ["--cache", cache, "--tz", zone, "--force", DigestFixtures.trace("many")])
+        #expect(forced.stdout.contains("23 services"))
+        #expect(try run("digest", ["--cache", cache, "--tz", zone, DigestFixtures.trace("basic")]).stdout == forced.stdout)
+        // Another format is another digest.
+        let json = try run("digest", ["--cache", cache, "--tz", zone, "-f", "json", DigestFixtures.trace("basic")])
+        #expect(json.stdout.hasPrefix("{\"type\":\"digest\""))
+        // A cache from another day is not used.
+        var record = try #require(JSONParser.parse(try String(contentsOfFile: cache, encoding: .utf8).trimmingSpaces).objectValue)
+        #expect(record.string("type") == "digest_cache")
+        record["day"] = .string("2000-01-01")
+        try scratch.write("digest.cache", JSONValue.object(record).jsonText + "\n")
+        let otherDay = try run("digest", ["--cache", cache, "--tz", zone, "-f", "json", DigestFixtures.trace("many")])
+        #expect(otherDay.stdout.contains("\"services_total\":23"))
+    }
+
+    @Test("an unreadable cache is a warning; a bad input is not cached; a fallback is not cached")
+    func notCached() throws {
+        let scratch = try ScratchDirectory()
+        let cache = try scratch.write("digest.cache", "not a cache\n")
+        let zone = Self.noonZone
+        let result = try run("digest", ["--cache", cache, "--tz", zone, DigestFixtures.trace("basic")])
+        #expect(result.status == 0)
+        #expect(result.stderr == "digest: warning: \(cache) is not a digest cache; making a new digest\n")
+        try FileManager.default.removeItem(atPath: cache)
+        let bad = try run("digest", ["--cache", cache, "--tz", zone], stdin: "oops\n")
+        #expect(bad.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: cache))
+        let failing = try scratch.write("model", "#!/bin/sh\nexit 1\n")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: failing)
+        _ = try run("digest", ["--cache", cache, "--tz", zone, "--llm-command", failing, DigestFixtures.trace("basic")])
+        #expect(!FileManager.default.fileExists(atPath: cache))
+    }
+}
+
+/// The HTML page looked at in a real browser: headless Chromium takes a screenshot.
+@Suite("digest --format html in a browser", .timeLimit(.minutes(3)))
+struct DigestBrowserTests {
+    @Test("the page renders: the screenshot has the window's size, the table's badges, the outage shading and the line")
+    func renders() throws {
+        let scratch = try ScratchDirectory()
+        let page = scratch.path("digest.html")
+        let made = try shell("digest --format html '\(DigestFixtures.trace("basic"))' > '\(page)'")
+        #expect(made.status == 0)
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        for external in ["src=", "href=", "url(", "@import", "<script", "<link"] {
+            #expect(!html.contains(external), "self-contained, yet the page has \(external)")
+        }
+        let shot = scratch.path("shot.png")
+        let browser = try shell("timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
+            + "--user-data-dir='\(scratch.path("profile"))' --window-size=1100,1300 --screenshot='\(shot)' 'file://\(page)'")
+        #expect(FileManager.default.fileExists(atPath: shot), "chromium made no screenshot: \(browser.stderr.suffix(500))")
+        // Decoded by a small PNG reader of our own (Python's zlib), not by the browser.
+        let colours = try shell("python3 '\(Binaries.fixtures.appendingPathComponent("png_colors.py").path)' '\(shot)' "
+            + "f4b4b4 fbe0a6 c62828 2e7d32 1f5fbf~60 ffffff")
+        let report = try #require(JSONParser.parse(colours.stdout.trimmingSpaces).objectValue)
+        #expect(report.int("width") == 1100)
+        #expect(report.int("height") == 1300)
+        #expect((report.int("colours") ?? 0) > 50, "not a blank page")
+        let matches = try #require(report["matches"]?.objectValue)
+        #expect((matches.int("f4b4b4") ?? 0) > 1000, "outage shading (Payments and Web)")
+        #expect((matches.int("fbe0a6") ?? 0) > 50, "degraded shading (Web at 10:15)")
+        #expect((matches.int("c62828") ?? 0) > 100, "the error badge")
+        #expect((matches.int("2e7d32") ?? 0) > 100, "the up badges")
+        #expect((matches.int("1f5fbf~60") ?? 0) > 100, "latency lines")
+        #expect((matches.int("ffffff") ?? 0) > 500_000, "a white page")
+    }
+}
+
+@Suite("digest record documented")
+struct DigestRecordDocumentationTests {
+    /// Every key in a JSON value, nested ones too.
+    func keys(_ value: JSONValue) -> Set<String> {
+        switch value {
+        case .object(let object):
+            return object.fields.reduce(into: Set<String>()) { result, field in
+                result.insert(field.key)
+                result.formUnion(keys(field.value))
+            }
+        case .array(let items): return items.reduce(into: Set<String>()) { $0.formUnion(keys($1)) }
+        default: return []
+        }
+    }
+
+    @Test("every field digest writes is in vitals-records(7), DIGEST")
+    func fields() throws {
+        var written = Set<String>()
+        // basic has outages and a worst service; many has hidden services; speed has speeds.
+        for trace in ["basic", "many"] {
+            let record = try run("digest", ["-f", "json", DigestFixtures.trace(trace)]).records()[0]
+            written.formUnion(keys(.object(record)))
+        }
+        #expect(written.isSuperset(of: ["hidden", "worst_service", "longest_outage", "outage_since", "start_at", "bucket_start_at"]))
+        let documented = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "DIGEST"))
+        for key in written.sorted() {
+            #expect(documented.contains(key), "\(key) is not documented in vitals-records(7) DIGEST")
+        }
+    }
+}
