@@ -15,7 +15,9 @@ final class Ingester {
     let now: () -> Int64
     var maxRows = 1000
     var maxWaitMs: Int64 = 200
-    private var batch: [PendingSample] = []
+    /// Records added to the open batch, kept for passing on after the commit.
+    private var pending: [UInt8] = []
+    private var batchCount = 0
     private var batchStartedMs: Int64 = 0
     /// The first failure to commit; ingesting stops there.
     private(set) var failure: Error?
@@ -30,7 +32,7 @@ final class Ingester {
         self.passThrough = passThrough
         self.diagnostics = diagnostics
         self.now = now
-        batch.reserveCapacity(maxRows)
+        pending.reserveCapacity(1 << 20)
     }
 
     /// Reads every line of `reader`; returns false when ingesting must stop (a commit failed,
@@ -39,7 +41,7 @@ final class Ingester {
         reader.onIdle = { [unowned self] in self.commit() }
         defer { reader.onIdle = nil }
         while failure == nil {
-            reader.idleAfterMs = batch.isEmpty ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
+            reader.idleAfterMs = batchCount == 0 ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
             guard let event = reader.next() else { break }
             switch event {
             case .tooLong(let length):
@@ -48,14 +50,23 @@ final class Ingester {
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
                 do {
                     let sample = try SampleLine.read(line)
-                    if batch.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
-                    batch.append(PendingSample(sample: sample, record: Array(line)))
+                    if batchCount == 0 { batchStartedMs = Clock.monotonicMilliseconds() }
+                    try store.add(sample)
+                    batchCount += 1
+                    if passThrough {
+                        pending.append(contentsOf: line)
+                        pending.append(0x0A)
+                    }
                 } catch let problem as SampleLine.Problem {
                     diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                 } catch {
-                    diagnostics.error("\(error)", source: reader.source, line: reader.lineNumber)
+                    // The store failed (full disk, lock): the open batch is gone; stop here.
+                    batchCount = 0
+                    pending.removeAll(keepingCapacity: true)
+                    failure = error
+                    break
                 }
-                if batch.count >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
+                if batchCount >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     commit()
                 }
             }
@@ -66,22 +77,25 @@ final class Ingester {
 
     /// Commits the open batch, then passes its records on.
     func commit() {
-        guard !batch.isEmpty, failure == nil else { return }
+        guard batchCount > 0, failure == nil else { return }
         do {
-            try store.write(batch, retention: retention, now: now())
-            stored += batch.count
+            try store.commitBatch(retention: retention, now: now())
+            stored += batchCount
+            batchCount = 0
             do {
-                if passThrough {
-                    for pending in batch { try output.write(pending.record) }
+                if passThrough, !pending.isEmpty {
+                    pending.removeLast()  // the writer adds the last newline itself
+                    try output.write(pending[...])
                 }
                 try output.flush()
             } catch is BrokenPipe {
                 // Nobody reads what we pass on any more; storing is still the job.
                 passThrough = false
             }
-            batch.removeAll(keepingCapacity: true)
+            pending.removeAll(keepingCapacity: true)
         } catch {
-            batch.removeAll()
+            batchCount = 0
+            pending.removeAll(keepingCapacity: true)
             failure = error
         }
     }

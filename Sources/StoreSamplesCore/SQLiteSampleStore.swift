@@ -16,6 +16,11 @@ public final class SQLiteSampleStore: SampleStore {
     /// The schema version this build writes; older files are migrated forward, newer refused.
     public static let schemaVersion: Int64 = 1
 
+    /// The page cache, KiB (bounded: part of the memory a long ingest may use).
+    static let cacheKiB = 32_768
+    /// WAL pages between automatic checkpoints (SQLite's default is 1,000).
+    static let checkpointPages = 16_384
+
     /// The schema, as `CREATE` statements (the benchmark gives the sqlite3 shell the same).
     public static let schema = """
     CREATE TABLE monitors (
@@ -73,7 +78,7 @@ public final class SQLiteSampleStore: SampleStore {
 
     private let db: SQLiteConnection
     private var monitorIDs: [String: Int64] = [:]
-    private var monitorMeta: [Int64: [String?]] = [:]
+    private var monitorMeta: [Int64: [[UInt8]?]] = [:]
     private var hints: [Int64: (count: Int, oldest: Int64?)] = [:]
     private var agentSeen: [String: Int64] = [:]
     private lazy var insertSample = try? db.prepare("""
@@ -102,6 +107,11 @@ public final class SQLiteSampleStore: SampleStore {
                 try db.execute("PRAGMA journal_mode=WAL", context: "WAL")
             }
             try db.execute("PRAGMA synchronous=NORMAL", context: "synchronous")
+            // Commits come every 1,000 rows at most, so the same index pages are written to the
+            // WAL again and again: a larger cache keeps them from being read back, and a larger
+            // checkpoint interval copies each page to the database once instead of many times.
+            try db.execute("PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)", context: "cache size")
+            try db.execute("PRAGMA wal_autocheckpoint=\(SQLiteSampleStore.checkpointPages)", context: "checkpoint interval")
             if version < SQLiteSampleStore.schemaVersion {
                 try migrate(from: version, path: path)
             }
@@ -160,87 +170,114 @@ public final class SQLiteSampleStore: SampleStore {
 
     // MARK: - Writing
 
-    public func write(_ batch: [PendingSample], retention: Retention, now: Int64) throws {
-        guard !batch.isEmpty else { return }
-        do {
-            try withWriteTransaction {
-                try insert(batch)
-                try applyRetention(Set(batch.map { monitorIDs[$0.sample.monitor]! }), retention: retention, now: now)
-            }
-        } catch {
-            // What this transaction cached may have been rolled back with it.
-            monitorIDs.removeAll()
-            monitorMeta.removeAll()
-            hints.removeAll()
-            agentSeen.removeAll()
-            if let sqliteError = error as? SQLiteError { throw SQLiteSampleStore.explain(sqliteError, path: db.path) }
-            throw error
-        }
-    }
+    private var batchMonitors: Set<Int64> = []
+    private var batchAgents: [String: Int64] = [:]
 
-    private func insert(_ batch: [PendingSample]) throws {
-        guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
-        var agentsInBatch: [String: Int64] = [:]
-        for pending in batch {
-            let sample = pending.sample
+    public func add(_ sample: SampleLine) throws {
+        do {
+            if !db.inTransaction { try beginWrite() }
+            guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
             let monitorID = try monitorID(for: sample)
             insert.bind(1, monitorID)
             insert.bind(2, sample.at)
             insert.bind(3, SQLiteSampleStore.code(sample.status))
             insert.bind(4, sample.latencyMs)
-            insert.bind(5, sample.reason)
+            sample.withText(sample.reasonRange) { bytes in if let bytes { insert.bind(5, bytes: bytes) } else { insert.bind(5, nil as String?) } }
             insert.bind(6, sample.code)
-            insert.bind(7, sample.message)
+            sample.withText(sample.messageRange) { bytes in if let bytes { insert.bind(7, bytes: bytes) } else { insert.bind(7, nil as String?) } }
             insert.bind(8, sample.tlsExpiryDays)
             insert.bind(9, sample.speedMbps)
-            pending.record.withUnsafeBufferPointer { insert.bind(10, bytes: $0) }
+            insert.bind(10, bytes: sample.line)
+            defer { insert.reset() }
             try insert.step()
-            insert.reset()
+            batchMonitors.insert(monitorID)
             if var hint = hints[monitorID] {
                 hint.count += 1
                 hint.oldest = min(hint.oldest ?? sample.at, sample.at)
                 hints[monitorID] = hint
             }
-            if let agent = sample.agent { agentsInBatch[agent] = max(agentsInBatch[agent] ?? 0, sample.at) }
-        }
-        for (agent, seen) in agentsInBatch where seen > agentSeen[agent] ?? Int64.min {
-            let upsert = try db.prepare("""
-                INSERT INTO agents (id, created_at, last_seen) VALUES (?, ?, ?)
-                ON CONFLICT(id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
-                """)
-            upsert.bind(1, agent)
-            upsert.bind(2, seen)
-            upsert.bind(3, seen)
-            try upsert.step()
-            agentSeen[agent] = seen
+            if sample.metaRanges[3] != nil, let agent = sample.agent, sample.at > batchAgents[agent] ?? Int64.min {
+                batchAgents[agent] = sample.at
+            }
+        } catch {
+            abortBatch()
+            throw translate(error)
         }
     }
 
-    /// The integer id of a sample's monitor, registering it (or refreshing its name, kind,
-    /// target, agent, description and interval when the sample states new ones).
-    private func monitorID(for sample: SampleLine) throws -> Int64 {
-        let meta: [String?] = [sample.name, sample.kind, sample.target, sample.agent, sample.description,
-                               sample.checkInterval.map(String.init)]
-        if let id = monitorIDs[sample.monitor] {
-            if let known = monitorMeta[id], known != meta {
-                try refresh(id, meta, sample)
+    public func commitBatch(retention: Retention, now: Int64) throws {
+        guard db.inTransaction else { return }
+        do {
+            for (agent, seen) in batchAgents where seen > agentSeen[agent] ?? Int64.min {
+                let upsert = try db.prepare("""
+                    INSERT INTO agents (id, created_at, last_seen) VALUES (?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
+                    """)
+                upsert.bind(1, agent)
+                upsert.bind(2, seen)
+                upsert.bind(3, seen)
+                try upsert.step()
+                agentSeen[agent] = seen
             }
+            try applyRetention(batchMonitors, retention: retention, now: now)
+            try db.execute("COMMIT", context: "commit")
+            batchMonitors.removeAll(keepingCapacity: true)
+            batchAgents.removeAll(keepingCapacity: true)
+        } catch {
+            abortBatch()
+            throw translate(error)
+        }
+    }
+
+    public func abortBatch() {
+        if db.inTransaction { try? db.execute("ROLLBACK") }
+        batchMonitors.removeAll()
+        batchAgents.removeAll()
+        // What the transaction cached may have been rolled back with it.
+        monitorIDs.removeAll()
+        monitorMeta.removeAll()
+        hints.removeAll()
+        agentSeen.removeAll()
+    }
+
+    private func translate(_ error: Error) -> Error {
+        if let sqliteError = error as? SQLiteError { return SQLiteSampleStore.explain(sqliteError, path: db.path) }
+        return error
+    }
+
+    /// `BEGIN IMMEDIATE`, retried a few times past the busy timeout.
+    private func beginWrite() throws {
+        var attempt = 0
+        while true {
+            do {
+                try db.execute("BEGIN IMMEDIATE", context: "begin")
+                return
+            } catch let error as SQLiteError where error.isBusy && attempt < 5 {
+                attempt += 1
+                usleep(UInt32(20_000 * attempt))
+            }
+        }
+    }
+
+    /// The integer id of a sample's monitor, registering it, or refreshing its name, kind,
+    /// target, agent, description and interval when the sample states other ones (compared
+    /// as raw bytes, so an unchanged monitor costs no allocation).
+    private func monitorID(for sample: SampleLine) throws -> Int64 {
+        if let id = monitorIDs[sample.monitor] {
+            if metaChanged(id, sample) { try refresh(id, sample) }
             return id
         }
         let insert = try db.prepare("INSERT OR IGNORE INTO monitors (monitor, first_seen) VALUES (?, ?)")
         insert.bind(1, sample.monitor)
         insert.bind(2, sample.at)
         try insert.step()
-        let select = try db.prepare("SELECT id, name, kind, target, agent, description, check_interval, first_seen FROM monitors WHERE monitor = ?")
+        let select = try db.prepare("SELECT id, first_seen FROM monitors WHERE monitor = ?")
         select.bind(1, sample.monitor)
         guard try select.step() else { throw ToolError("monitor \(sample.monitor) vanished while registering it") }
         let id = select.int64(0)
-        let stored: [String?] = [select.text(1), select.text(2), select.text(3), select.text(4), select.text(5),
-                                 select.optionalInt64(6).map(String.init)]
-        let firstSeen = select.int64(7)
+        let firstSeen = select.int64(1)
         monitorIDs[sample.monitor] = id
-        monitorMeta[id] = stored
-        if stored != meta { try refresh(id, meta, sample) }
+        try refresh(id, sample)
         if sample.at < firstSeen {
             let update = try db.prepare("UPDATE monitors SET first_seen = ? WHERE id = ? AND first_seen > ?")
             update.bind(1, sample.at)
@@ -251,7 +288,17 @@ public final class SQLiteSampleStore: SampleStore {
         return id
     }
 
-    private func refresh(_ id: Int64, _ meta: [String?], _ sample: SampleLine) throws {
+    private func metaChanged(_ id: Int64, _ sample: SampleLine) -> Bool {
+        guard let known = monitorMeta[id] else { return true }
+        for index in 0..<5 {
+            guard let raw = sample.raw(sample.metaRanges[index]) else { continue }
+            guard let stored = known[index], stored.elementsEqual(raw) else { return true }
+        }
+        if let interval = sample.checkInterval, known[5] != Array(String(interval).utf8) { return true }
+        return false
+    }
+
+    private func refresh(_ id: Int64, _ sample: SampleLine) throws {
         let update = try db.prepare("""
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
                 agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval)
@@ -265,9 +312,12 @@ public final class SQLiteSampleStore: SampleStore {
         update.bind(6, sample.checkInterval)
         update.bind(7, id)
         try update.step()
-        var merged = monitorMeta[id] ?? Array(repeating: nil, count: meta.count)
-        for index in meta.indices where meta[index] != nil { merged[index] = meta[index] }
-        monitorMeta[id] = merged
+        var known = monitorMeta[id] ?? Array(repeating: nil, count: 6)
+        for index in 0..<5 {
+            if let raw = sample.raw(sample.metaRanges[index]) { known[index] = Array(raw) }
+        }
+        if let interval = sample.checkInterval { known[5] = Array(String(interval).utf8) }
+        monitorMeta[id] = known
     }
 
     /// Keeps each touched monitor within the limits. Counts and oldest times are hints kept
@@ -398,12 +448,11 @@ public final class SQLiteSampleStore: SampleStore {
         return result
     }
 
-    public func totals(monitorID: Int64, from: Int64, until: Int64) throws -> SampleTotals {
+    public func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
+        // Checks, uptime and latency come from the covering index alone; speed needs the rows.
         let statement = try db.prepare("""
-            SELECT count(*), sum(status < 2), sum(latency_ms), count(latency_ms), max(at),
-                   (SELECT sum(speed_mbps) FROM samples WHERE monitor_id = ?1 AND at >= ?2 AND at < ?3),
-                   (SELECT count(speed_mbps) FROM samples WHERE monitor_id = ?1 AND at >= ?2 AND at < ?3)
-            FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ?1 AND at >= ?2 AND at < ?3
+            SELECT count(*), sum(status < 2), sum(latency_ms), count(latency_ms), max(at)
+            FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ? AND at >= ? AND at < ?
             """)
         statement.bind(1, monitorID)
         statement.bind(2, from)
@@ -415,9 +464,30 @@ public final class SQLiteSampleStore: SampleStore {
         totals.latencySum = statement.optionalDouble(2) ?? 0
         totals.latencyCount = Int(statement.int64(3))
         totals.lastAt = statement.optionalInt64(4)
-        totals.speedSum = statement.optionalDouble(5) ?? 0
-        totals.speedCount = Int(statement.int64(6))
+        if withSpeed {
+            let speed = try db.prepare("""
+                SELECT sum(speed_mbps), count(speed_mbps) FROM samples INDEXED BY samples_by_monitor_time
+                WHERE monitor_id = ? AND at >= ? AND at < ?
+                """)
+            speed.bind(1, monitorID)
+            speed.bind(2, from)
+            speed.bind(3, until)
+            try speed.step()
+            totals.speedSum = speed.optionalDouble(0) ?? 0
+            totals.speedCount = Int(speed.int64(1))
+        }
         return totals
+    }
+
+    public func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
+        let statement = try db.prepare("""
+            SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ? AND at >= ? AND at < ?
+            """)
+        statement.bind(1, monitorID)
+        statement.bind(2, from)
+        statement.bind(3, until)
+        try statement.step()
+        return Int(statement.int64(0))
     }
 
     public func agents() throws -> [AgentRecord] {

@@ -65,20 +65,17 @@ public struct Retention: Sendable, Equatable {
     }
 }
 
-/// A sample read from input, waiting to be written with the rest of its batch.
-public struct PendingSample {
-    /// The columns.
-    public var sample: SampleLine
-    /// The line as read, stored whole for export.
-    public var record: [UInt8]
-}
-
 /// The storage the views are written against. SQLite is the embedded default; a second
 /// backend (a distributed engine, for agents in many places) implements this protocol and
 /// every view works unchanged.
 public protocol SampleStore: AnyObject {
-    /// Stores a batch atomically and applies retention to the monitors it touched.
-    func write(_ batch: [PendingSample], retention: Retention, now: Int64) throws
+    /// Adds one sample (and its line, kept whole for export) to the open batch, opening one
+    /// when none is open. Nothing is visible to readers until `commitBatch`.
+    func add(_ sample: SampleLine) throws
+    /// Applies retention to the monitors the batch touched and commits it atomically.
+    func commitBatch(retention: Retention, now: Int64) throws
+    /// Drops the open batch, if any.
+    func abortBatch()
     /// Every monitor, by id.
     func monitors() throws -> [MonitorRecord]
     /// The monitor with integer id or monitor id `key`.
@@ -90,8 +87,10 @@ public protocol SampleStore: AnyObject {
                        _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws
     /// A page of samples of a monitor in `[from, until)`, newest first.
     func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample]
-    /// Totals of a monitor in `[from, until)`.
-    func totals(monitorID: Int64, from: Int64, until: Int64) throws -> SampleTotals
+    /// Totals of a monitor in `[from, until)` (speed only when asked: it costs more).
+    func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals
+    /// The number of samples of a monitor in `[from, until)`.
+    func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int
     /// Every agent.
     func agents() throws -> [AgentRecord]
     /// Sets an agent's status; false when there is no such agent.

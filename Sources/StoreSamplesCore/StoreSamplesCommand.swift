@@ -133,12 +133,12 @@ public enum StoreSamplesCommand: VitalsCommand {
             let record = try findMonitor(try oneOperand("monitor ID"))
             let hours = try options.integer("hours", default: 72, in: 1...8760)
             if options.has("ndjson") {
-                try views.history(record, hours: hours) { try writer.write($0.encoded()) }
+                try views.history(record, hours: hours) { try writer.write($0) }
             } else {
                 var out: [UInt8] = [UInt8(ascii: "[")]
                 try views.history(record, hours: hours) { bucket in
                     if out.count > 1 { out.append(UInt8(ascii: ",")) }
-                    JSONText.append(bucket, to: &out)
+                    out.append(contentsOf: bucket)
                 }
                 out.append(UInt8(ascii: "]"))
                 try writer.write(out)

@@ -56,7 +56,7 @@ public struct Views {
             let latest = try store.latest(monitorID: monitor.id)
             let status = Views.clientStatus(latest?.status)
             counts[status, default: 0] += 1
-            let totals = try store.totals(monitorID: monitor.id, from: now - 86_400_000, until: now + 1)
+            let totals = try store.totals(monitorID: monitor.id, from: now - 86_400_000, until: now + 1, withSpeed: false)
             allChecks += totals.checks
             allGood += totals.good
             summaries.append(.object(JSONObject([
@@ -126,57 +126,13 @@ public struct Views {
     /// buckets with checks appear. Status is the worst in the bucket (a down or error check
     /// makes it down, else a degraded one degraded, else up); percentiles are nearest-rank
     /// over the checks with a latency.
-    public func history(_ record: MonitorRecord, hours: Int, into writer: (JSONValue) throws -> Void) throws {
+    public func history(_ record: MonitorRecord, hours: Int, into writer: ([UInt8]) throws -> Void) throws {
         let from = now - Int64(hours) * 3_600_000
-        var bucketStart: Int64 = .min
-        var latencies: [Double] = []
-        var checks = 0
-        var good = 0
-        var worst = -1
-        func flush() throws {
-            guard checks > 0 else { return }
-            latencies.sort()
-            func rank(_ q: Double) -> JSONValue {
-                guard !latencies.isEmpty else { return .null }
-                let index = max(0, Int((q * Double(latencies.count)).rounded(.up)) - 1)
-                return number(latencies[min(index, latencies.count - 1)])
-            }
-            let average = latencies.isEmpty ? nil : latencies.reduce(0, +) / Double(latencies.count)
-            let status = worst >= 2 ? "down" : worst == 1 ? "degraded" : worst == 0 ? "up" : "unknown"
-            try writer(.object(JSONObject([
-                JSONField("timestamp", .string(Views.time(bucketStart))),
-                JSONField("status", .string(status)),
-                JSONField("uptime_percent", number(Views.percent(good: good, of: checks))),
-                JSONField("response_time_avg_ms", Views.roundedMs(average).map(JSONValue.integer) ?? .null),
-                JSONField("p50_ms", rank(0.50)),
-                JSONField("p95_ms", rank(0.95)),
-                JSONField("p99_ms", rank(0.99)),
-                JSONField("checks", .integer(checks)),
-            ])))
-            latencies.removeAll(keepingCapacity: true)
-            checks = 0
-            good = 0
-            worst = -1
-        }
+        var buckets = HistoryBuckets()
         try store.forEachSample(monitorID: record.id, from: from, until: now + 1) { at, status, latency in
-            let bucket = at - ((at % Views.bucketMs) + Views.bucketMs) % Views.bucketMs
-            if bucket != bucketStart {
-                try flush()
-                bucketStart = bucket
-            }
-            checks += 1
-            if status == .up || status == .degraded { good += 1 }
-            let severity: Int
-            switch status {
-            case .up: severity = 0
-            case .degraded: severity = 1
-            case .down, .error: severity = 2
-            case .unknown: severity = -1
-            }
-            worst = max(worst, severity)
-            if let latency { latencies.append(latency) }
+            if let finished = buckets.add(at: at, status: status, latency: latency) { try writer(finished) }
         }
-        try flush()
+        if let last = buckets.finish() { try writer(last) }
     }
 
     // MARK: - GET /api/monitors/{id}/results
@@ -184,7 +140,7 @@ public struct Views {
     /// Individual checks over the last `hours`, newest first, a page at a time.
     public func results(_ record: MonitorRecord, hours: Int, page: Int, perPage: Int) throws -> JSONValue {
         let from = now - Int64(hours) * 3_600_000
-        let total = try store.totals(monitorID: record.id, from: from, until: now + 1).checks
+        let total = try store.count(monitorID: record.id, from: from, until: now + 1)
         let rows = try store.page(monitorID: record.id, from: from, until: now + 1, offset: (page - 1) * perPage, limit: perPage)
         let items = rows.map { row -> JSONValue in
             .object(JSONObject([
@@ -231,7 +187,7 @@ public struct Views {
         var good = 0
         var perMonitor: [JSONValue] = []
         for monitor in try store.monitors() {
-            let totals = try store.totals(monitorID: monitor.id, from: from, until: now + 1)
+            let totals = try store.totals(monitorID: monitor.id, from: from, until: now + 1, withSpeed: true)
             totalChecks += totals.checks
             good += totals.good
             speedSum += totals.speedSum
@@ -263,4 +219,67 @@ func number(_ value: Double) -> JSONValue {
     JSONText.appendFixed(value, decimals: 2, to: &out)
     if !out.contains(UInt8(ascii: ".")) && !out.contains(UInt8(ascii: "n")) { out.append(contentsOf: Array(".0".utf8)) }
     return .number(String(decoding: out, as: UTF8.self))
+}
+
+extension JSONObjectBuilder {
+    /// A percentage as the API writes it: two decimals at most, always with a fraction.
+    mutating func percent(_ name: StaticString, _ percent: Double) {
+        value(name, number(percent))
+    }
+}
+
+/// Folds samples in time order into 15-minute buckets; a struct with mutating methods, so
+/// the per-sample path has no closures over local state (and no dynamic exclusivity checks).
+struct HistoryBuckets {
+    private var bucketStart: Int64 = .min
+    private var latencies: [Double] = []
+    private var checks = 0
+    private var good = 0
+    private var worst = -1
+
+    /// Adds a sample; returns the previous bucket's JSON when this sample starts a new one.
+    mutating func add(at: Int64, status: SampleStatus, latency: Double?) -> [UInt8]? {
+        let bucket = at - ((at % Views.bucketMs) + Views.bucketMs) % Views.bucketMs
+        var finished: [UInt8]?
+        if bucket != bucketStart {
+            finished = finish()
+            bucketStart = bucket
+        }
+        checks += 1
+        switch status {
+        case .up: good += 1; if worst < 0 { worst = 0 }
+        case .degraded: good += 1; if worst < 1 { worst = 1 }
+        case .down, .error: worst = 2
+        case .unknown: break
+        }
+        if let latency { latencies.append(latency) }
+        return finished
+    }
+
+    /// The open bucket's JSON, if it has checks, and a fresh start.
+    mutating func finish() -> [UInt8]? {
+        guard checks > 0 else { return nil }
+        latencies.sort()
+        var bucket = JSONObjectBuilder(capacity: 192)
+        bucket.string("timestamp", Views.time(bucketStart))
+        bucket.string("status", worst >= 2 ? "down" : worst == 1 ? "degraded" : worst == 0 ? "up" : "unknown")
+        bucket.percent("uptime_percent", Views.percent(good: good, of: checks))
+        bucket.int("response_time_avg_ms", latencies.isEmpty ? nil : Views.roundedMs(latencies.reduce(0, +) / Double(latencies.count)))
+        bucket.fixed("p50_ms", rank(0.50), decimals: 2)
+        bucket.fixed("p95_ms", rank(0.95), decimals: 2)
+        bucket.fixed("p99_ms", rank(0.99), decimals: 2)
+        bucket.int("checks", checks)
+        latencies.removeAll(keepingCapacity: true)
+        checks = 0
+        good = 0
+        worst = -1
+        return bucket.finish()
+    }
+
+    /// Nearest rank: the value at position ceil(q × n) of the sorted latencies.
+    private func rank(_ q: Double) -> Double? {
+        guard !latencies.isEmpty else { return nil }
+        let index = max(0, Int((q * Double(latencies.count)).rounded(.up)) - 1)
+        return latencies[min(index, latencies.count - 1)]
+    }
 }

@@ -2,16 +2,21 @@ import Testing
 @testable import StoreSamplesCore
 import VitalsKit
 
-func readSample(_ text: String) throws -> SampleLine {
+/// Reads a sample and hands it to `body` while its bytes are alive (a SampleLine points into them).
+func withSample<R>(_ text: String, _ body: (SampleLine) throws -> R) throws -> R {
     let bytes = Array(text.utf8)
-    return try bytes.withUnsafeBufferPointer { try SampleLine.read($0) }
+    return try bytes.withUnsafeBufferPointer { try body(try SampleLine.read($0)) }
+}
+
+func readSample(_ text: String) throws {
+    try withSample(text) { _ in }
 }
 
 @Suite("sample lines")
 struct SampleLineTests {
     @Test("the stored columns are read from a probe-http sample")
     func columns() throws {
-        let sample = try readSample(#"{"type":"sample","monitor":"api","name":"A\"PI","kind":"https","target":"https://a/","at":"2026-01-27T10:30:00.123Z","method":"HEAD","status":"degraded","reason":"latency","message":"High latency: 312ms","code":200,"latency_ms":312.5,"tls_expiry_days":40,"agent":"office","check_interval":60}"#)
+        try withSample(#"{"type":"sample","monitor":"api","name":"A\"PI","kind":"https","target":"https://a/","at":"2026-01-27T10:30:00.123Z","method":"HEAD","status":"degraded","reason":"latency","message":"High latency: 312ms","code":200,"latency_ms":312.5,"tls_expiry_days":40,"agent":"office","check_interval":60}"#) { sample in
         #expect(sample.monitor == "api")
         #expect(sample.name == "A\"PI")
         #expect(sample.at == 1_769_509_800_123)
@@ -22,6 +27,8 @@ struct SampleLineTests {
         #expect(sample.tlsExpiryDays == 40)
         #expect(sample.agent == "office")
         #expect(sample.checkInterval == 60)
+        #expect(sample.message == "High latency: 312ms")
+        }
     }
 
     @Test("what is not a storable sample says why", arguments: [
@@ -36,7 +43,7 @@ struct SampleLineTests {
     ])
     func problems(line: String, message: String) {
         do {
-            _ = try readSample(line)
+            try readSample(line)
             Issue.record("accepted: \(line)")
         } catch let problem as SampleLine.Problem {
             #expect(problem.message == message)
