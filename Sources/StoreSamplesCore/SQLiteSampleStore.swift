@@ -17,7 +17,9 @@ public final class SQLiteSampleStore: SampleStore {
     public static let schemaVersion: Int64 = 1
 
     /// The page cache, KiB (bounded: part of the memory a long ingest may use).
-    static let cacheKiB = 32_768
+    static let cacheKiB = 32768
+    /// Bytes of the file a query may map.
+    static let mapBytes = 1 << 30
     /// WAL pages between automatic checkpoints (SQLite's default is 1,000).
     static let checkpointPages = 16_384
 
@@ -112,6 +114,10 @@ public final class SQLiteSampleStore: SampleStore {
             // checkpoint interval copies each page to the database once instead of many times.
             try db.execute("PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)", context: "cache size")
             try db.execute("PRAGMA wal_autocheckpoint=\(SQLiteSampleStore.checkpointPages)", context: "checkpoint interval")
+            if !create {
+                // Queries read the file through a memory map instead of copying each page.
+                try db.execute("PRAGMA mmap_size=\(SQLiteSampleStore.mapBytes)", context: "memory map")
+            }
             if version < SQLiteSampleStore.schemaVersion {
                 try migrate(from: version, path: path)
             }

@@ -132,17 +132,12 @@ public enum StoreSamplesCommand: VitalsCommand {
         case "history":
             let record = try findMonitor(try oneOperand("monitor ID"))
             let hours = try options.integer("hours", default: 72, in: 1...8760)
-            if options.has("ndjson") {
-                try views.history(record, hours: hours) { try writer.write($0) }
-            } else {
-                var out: [UInt8] = [UInt8(ascii: "[")]
-                try views.history(record, hours: hours) { bucket in
-                    if out.count > 1 { out.append(UInt8(ascii: ",")) }
-                    out.append(contentsOf: bucket)
-                }
-                out.append(UInt8(ascii: "]"))
-                try writer.write(out)
-            }
+            let ndjson = options.has("ndjson")
+            var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
+            out.reserveCapacity(1 << 16)
+            try views.history(record, hours: hours, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
+            if !ndjson { out.append(UInt8(ascii: "]")) }
+            if !(ndjson && out.isEmpty) { try writer.write(out) }
         case "results":
             let record = try findMonitor(try oneOperand("monitor ID"))
             let hours = try options.integer("hours", default: 24, in: 1...8760 * 10)

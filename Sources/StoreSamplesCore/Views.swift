@@ -126,13 +126,13 @@ public struct Views {
     /// buckets with checks appear. Status is the worst in the bucket (a down or error check
     /// makes it down, else a degraded one degraded, else up); percentiles are nearest-rank
     /// over the checks with a latency.
-    public func history(_ record: MonitorRecord, hours: Int, into writer: ([UInt8]) throws -> Void) throws {
+    public func history(_ record: MonitorRecord, hours: Int, separator: UInt8, into out: inout [UInt8]) throws {
         let from = now - Int64(hours) * 3_600_000
-        var buckets = HistoryBuckets()
+        var buckets = HistoryBuckets(separator: separator)
         try store.forEachSample(monitorID: record.id, from: from, until: now + 1) { at, status, latency in
-            if let finished = buckets.add(at: at, status: status, latency: latency) { try writer(finished) }
+            buckets.add(at: at, status: status, latency: latency, into: &out)
         }
-        if let last = buckets.finish() { try writer(last) }
+        buckets.finish(into: &out)
     }
 
     // MARK: - GET /api/monitors/{id}/results
@@ -228,21 +228,29 @@ extension JSONObjectBuilder {
     }
 }
 
-/// Folds samples in time order into 15-minute buckets; a struct with mutating methods, so
-/// the per-sample path has no closures over local state (and no dynamic exclusivity checks).
+/// Folds samples in time order into 15-minute buckets, writing each finished bucket's JSON
+/// straight into the output; a struct with mutating methods, so the per-sample path has no
+/// closures over local state (and no dynamic exclusivity checks) and no allocation per bucket.
 struct HistoryBuckets {
+    /// Written between buckets (`,` inside an array, a newline for NDJSON).
+    let separator: UInt8
     private var bucketStart: Int64 = .min
     private var latencies: [Double] = []
     private var checks = 0
     private var good = 0
     private var worst = -1
+    private var written = 0
 
-    /// Adds a sample; returns the previous bucket's JSON when this sample starts a new one.
-    mutating func add(at: Int64, status: SampleStatus, latency: Double?) -> [UInt8]? {
+    init(separator: UInt8) {
+        self.separator = separator
+        latencies.reserveCapacity(1024)
+    }
+
+    /// Adds a sample; a sample in a new bucket first writes the previous one.
+    mutating func add(at: Int64, status: SampleStatus, latency: Double?, into out: inout [UInt8]) {
         let bucket = at - ((at % Views.bucketMs) + Views.bucketMs) % Views.bucketMs
-        var finished: [UInt8]?
         if bucket != bucketStart {
-            finished = finish()
+            finish(into: &out)
             bucketStart = bucket
         }
         checks += 1
@@ -253,33 +261,57 @@ struct HistoryBuckets {
         case .unknown: break
         }
         if let latency { latencies.append(latency) }
-        return finished
     }
 
-    /// The open bucket's JSON, if it has checks, and a fresh start.
-    mutating func finish() -> [UInt8]? {
-        guard checks > 0 else { return nil }
+    /// Writes the open bucket, if it has checks, and starts afresh.
+    mutating func finish(into out: inout [UInt8]) {
+        guard checks > 0 else { return }
+        if written > 0 { out.append(separator) }
+        written += 1
         latencies.sort()
-        var bucket = JSONObjectBuilder(capacity: 192)
-        bucket.string("timestamp", Views.time(bucketStart))
-        bucket.string("status", worst >= 2 ? "down" : worst == 1 ? "degraded" : worst == 0 ? "up" : "unknown")
-        bucket.percent("uptime_percent", Views.percent(good: good, of: checks))
-        bucket.int("response_time_avg_ms", latencies.isEmpty ? nil : Views.roundedMs(latencies.reduce(0, +) / Double(latencies.count)))
-        bucket.fixed("p50_ms", rank(0.50), decimals: 2)
-        bucket.fixed("p95_ms", rank(0.95), decimals: 2)
-        bucket.fixed("p99_ms", rank(0.99), decimals: 2)
-        bucket.int("checks", checks)
+        JSONText.appendLiteral("{\"timestamp\":\"", to: &out)
+        Timestamp.append(milliseconds: bucketStart, to: &out, fraction: false)
+        switch worst {
+        case 2: JSONText.appendLiteral("\",\"status\":\"down\",\"uptime_percent\":", to: &out)
+        case 1: JSONText.appendLiteral("\",\"status\":\"degraded\",\"uptime_percent\":", to: &out)
+        case 0: JSONText.appendLiteral("\",\"status\":\"up\",\"uptime_percent\":", to: &out)
+        default: JSONText.appendLiteral("\",\"status\":\"unknown\",\"uptime_percent\":", to: &out)
+        }
+        appendPercent(Views.percent(good: good, of: checks), to: &out)
+        JSONText.appendLiteral(",\"response_time_avg_ms\":", to: &out)
+        if latencies.isEmpty {
+            JSONText.appendLiteral("null,\"p50_ms\":null,\"p95_ms\":null,\"p99_ms\":null", to: &out)
+        } else {
+            var sum = 0.0
+            for latency in latencies { sum += latency }
+            JSONText.appendInt(Int64((sum / Double(latencies.count)).rounded()), to: &out)
+            JSONText.appendLiteral(",\"p50_ms\":", to: &out)
+            JSONText.appendFixed(rank(0.50), decimals: 2, to: &out)
+            JSONText.appendLiteral(",\"p95_ms\":", to: &out)
+            JSONText.appendFixed(rank(0.95), decimals: 2, to: &out)
+            JSONText.appendLiteral(",\"p99_ms\":", to: &out)
+            JSONText.appendFixed(rank(0.99), decimals: 2, to: &out)
+        }
+        JSONText.appendLiteral(",\"checks\":", to: &out)
+        JSONText.appendInt(checks, to: &out)
+        out.append(UInt8(ascii: "}"))
         latencies.removeAll(keepingCapacity: true)
         checks = 0
         good = 0
         worst = -1
-        return bucket.finish()
     }
 
     /// Nearest rank: the value at position ceil(q × n) of the sorted latencies.
-    private func rank(_ q: Double) -> Double? {
-        guard !latencies.isEmpty else { return nil }
+    private func rank(_ q: Double) -> Double {
         let index = max(0, Int((q * Double(latencies.count)).rounded(.up)) - 1)
         return latencies[min(index, latencies.count - 1)]
     }
 }
+
+/// A percentage as the API writes it: two decimals at most, always with a fraction.
+func appendPercent(_ value: Double, to out: inout [UInt8]) {
+    let start = out.count
+    JSONText.appendFixed(value, decimals: 2, to: &out)
+    if !out[start...].contains(UInt8(ascii: ".")) { out.append(contentsOf: [UInt8(ascii: "."), UInt8(ascii: "0")]) }
+}
+
