@@ -10,6 +10,8 @@ import PackageDescription
 let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // probe HTTP(S) targets concurrently; one sample per probe (libcurl via HTTPTransport)
     ("probe-http", "ProbeHTTPCore", ["HTTPTransport", "VitalsCrypto"]),
+    // keep samples in SQLite and answer OnlineTracker's views (SQLite via SQLiteStore)
+    ("store-samples", "StoreSamplesCore", ["SQLiteStore"]),
     // summarize a day of samples per service: trends, outages, correlated failures (no C)
     ("digest", "DigestCore", []),
 ]
@@ -27,6 +29,8 @@ var targets: [Target] = [
     .target(name: "VitalsKit"),
     // SHA-256 (and later HMAC, ES256): the only importer of CCrypto.
     .target(name: "VitalsCrypto", dependencies: ["CCrypto"]),
+    // SQLite connections and statements: the only importer of CSQLite.
+    .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
     // The curl multi engine: the only importer of CCurl.
     .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsKit"]),
 

@@ -2,11 +2,12 @@ import DigestCore
 import FixtureServer
 import Foundation
 import ProbeHTTPCore
+import StoreSamplesCore
 import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "digest"]
+let documentedTools = ["probe-http", "store-samples", "digest"]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -175,7 +176,7 @@ struct DocumentationTests {
         }
     }
 
-    @Test("the option table, --help and the man page list the same options", arguments: [ProbeHTTPCommand.spec, DigestCommand.spec])
+    @Test("the option table, --help and the man page list the same options", arguments: [ProbeHTTPCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec])
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
@@ -199,7 +200,7 @@ struct ExampleTests {
         return commands
     }
 
-    static let sources = ["man/man1/probe-http.1", "man/man1/digest.1", "man/man7/vitals.7", "README.md"]
+    static let sources = ["man/man1/probe-http.1", "man/man1/store-samples.1", "man/man1/digest.1", "man/man7/vitals.7", "README.md"]
 
     @Test("examples", arguments: sources)
     func run(source: String) throws {
@@ -209,7 +210,7 @@ struct ExampleTests {
         let server = try FixtureServer()
         let scratch = try ScratchDirectory()
         try scratch.write("targets.ndjson", """
-        {"id":"api","name":"api","url":"\(server.baseURL)/ok"}
+        {"id":"api","name":"api","url":"\(server.baseURL)/ok","agent":"office"}
         {"id":"web","name":"web","url":"\(server.baseURL)/content?text=hello","expected_content":"hello"}
         {"id":"broken","name":"broken","url":"\(server.baseURL)/status/500"}
         """)

@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Testing
 import VitalsKit
@@ -197,4 +198,11 @@ extension JSONObject {
     func string(_ key: String) -> String? { self[key]?.stringValue }
     func int(_ key: String) -> Int? { self[key]?.intValue }
     func double(_ key: String) -> Double? { self[key]?.doubleValue }
+}
+
+/// A fixture server kept alive for a test's duration (for tests that only need its URL).
+final class FixtureServerHandle {
+    private let server: FixtureServer
+    var url: String { server.baseURL }
+    init() throws { server = try FixtureServer() }
 }

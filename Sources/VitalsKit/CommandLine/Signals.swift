@@ -22,6 +22,9 @@ public enum Signals {
     /// Installs the policy. Call once, from the executable's entry point.
     public static func install() {
         signal(SIGPIPE, SIG_IGN)
+        // Past a file size limit (ulimit -f), a write should fail with EFBIG and be reported
+        // like a full disk, not kill the tool halfway through.
+        signal(SIGXFSZ, SIG_IGN)
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             for fd in fds {

@@ -30,6 +30,12 @@ public final class LineReader {
     public private(set) var interrupted = false
     /// Set when `read(2)` failed; holds the system's reason.
     public private(set) var readError: String?
+    /// When set, a reader about to block waits at most `idleAfterMs` for input, then calls
+    /// `onIdle` once before blocking: streaming tools commit and flush there, so what they
+    /// hold never waits on the next line. Consumers may change `idleAfterMs` between lines.
+    public var onIdle: (() -> Void)?
+    /// See `onIdle`; negative means no limit.
+    public var idleAfterMs: Int32 = -1
 
     private let fd: Int32
     private let ownsDescriptor: Bool
@@ -130,6 +136,16 @@ public final class LineReader {
                     buffer.deallocate()
                     buffer = grown
                     capacity = newCapacity
+                }
+            }
+            if let onIdle, idleAfterMs >= 0 {
+                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&descriptor, 1, idleAfterMs)
+                if ready == 0 {
+                    onIdle()
+                } else if ready < 0, errno == EINTR, Signals.stopRequested {
+                    interrupted = true
+                    return nil
                 }
             }
             let count = read(fd, buffer + end, capacity - end)

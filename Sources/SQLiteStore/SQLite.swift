@@ -1,0 +1,188 @@
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A SQLite failure: the library's code and words, and what was being done.
+public struct SQLiteError: Error, CustomStringConvertible {
+    /// The primary result code (`SQLITE_BUSY`, `SQLITE_FULL`, ...).
+    public let code: Int32
+    /// SQLite's message.
+    public let message: String
+    /// What the caller was doing.
+    public let context: String
+
+    /// `context: message`.
+    public var description: String { "\(context): \(message)" }
+
+    /// The database (or its disk) is full.
+    public var isFull: Bool { code == SQLITE_FULL || (code == SQLITE_IOERR && message.contains("disk")) }
+    /// Another connection holds a lock.
+    public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
+}
+
+/// One connection to a SQLite database, owned by one thread (the only importer of CSQLite).
+public final class SQLiteConnection {
+    let handle: OpaquePointer
+    /// The database path.
+    public let path: String
+
+    /// Opens (or creates, unless `readOnly`) the database at `path`.
+    public init(path: String, readOnly: Bool = false, create: Bool = true) throws {
+        var db: OpaquePointer?
+        var flags = readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        if create && !readOnly { flags |= SQLITE_OPEN_CREATE }
+        flags |= SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+            if let db { sqlite3_close(db) }
+            throw SQLiteError(code: code & 0xFF, message: message, context: "cannot open \(path)")
+        }
+        handle = db
+        self.path = path
+        sqlite3_extended_result_codes(db, 0)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    /// Waits up to `milliseconds` for another connection's lock before failing with SQLITE_BUSY.
+    public func setBusyTimeout(_ milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
+    /// Runs one or more statements with no results.
+    public func execute(_ sql: String, context: String? = nil) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &error)
+        if code != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
+            sqlite3_free(error)
+            throw SQLiteError(code: code & 0xFF, message: message, context: context ?? "SQL")
+        }
+    }
+
+    /// Prepares a statement for repeated use.
+    public func prepare(_ sql: String) throws -> SQLiteStatement {
+        var statement: OpaquePointer?
+        let code = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil)
+        guard code == SQLITE_OK, let statement else {
+            throw SQLiteError(code: code & 0xFF, message: String(cString: sqlite3_errmsg(handle)), context: "prepare")
+        }
+        return SQLiteStatement(statement, connection: self)
+    }
+
+    /// The single integer a query returns (nil for no row or NULL).
+    public func scalarInt(_ sql: String) throws -> Int64? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.isNull(0) ? nil : statement.int64(0)
+    }
+
+    /// The single text a query returns.
+    public func scalarText(_ sql: String) throws -> String? {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    /// Rows changed by the last statement.
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// The rowid of the last insert.
+    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// Whether a transaction is open.
+    public var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
+    func error(_ code: Int32, _ context: String) -> SQLiteError {
+        SQLiteError(code: code & 0xFF, message: String(cString: sqlite3_errmsg(handle)), context: context)
+    }
+}
+
+/// A prepared statement; bind, step, read columns, reset.
+public final class SQLiteStatement {
+    let handle: OpaquePointer
+    private unowned let connection: SQLiteConnection
+
+    nonisolated(unsafe) private static let emptyText: UnsafePointer<CChar> = {
+        let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: 1)
+        pointer.initialize(to: 0)
+        return UnsafePointer(pointer)
+    }()
+
+    init(_ handle: OpaquePointer, connection: SQLiteConnection) {
+        self.handle = handle
+        self.connection = connection
+    }
+
+    deinit { sqlite3_finalize(handle) }
+
+    /// Binds an integer (1-based index).
+    public func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
+    /// Binds an integer or NULL.
+    public func bind(_ index: Int32, _ value: Int64?) {
+        if let value { sqlite3_bind_int64(handle, index, value) } else { sqlite3_bind_null(handle, index) }
+    }
+    /// Binds a double or NULL.
+    public func bind(_ index: Int32, _ value: Double?) {
+        if let value { sqlite3_bind_double(handle, index, value) } else { sqlite3_bind_null(handle, index) }
+    }
+    /// Binds text (copied) or NULL.
+    public func bind(_ index: Int32, _ value: String?) {
+        guard let value else { sqlite3_bind_null(handle, index); return }
+        var copy = value
+        copy.withUTF8 { bind(index, bytes: $0) }
+    }
+    /// Binds UTF-8 bytes as text (copied).
+    public func bind(_ index: Int32, bytes: UnsafeBufferPointer<UInt8>) {
+        bytes.withMemoryRebound(to: CChar.self) { chars in
+            if let base = chars.baseAddress {
+                _ = csqlite_bind_text_transient(handle, index, base, Int32(bytes.count))
+            } else {
+                _ = csqlite_bind_text_transient(handle, index, SQLiteStatement.emptyText, 0)
+            }
+        }
+    }
+
+    /// Steps once: true when a row is available, false when done.
+    @discardableResult
+    public func step() throws -> Bool {
+        let code = sqlite3_step(handle)
+        if code == SQLITE_ROW { return true }
+        if code == SQLITE_DONE { return false }
+        let error = connection.error(code, "step")
+        sqlite3_reset(handle)
+        throw error
+    }
+
+    /// Resets for another run and clears bindings.
+    public func reset() {
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+    }
+
+    /// Whether column `index` (0-based) is NULL.
+    public func isNull(_ index: Int32) -> Bool { sqlite3_column_type(handle, index) == SQLITE_NULL }
+    /// Column as an integer.
+    public func int64(_ index: Int32) -> Int64 { sqlite3_column_int64(handle, index) }
+    /// Column as an integer, nil for NULL.
+    public func optionalInt64(_ index: Int32) -> Int64? { isNull(index) ? nil : int64(index) }
+    /// Column as a double, nil for NULL.
+    public func optionalDouble(_ index: Int32) -> Double? { isNull(index) ? nil : sqlite3_column_double(handle, index) }
+    /// Column as text, nil for NULL.
+    public func text(_ index: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(handle, index) else { return nil }
+        return String(cString: pointer)
+    }
+    /// Column as raw UTF-8 bytes (valid until the next step), empty for NULL.
+    public func textBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8> {
+        guard let pointer = sqlite3_column_text(handle, index) else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, index)))
+    }
+}
+
+/// The SQLite library version, e.g. `3.40.1`.
+public var sqliteVersion: String { String(cString: sqlite3_libversion()) }

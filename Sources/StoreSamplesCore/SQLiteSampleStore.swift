@@ -1,0 +1,542 @@
+import SQLiteStore
+import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The embedded backend: one SQLite file in WAL mode.
+///
+/// Samples are stored whole (the `record` column, for export) with the columns the views
+/// read; the covering index `(monitor_id, at, status, latency_ms)` answers history, results
+/// and uptime without touching the table. Several processes may write at once: every write
+/// is one `BEGIN IMMEDIATE` transaction, waiting for the others with a busy timeout.
+public final class SQLiteSampleStore: SampleStore {
+    /// The schema version this build writes; older files are migrated forward, newer refused.
+    public static let schemaVersion: Int64 = 1
+
+    /// The page cache, KiB (bounded: part of the memory a long ingest may use).
+    static let cacheKiB = 32768
+    /// Bytes of the file a query may map.
+    static let mapBytes = 1 << 30
+    /// WAL pages between automatic checkpoints (SQLite's default is 1,000).
+    static let checkpointPages = 16_384
+
+    /// The schema, as `CREATE` statements (the benchmark gives the sqlite3 shell the same).
+    public static let schema = """
+    CREATE TABLE monitors (
+        id INTEGER PRIMARY KEY,
+        monitor TEXT NOT NULL UNIQUE,
+        name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, check_interval INTEGER,
+        first_seen INTEGER NOT NULL
+    );
+    CREATE TABLE samples (
+        id INTEGER PRIMARY KEY,
+        monitor_id INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        latency_ms REAL,
+        reason TEXT,
+        code INTEGER,
+        message TEXT,
+        tls_expiry_days INTEGER,
+        speed_mbps REAL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms);
+    CREATE INDEX samples_by_time ON samples(at);
+    CREATE TABLE agents (
+        id TEXT PRIMARY KEY,
+        status TEXT NOT NULL DEFAULT 'approved',
+        created_at INTEGER NOT NULL,
+        last_seen INTEGER NOT NULL
+    );
+    """
+
+    /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
+    static let migrations: [String] = [schema]
+
+    /// Status codes in the `status` column: up and degraded are below 2, so `status < 2` is uptime.
+    static func code(_ status: SampleStatus) -> Int64 {
+        switch status {
+        case .up: return 0
+        case .degraded: return 1
+        case .down: return 2
+        case .error: return 3
+        case .unknown: return 4
+        }
+    }
+
+    static func status(_ code: Int64) -> SampleStatus {
+        switch code {
+        case 0: return .up
+        case 1: return .degraded
+        case 2: return .down
+        case 3: return .error
+        default: return .unknown
+        }
+    }
+
+    private let db: SQLiteConnection
+    private var monitorIDs: [String: Int64] = [:]
+    private var monitorMeta: [Int64: [[UInt8]?]] = [:]
+    private var hints: [Int64: (count: Int, oldest: Int64?)] = [:]
+    private var agentSeen: [String: Int64] = [:]
+    private lazy var insertSample = try? db.prepare("""
+        INSERT INTO samples (monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """)
+
+    /// Opens the store at `path`. With `create`, a missing file is created with the current
+    /// schema; without, a missing file is an error. Every failure is a `ToolError` in words.
+    public init(path: String, create: Bool) throws {
+        if !create, access(path, F_OK) != 0 {
+            throw ToolError("no database at \(path) (store samples in it first, or name another with --db or VITALS_DB)")
+        }
+        do {
+            db = try SQLiteConnection(path: path, create: create)
+        } catch let error as SQLiteError {
+            throw SQLiteSampleStore.explain(error, path: path)
+        }
+        db.setBusyTimeout(10_000)
+        do {
+            let version = try db.scalarInt("PRAGMA user_version") ?? 0
+            if version > SQLiteSampleStore.schemaVersion {
+                throw ToolError("\(path) has schema version \(version); this store-samples knows versions up to \(SQLiteSampleStore.schemaVersion) (use a newer vitals)")
+            }
+            if create {
+                try db.execute("PRAGMA journal_mode=WAL", context: "WAL")
+            }
+            try db.execute("PRAGMA synchronous=NORMAL", context: "synchronous")
+            // Commits come every 1,000 rows at most, so the same index pages are written to the
+            // WAL again and again: a larger cache keeps them from being read back, and a larger
+            // checkpoint interval copies each page to the database once instead of many times.
+            try db.execute("PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)", context: "cache size")
+            try db.execute("PRAGMA wal_autocheckpoint=\(SQLiteSampleStore.checkpointPages)", context: "checkpoint interval")
+            if !create {
+                // Queries read the file through a memory map instead of copying each page.
+                try db.execute("PRAGMA mmap_size=\(SQLiteSampleStore.mapBytes)", context: "memory map")
+            }
+            if version < SQLiteSampleStore.schemaVersion {
+                try migrate(from: version, path: path)
+            }
+        } catch let error as SQLiteError {
+            throw SQLiteSampleStore.explain(error, path: path)
+        }
+    }
+
+    private func migrate(from version: Int64, path: String) throws {
+        try withWriteTransaction {
+            // Another process may have migrated while we waited for the lock.
+            var current = try db.scalarInt("PRAGMA user_version") ?? 0
+            while current < SQLiteSampleStore.schemaVersion {
+                try db.execute(SQLiteSampleStore.migrations[Int(current)], context: "migrate \(path) to version \(current + 1)")
+                current += 1
+                try db.execute("PRAGMA user_version = \(current)")
+            }
+        }
+    }
+
+    /// Turns SQLite's codes into what a user can act on.
+    static func explain(_ error: SQLiteError, path: String) -> ToolError {
+        let code = error.code
+        if code == 26 { return ToolError("\(path) is not a SQLite database (file is not a database)") }  // SQLITE_NOTADB
+        if code == 14 {  // SQLITE_CANTOPEN
+            return ToolError("cannot open \(path): the directory does not exist or is not writable")
+        }
+        if code == 8 { return ToolError("cannot write \(path): it is read-only (\(error.message))") }  // SQLITE_READONLY
+        if error.isFull { return ToolError("cannot write \(path): the disk or file size limit is full (\(error.message)); nothing of the failed batch was stored or passed on") }
+        if code == 11 { return ToolError("\(path) is corrupt: \(error.message)") }  // SQLITE_CORRUPT
+        if error.isBusy { return ToolError("\(path) stayed locked by another writer: \(error.message)") }
+        return ToolError("\(path): \(error)")
+    }
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction, committing on success and rolling back
+    /// on failure. A lock held past the busy timeout is retried a few times more.
+    private func withWriteTransaction(_ body: () throws -> Void) throws {
+        var attempt = 0
+        while true {
+            do {
+                try db.execute("BEGIN IMMEDIATE", context: "begin")
+                break
+            } catch let error as SQLiteError where error.isBusy && attempt < 5 {
+                attempt += 1
+                usleep(UInt32(20_000 * attempt))
+            }
+        }
+        do {
+            try body()
+            try db.execute("COMMIT", context: "commit")
+        } catch {
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    // MARK: - Writing
+
+    private var batchMonitors: Set<Int64> = []
+    private var batchAgents: [String: Int64] = [:]
+
+    public func add(_ sample: SampleLine) throws {
+        do {
+            if !db.inTransaction { try beginWrite() }
+            guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
+            let monitorID = try monitorID(for: sample)
+            insert.bind(1, monitorID)
+            insert.bind(2, sample.at)
+            insert.bind(3, SQLiteSampleStore.code(sample.status))
+            insert.bind(4, sample.latencyMs)
+            sample.withText(sample.reasonRange) { bytes in if let bytes { insert.bind(5, bytes: bytes) } else { insert.bind(5, nil as String?) } }
+            insert.bind(6, sample.code)
+            sample.withText(sample.messageRange) { bytes in if let bytes { insert.bind(7, bytes: bytes) } else { insert.bind(7, nil as String?) } }
+            insert.bind(8, sample.tlsExpiryDays)
+            insert.bind(9, sample.speedMbps)
+            insert.bind(10, bytes: sample.line)
+            defer { insert.reset() }
+            try insert.step()
+            batchMonitors.insert(monitorID)
+            if var hint = hints[monitorID] {
+                hint.count += 1
+                hint.oldest = min(hint.oldest ?? sample.at, sample.at)
+                hints[monitorID] = hint
+            }
+            if sample.metaRanges[3] != nil, let agent = sample.agent, sample.at > batchAgents[agent] ?? Int64.min {
+                batchAgents[agent] = sample.at
+            }
+        } catch {
+            abortBatch()
+            throw translate(error)
+        }
+    }
+
+    public func commitBatch(retention: Retention, now: Int64) throws {
+        guard db.inTransaction else { return }
+        do {
+            for (agent, seen) in batchAgents where seen > agentSeen[agent] ?? Int64.min {
+                let upsert = try db.prepare("""
+                    INSERT INTO agents (id, created_at, last_seen) VALUES (?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
+                    """)
+                upsert.bind(1, agent)
+                upsert.bind(2, seen)
+                upsert.bind(3, seen)
+                try upsert.step()
+                agentSeen[agent] = seen
+            }
+            try applyRetention(batchMonitors, retention: retention, now: now)
+            try db.execute("COMMIT", context: "commit")
+            batchMonitors.removeAll(keepingCapacity: true)
+            batchAgents.removeAll(keepingCapacity: true)
+        } catch {
+            abortBatch()
+            throw translate(error)
+        }
+    }
+
+    public func abortBatch() {
+        if db.inTransaction { try? db.execute("ROLLBACK") }
+        batchMonitors.removeAll()
+        batchAgents.removeAll()
+        // What the transaction cached may have been rolled back with it.
+        monitorIDs.removeAll()
+        monitorMeta.removeAll()
+        hints.removeAll()
+        agentSeen.removeAll()
+    }
+
+    private func translate(_ error: Error) -> Error {
+        if let sqliteError = error as? SQLiteError { return SQLiteSampleStore.explain(sqliteError, path: db.path) }
+        return error
+    }
+
+    /// `BEGIN IMMEDIATE`, retried a few times past the busy timeout.
+    private func beginWrite() throws {
+        var attempt = 0
+        while true {
+            do {
+                try db.execute("BEGIN IMMEDIATE", context: "begin")
+                return
+            } catch let error as SQLiteError where error.isBusy && attempt < 5 {
+                attempt += 1
+                usleep(UInt32(20_000 * attempt))
+            }
+        }
+    }
+
+    /// The integer id of a sample's monitor, registering it, or refreshing its name, kind,
+    /// target, agent, description and interval when the sample states other ones (compared
+    /// as raw bytes, so an unchanged monitor costs no allocation).
+    private func monitorID(for sample: SampleLine) throws -> Int64 {
+        if let id = monitorIDs[sample.monitor] {
+            if metaChanged(id, sample) { try refresh(id, sample) }
+            return id
+        }
+        let insert = try db.prepare("INSERT OR IGNORE INTO monitors (monitor, first_seen) VALUES (?, ?)")
+        insert.bind(1, sample.monitor)
+        insert.bind(2, sample.at)
+        try insert.step()
+        let select = try db.prepare("SELECT id, first_seen FROM monitors WHERE monitor = ?")
+        select.bind(1, sample.monitor)
+        guard try select.step() else { throw ToolError("monitor \(sample.monitor) vanished while registering it") }
+        let id = select.int64(0)
+        let firstSeen = select.int64(1)
+        monitorIDs[sample.monitor] = id
+        try refresh(id, sample)
+        if sample.at < firstSeen {
+            let update = try db.prepare("UPDATE monitors SET first_seen = ? WHERE id = ? AND first_seen > ?")
+            update.bind(1, sample.at)
+            update.bind(2, id)
+            update.bind(3, sample.at)
+            try update.step()
+        }
+        return id
+    }
+
+    private func metaChanged(_ id: Int64, _ sample: SampleLine) -> Bool {
+        guard let known = monitorMeta[id] else { return true }
+        for index in 0..<5 {
+            guard let raw = sample.raw(sample.metaRanges[index]) else { continue }
+            guard let stored = known[index], stored.elementsEqual(raw) else { return true }
+        }
+        if let interval = sample.checkInterval, known[5] != Array(String(interval).utf8) { return true }
+        return false
+    }
+
+    private func refresh(_ id: Int64, _ sample: SampleLine) throws {
+        let update = try db.prepare("""
+            UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
+                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval)
+            WHERE id = ?
+            """)
+        update.bind(1, sample.name)
+        update.bind(2, sample.kind)
+        update.bind(3, sample.target)
+        update.bind(4, sample.agent)
+        update.bind(5, sample.description)
+        update.bind(6, sample.checkInterval)
+        update.bind(7, id)
+        try update.step()
+        var known = monitorMeta[id] ?? Array(repeating: nil, count: 6)
+        for index in 0..<5 {
+            if let raw = sample.raw(sample.metaRanges[index]) { known[index] = Array(raw) }
+        }
+        if let interval = sample.checkInterval { known[5] = Array(String(interval).utf8) }
+        monitorMeta[id] = known
+    }
+
+    /// Keeps each touched monitor within the limits. Counts and oldest times are hints kept
+    /// in memory (loaded once per monitor); the deletes themselves are exact. Samples past
+    /// the day limit go once they are an hour past it, so a busy monitor is trimmed about
+    /// once an hour rather than on every batch.
+    private func applyRetention(_ touched: Set<Int64>, retention: Retention, now: Int64) throws {
+        guard retention.perMonitor != nil || retention.days != nil else { return }
+        for id in touched {
+            var hint: (count: Int, oldest: Int64?)
+            if let known = hints[id] {
+                hint = known
+            } else {
+                let statement = try db.prepare("SELECT count(*), min(at) FROM samples WHERE monitor_id = ?")
+                statement.bind(1, id)
+                try statement.step()
+                hint = (Int(statement.int64(0)), statement.optionalInt64(1))
+            }
+            if let days = retention.days, let oldest = hint.oldest {
+                let cutoff = now - Int64(days) * 86_400_000
+                if oldest < cutoff - 3_600_000 {
+                    let delete = try db.prepare("DELETE FROM samples WHERE monitor_id = ? AND at < ?")
+                    delete.bind(1, id)
+                    delete.bind(2, cutoff)
+                    try delete.step()
+                    hint.count -= db.changes
+                    hint.oldest = try oldestAt(id)
+                }
+            }
+            if let keep = retention.perMonitor, hint.count > keep {
+                let delete = try db.prepare("""
+                    DELETE FROM samples WHERE id IN (
+                        SELECT id FROM samples WHERE monitor_id = ? ORDER BY at, id LIMIT ?)
+                    """)
+                delete.bind(1, id)
+                delete.bind(2, Int64(hint.count - keep))
+                try delete.step()
+                hint.count -= db.changes
+                hint.oldest = try oldestAt(id)
+            }
+            hints[id] = hint
+        }
+    }
+
+    private func oldestAt(_ id: Int64) throws -> Int64? {
+        let statement = try db.prepare("SELECT min(at) FROM samples WHERE monitor_id = ?")
+        statement.bind(1, id)
+        try statement.step()
+        return statement.optionalInt64(0)
+    }
+
+    // MARK: - Reading
+
+    public func monitors() throws -> [MonitorRecord] {
+        let statement = try db.prepare("""
+            SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
+                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id)
+            FROM monitors m ORDER BY m.id
+            """)
+        var result: [MonitorRecord] = []
+        while try statement.step() { result.append(monitorRecord(statement)) }
+        return result
+    }
+
+    public func monitor(matching key: String) throws -> MonitorRecord? {
+        let statement = try db.prepare("""
+            SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
+                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id)
+            FROM monitors m WHERE m.monitor = ? OR (CAST(m.id AS TEXT) = ? AND NOT EXISTS (SELECT 1 FROM monitors WHERE monitor = ?))
+            ORDER BY m.monitor = ? DESC LIMIT 1
+            """)
+        statement.bind(1, key)
+        statement.bind(2, key)
+        statement.bind(3, key)
+        statement.bind(4, key)
+        return try statement.step() ? monitorRecord(statement) : nil
+    }
+
+    private func monitorRecord(_ statement: SQLiteStatement) -> MonitorRecord {
+        MonitorRecord(id: statement.int64(0), monitor: statement.text(1) ?? "", name: statement.text(2), kind: statement.text(3),
+                      target: statement.text(4), agent: statement.text(5), description: statement.text(6),
+                      checkInterval: statement.optionalInt64(7), firstSeen: statement.int64(8),
+                      lastSeen: statement.optionalInt64(9) ?? statement.int64(8))
+    }
+
+    public func latest(monitorID: Int64) throws -> StoredSample? {
+        let statement = try db.prepare("""
+            SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
+            WHERE monitor_id = ? ORDER BY at DESC, id DESC LIMIT 1
+            """)
+        statement.bind(1, monitorID)
+        return try statement.step() ? storedSample(statement) : nil
+    }
+
+    private func storedSample(_ statement: SQLiteStatement) -> StoredSample {
+        StoredSample(id: statement.int64(0), at: statement.int64(1), status: SQLiteSampleStore.status(statement.int64(2)),
+                     latencyMs: statement.optionalDouble(3), message: statement.text(4), tlsExpiryDays: statement.optionalInt64(5))
+    }
+
+    public func forEachSample(monitorID: Int64, from: Int64, until: Int64,
+                              _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws {
+        let statement = try db.prepare("""
+            SELECT at, status, latency_ms FROM samples INDEXED BY samples_by_monitor_time
+            WHERE monitor_id = ? AND at >= ? AND at < ? ORDER BY at
+            """)
+        statement.bind(1, monitorID)
+        statement.bind(2, from)
+        statement.bind(3, until)
+        while try statement.step() {
+            try visit(statement.int64(0), SQLiteSampleStore.status(statement.int64(1)), statement.optionalDouble(2))
+        }
+    }
+
+    public func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample] {
+        let statement = try db.prepare("""
+            SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
+            WHERE id IN (SELECT id FROM samples INDEXED BY samples_by_monitor_time
+                         WHERE monitor_id = ? AND at >= ? AND at < ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?)
+            ORDER BY at DESC, id DESC
+            """)
+        statement.bind(1, monitorID)
+        statement.bind(2, from)
+        statement.bind(3, until)
+        statement.bind(4, Int64(limit))
+        statement.bind(5, Int64(offset))
+        var result: [StoredSample] = []
+        while try statement.step() { result.append(storedSample(statement)) }
+        return result
+    }
+
+    public func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
+        // Checks, uptime and latency come from the covering index alone; speed needs the rows.
+        let statement = try db.prepare("""
+            SELECT count(*), sum(status < 2), sum(latency_ms), count(latency_ms), max(at)
+            FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ? AND at >= ? AND at < ?
+            """)
+        statement.bind(1, monitorID)
+        statement.bind(2, from)
+        statement.bind(3, until)
+        try statement.step()
+        var totals = SampleTotals()
+        totals.checks = Int(statement.int64(0))
+        totals.good = Int(statement.optionalInt64(1) ?? 0)
+        totals.latencySum = statement.optionalDouble(2) ?? 0
+        totals.latencyCount = Int(statement.int64(3))
+        totals.lastAt = statement.optionalInt64(4)
+        if withSpeed {
+            let speed = try db.prepare("""
+                SELECT sum(speed_mbps), count(speed_mbps) FROM samples INDEXED BY samples_by_monitor_time
+                WHERE monitor_id = ? AND at >= ? AND at < ?
+                """)
+            speed.bind(1, monitorID)
+            speed.bind(2, from)
+            speed.bind(3, until)
+            try speed.step()
+            totals.speedSum = speed.optionalDouble(0) ?? 0
+            totals.speedCount = Int(speed.int64(1))
+        }
+        return totals
+    }
+
+    public func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
+        let statement = try db.prepare("""
+            SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ? AND at >= ? AND at < ?
+            """)
+        statement.bind(1, monitorID)
+        statement.bind(2, from)
+        statement.bind(3, until)
+        try statement.step()
+        return Int(statement.int64(0))
+    }
+
+    public func agents() throws -> [AgentRecord] {
+        let statement = try db.prepare("""
+            SELECT a.id, a.status, a.created_at, a.last_seen, (SELECT count(*) FROM monitors m WHERE m.agent = a.id)
+            FROM agents a ORDER BY a.created_at, a.id
+            """)
+        var result: [AgentRecord] = []
+        while try statement.step() {
+            result.append(AgentRecord(id: statement.text(0) ?? "", status: statement.text(1) ?? "approved",
+                                      createdAt: statement.int64(2), lastSeen: statement.int64(3), monitorCount: Int(statement.int64(4))))
+        }
+        return result
+    }
+
+    public func setAgentStatus(_ id: String, to status: String) throws -> Bool {
+        var changed = false
+        try withWriteTransaction {
+            let statement = try db.prepare("UPDATE agents SET status = ? WHERE id = ?")
+            statement.bind(1, status)
+            statement.bind(2, id)
+            try statement.step()
+            changed = db.changes > 0
+        }
+        return changed
+    }
+
+    public func export(from: Int64, until: Int64, monitorID: Int64?,
+                       _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        let statement: SQLiteStatement
+        if let monitorID {
+            statement = try db.prepare("""
+                SELECT record FROM samples INDEXED BY samples_by_monitor_time
+                WHERE monitor_id = ? AND at >= ? AND at < ? ORDER BY at, id
+                """)
+            statement.bind(1, monitorID)
+            statement.bind(2, from)
+            statement.bind(3, until)
+        } else {
+            statement = try db.prepare("SELECT record FROM samples INDEXED BY samples_by_time WHERE at >= ? AND at < ? ORDER BY at, id")
+            statement.bind(1, from)
+            statement.bind(2, until)
+        }
+        while try statement.step() { try visit(statement.textBytes(0)) }
+    }
+}

@@ -1,0 +1,101 @@
+import VitalsKit
+
+/// A monitor as the store knows it, registered from its samples.
+public struct MonitorRecord: Sendable {
+    /// The stable integer id of the API views.
+    public var id: Int64
+    /// The monitor id of the samples.
+    public var monitor: String
+    public var name: String?
+    public var kind: String?
+    public var target: String?
+    public var agent: String?
+    public var description: String?
+    public var checkInterval: Int64?
+    /// First and last sample times, ms since the epoch.
+    public var firstSeen: Int64
+    public var lastSeen: Int64
+}
+
+/// One stored sample's columns.
+public struct StoredSample: Sendable {
+    public var id: Int64
+    public var at: Int64
+    public var status: SampleStatus
+    public var latencyMs: Double?
+    public var message: String?
+    public var tlsExpiryDays: Int64?
+}
+
+/// An agent seen in samples, with its approval status.
+public struct AgentRecord: Sendable {
+    public var id: String
+    public var status: String
+    public var createdAt: Int64
+    public var lastSeen: Int64
+    public var monitorCount: Int
+}
+
+/// Totals over a window for one monitor.
+public struct SampleTotals: Sendable {
+    /// Checks in the window.
+    public var checks = 0
+    /// Checks that were up or degraded.
+    public var good = 0
+    /// Sum and count of latencies present.
+    public var latencySum = 0.0
+    public var latencyCount = 0
+    /// Sum and count of speeds present.
+    public var speedSum = 0.0
+    public var speedCount = 0
+    /// The newest check time.
+    public var lastAt: Int64?
+}
+
+/// How much history to keep.
+public struct Retention: Sendable, Equatable {
+    /// Samples kept per monitor at most (nil: no limit).
+    public var perMonitor: Int?
+    /// Days of samples kept (nil: no limit).
+    public var days: Int?
+    /// Creates a policy.
+    public init(perMonitor: Int? = nil, days: Int? = 400) {
+        self.perMonitor = perMonitor
+        self.days = days
+    }
+}
+
+/// The storage the views are written against. SQLite is the embedded default; a second
+/// backend (a distributed engine, for agents in many places) implements this protocol and
+/// every view works unchanged.
+public protocol SampleStore: AnyObject {
+    /// Adds one sample (and its line, kept whole for export) to the open batch, opening one
+    /// when none is open. Nothing is visible to readers until `commitBatch`.
+    func add(_ sample: SampleLine) throws
+    /// Applies retention to the monitors the batch touched and commits it atomically.
+    func commitBatch(retention: Retention, now: Int64) throws
+    /// Drops the open batch, if any.
+    func abortBatch()
+    /// Every monitor, by id.
+    func monitors() throws -> [MonitorRecord]
+    /// The monitor with integer id or monitor id `key`.
+    func monitor(matching key: String) throws -> MonitorRecord?
+    /// The newest sample of a monitor.
+    func latest(monitorID: Int64) throws -> StoredSample?
+    /// Samples of a monitor in `[from, until)`, oldest first: time, status, latency.
+    func forEachSample(monitorID: Int64, from: Int64, until: Int64,
+                       _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws
+    /// A page of samples of a monitor in `[from, until)`, newest first.
+    func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample]
+    /// Totals of a monitor in `[from, until)` (speed only when asked: it costs more).
+    func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals
+    /// The number of samples of a monitor in `[from, until)`.
+    func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int
+    /// Every agent.
+    func agents() throws -> [AgentRecord]
+    /// Sets an agent's status; false when there is no such agent.
+    func setAgentStatus(_ id: String, to status: String) throws -> Bool
+    /// Stored sample lines in `[from, until)`, in time order, optionally of one monitor.
+    func export(from: Int64, until: Int64, monitorID: Int64?,
+                _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
+}

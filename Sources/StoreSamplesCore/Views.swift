@@ -1,0 +1,317 @@
+import VitalsKit
+
+/// The read views, shaped exactly as OnlineTracker's API answers (field names and types),
+/// written against `SampleStore` so any backend serves them.
+public struct Views {
+    let store: SampleStore
+    /// The end of every window (`--now`, or the clock).
+    let now: Int64
+
+    /// Creates views over a store.
+    public init(store: SampleStore, now: Int64) {
+        self.store = store
+        self.now = now
+    }
+
+    /// The client's status vocabulary: a sample's `error` is `down` there.
+    static func clientStatus(_ status: SampleStatus?) -> String {
+        switch status {
+        case .up?: return "up"
+        case .degraded?: return "degraded"
+        case .down?, .error?: return "down"
+        case .unknown?, nil: return "unknown"
+        }
+    }
+
+    /// The client's monitor types: `ping`, `http`, `https`, `ssl`; probe-ping's `tcp` is shown
+    /// as `ping`, anything else (or nothing) as `http`.
+    static func clientType(_ kind: String?) -> String {
+        switch kind {
+        case "ping"?, "tcp"?: return "ping"
+        case "https"?: return "https"
+        case "ssl"?: return "ssl"
+        default: return "http"
+        }
+    }
+
+    static func time(_ milliseconds: Int64) -> String { Timestamp.formatSeconds(milliseconds: milliseconds) }
+
+    static func percent(good: Int, of total: Int) -> Double {
+        total == 0 ? 0 : (Double(good) * 100 / Double(total) * 100).rounded() / 100
+    }
+
+    static func roundedMs(_ value: Double?) -> Int? { value.map { Int($0.rounded()) } }
+
+    // MARK: - GET /api/status/overview
+
+    /// Totals by status, agents, overall 24-hour uptime, and one summary per monitor.
+    public func overview() throws -> JSONValue {
+        let monitors = try store.monitors()
+        let agents = try store.agents()
+        var counts: [String: Int] = ["up": 0, "down": 0, "degraded": 0, "unknown": 0]
+        var summaries: [JSONValue] = []
+        var allChecks = 0
+        var allGood = 0
+        for monitor in monitors {
+            let latest = try store.latest(monitorID: monitor.id)
+            let status = Views.clientStatus(latest?.status)
+            counts[status, default: 0] += 1
+            let totals = try store.totals(monitorID: monitor.id, from: now - 86_400_000, until: now + 1, withSpeed: false)
+            allChecks += totals.checks
+            allGood += totals.good
+            summaries.append(.object(JSONObject([
+                JSONField("id", .integer(Int(monitor.id))),
+                JSONField("name", .string(monitor.name ?? monitor.monitor)),
+                JSONField("type", .string(Views.clientType(monitor.kind))),
+                JSONField("status", .string(status)),
+                JSONField("uptime_24h", number(Views.percent(good: totals.good, of: totals.checks))),
+                JSONField("last_check", latest.map { .string(Views.time($0.at)) } ?? .null),
+            ])))
+        }
+        return .object(JSONObject([
+            JSONField("total_monitors", .integer(monitors.count)),
+            JSONField("monitors_up", .integer(counts["up"]!)),
+            JSONField("monitors_down", .integer(counts["down"]!)),
+            JSONField("monitors_degraded", .integer(counts["degraded"]!)),
+            JSONField("monitors_unknown", .integer(counts["unknown"]!)),
+            JSONField("agents_total", .integer(agents.count)),
+            JSONField("agents_pending", .integer(agents.filter { $0.status == "pending" }.count)),
+            JSONField("overall_uptime_24h", number(Views.percent(good: allGood, of: allChecks))),
+            JSONField("monitors", .array(summaries)),
+        ]))
+    }
+
+    // MARK: - GET /api/monitors[/{id}]
+
+    /// Every monitor with its latest status.
+    public func monitors() throws -> [JSONValue] {
+        try store.monitors().map(monitor)
+    }
+
+    /// One monitor with its latest status.
+    public func monitor(_ record: MonitorRecord) throws -> JSONValue {
+        let latest = try store.latest(monitorID: record.id)
+        var latestStatus = JSONValue.null
+        if let latest {
+            latestStatus = .object(JSONObject([
+                JSONField("status", .string(Views.clientStatus(latest.status))),
+                JSONField("response_time_ms", Views.roundedMs(latest.latencyMs).map(JSONValue.integer) ?? .null),
+                JSONField("checked_at", .string(Views.time(latest.at))),
+                JSONField("details", latest.message.map(JSONValue.string) ?? .null),
+                JSONField("ssl_expiry_days", latest.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
+            ]))
+        }
+        return .object(JSONObject([
+            JSONField("id", .integer(Int(record.id))),
+            JSONField("agent_id", record.agent.map(JSONValue.string) ?? .null),
+            JSONField("type", .string(Views.clientType(record.kind))),
+            JSONField("name", .string(record.name ?? record.monitor)),
+            JSONField("description", record.description.map(JSONValue.string) ?? .null),
+            JSONField("target", .string(record.target ?? record.monitor)),
+            JSONField("config", .null),
+            JSONField("check_interval", .integer(Int(record.checkInterval ?? 60))),
+            JSONField("enabled", .bool(true)),
+            JSONField("created_at", .string(Views.time(record.firstSeen))),
+            JSONField("latest_status", latestStatus),
+            JSONField("monitor", .string(record.monitor)),
+        ]))
+    }
+
+    // MARK: - GET /api/monitors/{id}/history?hours=H
+
+    /// Width of a history bucket: OnlineTracker's 15 minutes.
+    public static let bucketMs: Int64 = 15 * 60_000
+
+    /// 15-minute buckets, aligned to the clock, over the last `hours`, oldest first; only
+    /// buckets with checks appear. Status is the worst in the bucket (a down or error check
+    /// makes it down, else a degraded one degraded, else up); percentiles are nearest-rank
+    /// over the checks with a latency.
+    public func history(_ record: MonitorRecord, hours: Int, separator: UInt8, into out: inout [UInt8]) throws {
+        let from = now - Int64(hours) * 3_600_000
+        var buckets = HistoryBuckets(separator: separator)
+        try store.forEachSample(monitorID: record.id, from: from, until: now + 1) { at, status, latency in
+            buckets.add(at: at, status: status, latency: latency, into: &out)
+        }
+        buckets.finish(into: &out)
+    }
+
+    // MARK: - GET /api/monitors/{id}/results
+
+    /// Individual checks over the last `hours`, newest first, a page at a time.
+    public func results(_ record: MonitorRecord, hours: Int, page: Int, perPage: Int) throws -> JSONValue {
+        let from = now - Int64(hours) * 3_600_000
+        let total = try store.count(monitorID: record.id, from: from, until: now + 1)
+        let rows = try store.page(monitorID: record.id, from: from, until: now + 1, offset: (page - 1) * perPage, limit: perPage)
+        let items = rows.map { row -> JSONValue in
+            .object(JSONObject([
+                JSONField("id", .integer(Int(row.id))),
+                JSONField("checked_at", .string(Views.time(row.at))),
+                JSONField("status", .string(Views.clientStatus(row.status))),
+                JSONField("response_time_ms", Views.roundedMs(row.latencyMs).map(JSONValue.integer) ?? .null),
+                JSONField("details", row.message.map(JSONValue.string) ?? .null),
+                JSONField("ssl_expiry_days", row.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
+            ]))
+        }
+        return .object(JSONObject([
+            JSONField("items", .array(items)),
+            JSONField("total", .integer(total)),
+            JSONField("page", .integer(page)),
+            JSONField("per_page", .integer(perPage)),
+            JSONField("total_pages", .integer((total + perPage - 1) / perPage)),
+        ]))
+    }
+
+    // MARK: - GET /api/agents
+
+    /// Agents seen in samples.
+    public func agents() throws -> [JSONValue] {
+        try store.agents().map { agent in
+            .object(JSONObject([
+                JSONField("id", .string(agent.id)),
+                JSONField("name", .string(agent.id)),
+                JSONField("status", .string(agent.status)),
+                JSONField("last_seen", .string(Views.time(agent.lastSeen))),
+                JSONField("created_at", .string(Views.time(agent.createdAt))),
+                JSONField("monitor_count", .integer(agent.monitorCount)),
+            ]))
+        }
+    }
+
+    // MARK: - Online Now's statistics
+
+    /// Total checks and average speed, overall and per monitor, over `[from, now]`.
+    public func stats(from: Int64) throws -> JSONValue {
+        var totalChecks = 0
+        var speedSum = 0.0
+        var speedCount = 0
+        var good = 0
+        var perMonitor: [JSONValue] = []
+        for monitor in try store.monitors() {
+            let totals = try store.totals(monitorID: monitor.id, from: from, until: now + 1, withSpeed: true)
+            totalChecks += totals.checks
+            good += totals.good
+            speedSum += totals.speedSum
+            speedCount += totals.speedCount
+            perMonitor.append(.object(JSONObject([
+                JSONField("id", .integer(Int(monitor.id))),
+                JSONField("monitor", .string(monitor.monitor)),
+                JSONField("name", .string(monitor.name ?? monitor.monitor)),
+                JSONField("checks", .integer(totals.checks)),
+                JSONField("uptime_percent", number(Views.percent(good: totals.good, of: totals.checks))),
+                JSONField("average_latency_ms", totals.latencyCount > 0 ? number(totals.latencySum / Double(totals.latencyCount)) : .null),
+                JSONField("average_speed_mbps", totals.speedCount > 0 ? number(totals.speedSum / Double(totals.speedCount)) : .null),
+                JSONField("last_check", totals.lastAt.map { .string(Views.time($0)) } ?? .null),
+            ])))
+        }
+        return .object(JSONObject([
+            JSONField("total_checks", .integer(totalChecks)),
+            JSONField("uptime_percent", number(Views.percent(good: good, of: totalChecks))),
+            JSONField("average_speed_mbps", speedCount > 0 ? number(speedSum / Double(speedCount)) : .null),
+            JSONField("monitors", .array(perMonitor)),
+        ]))
+    }
+}
+
+/// A JSON number with at most two decimals, always written with a fraction when not whole
+/// (`99.5`, `100.0`), so clients that decode a Double see a Double.
+func number(_ value: Double) -> JSONValue {
+    var out: [UInt8] = []
+    JSONText.appendFixed(value, decimals: 2, to: &out)
+    if !out.contains(UInt8(ascii: ".")) && !out.contains(UInt8(ascii: "n")) { out.append(contentsOf: Array(".0".utf8)) }
+    return .number(String(decoding: out, as: UTF8.self))
+}
+
+extension JSONObjectBuilder {
+    /// A percentage as the API writes it: two decimals at most, always with a fraction.
+    mutating func percent(_ name: StaticString, _ percent: Double) {
+        value(name, number(percent))
+    }
+}
+
+/// Folds samples in time order into 15-minute buckets, writing each finished bucket's JSON
+/// straight into the output; a struct with mutating methods, so the per-sample path has no
+/// closures over local state (and no dynamic exclusivity checks) and no allocation per bucket.
+struct HistoryBuckets {
+    /// Written between buckets (`,` inside an array, a newline for NDJSON).
+    let separator: UInt8
+    private var bucketStart: Int64 = .min
+    private var latencies: [Double] = []
+    private var checks = 0
+    private var good = 0
+    private var worst = -1
+    private var written = 0
+
+    init(separator: UInt8) {
+        self.separator = separator
+        latencies.reserveCapacity(1024)
+    }
+
+    /// Adds a sample; a sample in a new bucket first writes the previous one.
+    mutating func add(at: Int64, status: SampleStatus, latency: Double?, into out: inout [UInt8]) {
+        let bucket = at - ((at % Views.bucketMs) + Views.bucketMs) % Views.bucketMs
+        if bucket != bucketStart {
+            finish(into: &out)
+            bucketStart = bucket
+        }
+        checks += 1
+        switch status {
+        case .up: good += 1; if worst < 0 { worst = 0 }
+        case .degraded: good += 1; if worst < 1 { worst = 1 }
+        case .down, .error: worst = 2
+        case .unknown: break
+        }
+        if let latency { latencies.append(latency) }
+    }
+
+    /// Writes the open bucket, if it has checks, and starts afresh.
+    mutating func finish(into out: inout [UInt8]) {
+        guard checks > 0 else { return }
+        if written > 0 { out.append(separator) }
+        written += 1
+        latencies.sort()
+        JSONText.appendLiteral("{\"timestamp\":\"", to: &out)
+        Timestamp.append(milliseconds: bucketStart, to: &out, fraction: false)
+        switch worst {
+        case 2: JSONText.appendLiteral("\",\"status\":\"down\",\"uptime_percent\":", to: &out)
+        case 1: JSONText.appendLiteral("\",\"status\":\"degraded\",\"uptime_percent\":", to: &out)
+        case 0: JSONText.appendLiteral("\",\"status\":\"up\",\"uptime_percent\":", to: &out)
+        default: JSONText.appendLiteral("\",\"status\":\"unknown\",\"uptime_percent\":", to: &out)
+        }
+        appendPercent(Views.percent(good: good, of: checks), to: &out)
+        JSONText.appendLiteral(",\"response_time_avg_ms\":", to: &out)
+        if latencies.isEmpty {
+            JSONText.appendLiteral("null,\"p50_ms\":null,\"p95_ms\":null,\"p99_ms\":null", to: &out)
+        } else {
+            var sum = 0.0
+            for latency in latencies { sum += latency }
+            JSONText.appendInt(Int64((sum / Double(latencies.count)).rounded()), to: &out)
+            JSONText.appendLiteral(",\"p50_ms\":", to: &out)
+            JSONText.appendFixed(rank(0.50), decimals: 2, to: &out)
+            JSONText.appendLiteral(",\"p95_ms\":", to: &out)
+            JSONText.appendFixed(rank(0.95), decimals: 2, to: &out)
+            JSONText.appendLiteral(",\"p99_ms\":", to: &out)
+            JSONText.appendFixed(rank(0.99), decimals: 2, to: &out)
+        }
+        JSONText.appendLiteral(",\"checks\":", to: &out)
+        JSONText.appendInt(checks, to: &out)
+        out.append(UInt8(ascii: "}"))
+        latencies.removeAll(keepingCapacity: true)
+        checks = 0
+        good = 0
+        worst = -1
+    }
+
+    /// Nearest rank: the value at position ceil(q × n) of the sorted latencies.
+    private func rank(_ q: Double) -> Double {
+        let index = max(0, Int((q * Double(latencies.count)).rounded(.up)) - 1)
+        return latencies[min(index, latencies.count - 1)]
+    }
+}
+
+/// A percentage as the API writes it: two decimals at most, always with a fraction.
+func appendPercent(_ value: Double, to out: inout [UInt8]) {
+    let start = out.count
+    JSONText.appendFixed(value, decimals: 2, to: &out)
+    if !out[start...].contains(UInt8(ascii: ".")) { out.append(contentsOf: [UInt8(ascii: "."), UInt8(ascii: "0")]) }
+}
+

@@ -1,0 +1,2 @@
+import StoreSamplesCore
+StoreSamplesCommand.main()

@@ -1,0 +1,345 @@
+import Foundation
+import Testing
+import VitalsKit
+
+/// One sample line; times are minutes after 2026-01-27T10:00:00Z unless `at` is given.
+func sample(_ monitor: String, minute: Int = 0, second: Int = 0, status: String = "up", latency: Double? = 10,
+            extra: String = "") -> String {
+    let at = String(format: "2026-01-27T%02d:%02d:%02d.000Z", 10 + minute / 60, minute % 60, second)
+    let latencyText = latency.map { "\($0)" } ?? "null"
+    return #"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"https","target":"https://\#(monitor).example/","at":"\#(at)","status":"\#(status)","message":"\#(status) at \#(minute)","latency_ms":\#(latencyText)\#(extra)}"#
+}
+
+/// Runs `sqlite3` on a database: the independent reader of what store-samples wrote.
+func sqlite(_ db: String, _ sql: String) throws -> String {
+    let result = try runProcess("/usr/bin/env", ["sqlite3", db, sql], stdin: "", environment: toolEnvironment())
+    guard result.status == 0 else { throw TestFailure("sqlite3: \(result.stderr)") }
+    return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+let testNow = "2026-01-27T12:00:00Z"
+
+@Suite("store-samples end to end", .timeLimit(.minutes(3)))
+struct StoreSamplesTests {
+    let scratch: ScratchDirectory
+    var db: String { scratch.path("vitals.db") }
+
+    init() throws {
+        scratch = try ScratchDirectory()
+    }
+
+    func store(_ input: String, _ arguments: [String] = []) throws -> RunResult {
+        try run("store-samples", ["--db", db, "--now", testNow] + arguments, stdin: input)
+    }
+
+    func query(_ arguments: [String]) throws -> RunResult {
+        try run("store-samples", ["--db", db, "--now", testNow] + arguments)
+    }
+
+    @Test("ingest stores samples and passes each on unchanged; bad lines are reported and skipped")
+    func ingest() throws {
+        let lines = [
+            sample("api", minute: 1),
+            "not json",
+            #"{"type":"target","url":"https://x/"}"#,
+            sample("web", minute: 2, status: "down", extra: #","team":"ops""#),
+            #"{"type":"sample","monitor":"api","status":"up"}"#,
+            sample("api", minute: 3, status: "error", latency: nil),
+        ]
+        let result = try store(lines.joined(separator: "\n") + "\n")
+        #expect(result.status == 2)
+        #expect(result.lines == [lines[0], lines[3], lines[5]], "valid records pass through byte for byte")
+        let errors = result.stderr.split(separator: "\n").map(String.init)
+        #expect(errors.count == 3)
+        #expect(errors[0].hasPrefix("store-samples: <stdin>:2: not valid JSON"))
+        #expect(errors[1] == "store-samples: <stdin>:3: a 'target' record is not a sample; only samples are stored")
+        #expect(errors[2] == "store-samples: <stdin>:5: sample has no 'at'")
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "3")
+        #expect(try sqlite(db, "SELECT monitor FROM monitors ORDER BY id") == "api\nweb")
+        #expect(try sqlite(db, "PRAGMA journal_mode") == "wal")
+        let quiet = try store(sample("api", minute: 4) + "\n", ["-q"])
+        #expect(quiet.status == 0 && quiet.stdout.isEmpty)
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "4")
+    }
+
+    @Test("a streaming pipeline gets each record within the commit window, without closing the input")
+    func streaming() throws {
+        let tool = try RunningTool("store-samples", ["--db", db])
+        let line = sample("api", minute: 1)
+        try tool.input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+        // Reading the record back while stdin stays open is the proof: it was committed on idle.
+        #expect(tool.readLine() == line)
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "1")
+        let second = sample("api", minute: 2)
+        try tool.input.fileHandleForWriting.write(contentsOf: Data((second + "\n").utf8))
+        #expect(tool.readLine() == second)
+        let (status, rest, stderr) = tool.stop(SIGINT)
+        #expect(status == 130)
+        #expect(rest.isEmpty && stderr.isEmpty)
+    }
+
+    @Test("kill -9 mid-ingest: every record passed on is stored, and the database is intact and reopens")
+    func crash() throws {
+        signal(SIGPIPE, SIG_IGN)
+        let tool = try RunningTool("store-samples", ["--db", db])
+        var passed: [String] = []
+        let writer = tool.input.fileHandleForWriting
+        // A writer thread keeps input flowing while this thread reads what is passed on;
+        // the kill lands while both are still moving.
+        let feeding = Thread {
+            for round in 0..<200 {
+                let chunk = (0..<200).map { sample("m\($0 % 7)", minute: round % 120, second: $0 % 60, extra: #","seq":\#(round * 200 + $0)"#) }
+                guard (try? writer.write(contentsOf: Data((chunk.joined(separator: "\n") + "\n").utf8))) != nil else { return }
+            }
+            try? writer.close()
+        }
+        feeding.start()
+        while passed.count < 3000, let line = tool.readLine() { passed.append(line) }
+        kill(tool.process.processIdentifier, SIGKILL)
+        tool.process.waitUntilExit()
+        #expect(tool.process.terminationReason == .uncaughtSignal)
+        #expect(passed.count == 3000)
+        #expect(try sqlite(db, "PRAGMA integrity_check") == "ok")
+        let stored = Set(try sqlite(db, "SELECT json_extract(record, '$.seq') FROM samples").split(separator: "\n").map(String.init))
+        for line in passed {
+            guard case .object(let record) = try JSONParser.parse(line), let seq = record["seq"]?.intValue else {
+                throw TestFailure("bad pass-through line: \(line)")
+            }
+            #expect(stored.contains(String(seq)), "sample \(seq) was passed on but not stored")
+        }
+        let again = try store(sample("after", minute: 59) + "\n")
+        #expect(again.status == 0)
+    }
+
+    @Test("two writers and a reader at once: nothing fails, nothing is lost")
+    func concurrentWriters() throws {
+        let count = 6000
+        let inputs = try (0..<2).map { writer -> String in
+            let lines = (0..<count).map { sample("w\(writer)-\($0 % 50)", minute: $0 % 120, second: $0 % 60) }
+            return try scratch.write("in\(writer).ndjson", lines.joined(separator: "\n") + "\n")
+        }
+        // The database exists before the race starts (a reader of a missing database is an error by design).
+        #expect(try store(sample("seed") + "\n", ["-q"]).status == 0)
+        let result = try shell("""
+            store-samples --db "$DB" -q "$A" & a=$!
+            store-samples --db "$DB" -q "$B" & b=$!
+            while kill -0 $a 2>/dev/null; do store-samples --db "$DB" overview >/dev/null 2>>reader.err || echo reader-failed; done
+            wait $a; sa=$?; wait $b; sb=$?; echo "$sa $sb"
+            """, environment: ["DB": db, "A": inputs[0], "B": inputs[1]], directory: scratch.url)
+        #expect(result.stdout.split(separator: "\n").last == "0 0", "\(result.stdout) \(result.stderr)")
+        #expect(!result.stdout.contains("reader-failed"), "\((try? String(contentsOfFile: scratch.path("reader.err"), encoding: .utf8)) ?? "")")
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == String(2 * count + 1))
+        #expect(try sqlite(db, "SELECT count(*) FROM monitors") == "101")
+    }
+
+    @Test("overview, monitors, monitor, history, results and agents decode as the OnlineTracker client's models")
+    func onlineTrackerShapes() throws {
+        let input = [
+            sample("api", minute: 0, extra: #","agent":"office","check_interval":30,"tls_expiry_days":41"#),
+            sample("api", minute: 1, status: "degraded", latency: 250),
+            sample("web", minute: 2, status: "error", latency: nil),
+            sample("ping1", minute: 3, extra: #","kind":"tcp""#),
+        ].joined(separator: "\n")
+        #expect(try store(input).status == 0)
+        let overview = try decode(OTStatusOverview.self, try query(["overview"]).stdout)
+        #expect(overview.totalMonitors == 3)
+        #expect(overview.monitorsDegraded == 1 && overview.monitorsDown == 1 && overview.monitorsUp == 1)
+        #expect(overview.agentsTotal == 1 && overview.agentsPending == 0)
+        // Four checks in the last 24 h, three up or degraded.
+        #expect(overview.overallUptime24h == 75.0)
+        #expect(overview.monitors.first { $0.name == "WEB" }?.status == .down, "error is down to the client")
+        let monitors = try decode([OTMonitor].self, try query(["monitors"]).stdout)
+        #expect(monitors.map(\.name) == ["API", "WEB", "PING1"])
+        let api = monitors[0]
+        #expect(api.id == 1 && api.agentId == "office" && api.type == .https && api.checkInterval == 30)
+        #expect(api.latestStatus?.status == .degraded && api.latestStatus?.responseTimeMs == 250)
+        #expect(api.createdAt == "2026-01-27T10:00:00Z")
+        #expect(monitors[2].type == .ping, "tcp is shown as ping")
+        let byInteger = try decode(OTMonitor.self, try query(["monitor", "2"]).stdout)
+        let byName = try decode(OTMonitor.self, try query(["monitor", "web"]).stdout)
+        #expect(byInteger.id == 2 && byName.id == 2)
+        _ = try decode([OTStatusHistoryPoint].self, try query(["history", "api"]).stdout)
+        _ = try decode(OTResultsPage.self, try query(["results", "api"]).stdout)
+        let agents = try decode([OTAgent].self, try query(["agents"]).stdout)
+        #expect(agents.map(\.id) == ["office"] && agents[0].status == .approved && agents[0].monitorCount == 1)
+        let rejected = try query(["agents", "reject", "office"])
+        #expect(rejected.status == 0)
+        #expect(try decode([OTAgent].self, rejected.stdout).first?.status == .rejected)
+        #expect(try query(["agents", "approve", "nobody"]).status == 2)
+    }
+
+    @Test("history: 15-minute buckets, worst-of status, uptime, average and nearest-rank percentiles")
+    func history() throws {
+        // Bucket 10:00: latencies 10, 20, 30, 40 with up, up, degraded, down.
+        //   status down (worst), uptime 3/4 = 75.0, average 25, p50 = 2nd of 4 = 20, p95 = p99 = 4th = 40.
+        // Bucket 10:15: one up check of 100 ms. Bucket 10:30: none (absent).
+        // Bucket 11:00: one error check without latency: down, uptime 0, no latency figures.
+        let input = [
+            sample("api", minute: 1, latency: 40 - 30),
+            sample("api", minute: 5, latency: 20),
+            sample("api", minute: 9, status: "degraded", latency: 30),
+            sample("api", minute: 14, status: "down", latency: 40),
+            sample("api", minute: 16, latency: 100),
+            sample("api", minute: 60, status: "error", latency: nil),
+        ].joined(separator: "\n")
+        #expect(try store(input).status == 0)
+        let result = try query(["history", "api", "--hours", "3", "--ndjson"])
+        let buckets = try result.records()
+        #expect(buckets.count == 3)
+        #expect(buckets[0].string("timestamp") == "2026-01-27T10:00:00Z")
+        #expect(buckets[0].string("status") == "down")
+        #expect(buckets[0].double("uptime_percent") == 75)
+        #expect(buckets[0].int("response_time_avg_ms") == 25)
+        #expect(buckets[0].double("p50_ms") == 20 && buckets[0].double("p95_ms") == 40 && buckets[0].double("p99_ms") == 40)
+        #expect(buckets[0].int("checks") == 4)
+        #expect(buckets[1].string("timestamp") == "2026-01-27T10:15:00Z" && buckets[1].string("status") == "up")
+        #expect(buckets[2].string("timestamp") == "2026-01-27T11:00:00Z" && buckets[2].string("status") == "down")
+        #expect(buckets[2].double("uptime_percent") == 0 && buckets[2]["response_time_avg_ms"] == .null)
+        // The window is [now - hours, now]: from 12:00 one hour back starts at 11:00 exactly,
+        // so it holds the 11:00 bucket only; a day later it holds nothing.
+        #expect(try query(["history", "api", "--hours", "1", "--ndjson"]).lines.count == 1)
+        #expect(try run("store-samples", ["--db", db, "--now", "2026-01-28T12:00:00Z", "history", "api", "--hours", "1"]).stdout == "[]\n")
+        #expect(try query(["history", "api", "--hours", "8761"]).status == 64)
+    }
+
+    @Test("results: newest first, paginated, per_page at most 100")
+    func results() throws {
+        let input = (0..<60).map { sample("api", minute: $0, latency: Double($0)) }.joined(separator: "\n")
+        #expect(try store(input).status == 0)
+        let first = try decode(OTResultsPage.self, try query(["results", "api", "--hours", "3"]).stdout)
+        #expect(first.total == 60 && first.totalPages == 3 && first.perPage == 25 && first.page == 1)
+        #expect(first.items.count == 25)
+        #expect(first.items.first?.checkedAt == "2026-01-27T10:59:00Z" && first.items.first?.responseTimeMs == 59)
+        let last = try decode(OTResultsPage.self, try query(["results", "api", "--hours", "3", "--page", "3"]).stdout)
+        #expect(last.items.count == 10 && last.items.last?.checkedAt == "2026-01-27T10:00:00Z")
+        let beyond = try decode(OTResultsPage.self, try query(["results", "api", "--hours", "3", "--page", "9"]).stdout)
+        #expect(beyond.items.isEmpty && beyond.total == 60)
+        #expect(try query(["results", "api", "--per-page", "101"]).status == 64)
+        // The default window is 24 hours back from --now: all 60 are inside it.
+        #expect(try decode(OTResultsPage.self, try query(["results", "api"]).stdout).total == 60)
+    }
+
+    @Test("queries that match nothing print empty lists and exit 0; an unknown monitor is exit 2")
+    func empty() throws {
+        #expect(try store("").status == 0)
+        #expect(try query(["monitors"]).stdout == "[]\n")
+        #expect(try query(["agents"]).stdout == "[]\n")
+        #expect(try query(["export"]).stdout.isEmpty)
+        let overview = try decode(OTStatusOverview.self, try query(["overview"]).stdout)
+        #expect(overview.totalMonitors == 0 && overview.overallUptime24h == 0)
+        let unknown = try query(["history", "nope"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr == "store-samples: no monitor 'nope' in \(db)\n")
+    }
+
+    @Test("retention: --keep-per-monitor keeps the newest N; --keep-days drops what is older")
+    func retention() throws {
+        let input = (0..<500).map { sample("api", minute: $0 / 60, second: $0 % 60) }.joined(separator: "\n")
+        #expect(try store(input, ["-q", "--keep-per-monitor", "200"]).status == 0)
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "200")
+        // The 200 newest are samples 300..499: the oldest is minute 5, second 0.
+        #expect(try sqlite(db, "SELECT strftime('%H:%M:%S', min(at)/1000, 'unixepoch') FROM samples") == "10:05:00")
+        // Ten days later, with a limit of 7 days, a new sample pushes the old ones out.
+        let later = #"{"type":"sample","monitor":"api","at":"2026-02-06T10:00:00Z","status":"up"}"#
+        #expect(try run("store-samples", ["--db", db, "-q", "--now", "2026-02-06T10:00:00Z", "--keep-days", "7"], stdin: later + "\n").status == 0)
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "1")
+    }
+
+    @Test("export: the stored lines in time order, filtered by time and monitor, or as CSV")
+    func export() throws {
+        let lines = [sample("b", minute: 2), sample("a", minute: 1, extra: #","message":"x, \"y\"""#), sample("a", minute: 30)]
+        #expect(try store(lines.joined(separator: "\n") + "\n", ["-q"]).status == 0)
+        #expect(try query(["export"]).lines == [lines[1], lines[0], lines[2]])
+        #expect(try query(["export", "--since", "2026-01-27T10:02:00Z", "--until", "2026-01-27T10:20:00Z"]).lines == [lines[0]])
+        #expect(try query(["export", "--monitor", "a"]).lines == [lines[1], lines[2]])
+        // --since 100m from 12:00 is 10:20.
+        #expect(try query(["export", "--since", "100m"]).lines == [lines[2]])
+        let csv = try query(["export", "--format", "csv", "--monitor", "a"]).lines
+        #expect(csv[0] == "monitor,name,at,status,reason,code,latency_ms,message,tls_expiry_days,speed_mbps")
+        #expect(csv[1] == #"a,A,2026-01-27T10:01:00.000Z,up,,,10.0,"x, ""y""",,"#)
+        #expect(try query(["export", "--page", "2"]).status == 64, "options of other subcommands are refused")
+    }
+
+    @Test("stats: Online Now's totals and average speed")
+    func stats() throws {
+        let input = [
+            sample("net", minute: 1, extra: #","speed_mbps":80"#),
+            sample("net", minute: 2, extra: #","speed_mbps":100"#),
+            sample("net", minute: 3, status: "down", latency: nil),
+        ].joined(separator: "\n")
+        #expect(try store(input).status == 0)
+        guard case .object(let stats) = try JSONParser.parse(try query(["stats"]).stdout) else { throw TestFailure("not an object") }
+        #expect(stats["total_checks"]?.intValue == 3)
+        #expect(stats["average_speed_mbps"]?.doubleValue == 90)
+        #expect(stats["uptime_percent"]?.doubleValue == 66.67)
+    }
+
+    @Test("databases that cannot be used are clear errors, exit 2, and nothing is half-written")
+    func badDatabases() throws {
+        let missingDirectory = try run("store-samples", ["--db", scratch.path("no/such/dir/x.db")], stdin: sample("a") + "\n")
+        #expect(missingDirectory.status == 2)
+        #expect(missingDirectory.stderr.contains("the directory does not exist or is not writable"))
+        let text = try scratch.write("notes.db", String(repeating: "this is not a database\n", count: 200))
+        let notSQLite = try run("store-samples", ["--db", text], stdin: sample("a") + "\n")
+        #expect(notSQLite.status == 2)
+        #expect(notSQLite.stderr.contains("is not a SQLite database"))
+        #expect(try String(contentsOfFile: text, encoding: .utf8).hasPrefix("this is not"), "left as it was")
+        #expect(try store(sample("a") + "\n").status == 0)
+        _ = try sqlite(db, "PRAGMA user_version = 99")
+        let newer = try store(sample("a", minute: 1) + "\n")
+        #expect(newer.status == 2)
+        #expect(newer.stderr.contains("has schema version 99; this store-samples knows versions up to 1"))
+        let missing = try run("store-samples", ["--db", scratch.path("absent.db"), "overview"])
+        #expect(missing.status == 2 && missing.stderr.contains("no database at"))
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("absent.db")), "a query never creates a database")
+    }
+
+    @Test("a read-only directory is a clear error")
+    func readOnlyDirectory() throws {
+        let directory = scratch.path("locked")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o555)
+        defer { chmod(directory, 0o755) }
+        // Root ignores directory permissions, so run as nobody then.
+        let prefix = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
+        let result = try shell(prefix + "store-samples --db \"$DIR/x.db\"", stdin: sample("a") + "\n", environment: ["DIR": directory])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("cannot open"), "\(result.stderr)")
+    }
+
+    @Test("a full disk (a file size limit) stops with a clear error; what was passed on is stored, the file is intact")
+    func fullDisk() throws {
+        let lines = (0..<20_000).map { sample("m\($0 % 10)", minute: $0 / 60 % 120, second: $0 % 60, extra: #","pad":"\#(String(repeating: "p", count: 200))""#) }
+        let input = try scratch.write("big.ndjson", lines.joined(separator: "\n") + "\n")
+        let result = try shell("ulimit -f 4000; store-samples --db \"$DB\" \"$IN\" > passed.ndjson", environment: ["DB": db, "IN": input],
+                               directory: scratch.url)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("the disk or file size limit is full"), "\(result.stderr)")
+        #expect(try sqlite(db, "PRAGMA integrity_check") == "ok")
+        let passed = try String(contentsOfFile: scratch.path("passed.ndjson"), encoding: .utf8).split(separator: "\n").count
+        #expect(passed > 0 && passed < lines.count)
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == String(passed))
+    }
+
+    @Test("VITALS_DB names the database; --db wins over it")
+    func environment() throws {
+        #expect(try run("store-samples", [], stdin: sample("a") + "\n", environment: ["VITALS_DB": db]).status == 0)
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "1")
+        let other = scratch.path("other.db")
+        #expect(try run("store-samples", ["--db", other], stdin: sample("a") + "\n", environment: ["VITALS_DB": db]).status == 0)
+        #expect(try sqlite(other, "SELECT count(*) FROM samples") == "1")
+    }
+
+    @Test("probe-http | store-samples | store-samples overview: the pipeline")
+    func pipeline() throws {
+        let server = try FixtureServerHandle()
+        let result = try shell("""
+            printf '%s\\n' "$BASE/ok" "$BASE/status/503" | probe-http | store-samples --db "$DB" | wc -l
+            store-samples --db "$DB" overview
+            """, environment: ["BASE": server.url, "DB": db])
+        let lines = result.lines
+        #expect(lines.first?.trimmingCharacters(in: .whitespaces) == "2")
+        let overview = try decode(OTStatusOverview.self, lines[1])
+        #expect(overview.monitorsUp == 1 && overview.monitorsDown == 1)
+    }
+}
