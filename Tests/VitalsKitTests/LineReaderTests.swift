@@ -111,3 +111,29 @@ struct RecordWriterTests {
         close(fds[1])
     }
 }
+
+@Suite("NDJSON line reader: when it will block")
+struct LineReaderWillReadTests {
+    @Test("willRead is true exactly when no whole line is buffered and the input has not ended")
+    func willRead() {
+        var fds: [Int32] = [0, 0]
+        pipe(&fds)
+        let reader = LineReader(fd: fds[0], source: "test", ownsDescriptor: true)
+        defer { if fds[1] >= 0 { close(fds[1]) } }
+        #expect(reader.willRead, "nothing read yet")
+        _ = Streams.writeAll(fds[1], "a\nb\npart")
+        guard case .line(let first)? = reader.next() else { Issue.record("no first line"); return }
+        #expect(String(decoding: first, as: UTF8.self) == "a")
+        #expect(!reader.willRead, "b is buffered whole")
+        guard case .line(let second)? = reader.next() else { Issue.record("no second line"); return }
+        #expect(String(decoding: second, as: UTF8.self) == "b")
+        #expect(reader.willRead, "only a partial line is buffered: the next call reads")
+        _ = Streams.writeAll(fds[1], "ial\n")
+        close(fds[1])
+        fds[1] = -1
+        guard case .line(let third)? = reader.next() else { Issue.record("no third line"); return }
+        #expect(String(decoding: third, as: UTF8.self) == "partial")
+        #expect(reader.next() == nil)
+        #expect(!reader.willRead, "the input has ended")
+    }
+}

@@ -76,6 +76,14 @@ public final class LineReader {
         return LineReader(fd: fd, source: path, ownsDescriptor: true)
     }
 
+    /// Whether the next call to `next()` has to `read(2)` (and so may block): no complete line
+    /// is buffered and the input has not ended. A streaming filter flushes its output then, so
+    /// records reach the pipeline before the tool waits, and a file's records share one write per chunk.
+    public var willRead: Bool {
+        if atEOF { return false }
+        return !(start < end && memchr(buffer + start, 0x0A, end - start) != nil)
+    }
+
     /// The next line, a too-long line, or nil at the end of input (or on interrupt or error).
     public func next() -> Event? {
         while true {
