@@ -10,6 +10,8 @@ import PackageDescription
 let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // probe HTTP(S) targets concurrently; one sample per probe (libcurl via HTTPTransport)
     ("probe-http", "ProbeHTTPCore", ["HTTPTransport", "VitalsCrypto"]),
+    // mark latency anomalies on rolling windows per monitor (no C)
+    ("detect-anomaly", "DetectAnomalyCore", []),
 ]
 
 var targets: [Target] = [
