@@ -29,34 +29,45 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     /// Whether a degrading `up` sample becomes `degraded` (the latency field, unless `--keep-status`).
     let promotes: Bool
     let monitors: MonitorTable<Detector>
-    private(set) var tally = AnomalyTally()
-    private var object: AnomalyObject
-    private var spliced: [UInt8] = []
-    private let valueKey: [UInt8]
+    // Touched for every line: exempt from dynamic exclusivity checks, which cost about 5% here;
+    // the filter is used from one thread, one call at a time.
+    @exclusivity(unchecked) private(set) var tally = AnomalyTally()
+    @exclusivity(unchecked) private var object: AnomalyObject
+    @exclusivity(unchecked) private var spliced = LineBuffer()
+    /// The judged field's name, for the whole run.
+    private let valueKey: UnsafeMutableBufferPointer<UInt8>
 
     init(settings: DetectorSettings, promotes: Bool, monitors: MonitorTable<Detector>) {
         self.settings = settings
         self.promotes = promotes
         self.monitors = monitors
         object = AnomalyObject(detector: settings.detector, keys: AnomalyKeys(unitSuffix: settings.unitSuffix))
-        valueKey = Array(settings.field.utf8)
-        spliced.reserveCapacity(1024)
+        let name = Array(settings.field.utf8)
+        valueKey = .allocate(capacity: name.count)
+        _ = valueKey.initialize(from: name)
     }
+
+    deinit { valueKey.deallocate() }
 
     /// Processes one line: writes the record to `output`, or throws the line's syntax error
     /// (the caller reports it; nothing is written for the line).
     func process(_ line: UnsafeBufferPointer<UInt8>, to output: RecordWriter) throws {
         let fields = try JSONParser.scanObject(line)
-        let sample = SampleLine(line, fields: fields, valueKey: valueKey)
+        let sample = SampleLine(line, fields: fields, valueKey: UnsafeBufferPointer(valueKey), readsTime: settings.detector == .robust)
         guard sample.isSample else {
             tally.otherRecords += 1
             try output.write(UnsafeRawBufferPointer(line))
             return
         }
         let report: Detector.Report
-        if let monitor = sample.monitor, let value = sample.value, sample.status == .up || sample.status == .degraded {
-            let detector = monitors.detector(for: monitor, settings: settings)
-            report = detector.judge(Observation(value: value, simulated: sample.simulated, atMs: sample.atMs), settings: settings)
+        if let value = sample.value, sample.status == .up || sample.status == .degraded,
+           sample.monitorBytes != nil || sample.decodedMonitor != nil {
+            let observation = Observation(value: value, simulated: sample.simulated, atMs: sample.atMs)
+            if let range = sample.monitorBytes {
+                report = monitors.judge(observation, of: UnsafeBufferPointer(rebasing: line[range]), settings: settings)
+            } else {
+                report = sample.decodedMonitor!.withUnsafeBufferPointer { monitors.judge(observation, of: $0, settings: settings) }
+            }
         } else {
             report = Detector.unjudged
         }
@@ -69,7 +80,7 @@ final class AnomalyFilter<Detector: MonitorDetector> {
         }
         if promote { tally.promoted += 1 }
         splice(line, sample, promote: promote)
-        try output.write(spliced[...])
+        try output.write(spliced.bytes)
     }
 
     // MARK: - Splicing
@@ -77,61 +88,79 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     private enum Edit {
         case status
         case reason
-        case message(FieldRange?)
+        case message(FieldRange)
         case missingReasonAndMessage(reason: Bool, message: Bool)
         case anomalyValue
         case anomalyField
     }
 
+    /// One replacement of the byte range [start, end) of the line.
+    private struct Splice {
+        var start: Int
+        var end: Int
+        var edit: Edit
+    }
+
     /// Builds `spliced`: the line's bytes with the edits applied at their byte positions.
     private func splice(_ line: UnsafeBufferPointer<UInt8>, _ sample: SampleLine, promote: Bool) {
-        // At most four edits, each a byte range [start, end) of the line to replace.
-        var edits: [(start: Int, end: Int, edit: Edit)] = []
-        edits.reserveCapacity(4)
-        if let anomaly = sample.anomalyField {
-            edits.append((anomaly.valueStart, anomaly.valueEnd, .anomalyValue))
+        let anomaly: Splice
+        if let field = sample.anomalyField {
+            anomaly = Splice(start: field.valueStart, end: field.valueEnd, edit: .anomalyValue)
         } else {
             let close = closingBrace(line)
-            edits.append((close, close, .anomalyField))
+            anomaly = Splice(start: close, end: close, edit: .anomalyField)
         }
-        if promote, let status = sample.statusField {
-            edits.append((status.valueStart, status.valueEnd, .status))
-            if let reason = sample.reasonField { edits.append((reason.valueStart, reason.valueEnd, .reason)) }
-            if let message = sample.messageField {
-                edits.append((message.valueStart, message.valueEnd, .message(message)))
-            }
-            if sample.reasonField == nil || sample.messageField == nil {
-                edits.append((status.valueEnd, status.valueEnd,
-                              .missingReasonAndMessage(reason: sample.reasonField == nil, message: sample.messageField == nil)))
-            }
-            edits.sort { $0.start < $1.start }
+        spliced.removeAll()
+        guard promote, let status = sample.statusField else {
+            apply(anomaly, to: line, from: 0)
+            spliced.append(line, anomaly.end..<line.count)
+            return
         }
-        spliced.removeAll(keepingCapacity: true)
+        // A promotion: at most five edits, applied in byte order.
+        var edits = [anomaly, Splice(start: status.valueStart, end: status.valueEnd, edit: .status)]
+        if let reason = sample.reasonField { edits.append(Splice(start: reason.valueStart, end: reason.valueEnd, edit: .reason)) }
+        if let message = sample.messageField {
+            edits.append(Splice(start: message.valueStart, end: message.valueEnd, edit: .message(message)))
+        }
+        if sample.reasonField == nil || sample.messageField == nil {
+            edits.append(Splice(start: status.valueEnd, end: status.valueEnd,
+                                edit: .missingReasonAndMessage(reason: sample.reasonField == nil, message: sample.messageField == nil)))
+        }
+        edits.sort { $0.start < $1.start }
+        apply(edits, to: line)
+    }
+
+    private func apply(_ edits: [Splice], to line: UnsafeBufferPointer<UInt8>) {
         var cursor = 0
-        for (start, end, edit) in edits {
-            spliced.append(contentsOf: UnsafeBufferPointer(rebasing: line[cursor..<start]))
-            switch edit {
-            case .status:
-                JSONText.appendLiteral("\"degraded\"", to: &spliced)
-            case .reason:
-                JSONText.appendLiteral("\"latency\"", to: &spliced)
-            case .message(let field):
-                appendPromotedMessage(line, field)
-            case .missingReasonAndMessage(let reason, let message):
-                if reason { JSONText.appendLiteral(",\"reason\":\"latency\"", to: &spliced) }
-                if message {
-                    JSONText.appendLiteral(",\"message\":", to: &spliced)
-                    appendPromotedMessage(line, nil)
-                }
-            case .anomalyValue:
-                spliced.append(contentsOf: object.bytes)
-            case .anomalyField:
-                JSONText.appendLiteral(",\"anomaly\":", to: &spliced)
-                spliced.append(contentsOf: object.bytes)
-            }
-            cursor = end
+        for splice in edits {
+            apply(splice, to: line, from: cursor)
+            cursor = splice.end
         }
-        spliced.append(contentsOf: UnsafeBufferPointer(rebasing: line[cursor..<line.count]))
+        spliced.append(line, cursor..<line.count)
+    }
+
+    /// Appends the line's bytes from `cursor` to the splice's start, then the splice's bytes.
+    private func apply(_ splice: Splice, to line: UnsafeBufferPointer<UInt8>, from cursor: Int) {
+        spliced.append(line, cursor..<splice.start)
+        switch splice.edit {
+        case .status:
+            spliced.append("\"degraded\"")
+        case .reason:
+            spliced.append("\"latency\"")
+        case .message(let field):
+            appendPromotedMessage(line, field)
+        case .missingReasonAndMessage(let reason, let message):
+            if reason { spliced.append(",\"reason\":\"latency\"") }
+            if message {
+                spliced.append(",\"message\":")
+                appendPromotedMessage(line, nil)
+            }
+        case .anomalyValue:
+            spliced.append(object.bytes.baseAddress!, object.bytes.count)
+        case .anomalyField:
+            spliced.append(",\"anomaly\":")
+            spliced.append(object.bytes.baseAddress!, object.bytes.count)
+        }
     }
 
     /// The message a promotion writes: the old text with "; Latency degrading" after it, or
@@ -139,10 +168,10 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     /// bytes, escapes included, are kept as they were.
     private func appendPromotedMessage(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?) {
         if let field, line[field.valueStart] == UInt8(ascii: "\""), field.valueEnd - field.valueStart > 2 {
-            spliced.append(contentsOf: UnsafeBufferPointer(rebasing: line[field.valueStart..<(field.valueEnd - 1)]))
-            JSONText.appendLiteral("; Latency degrading\"", to: &spliced)
+            spliced.append(line, field.valueStart..<(field.valueEnd - 1))
+            spliced.append("; Latency degrading\"")
         } else {
-            JSONText.appendLiteral("\"Latency degrading\"", to: &spliced)
+            spliced.append("\"Latency degrading\"")
         }
     }
 

@@ -35,10 +35,11 @@ struct AnomalyKeys {
 }
 
 /// Writes one `anomaly` object into a reusable byte buffer.
-struct AnomalyObject {
-    /// The bytes of the object once `write` returns.
-    private(set) var bytes: [UInt8] = []
+struct AnomalyObject: ~Copyable {
+    /// The object's bytes once `write` returns, valid until the next `write`.
+    var bytes: UnsafeRawBufferPointer { buffer.bytes }
     let keys: AnomalyKeys
+    private var buffer = LineBuffer(capacity: 512)
     private let detectorName: [UInt8]
 
     init(detector: DetectorKind, keys: AnomalyKeys) {
@@ -46,73 +47,62 @@ struct AnomalyObject {
         var name: [UInt8] = []
         JSONText.appendString(detector.rawValue, to: &name)
         detectorName = name
-        bytes.reserveCapacity(256)
     }
 
     /// Writes `{"verdict":...,"detector":...,<fields>,"score":...}` for `report`.
     mutating func write(_ report: some AnomalyReport) {
-        bytes.removeAll(keepingCapacity: true)
-        JSONText.appendLiteral("{\"verdict\":\"", to: &bytes)
+        buffer.removeAll()
         switch report.verdict {
-        case .unknown: JSONText.appendLiteral("unknown", to: &bytes)
-        case .stable: JSONText.appendLiteral("stable", to: &bytes)
-        case .degrading: JSONText.appendLiteral("degrading", to: &bytes)
+        case .unknown: buffer.append("{\"verdict\":\"unknown\",\"detector\":")
+        case .stable: buffer.append("{\"verdict\":\"stable\",\"detector\":")
+        case .degrading: buffer.append("{\"verdict\":\"degrading\",\"detector\":")
         }
-        JSONText.appendLiteral("\",\"detector\":", to: &bytes)
-        bytes.append(contentsOf: detectorName)
+        buffer.append(detectorName)
         report.appendFields(to: &self)
-        JSONText.appendLiteral(",\"score\":", to: &bytes)
-        JSONText.appendFixed(min(1, max(0, report.score)), decimals: 3, to: &bytes)
-        bytes.append(UInt8(ascii: "}"))
+        buffer.append(",\"score\":")
+        buffer.append(min(1, max(0, report.score)), decimals: 3)
+        buffer.append(byte: UInt8(ascii: "}"))
     }
 
     /// Adds `,"name":value` for a static key; nil and non-finite values are `null`.
     mutating func number(_ name: StaticString, _ value: Double?, decimals: Int = 3) {
-        bytes.append(UInt8(ascii: ","))
-        bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        key(name)
         appendNumber(value, decimals: decimals)
     }
 
     /// Adds `,<key>value` for a prepared key (one of `keys`).
     mutating func number(key: [UInt8], _ value: Double?, decimals: Int = 3) {
-        bytes.append(UInt8(ascii: ","))
-        bytes.append(contentsOf: key)
+        buffer.append(byte: UInt8(ascii: ","))
+        buffer.append(key)
         appendNumber(value, decimals: decimals)
     }
 
     /// Adds `,"name":N`.
     mutating func int(_ name: StaticString, _ value: Int) {
-        bytes.append(UInt8(ascii: ","))
-        bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        JSONText.appendLiteral("\":", to: &bytes)
-        JSONText.appendInt(value, to: &bytes)
+        key(name)
+        buffer.append(integer: value)
     }
 
     /// Adds `,"name":"value"` (or null) for a static value.
     mutating func word(_ name: StaticString, _ value: StaticString?) {
-        bytes.append(UInt8(ascii: ","))
-        bytes.append(UInt8(ascii: "\""))
-        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        JSONText.appendLiteral("\":", to: &bytes)
+        key(name)
         if let value {
-            bytes.append(UInt8(ascii: "\""))
-            value.withUTF8Buffer { bytes.append(contentsOf: $0) }
-            bytes.append(UInt8(ascii: "\""))
+            buffer.append(byte: UInt8(ascii: "\""))
+            buffer.append(value)
+            buffer.append(byte: UInt8(ascii: "\""))
         } else {
-            JSONText.appendLiteral("null", to: &bytes)
+            buffer.append("null")
         }
     }
 
+    private mutating func key(_ name: StaticString) {
+        buffer.append(",\"")
+        buffer.append(name)
+        buffer.append("\":")
+    }
+
     private mutating func appendNumber(_ value: Double?, decimals: Int) {
-        if let value, value.isFinite {
-            JSONText.appendFixed(value, decimals: decimals, to: &bytes)
-        } else {
-            JSONText.appendLiteral("null", to: &bytes)
-        }
+        if let value { buffer.append(value, decimals: decimals) } else { buffer.append("null") }
     }
 }
 

@@ -22,7 +22,7 @@ enum LogScale {
 /// A point rule on robust statistics: the median and MAD of the window in log space; degrading
 /// when the value is more than `threshold` robust standard deviations beyond the median.
 /// Simulated samples are treated as any other.
-final class MADDetector: MonitorDetector {
+struct MADDetector: MonitorDetector {
     private var window: SortedWindow
 
     init(settings: DetectorSettings) {
@@ -53,7 +53,7 @@ final class MADDetector: MonitorDetector {
         Report(verdict: .unknown, baselineCount: 0, median: nil, threshold: nil, z: nil, score: 0)
     }
 
-    func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
+    mutating func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
         let y = LogScale.log(observation.value)
         defer { window.append(y) }
         let n = window.count

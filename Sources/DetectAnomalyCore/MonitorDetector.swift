@@ -3,14 +3,15 @@ import VitalsKit
 /// One monitor's state under one detector, and its judgement of each new observation.
 ///
 /// Memory is constant per monitor (a window of `--window` points and a few numbers); a
-/// judgement reads the state, then learns the observation.
-protocol MonitorDetector: AnyObject {
+/// judgement reads the state, then learns the observation. Detectors are values, kept in one
+/// array and changed in place.
+protocol MonitorDetector {
     associatedtype Report: AnomalyReport
 
     /// A monitor with no history.
     init(settings: DetectorSettings)
     /// Judges `observation` against what came before, then learns it.
-    func judge(_ observation: Observation, settings: DetectorSettings) -> Report
+    mutating func judge(_ observation: Observation, settings: DetectorSettings) -> Report
     /// The report for a sample that is not judged (no monitor, no value, not up or degraded).
     static var unjudged: Report { get }
 

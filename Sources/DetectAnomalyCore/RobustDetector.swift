@@ -22,7 +22,7 @@ import VitalsKit
 /// A sample is degrading in a shift or a drift. Simulated samples are treated as any other.
 ///
 /// Cost: as `SortedWindow` (O(log window) and a small memory move) plus O(1).
-final class RobustDetector: MonitorDetector {
+struct RobustDetector: MonitorDetector {
     static let cusumCap = 4.0
     static let cusumAllowance = 1.5
     static let driftStart = Foundation.log(1.5)
@@ -86,7 +86,7 @@ final class RobustDetector: MonitorDetector {
         Report(verdict: .unknown, rule: nil, baselineCount: 0, median: nil, level: nil, z: nil, cusum: nil, score: 0)
     }
 
-    func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
+    mutating func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
         let y = LogScale.log(observation.value)
         let hour: Int?
         let now: Int64
@@ -140,14 +140,26 @@ final class RobustDetector: MonitorDetector {
     @inline(__always)
     private func clamp(_ value: Double) -> Double { min(Self.stepClamp, max(-Self.stepClamp, value)) }
 
-    /// The median of the last `shortMedianCount` values: the window's newest and `latest`.
+    /// The median of the last `shortMedianCount` (5) values: the window's newest four and `latest`.
     private func shortMedian(_ latest: Double) -> Double {
-        var values = [latest]
+        // Insertion into a fixed five-slot buffer: no allocation per sample.
+        var values: (Double, Double, Double, Double, Double) = (latest, 0, 0, 0, 0)
         let ring = window.ring
-        for offset in max(0, ring.count - (Self.shortMedianCount - 1))..<ring.count { values.append(ring[offset]) }
-        values.sort()
-        let count = values.count
-        return count % 2 == 1 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2
+        let first = max(0, ring.count - (Self.shortMedianCount - 1))
+        let count = ring.count - first + 1
+        return withUnsafeMutableBytes(of: &values) { raw in
+            let slots = raw.bindMemory(to: Double.self)
+            for (filled, offset) in (first..<ring.count).enumerated() {
+                var position = filled + 1
+                let value = ring[offset]
+                while position > 0, slots[position - 1] > value {
+                    slots[position] = slots[position - 1]
+                    position -= 1
+                }
+                slots[position] = value
+            }
+            return count % 2 == 1 ? slots[count / 2] : (slots[count / 2 - 1] + slots[count / 2]) / 2
+        }
     }
 
     /// One side's outcome.
@@ -161,38 +173,41 @@ final class RobustDetector: MonitorDetector {
         var driftEvidence = 0.0
     }
 
-    private func judge(_ y: Double, median: Double, level: Double?, settings: DetectorSettings, report: inout Report) {
+    private mutating func judge(_ y: Double, median: Double, level: Double?, settings: DetectorSettings, report: inout Report) {
         let sigma = LogScale.sigma(window)
         let h = settings.threshold
         report.z = (y - median) / sigma
         let recent = shortMedian(y)
-        var outcomes: [SideOutcome] = []
+        var high: SideOutcome?
+        var low: SideOutcome?
         if settings.direction.judgesHigh {
             let outcome = judgeSide(y, sign: 1, median: median, level: level, recent: recent, sigma: sigma, h: h,
                                     cusum: cusumHigh, drifting: driftHigh)
             cusumHigh = outcome.cusum
             driftHigh = outcome.drifting
-            outcomes.append(outcome)
+            high = outcome
         }
         if settings.direction.judgesLow {
             let outcome = judgeSide(y, sign: -1, median: median, level: level, recent: recent, sigma: sigma, h: h,
                                     cusum: cusumLow, drifting: driftLow)
             cusumLow = outcome.cusum
             driftLow = outcome.drifting
-            outcomes.append(outcome)
+            low = outcome
         }
-        let shift = outcomes.contains { $0.shifted }
-        let drift = outcomes.contains { $0.drifting }
-        report.cusum = outcomes.map(\.cusum).max() ?? 0
+        let shift = high?.shifted == true || low?.shifted == true
+        let drift = high?.drifting == true || low?.drifting == true
+        let cusum = max(high?.cusum ?? 0, low?.cusum ?? 0)
+        report.cusum = cusum
         if shift || drift {
             report.verdict = .degrading
             report.rule = shift ? .shift : .drift
             // Above 0.5, rising with how far the last five values are beyond the baseline: 2x is 0.75.
-            report.score = 0.5 + 0.5 * evidenceScore(outcomes.map(\.excess).max() ?? 0, scale: Foundation.log(2.0))
+            let excess = max(high?.excess ?? 0, low?.excess ?? 0)
+            report.score = 0.5 + 0.5 * evidenceScore(excess, scale: Foundation.log(2.0))
         } else {
             report.verdict = .stable
-            report.score = max(evidenceScore(report.cusum ?? 0, scale: h),
-                               evidenceScore(outcomes.map(\.driftEvidence).max() ?? 0, scale: Self.driftStart))
+            let driftEvidence = max(high?.driftEvidence ?? 0, low?.driftEvidence ?? 0)
+            report.score = max(evidenceScore(cusum, scale: h), evidenceScore(driftEvidence, scale: Self.driftStart))
         }
     }
 

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import VitalsKit
 
 /// What detect-anomaly reads from one record line, found by byte ranges without building values.
@@ -9,8 +14,11 @@ struct SampleLine {
 
     /// Whether `type` is `"sample"`.
     var isSample = false
-    /// The monitor id, when it is a string.
-    var monitor: String?
+    /// Where the monitor id's bytes are: the string's content when written plainly; `decodedMonitor`
+    /// holds it when it has escapes. Nil when there is no string monitor.
+    var monitorBytes: Range<Int>?
+    /// The monitor id, decoded, when it was written with escapes.
+    var decodedMonitor: [UInt8]?
     var status = Status.missing
     /// The judged field as a finite number; nil when absent, null or not a number.
     var value: Double?
@@ -26,37 +34,48 @@ struct SampleLine {
     var anomalyField: FieldRange?
 
     /// Reads the fields of `line`, given its top-level field ranges from `JSONParser.scanObject`.
-    init(_ line: UnsafeBufferPointer<UInt8>, fields: [FieldRange], valueKey: [UInt8]) {
+    /// `valueKey` is the judged field's name; `readsTime`: whether `at` is parsed (the robust
+    /// detector's seasons and level use it).
+    init(_ line: UnsafeBufferPointer<UInt8>, fields: [FieldRange], valueKey: UnsafeBufferPointer<UInt8>, readsTime: Bool) {
         var messageSimulated = false
         var flagSimulated = false
+        let base = line.baseAddress!
         for field in fields {
+            let key = base + field.keyStart
             let keyLength = field.keyEnd - field.keyStart
-            switch keyLength {
-            case 2 where Self.keyIs(line, field, "at"):
+            if keyLength == valueKey.count, memcmp(key, valueKey.baseAddress!, keyLength) == 0 {
+                value = NumberText.parse(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]))
+                continue
+            }
+            switch (keyLength, key[0]) {
+            case (2, UInt8(ascii: "a")) where readsTime && Self.keyIs(key, "at"):
                 atMs = Self.stringContent(line, field).flatMap { Timestamp.parse(bytes: $0) }
-            case 4 where Self.keyIs(line, field, "type"):
+            case (4, UInt8(ascii: "t")) where Self.keyIs(key, "type"):
                 isSample = Self.stringIs(line, field, "sample")
-            case 6 where Self.keyIs(line, field, "status"):
+            case (6, UInt8(ascii: "s")) where Self.keyIs(key, "status"):
                 statusField = field
                 if Self.stringIs(line, field, "up") { status = .up }
                 else if Self.stringIs(line, field, "degraded") { status = .degraded }
                 else { status = .other }
-            case 6 where Self.keyIs(line, field, "reason"):
+            case (6, UInt8(ascii: "r")) where Self.keyIs(key, "reason"):
                 reasonField = field
-            case 7 where Self.keyIs(line, field, "monitor"):
-                monitor = Self.decodedString(line, field)
-            case 7 where Self.keyIs(line, field, "message"):
+            case (7, UInt8(ascii: "m")) where Self.keyIs(key, "monitor"):
+                monitorBytes = nil
+                decodedMonitor = nil
+                if line[field.valueStart] == UInt8(ascii: "\""), !Self.hasEscape(line, field) {
+                    monitorBytes = (field.valueStart + 1)..<(field.valueEnd - 1)
+                } else if var text = Self.decodedString(line, field) {
+                    decodedMonitor = text.withUTF8 { Array($0) }
+                }
+            case (7, UInt8(ascii: "m")) where Self.keyIs(key, "message"):
                 messageField = field
                 messageSimulated = Self.stringContains(line, field, Self.simulatedWord)
-            case 7 where Self.keyIs(line, field, "anomaly"):
+            case (7, UInt8(ascii: "a")) where Self.keyIs(key, "anomaly"):
                 anomalyField = field
-            case 9 where Self.keyIs(line, field, "simulated"):
+            case (9, UInt8(ascii: "s")) where Self.keyIs(key, "simulated"):
                 flagSimulated = field.valueEnd - field.valueStart == 4 && line[field.valueStart] == UInt8(ascii: "t")
             default:
                 break
-            }
-            if keyLength == valueKey.count, Self.keyIs(line, field, valueKey) {
-                value = NumberText.parse(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]))
             }
         }
         simulated = flagSimulated || messageSimulated
@@ -64,23 +83,11 @@ struct SampleLine {
 
     private static let simulatedWord = Array("simulated".utf8)
 
-    /// Whether the field's key is exactly `name` (keys with escapes never match: the names
-    /// detect-anomaly reads are plain).
+    /// Whether the key at `key` (whose length was checked) is `name` (keys with escapes never
+    /// match: the names detect-anomaly reads are plain).
     @inline(__always)
-    private static func keyIs(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange, _ name: StaticString) -> Bool {
-        name.withUTF8Buffer { keyIs(line, field, $0) }
-    }
-
-    @inline(__always)
-    private static func keyIs(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange, _ name: [UInt8]) -> Bool {
-        name.withUnsafeBufferPointer { keyIs(line, field, $0) }
-    }
-
-    @inline(__always)
-    private static func keyIs(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange, _ name: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard field.keyEnd - field.keyStart == name.count else { return false }
-        for offset in 0..<name.count where line[field.keyStart + offset] != name[offset] { return false }
-        return true
+    private static func keyIs(_ key: UnsafePointer<UInt8>, _ name: StaticString) -> Bool {
+        memcmp(key, name.utf8Start, name.utf8CodeUnitCount) == 0
     }
 
     /// Whether the value is the string `"word"` written plainly.
@@ -94,7 +101,7 @@ struct SampleLine {
 
     private static func hasEscape(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Bool {
         line[field.valueStart] == UInt8(ascii: "\"")
-            && UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]).contains(UInt8(ascii: "\\"))
+            && memchr(line.baseAddress! + field.valueStart, Int32(UInt8(ascii: "\\")), field.valueEnd - field.valueStart) != nil
     }
 
     /// The bytes between the quotes of a string value without escapes, or nil.

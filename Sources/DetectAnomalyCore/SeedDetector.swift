@@ -14,7 +14,7 @@ import VitalsKit
 /// Cost: two passes over at most `window - 1` points per sample (O(window), 49 additions by
 /// default), so the mean and deviation are the seed's two-pass arithmetic, not a running
 /// approximation of it.
-final class SeedDetector: MonitorDetector {
+struct SeedDetector: MonitorDetector {
     /// The seed's `simulatedFallbackDegradingMs`.
     static let simulatedFallback = 1800.0
     /// The seed's `simulatedAbsoluteThreshold` margin over the mean.
@@ -52,7 +52,7 @@ final class SeedDetector: MonitorDetector {
         Report(verdict: .unknown, baselineCount: 0, mean: nil, stddev: nil, threshold: nil, score: 0)
     }
 
-    func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
+    mutating func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
         defer {
             values.append(observation.value)
             simulated.append(observation.simulated)

@@ -6,31 +6,89 @@ import Darwin
 import VitalsKit
 
 /// The monitors of one run, in the order first seen, each with its detector state.
+///
+/// Looked up by the monitor id's UTF-8 bytes in an open-addressing table, so a sample's id is
+/// never turned into a String (only a new monitor's is).
 final class MonitorTable<Detector: MonitorDetector> {
-    private var index: [String: Int] = [:]
     private(set) var names: [String] = []
-    private(set) var detectors: [Detector] = []
+    /// Changed in place for every sample: exempt from dynamic exclusivity checks (one thread).
+    @exclusivity(unchecked) private(set) var detectors: [Detector] = []
+    private var keys: [[UInt8]] = []
+    /// Positions in `names` + 1, 0 for an empty slot; the count is a power of two, at most half full.
+    private var slots = [Int32](repeating: 0, count: 64)
 
     /// The number of monitors.
     var count: Int { names.count }
 
-    /// The detector of `monitor`, created empty when the monitor is new.
-    func detector(for monitor: String, settings: DetectorSettings) -> Detector {
-        if let position = index[monitor] { return detectors[position] }
-        let detector = Detector(settings: settings)
-        add(monitor, detector)
-        return detector
+    /// Judges `observation` with the detector of the monitor whose id is `id` (created empty
+    /// when the monitor is new), changing it in place.
+    func judge(_ observation: Observation, of id: UnsafeBufferPointer<UInt8>, settings: DetectorSettings) -> Detector.Report {
+        let position: Int
+        switch find(id) {
+        case .found(let known):
+            position = known
+        case .empty:
+            position = names.count
+            add(String(decoding: id, as: UTF8.self), Detector(settings: settings))
+        }
+        return detectors[position].judge(observation, settings: settings)
     }
 
-    /// Adds a monitor (from a state file).
+    /// Adds a monitor (from a state file); it must not be present.
     func add(_ monitor: String, _ detector: Detector) {
-        index[monitor] = names.count
+        var name = monitor
+        let key = name.withUTF8 { Array($0) }
         names.append(monitor)
         detectors.append(detector)
+        keys.append(key)
+        if names.count * 2 > slots.count { grow() }
+        key.withUnsafeBufferPointer { insert(names.count - 1, hash: Self.hash($0)) }
     }
 
     /// Whether `monitor` is present.
-    func contains(_ monitor: String) -> Bool { index[monitor] != nil }
+    func contains(_ monitor: String) -> Bool {
+        var name = monitor
+        return name.withUTF8 { if case .found = find($0) { return true } else { return false } }
+    }
+
+    private enum Lookup { case found(Int), empty }
+
+    private func find(_ id: UnsafeBufferPointer<UInt8>) -> Lookup {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: Self.hash(id)) & mask
+        while true {
+            let entry = Int(slots[slot])
+            if entry == 0 { return .empty }
+            let matches = keys[entry - 1].withUnsafeBufferPointer { key in
+                key.count == id.count && (key.count == 0 || memcmp(key.baseAddress!, id.baseAddress!, key.count) == 0)
+            }
+            if matches { return .found(entry - 1) }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    private func insert(_ position: Int, hash: UInt64) {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = Int32(position + 1)
+    }
+
+    private func grow() {
+        slots = [Int32](repeating: 0, count: slots.count * 2)
+        for (position, key) in keys.enumerated() {
+            key.withUnsafeBufferPointer { insert(position, hash: Self.hash($0)) }
+        }
+    }
+
+    /// FNV-1a over the bytes, then a final mix so the low bits spread.
+    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        hash ^= hash >> 29
+        hash = hash &* 0xbf58_476d_1ce4_e5b9
+        return hash ^ (hash >> 32)
+    }
 }
 
 /// The state file behind `--state`: every monitor's window and detector state, as JSON,

@@ -17,7 +17,7 @@ struct MADDetectorTests {
         let bound = 101 * exp(0.175) - 1
         #expect(abs(bound - 119.3159) < 1e-4)
         for (latest, verdict) in [(119.3, Verdict.stable), (119.4, .degrading)] {
-            let detector = MADDetector(settings: settings)
+            var detector = MADDetector(settings: settings)
             for _ in 0..<9 { _ = detector.judge(Observation(value: 100), settings: settings) }
             let report = detector.judge(Observation(value: latest), settings: settings)
             #expect(report.verdict == verdict, "latest \(latest)")
@@ -31,8 +31,9 @@ struct MADDetectorTests {
 
     @Test("fewer than 10 points is unknown")
     func minimum() {
-        let detector = MADDetector(settings: settings)
-        let reports = (0..<9).map { _ in detector.judge(Observation(value: 100), settings: settings) }
+        var detector = MADDetector(settings: settings)
+        var reports: [MADDetector.Report] = []
+        for _ in 0..<9 { reports.append(detector.judge(Observation(value: 100), settings: settings)) }
         #expect(reports.allSatisfy { $0.verdict == .unknown && $0.score == 0 })
         #expect(detector.judge(Observation(value: 100), settings: settings).verdict == .stable)
     }
@@ -41,8 +42,9 @@ struct MADDetectorTests {
     func stateRoundTrip() throws {
         var random = TestRandom(state: 7)
         let values = (0..<150).map { _ in 50 + random.uniform() * (random.uniform() < 0.05 ? 2000 : 40) }
-        let continuous = MADDetector(settings: settings)
-        let expected = values.map { continuous.judge(Observation(value: $0), settings: settings) }
+        var continuous = MADDetector(settings: settings)
+        var expected: [MADDetector.Report] = []
+        for value in values { expected.append(continuous.judge(Observation(value: value), settings: settings)) }
         var restored = MADDetector(settings: settings)
         var got: [MADDetector.Report] = []
         for value in values {
@@ -57,21 +59,24 @@ struct MADDetectorTests {
 struct RobustDetectorTests {
     let settings = DetectorSettings(detector: .robust)
 
-    func feed(_ detector: RobustDetector, _ values: [Double], start: Int64 = monday, stepMs: Int64? = 60_000,
+    /// Feeds `values` to a new detector, one every `stepMs` from `start` (no `at` when nil).
+    func feed(_ values: [Double], start: Int64 = monday, stepMs: Int64? = 60_000,
               settings: DetectorSettings? = nil) -> [RobustDetector.Report] {
         let settings = settings ?? self.settings
-        return values.enumerated().map { index, value in
+        var detector = RobustDetector(settings: settings)
+        var reports: [RobustDetector.Report] = []
+        for (index, value) in values.enumerated() {
             let at = stepMs.map { start + Int64(index) * $0 }
-            return detector.judge(Observation(value: value, atMs: at), settings: settings)
+            reports.append(detector.judge(Observation(value: value, atMs: at), settings: settings))
         }
+        return reports
     }
 
     @Test("one spike is never a shift; three in a row are (CUSUM 2.5 + 2.5 + 2.5 > 7)")
     func spikesAndShift() {
         // 20 points of 100: median ln 101, MAD 0, sigma 0.05. A value of 200 is
         // (ln 201 - ln 101) / 0.05 = 13.76 sigmas out, capped at 4: each adds 4 - 1.5 = 2.5.
-        let single = RobustDetector(settings: settings)
-        let reports = feed(single, Array(repeating: 100, count: 20) + [200] + Array(repeating: 100, count: 5))
+        let reports = feed(Array(repeating: 100, count: 20) + [200] + Array(repeating: 100, count: 5))
         #expect(reports.allSatisfy { $0.verdict != .degrading })
         #expect(reports[20].cusum == 2.5)
         #expect(abs(reports[20].z! - (log(201.0) - log(101.0)) / 0.05) < 1e-9)
@@ -79,8 +84,7 @@ struct RobustDetectorTests {
         #expect(reports[22].cusum == 0)
         #expect(abs(reports[20].score - 2.5 / 9.5) < 1e-12, "score = S / (S + 7)")
 
-        let shift = RobustDetector(settings: settings)
-        let run = feed(shift, Array(repeating: 100, count: 20) + [200, 200, 200])
+        let run = feed(Array(repeating: 100, count: 20) + [200, 200, 200])
         #expect(run[20].verdict == .stable && run[21].verdict == .stable)
         #expect(run[21].cusum == 5)
         #expect(run[22].verdict == .degrading)
@@ -92,7 +96,7 @@ struct RobustDetectorTests {
         #expect(abs(run[22].score - (0.5 + 0.5 * excess / (excess + log(2.0)))) < 1e-12)
 
         // The CUSUM stops at 7 + 2.5 = 9.5, so the alarm ends two normal samples after a long run.
-        let long = feed(RobustDetector(settings: settings), Array(repeating: 100, count: 20) + Array(repeating: 200, count: 10)
+        let long = feed(Array(repeating: 100, count: 20) + Array(repeating: 200, count: 10)
             + [100, 100, 100])
         #expect(long[29].cusum == 9.5 && long[29].verdict == .degrading)
         #expect(long[30].cusum == 8 && long[30].verdict == .degrading)
@@ -110,7 +114,7 @@ struct RobustDetectorTests {
         for index in 0..<500 { values.append(cycle[index % 3] * pow(1.001, Double(index + 1))) }
         let top = pow(1.001, 500.0)
         for index in 0..<2880 { values.append(cycle[index % 3] * top) }
-        let reports = feed(RobustDetector(settings: settings), values)
+        let reports = feed(values)
         #expect(reports[0..<steady].allSatisfy { $0.verdict != .degrading }, "steady: nothing")
         #expect(reports[10..<steady].allSatisfy { $0.cusum == 0 }, "the cycle alone stays inside 1.5 sigmas")
         let flagged = reports.indices.filter { reports[$0].verdict == .degrading }
@@ -134,7 +138,7 @@ struct RobustDetectorTests {
             let hour = Int((Int64(index) * step) % 86_400_000 / 3_600_000)
             values.append((hour < 12 ? 100 : 200) * wobble[index % 3])
         }
-        let reports = feed(RobustDetector(settings: settings), values, stepMs: step)
+        let reports = feed(values, stepMs: step)
         let firstDay = reports[0..<288].filter { $0.verdict == .degrading }.count
         let lastTwoDays = reports[(4 * 288)...].filter { $0.verdict == .degrading }.count
         #expect(firstDay > 0, "before it has learned the day, noon's doubling is an anomaly")
@@ -146,8 +150,7 @@ struct RobustDetectorTests {
 
     @Test("without timestamps: no seasons, one minute a sample for the level")
     func withoutTimestamps() {
-        let detector = RobustDetector(settings: settings)
-        let reports = feed(detector, Array(repeating: 100, count: 1500), stepMs: nil)
+        let reports = feed(Array(repeating: 100, count: 1500), stepMs: nil)
         #expect(reports[1400].level == nil && reports[1499].level != nil, "the level waits 1440 assumed minutes")
         #expect(reports.allSatisfy { $0.verdict != .degrading })
     }
@@ -156,13 +159,13 @@ struct RobustDetectorTests {
     func low() {
         var low = settings
         low.direction = .low
-        let fall = feed(RobustDetector(settings: low), Array(repeating: 100, count: 20) + [40, 40, 40], settings: low)
+        let fall = feed(Array(repeating: 100, count: 20) + [40, 40, 40], settings: low)
         #expect(fall[22].verdict == .degrading && fall[22].rule == .shift)
-        let rise = feed(RobustDetector(settings: low), Array(repeating: 100, count: 20) + [400, 400, 400], settings: low)
+        let rise = feed(Array(repeating: 100, count: 20) + [400, 400, 400], settings: low)
         #expect(rise.allSatisfy { $0.verdict != .degrading })
         var both = settings
         both.direction = .both
-        let either = feed(RobustDetector(settings: both), Array(repeating: 100, count: 20) + [40, 40, 40], settings: both)
+        let either = feed(Array(repeating: 100, count: 20) + [40, 40, 40], settings: both)
         #expect(either[22].verdict == .degrading)
     }
 
@@ -170,8 +173,7 @@ struct RobustDetectorTests {
     func stateRoundTrip() throws {
         var random = TestRandom(state: 99)
         let values = (0..<900).map { index in (index / 300 == 1 ? 180.0 : 100) * (0.8 + 0.4 * random.uniform()) }
-        let continuous = RobustDetector(settings: settings)
-        let expected = feed(continuous, values, stepMs: 600_000)
+        let expected = feed(values, stepMs: 600_000)
         var restored = RobustDetector(settings: settings)
         var got: [RobustDetector.Report] = []
         for (index, value) in values.enumerated() {

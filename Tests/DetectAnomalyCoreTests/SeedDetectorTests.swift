@@ -10,10 +10,12 @@ struct SeedDetectorTests {
     let settings = DetectorSettings(detector: .seed)
 
     /// Feeds `values` (real unless listed in `simulated`) and returns the report of each.
-    func feed(_ detector: SeedDetector, _ values: [Double], simulated: Set<Int> = []) -> [SeedDetector.Report] {
-        values.enumerated().map { index, value in
-            detector.judge(Observation(value: value, simulated: simulated.contains(index)), settings: settings)
+    func feed(_ detector: inout SeedDetector, _ values: [Double], simulated: Set<Int> = []) -> [SeedDetector.Report] {
+        var reports: [SeedDetector.Report] = []
+        for (index, value) in values.enumerated() {
+            reports.append(detector.judge(Observation(value: value, simulated: simulated.contains(index)), settings: settings))
         }
+        return reports
     }
 
     @Test("the seed's defaults")
@@ -27,9 +29,9 @@ struct SeedDetectorTests {
 
     @Test("fewer than 10 points in recent, the latest included, is unknown; the 10th is judged")
     func minimumSamples() {
-        let detector = SeedDetector(settings: settings)
+        var detector = SeedDetector(settings: settings)
         // 9 points: recent holds 9 < 10, whatever the value.
-        let early = feed(detector, [100, 100, 100, 100, 100, 100, 100, 100, 9999])
+        let early = feed(&detector, [100, 100, 100, 100, 100, 100, 100, 100, 9999])
         #expect(early.allSatisfy { $0.verdict == .unknown })
         // The 9th (9999) had a baseline of 8 points, all 100: mean 100, stddev 0.
         #expect(early[8].baselineCount == 8 && early[8].mean == 100 && early[8].stddev == 0)
@@ -52,8 +54,8 @@ struct SeedDetectorTests {
         let stddev = (4800.0 / 49).squareRoot()
         #expect(abs(stddev - 9.897433186) < 1e-8)
         for (latest, verdict) in [(124.7, Verdict.stable), (124.8, .degrading), (50.0, .stable)] {
-            let detector = SeedDetector(settings: settings)
-            _ = feed(detector, Self.baseline)
+            var detector = SeedDetector(settings: settings)
+            _ = feed(&detector, Self.baseline)
             let report = detector.judge(Observation(value: latest), settings: settings)
             #expect(report.verdict == verdict, "latest \(latest)")
             #expect(report.baselineCount == 49)
@@ -66,8 +68,8 @@ struct SeedDetectorTests {
     @Test("exactly at the threshold is stable (the rule is latest > threshold)")
     func equalIsStable() {
         // 9 points of 100: stddev 0, threshold exactly 100; latest 100 is stable, 100.001 degrading.
-        let detector = SeedDetector(settings: settings)
-        _ = feed(detector, Array(repeating: 100, count: 9))
+        var detector = SeedDetector(settings: settings)
+        _ = feed(&detector, Array(repeating: 100, count: 9))
         let equal = detector.judge(Observation(value: 100), settings: settings)
         #expect(equal.verdict == .stable && equal.threshold == 100 && equal.score == 0)
         let above = detector.judge(Observation(value: 100.001), settings: settings)
@@ -77,9 +79,9 @@ struct SeedDetectorTests {
 
     @Test("the window is the last 50 points: older ones leave the baseline")
     func window() {
-        let detector = SeedDetector(settings: settings)
+        var detector = SeedDetector(settings: settings)
         // Eleven huge values first; had they stayed, the mean would be over 2000 and 124.8 stable.
-        _ = feed(detector, Array(repeating: 10_000, count: 11) + Self.baseline)
+        _ = feed(&detector, Array(repeating: 10_000, count: 11) + Self.baseline)
         let report = detector.judge(Observation(value: 124.8), settings: settings)
         #expect(report.baselineCount == 49)
         #expect(report.mean == 100)
@@ -88,12 +90,12 @@ struct SeedDetectorTests {
 
     @Test("a simulated latest is judged against the real points only")
     func simulatedBaseline() {
-        let detector = SeedDetector(settings: settings)
+        var detector = SeedDetector(settings: settings)
         // Ten real points of 100 and five simulated ones of 700; then a simulated 650.
         // Real baseline: mean 100, stddev 0, so 650 > 100 + 2.5 × 0 and > 100 + 500: degrading.
         // Had the simulated points counted: mean (1000 + 3500) / 15 = 300.
         let values: [Double] = Array(repeating: 100, count: 10) + Array(repeating: 700, count: 5)
-        _ = feed(detector, values, simulated: Set(10..<15))
+        _ = feed(&detector, values, simulated: Set(10..<15))
         let report = detector.judge(Observation(value: 650, simulated: true), settings: settings)
         #expect(report.baselineCount == 10)
         #expect(report.mean == 100)
@@ -102,9 +104,9 @@ struct SeedDetectorTests {
 
     @Test("a real latest is judged against every previous point, simulated ones included (as the seed)")
     func realLatestKeepsSimulated() {
-        let detector = SeedDetector(settings: settings)
+        var detector = SeedDetector(settings: settings)
         let values: [Double] = Array(repeating: 100, count: 10) + Array(repeating: 700, count: 5)
-        _ = feed(detector, values, simulated: Set(10..<15))
+        _ = feed(&detector, values, simulated: Set(10..<15))
         let report = detector.judge(Observation(value: 650), settings: settings)
         // Baseline of 15: mean 4500 / 15 = 300; variance (10 × 200² + 5 × 400²) / 15 = 1,200,000 / 15 = 80,000;
         // stddev 282.84...; threshold 300 + 707.1 = 1007.1: 650 is stable.
@@ -118,13 +120,13 @@ struct SeedDetectorTests {
     func fallback() {
         for (latest, verdict) in [(1800.0, Verdict.degrading), (1799.9, .unknown), (5000, .degrading)] {
             // With no previous point at all.
-            let empty = SeedDetector(settings: settings)
+            var empty = SeedDetector(settings: settings)
             let first = empty.judge(Observation(value: latest, simulated: true), settings: settings)
             #expect(first.verdict == verdict, "first point \(latest)")
             #expect(first.baselineCount == 0 && first.mean == nil && first.threshold == 1800)
             // With 20 previous points, all simulated: still no real baseline, even past 10 points.
-            let allSimulated = SeedDetector(settings: settings)
-            _ = feed(allSimulated, Array(repeating: 100, count: 20), simulated: Set(0..<20))
+            var allSimulated = SeedDetector(settings: settings)
+            _ = feed(&allSimulated, Array(repeating: 100, count: 20), simulated: Set(0..<20))
             #expect(allSimulated.judge(Observation(value: latest, simulated: true), settings: settings).verdict == verdict,
                     "after simulated points, \(latest)")
         }
@@ -133,16 +135,16 @@ struct SeedDetectorTests {
     @Test("simulated under 10 points can still be degrading by the +500 rule; otherwise unknown")
     func simulatedFewPoints() {
         for (latest, verdict) in [(601.0, Verdict.degrading), (600.0, .unknown)] {
-            let detector = SeedDetector(settings: settings)
+            var detector = SeedDetector(settings: settings)
             // Three real points of 100: mean 100, stddev 0; recent holds 4 < 10.
-            _ = feed(detector, [100, 100, 100])
+            _ = feed(&detector, [100, 100, 100])
             let report = detector.judge(Observation(value: latest, simulated: true), settings: settings)
             #expect(report.verdict == verdict, "latest \(latest): 100 + 500 = 600, the rule is >")
             #expect(report.baselineCount == 3)
         }
         // A real latest under 10 points is unknown however far out it is.
-        let detector = SeedDetector(settings: settings)
-        _ = feed(detector, [100, 100, 100])
+        var detector = SeedDetector(settings: settings)
+        _ = feed(&detector, [100, 100, 100])
         #expect(detector.judge(Observation(value: 100_000), settings: settings).verdict == .unknown)
     }
 
@@ -151,14 +153,14 @@ struct SeedDetectorTests {
         // Baseline alternating 0 and 1000, 10 points: mean 500, stddev 500; 2.5 sd threshold 1750,
         // absolute threshold 1000.
         let baseline: [Double] = Array(repeating: [0.0, 1000.0], count: 5).flatMap { $0 }
-        let simulated = SeedDetector(settings: settings)
-        _ = feed(simulated, baseline)
+        var simulated = SeedDetector(settings: settings)
+        _ = feed(&simulated, baseline)
         let report = simulated.judge(Observation(value: 1001, simulated: true), settings: settings)
         #expect(report.mean == 500 && report.stddev == 500)
         #expect(report.verdict == .degrading)
         #expect(report.threshold == 1000, "the tighter of 1750 and 1000")
-        let real = SeedDetector(settings: settings)
-        _ = feed(real, baseline)
+        var real = SeedDetector(settings: settings)
+        _ = feed(&real, baseline)
         let realReport = real.judge(Observation(value: 1001), settings: settings)
         #expect(realReport.verdict == .stable)
         #expect(realReport.threshold == 1750)
@@ -171,7 +173,7 @@ struct SeedDetectorTests {
         var low = settings
         low.direction = .low
         func judged(_ latest: Double) -> SeedDetector.Report {
-            let detector = SeedDetector(settings: low)
+            var detector = SeedDetector(settings: low)
             for value in Self.baseline { _ = detector.judge(Observation(value: value), settings: low) }
             return detector.judge(Observation(value: latest), settings: low)
         }
@@ -182,7 +184,7 @@ struct SeedDetectorTests {
         #expect(report.verdict == .degrading)
         #expect(abs(report.threshold! - (100 - 2.5 * (4800.0 / 49).squareRoot())) < 1e-12)
         // A simulated first point has no fallback on the low side.
-        let fresh = SeedDetector(settings: low)
+        var fresh = SeedDetector(settings: low)
         #expect(fresh.judge(Observation(value: 5000, simulated: true), settings: low).verdict == .unknown)
     }
 
@@ -190,8 +192,8 @@ struct SeedDetectorTests {
     func stateRoundTrip() throws {
         let values: [Double] = (0..<120).map { Double(($0 * 37) % 101) + 50 }
         let simulated = Set(stride(from: 3, to: 120, by: 7))
-        let continuous = SeedDetector(settings: settings)
-        let expected = feed(continuous, values, simulated: simulated)
+        var continuous = SeedDetector(settings: settings)
+        let expected = feed(&continuous, values, simulated: simulated)
         var restored = SeedDetector(settings: settings)
         var got: [SeedDetector.Report] = []
         for (index, value) in values.enumerated() {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VitalsKit
 @testable import DetectAnomalyCore
@@ -108,5 +109,42 @@ struct NumberTextTests {
         #expect(parse("true") == nil)
         #expect(parse("1e400") == nil)
         #expect(parse("") == nil)
+    }
+}
+
+@Suite("output buffer")
+struct LineBufferTests {
+    func text(_ build: (inout LineBuffer) -> Void) -> String {
+        var buffer = LineBuffer(capacity: 4)
+        build(&buffer)
+        return String(decoding: buffer.bytes, as: UTF8.self)
+    }
+
+    @Test("numbers are written as JSONText.appendFixed writes them")
+    func numbersMatchFoundation() {
+        var random = TestRandom(state: 2024)
+        var values: [Double] = [0, -0.0, 0.5, 12.5, 3, 0.042, -0.0004, 0.0005, 1e15, -123.4567, 99.9995, .nan, .infinity]
+        for _ in 0..<5000 {
+            let magnitude = pow(10, random.uniform() * 8 - 3)
+            values.append((random.uniform() < 0.5 ? -1 : 1) * magnitude * random.uniform())
+        }
+        for value in values {
+            for decimals in 0...3 {
+                var expected: [UInt8] = []
+                JSONText.appendFixed(value, decimals: decimals, to: &expected)
+                #expect(text { $0.append(value, decimals: decimals) } == String(decoding: expected, as: UTF8.self),
+                        "\(value) to \(decimals) places")
+            }
+        }
+    }
+
+    @Test("it grows past its first capacity and keeps what was written")
+    func grows() {
+        let long = String(repeating: "x", count: 10_000)
+        #expect(text { buffer in
+            buffer.append("ab")
+            Array(long.utf8).withUnsafeBufferPointer { buffer.append($0, 0..<$0.count) }
+            buffer.append(byte: UInt8(ascii: "!"))
+        } == "ab" + long + "!")
     }
 }
