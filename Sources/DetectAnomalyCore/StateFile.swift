@@ -106,7 +106,13 @@ enum StateFile {
                                                 into table: MonitorTable<Detector>) throws(ToolError) {
         let bytes: [UInt8]
         switch readFile(path) {
-        case .missing: return
+        case .missing:
+            // A first run: the file will be created at the end, so its directory must take it.
+            let directory = directoryName(path)
+            if access(directory, W_OK) != 0 {
+                throw ToolError("state file \(path) cannot be created: \(directory): \(String(cString: strerror(errno)))")
+            }
+            return
         case .failure(let reason): throw ToolError("cannot read state file \(path): \(reason)")
         case .contents(let contents): bytes = contents
         }
@@ -222,10 +228,14 @@ enum StateFile {
 
     /// Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over `path` and
     /// fsyncs the directory. Returns the reason on failure (the temporary file is removed).
+    private static func directoryName(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     private static func writeAtomically(_ path: String, _ bytes: [UInt8]) -> String? {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let base = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let directory = directoryName(path)
+        let base = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
         var template = ((directory == "/" ? "/" : directory + "/") + "." + base + ".XXXXXX").utf8CString
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         if fd < 0 { return String(cString: strerror(errno)) }

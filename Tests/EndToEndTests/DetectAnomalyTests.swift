@@ -278,6 +278,16 @@ struct DetectAnomalyStateTests {
         }
     }
 
+    @Test("a state file whose directory does not exist is an error before anything is read")
+    func missingDirectory() throws {
+        let scratch = try ScratchDirectory()
+        let path = scratch.path("no/such/dir/state.json")
+        let result = try run("detect-anomaly", ["--state", path], stdin: Self.trace.prefix(3).joined(separator: "\n") + "\n")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("state file \(path) cannot be created"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test("--checkpoint saves during a long run; SIGINT saves what was written and exits 130")
     func checkpointAndInterrupt() throws {
         let scratch = try ScratchDirectory()
