@@ -119,13 +119,38 @@ enum StateFile {
         func fail(_ message: String) -> ToolError {
             ToolError("state file \(path): \(message); it was left as it is (fix or remove it, or name another --state file)")
         }
-        let value: JSONValue
+        // The header's fields are read as values; the monitors are found as byte ranges and read one
+        // at a time, so memory stays near the file's size however many monitors there are.
+        let result: Result<Void, ToolError> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(ToolError) {
+                try load(buffer, path: path, settings: settings, into: table, fail: fail)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+    }
+
+    private static func load<Detector: MonitorDetector>(_ bytes: UnsafeBufferPointer<UInt8>, path: String, settings: DetectorSettings,
+                                                        into table: MonitorTable<Detector>,
+                                                        fail: (String) -> ToolError) throws(ToolError) {
+        var object = JSONObject()
+        var monitorsRange: Range<Int>?
         do {
-            value = try JSONParser.parse(bytes)
+            for field in try JSONParser.scanObject(bytes) {
+                let key = try JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[(field.keyStart - 1)..<(field.keyEnd + 1)]))
+                guard let name = key.stringValue else { continue }
+                if name == "monitors" {
+                    monitorsRange = field.valueStart..<field.valueEnd
+                } else {
+                    object[name] = try JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[field.valueStart..<field.valueEnd]))
+                }
+            }
         } catch {
             throw fail("not a detect-anomaly state file (not JSON: \(error))")
         }
-        guard let object = value.objectValue, object["format"]?.stringValue == format else {
+        guard object["format"]?.stringValue == format else {
             throw fail("not a detect-anomaly state file (no \"format\": \"\(format)\")")
         }
         guard let fileVersion = object["version"]?.intValue else { throw fail("no version number") }
@@ -139,9 +164,13 @@ enum StateFile {
                             + "this run has --\(key.replacingUnderscores) \(expected.jsonText.unquoted) "
                             + "(run with the same options, or name another --state file)")
         }
-        guard let monitors = object["monitors"]?.arrayValue else { throw fail("\"monitors\" is not an array") }
-        for (position, entry) in monitors.enumerated() {
-            guard let state = entry.objectValue, let name = state["monitor"]?.stringValue else {
+        guard let monitorsRange, let monitors = try? JSONParser.scanArray(UnsafeBufferPointer(rebasing: bytes[monitorsRange])) else {
+            throw fail("\"monitors\" is not an array")
+        }
+        for (position, range) in monitors.enumerated() {
+            let start = monitorsRange.lowerBound + range.lowerBound
+            let entry = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[start..<(start + range.count)]))
+            guard let state = entry?.objectValue, let name = state["monitor"]?.stringValue else {
                 throw fail("monitor \(position + 1) has no \"monitor\" name")
             }
             guard !table.contains(name) else { throw fail("monitor '\(name)' is listed twice") }
