@@ -40,42 +40,45 @@ struct SampleLine {
         var messageSimulated = false
         var flagSimulated = false
         let base = line.baseAddress!
-        for field in fields {
-            let key = base + field.keyStart
-            let keyLength = field.keyEnd - field.keyStart
-            if keyLength == valueKey.count, memcmp(key, valueKey.baseAddress!, keyLength) == 0 {
-                value = NumberText.parse(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]))
-                continue
-            }
-            switch (keyLength, key[0]) {
-            case (2, UInt8(ascii: "a")) where readsTime && Self.keyIs(key, "at"):
-                atMs = Self.stringContent(line, field).flatMap { Timestamp.parse(bytes: $0) }
-            case (4, UInt8(ascii: "t")) where Self.keyIs(key, "type"):
-                isSample = Self.stringIs(line, field, "sample")
-            case (6, UInt8(ascii: "s")) where Self.keyIs(key, "status"):
-                statusField = field
-                if Self.stringIs(line, field, "up") { status = .up }
-                else if Self.stringIs(line, field, "degraded") { status = .degraded }
-                else { status = .other }
-            case (6, UInt8(ascii: "r")) where Self.keyIs(key, "reason"):
-                reasonField = field
-            case (7, UInt8(ascii: "m")) where Self.keyIs(key, "monitor"):
-                monitorBytes = nil
-                decodedMonitor = nil
-                if line[field.valueStart] == UInt8(ascii: "\""), !Self.hasEscape(line, field) {
-                    monitorBytes = (field.valueStart + 1)..<(field.valueEnd - 1)
-                } else if var text = Self.decodedString(line, field) {
-                    decodedMonitor = text.withUTF8 { Array($0) }
+        // Through the buffer: iterating the array itself took about 3% more instructions per line.
+        fields.withUnsafeBufferPointer { fields in
+            for field in fields {
+                let key = base + field.keyStart
+                let keyLength = field.keyEnd - field.keyStart
+                if keyLength == valueKey.count, memcmp(key, valueKey.baseAddress!, keyLength) == 0 {
+                    value = NumberText.parse(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]))
+                    continue
                 }
-            case (7, UInt8(ascii: "m")) where Self.keyIs(key, "message"):
-                messageField = field
-                messageSimulated = Self.stringContains(line, field, Self.simulatedWord)
-            case (7, UInt8(ascii: "a")) where Self.keyIs(key, "anomaly"):
-                anomalyField = field
-            case (9, UInt8(ascii: "s")) where Self.keyIs(key, "simulated"):
-                flagSimulated = field.valueEnd - field.valueStart == 4 && line[field.valueStart] == UInt8(ascii: "t")
-            default:
-                break
+                switch (keyLength, key[0]) {
+                case (2, UInt8(ascii: "a")) where readsTime && Self.keyIs(key, "at"):
+                    atMs = Self.stringContent(line, field).flatMap { Timestamp.parse(bytes: $0) }
+                case (4, UInt8(ascii: "t")) where Self.keyIs(key, "type"):
+                    isSample = Self.stringIs(line, field, "sample")
+                case (6, UInt8(ascii: "s")) where Self.keyIs(key, "status"):
+                    statusField = field
+                    if Self.stringIs(line, field, "up") { status = .up }
+                    else if Self.stringIs(line, field, "degraded") { status = .degraded }
+                    else { status = .other }
+                case (6, UInt8(ascii: "r")) where Self.keyIs(key, "reason"):
+                    reasonField = field
+                case (7, UInt8(ascii: "m")) where Self.keyIs(key, "monitor"):
+                    monitorBytes = nil
+                    decodedMonitor = nil
+                    if line[field.valueStart] == UInt8(ascii: "\""), !Self.hasEscape(line, field) {
+                        monitorBytes = (field.valueStart + 1)..<(field.valueEnd - 1)
+                    } else if var text = Self.decodedString(line, field) {
+                        decodedMonitor = text.withUTF8 { Array($0) }
+                    }
+                case (7, UInt8(ascii: "m")) where Self.keyIs(key, "message"):
+                    messageField = field
+                    messageSimulated = Self.stringContains(line, field, Self.simulatedWord)
+                case (7, UInt8(ascii: "a")) where Self.keyIs(key, "anomaly"):
+                    anomalyField = field
+                case (9, UInt8(ascii: "s")) where Self.keyIs(key, "simulated"):
+                    flagSimulated = field.valueEnd - field.valueStart == 4 && line[field.valueStart] == UInt8(ascii: "t")
+                default:
+                    break
+                }
             }
         }
         simulated = flagSimulated || messageSimulated
