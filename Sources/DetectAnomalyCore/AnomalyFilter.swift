@@ -4,9 +4,11 @@ import VitalsKit
 public struct AnomalyTally: Sendable, Equatable {
     /// Records passed through that are not samples.
     public var otherRecords = 0
-    /// Samples by verdict.
+    /// Samples whose verdict was unknown (not judged, or too few points).
     public var unknown = 0
+    /// Samples judged stable.
     public var stable = 0
+    /// Samples judged degrading.
     public var degrading = 0
     /// Samples whose status was changed from up to degraded.
     public var promoted = 0
