@@ -10,6 +10,8 @@ import PackageDescription
 let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // probe HTTP(S) targets concurrently; one sample per probe (libcurl via HTTPTransport)
     ("probe-http", "ProbeHTTPCore", ["HTTPTransport", "VitalsCrypto"]),
+    // mark latency anomalies on rolling windows per monitor (no C)
+    ("detect-anomaly", "DetectAnomalyCore", []),
     // keep samples in SQLite and answer OnlineTracker's views (SQLite via SQLiteStore)
     ("store-samples", "StoreSamplesCore", ["SQLiteStore"]),
     // summarize a day of samples per service: trends, outages, correlated failures (no C)

@@ -1,3 +1,4 @@
+import DetectAnomalyCore
 import DigestCore
 import FixtureServer
 import Foundation
@@ -7,7 +8,7 @@ import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "store-samples", "digest"]
+let documentedTools = ["probe-http", "detect-anomaly", "store-samples", "digest"]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -176,7 +177,7 @@ struct DocumentationTests {
         }
     }
 
-    @Test("the option table, --help and the man page list the same options", arguments: [ProbeHTTPCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec])
+    @Test("the option table, --help and the man page list the same options", arguments: [ProbeHTTPCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec])
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
@@ -200,7 +201,7 @@ struct ExampleTests {
         return commands
     }
 
-    static let sources = ["man/man1/probe-http.1", "man/man1/store-samples.1", "man/man1/digest.1", "man/man7/vitals.7", "README.md"]
+    static let sources = ["man/man1/probe-http.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1", "man/man1/digest.1", "man/man7/vitals.7", "README.md"]
 
     @Test("examples", arguments: sources)
     func run(source: String) throws {
@@ -214,6 +215,11 @@ struct ExampleTests {
         {"id":"web","name":"web","url":"\(server.baseURL)/content?text=hello","expected_content":"hello"}
         {"id":"broken","name":"broken","url":"\(server.baseURL)/status/500"}
         """)
+        // Samples for detect-anomaly's examples: a steady hour with a spike, and a slowdown.
+        try scratch.write("samples.ndjson", (0..<60).map { minute in
+            sampleLine(minute < 40 ? "api" : "search", minute: minute,
+                       latency: minute == 20 ? 900 : (minute < 40 ? 50 : (minute < 50 ? 120 : 480)) + Double(minute % 5))
+        }.joined(separator: "\n") + "\n")
         // A TLS server stands in for ssl://example.com:443.
         let certificates = try TestCertificates()
         let (cert, key) = try certificates.selfSigned(named: "example", daysLeft: 60)

@@ -111,3 +111,30 @@ struct RecordWriterTests {
         close(fds[1])
     }
 }
+
+@Suite("NDJSON line reader: when it will block")
+struct LineReaderWillReadTests {
+    @Test("onIdle runs when the input pauses, before the reader blocks, and not while lines are buffered")
+    func onIdle() {
+        var fds: [Int32] = [0, 0]
+        pipe(&fds)
+        let writeEnd = fds[1]
+        _ = Streams.writeAll(writeEnd, "a\nb\n")
+        let reader = LineReader(fd: fds[0], source: "test", ownsDescriptor: true)
+        var idleCalls = 0
+        reader.idleAfterMs = 0
+        reader.onIdle = {
+            idleCalls += 1
+            // The pause is over: more input arrives, then the end.
+            _ = Streams.writeAll(writeEnd, "c\n")
+            close(writeEnd)
+        }
+        var lines: [String] = []
+        while let event = reader.next() {
+            if case .line(let line) = event { lines.append(String(decoding: line, as: UTF8.self)) }
+            if lines.count == 2 { #expect(idleCalls == 0, "a and b came in one read") }
+        }
+        #expect(lines == ["a", "b", "c"])
+        #expect(idleCalls == 1)
+    }
+}

@@ -1,0 +1,94 @@
+/// Which detector judges the samples.
+public enum DetectorKind: String, Sendable, CaseIterable {
+    /// isitup's AnomalyDetector, exactly: mean and population standard deviation of the window.
+    case seed
+    /// A point rule on robust statistics: median and MAD of the window, in log space.
+    case mad
+    /// Sustained changes: a CUSUM of robust z-scores against the higher of the recent median and a
+    /// day-long level, a drift rule, and hourly seasonal offsets. The default.
+    case robust
+
+    /// The default `--threshold` of each detector.
+    public var defaultThreshold: Double {
+        switch self {
+        case .seed: return 2.5
+        case .mad: return 3.5
+        case .robust: return 7
+        }
+    }
+}
+
+/// Which side of the baseline is bad.
+public enum Direction: String, Sendable, CaseIterable {
+    /// Higher is worse (latency).
+    case high
+    /// Lower is worse (speed).
+    case low
+    /// Either side.
+    case both
+
+    /// Whether high values are judged.
+    var judgesHigh: Bool { self != .low }
+    /// Whether low values are judged.
+    var judgesLow: Bool { self != .high }
+}
+
+/// What shapes a detector's judgements and its per-monitor state; written into the state file,
+/// which a run with other settings refuses.
+public struct DetectorSettings: Sendable, Equatable {
+    /// The detector.
+    public var detector: DetectorKind = .robust
+    /// The record field judged.
+    public var field: String = "latency_ms"
+    /// The bad side.
+    public var direction: Direction = .high
+    /// Points kept per monitor (the current one included).
+    public var window: Int = 50
+    /// Points needed in the window, the current one included, before a verdict other than unknown.
+    public var minSamples: Int = 10
+    /// The detector's threshold (see `DetectorKind.defaultThreshold`).
+    public var threshold: Double = 7
+
+    /// Settings with each detector's defaults.
+    public init(detector: DetectorKind = .robust) {
+        self.detector = detector
+        self.threshold = detector.defaultThreshold
+    }
+
+    /// Whether promotion to `degraded` applies: the seed promotes on latency only.
+    var promotes: Bool { field == "latency_ms" }
+
+    /// The unit suffix of the field (`_ms` for `latency_ms`, `_mbps` for `speed_mbps`, empty for `rtt`),
+    /// which the anomaly object's value fields carry.
+    var unitSuffix: String {
+        guard let underscore = field.lastIndex(of: "_") else { return "" }
+        return String(field[underscore...])
+    }
+}
+
+/// One candidate point of a monitor: a sample that is up or degraded and has the field as a number.
+public struct Observation: Sendable, Equatable {
+    /// The field's value.
+    public var value: Double
+    /// Whether the sample is simulated (`simulated: true`, or "simulated" in its message).
+    public var simulated: Bool
+    /// The sample's `at`, in milliseconds since the epoch, when it has a valid one.
+    public var atMs: Int64?
+
+    /// Creates an observation.
+    public init(value: Double, simulated: Bool = false, atMs: Int64? = nil) {
+        self.value = value
+        self.simulated = simulated
+        self.atMs = atMs
+    }
+}
+
+/// A detector's verdict on one sample, isitup's three.
+public enum Verdict: String, Sendable {
+    /// Not enough data, or nothing to judge.
+    case unknown
+    /// Within the baseline.
+    case stable
+    /// Anomalous on the bad side.
+    case degrading
+}

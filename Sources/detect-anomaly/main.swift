@@ -1,0 +1,2 @@
+import DetectAnomalyCore
+DetectAnomalyCommand.main()

@@ -1,0 +1,338 @@
+import Foundation
+import Testing
+import VitalsKit
+
+/// One `sample` line as probe-http writes it (the fields detect-anomaly reads, and a user's own).
+func sampleLine(_ monitor: String, minute: Int, latency: Double?, status: String = "up", message: String? = nil,
+                simulated: Bool = false, extra: String = ",\"team\":\"core\"") -> String {
+    let at = Timestamp.format(milliseconds: 1_767_571_200_000 + Int64(minute) * 60_000)
+    let latencyText = latency.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "null"
+    let messageText = message ?? (latency.map { "HTTP 200 in \(Int($0))ms" } ?? "Request timeout after 5s")
+    return "{\"type\":\"sample\",\"monitor\":\"\(monitor)\",\"at\":\"\(at)\",\"status\":\"\(status)\","
+        + "\"reason\":\(status == "up" ? "null" : "\"timeout\""),\"message\":\"\(messageText)\",\"latency_ms\":\(latencyText)"
+        + (simulated ? ",\"simulated\":true" : "") + extra + "}"
+}
+
+/// A line with its `,"anomaly":{...}` (the last field) cut out: what came in, for a sample.
+func withoutAnomaly(_ line: String) -> String {
+    guard let range = line.range(of: ",\"anomaly\":{", options: .backwards) else { return line }
+    return String(line[..<range.lowerBound]) + "}"
+}
+
+/// Eleven steady samples (50, 51, 52 in turn), the seed's numbers worked by hand: after ten points
+/// the mean of 50,51,52,50,51,52,50,51,52,50,51 is 50.909 and the stddev 0.793, so a 400 ms
+/// twelfth sample is far above mean + 2.5 sd = 52.89.
+func steadyThenSpike(_ monitor: String = "api") -> [String] {
+    (0..<11).map { sampleLine(monitor, minute: $0, latency: Double(50 + $0 % 3)) } + [sampleLine(monitor, minute: 11, latency: 400)]
+}
+
+@Suite("detect-anomaly end to end", .serialized, .timeLimit(.minutes(3)))
+struct DetectAnomalyTests {
+    @Test("every valid line comes out in order; other records byte for byte; samples gain only the anomaly object")
+    func passThrough() throws {
+        let lines = [
+            "{\"type\":\"target\",\"url\":\"https://example.com/\"}",
+            sampleLine("api", minute: 0, latency: 48.25),
+            "{ \"type\" : \"sample\" , \"monitor\":\"api\", \"at\":\"2026-01-05T00:01:00.000Z\", \"status\":\"up\", \"latency_ms\": 49.5e0 ,\"note\":\"spaced \\u00e9 \\\"q\\\"\"  }",
+            sampleLine("api", minute: 2, latency: nil, status: "error"),
+            "{\"type\":\"sample\",\"status\":\"up\",\"latency_ms\":10}",
+            "{\"type\":\"sample\",\"monitor\":\"web\",\"status\":\"up\",\"latency_ms\":\"fast\"}",
+            "{\"type\":\"digest\",\"monitor\":\"api\",\"latency_ms\":1}",
+            "{\"kind\":\"untyped\",\"latency_ms\":5}",
+            "[1,2]",
+            "{\"type\":\"sample\",\"monitor\":\"api\",\"status\":\"up\",\"latency_ms\":50,\"région\":\"eu\"}",
+        ]
+        let result = try run("detect-anomaly", [], stdin: lines.joined(separator: "\n") + "\n")
+        #expect(result.status == 2, "one line is not an object")
+        #expect(result.stderr.contains("detect-anomaly: <stdin>:9: "), "\(result.stderr)")
+        let out = result.lines
+        #expect(out.count == lines.count - 1)
+        let expectedIn = lines.filter { $0 != "[1,2]" }
+        for (index, (input, output)) in zip(expectedIn, out).enumerated() {
+            if input.contains("\"sample\"") {
+                #expect(withoutAnomaly(output) == input, "line \(index + 1): \(output)")
+                #expect(output.hasSuffix("}}"))
+            } else {
+                #expect(output == input, "line \(index + 1) is not a sample and passes untouched")
+            }
+        }
+        let records = try result.records()
+        // Samples that cannot be judged (no latency, an error status, no monitor, latency not a number) are unknown.
+        for index in [3, 4, 5] {
+            let anomaly = records[index]["anomaly"]?.objectValue
+            #expect(anomaly?["verdict"]?.stringValue == "unknown", "record \(index)")
+            #expect(anomaly?["score"] == .number("0"))
+            #expect(anomaly?["baseline_n"] == .number("0"))
+        }
+        #expect(records[1]["anomaly"]?.objectValue?["detector"]?.stringValue == "robust", "robust is the default")
+    }
+
+    @Test("the seed detector promotes an up sample: status, reason and message rewritten in place")
+    func promotion() throws {
+        let input = steadyThenSpike() + [
+            sampleLine("api", minute: 12, latency: 900, status: "degraded"),
+            sampleLine("api", minute: 13, latency: nil, status: "down"),
+        ]
+        let result = try run("detect-anomaly", ["--detector", "seed"], stdin: input.joined(separator: "\n") + "\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        let out = result.lines
+        // Samples 1-9: fewer than 10 points; 10 and 11: stable.
+        let records = try result.records()
+        #expect(records[0..<9].allSatisfy { $0["anomaly"]?.objectValue?["verdict"]?.stringValue == "unknown" })
+        #expect(records[9..<11].allSatisfy { $0["anomaly"]?.objectValue?["verdict"]?.stringValue == "stable" })
+        let spike = try #require(records[11]["anomaly"]?.objectValue)
+        #expect(spike["verdict"]?.stringValue == "degrading")
+        #expect(spike["baseline_n"] == .number("11"))
+        #expect(spike["mean_ms"] == .number("50.909"), "560 / 11")
+        #expect(spike["stddev_ms"] == .number("0.793"), "sqrt(6.9091 / 11)")
+        #expect(spike["threshold_ms"] == .number("52.89"), "50.909 + 2.5 x 0.7925")
+        let expected = input[11]
+            .replacingOccurrences(of: "\"status\":\"up\",\"reason\":null,\"message\":\"HTTP 200 in 400ms\"",
+                                  with: "\"status\":\"degraded\",\"reason\":\"latency\",\"message\":\"HTTP 200 in 400ms; Latency degrading\"")
+        #expect(withoutAnomaly(out[11]) == expected)
+        // Already degraded: judged, not rewritten. Down, no latency: not judged, untouched.
+        #expect(withoutAnomaly(out[12]) == input[12])
+        #expect(records[12]["anomaly"]?.objectValue?["verdict"]?.stringValue == "degrading")
+        #expect(withoutAnomaly(out[13]) == input[13])
+
+        let kept = try run("detect-anomaly", ["--detector", "seed", "--keep-status"], stdin: input.joined(separator: "\n") + "\n")
+        #expect(withoutAnomaly(kept.lines[11]) == input[11], "--keep-status changes nothing but the anomaly object")
+        #expect(try kept.records()[11]["anomaly"]?.objectValue?["verdict"]?.stringValue == "degrading")
+    }
+
+    @Test("missing reason and message are added after status; an anomaly field already there is replaced in place")
+    func spliceEdges() throws {
+        var input = steadyThenSpike().dropLast().map { $0 }
+        input.append("{\"type\":\"sample\",\"monitor\":\"api\",\"status\":\"up\",\"anomaly\":{\"old\":true},\"latency_ms\":400,\"x\":1}")
+        let result = try run("detect-anomaly", ["-d", "seed"], stdin: input.joined(separator: "\n") + "\n")
+        let last = try #require(result.lines.last)
+        #expect(last.hasPrefix("{\"type\":\"sample\",\"monitor\":\"api\",\"status\":\"degraded\",\"reason\":\"latency\",\"message\":\"Latency degrading\",\"anomaly\":{\"verdict\":\"degrading\""), "\(last)")
+        #expect(last.hasSuffix("},\"latency_ms\":400,\"x\":1}"))
+        // Twice through: one anomaly object, still in its place.
+        let twice = try shell("detect-anomaly -d seed | detect-anomaly -d seed", stdin: input.joined(separator: "\n") + "\n")
+        #expect(twice.status == 0)
+        for line in twice.lines { #expect(line.components(separatedBy: "\"anomaly\":").count == 2, "\(line)") }
+    }
+
+    @Test("a simulated latency with no real baseline: the seed's 1800 ms fallback, from the message or the flag")
+    func simulatedFallback() throws {
+        let input = [
+            sampleLine("sim", minute: 0, latency: 2000, message: "HTTP 200 in 2000ms +1900 ms simulated"),
+            sampleLine("flag", minute: 0, latency: 1799, simulated: true),
+            sampleLine("flag", minute: 1, latency: 1800, simulated: true),
+            sampleLine("real", minute: 0, latency: 5000),
+        ]
+        let records = try run("detect-anomaly", ["-d", "seed"], stdin: input.joined(separator: "\n") + "\n").records()
+        let verdicts = records.map { $0["anomaly"]?.objectValue?["verdict"]?.stringValue }
+        #expect(verdicts == ["degrading", "unknown", "degrading", "unknown"])
+        #expect(records[0]["status"]?.stringValue == "degraded")
+        #expect(records[0]["anomaly"]?.objectValue?["threshold_ms"] == .number("1800"))
+    }
+
+    @Test("--exit-status: 1 when a sample was degrading, 0 when none was; exit 2 wins over 1")
+    func exitStatus() throws {
+        let spike = steadyThenSpike().joined(separator: "\n") + "\n"
+        #expect(try run("detect-anomaly", ["-d", "seed", "--exit-status"], stdin: spike).status == 1)
+        #expect(try run("detect-anomaly", ["-d", "seed"], stdin: spike).status == 0)
+        let calm = steadyThenSpike().dropLast().joined(separator: "\n") + "\n"
+        #expect(try run("detect-anomaly", ["-d", "seed", "-e"], stdin: calm).status == 0)
+        #expect(try run("detect-anomaly", ["-d", "seed", "-e"], stdin: spike + "oops\n").status == 2)
+    }
+
+    @Test("--field and --direction: a speed drop, keys in the field's unit, no promotion")
+    func otherField() throws {
+        let lines = (0..<12).map { index in
+            "{\"type\":\"sample\",\"monitor\":\"net\",\"status\":\"up\",\"speed_mbps\":\(index == 11 ? 20 : 100 + index % 2)}"
+        }
+        let result = try run("detect-anomaly", ["-d", "seed", "--field", "speed_mbps", "--direction", "low", "--summary"],
+                             stdin: lines.joined(separator: "\n") + "\n")
+        let records = try result.records()
+        let last = try #require(records.last?["anomaly"]?.objectValue)
+        #expect(last["verdict"]?.stringValue == "degrading")
+        #expect(last.contains("mean_mbps") && last.contains("threshold_mbps") && !last.contains("mean_ms"))
+        #expect(records.last?["status"]?.stringValue == "up", "only latency promotes")
+        #expect(result.stderr.contains("12 samples of 1 monitor: 1 degrading, 2 stable, 9 unknown"), "\(result.stderr)")
+    }
+
+    @Test("malformed lines are reported with file and line, skipped, and the rest is judged; exit 2")
+    func badLines() throws {
+        let scratch = try ScratchDirectory()
+        var lines = steadyThenSpike()
+        lines.insert("{\"type\":\"sample\",", at: 3)
+        lines.insert("not json at all", at: 7)
+        let path = try scratch.write("samples.ndjson", lines.joined(separator: "\n") + "\n")
+        let result = try run("detect-anomaly", ["-d", "seed", path, scratch.path("missing.ndjson")])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("detect-anomaly: \(path):4: not a valid JSON record"))
+        #expect(result.stderr.contains("detect-anomaly: \(path):8: not a valid JSON record"))
+        #expect(result.stderr.contains("cannot open \(scratch.path("missing.ndjson"))"))
+        #expect(result.lines.count == 12)
+        #expect(try result.records().last?["anomaly"]?.objectValue?["verdict"]?.stringValue == "degrading",
+                "the good lines still make the baseline")
+    }
+
+    @Test("usage errors exit 64 with a hint")
+    func usage() throws {
+        for arguments in [["--detector", "magic"], ["--min-samples", "60"], ["--checkpoint", "5m"], ["--field", "status"],
+                          ["--threshold", "0"], ["--window", "1"], ["--direction", "up"]] {
+            let result = try run("detect-anomaly", arguments)
+            #expect(result.status == 64, "\(arguments)")
+            #expect(result.stderr.contains("Try 'detect-anomaly --help'"), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    @Test("records reach the pipe as they are judged, before the input ends")
+    func streaming() throws {
+        let tool = try RunningTool("detect-anomaly", [])
+        for (index, line) in steadyThenSpike().prefix(3).enumerated() {
+            tool.input.fileHandleForWriting.write(Data((line + "\n").utf8))
+            let out = try #require(tool.readLine(), "line \(index + 1) came out while the input is still open")
+            #expect(withoutAnomaly(out) == line)
+        }
+        let stopped = tool.stop(SIGTERM)
+        #expect(stopped.status == 143 || stopped.status == 0)
+    }
+
+    @Test("a broken pipe downstream is success")
+    func brokenPipe() throws {
+        let scratch = try ScratchDirectory()
+        let many = (0..<20_000).map { sampleLine("m\($0 % 7)", minute: $0, latency: 50) }.joined(separator: "\n") + "\n"
+        let path = try scratch.write("many.ndjson", many)
+        // The shell reports detect-anomaly's own status on stderr; the pipe's status would be head's.
+        // (The input is a file: a pipe from this process would raise SIGPIPE here.)
+        let result = try shell("{ detect-anomaly '\(path)'; echo \"status $?\" >&2; } | head -n 1")
+        #expect(result.lines.count == 1)
+        #expect(result.stderr == "status 0\n", "\(result.stderr)")
+    }
+}
+
+@Suite("detect-anomaly state files", .serialized, .timeLimit(.minutes(5)))
+struct DetectAnomalyStateTests {
+    /// Three monitors over 300 minutes each, interleaved: noise, a shift, a drift, an outage, a simulated stretch.
+    static let trace: [String] = {
+        var lines: [String] = []
+        for minute in 0..<300 {
+            let wobble = Double((minute * 37) % 11) - 5
+            lines.append(sampleLine("api", minute: minute, latency: (minute >= 150 && minute < 170 ? 300 : 80) + wobble))
+            lines.append(sampleLine("web", minute: minute, latency: 40 + Double(minute) * 0.2 + wobble,
+                                    simulated: minute % 50 == 7))
+            if minute % 60 < 5 {
+                lines.append(sampleLine("db", minute: minute, latency: nil, status: "error"))
+            } else {
+                lines.append(sampleLine("db", minute: minute, latency: 12 + wobble / 2))
+            }
+            if minute % 97 == 0 { lines.append("{\"type\":\"note\",\"minute\":\(minute)}") }
+        }
+        return lines
+    }()
+
+    @Test("the trace split into 100 runs gives byte-identical output to one run", arguments: ["robust", "seed", "mad"])
+    func splitRuns(detector: String) throws {
+        let scratch = try ScratchDirectory()
+        let whole = try run("detect-anomaly", ["-d", detector], stdin: Self.trace.joined(separator: "\n") + "\n")
+        #expect(whole.status == 0)
+        #expect(whole.lines.count == Self.trace.count)
+        #expect(whole.stdout.contains("\"verdict\":\"degrading\""), "the trace exercises degrading verdicts")
+        var pieces = ""
+        var runs = 0
+        for piece in 0..<100 {
+            let lines = Self.trace[(piece * Self.trace.count / 100)..<((piece + 1) * Self.trace.count / 100)]
+            let part = try run("detect-anomaly", ["-d", detector, "--state", scratch.path("state.json")],
+                               stdin: lines.joined(separator: "\n") + "\n")
+            #expect(part.status == 0, "\(part.stderr)")
+            pieces += part.stdout
+            runs += 1
+        }
+        #expect(runs == 100)
+        #expect(pieces == whole.stdout)
+        let attributes = try FileManager.default.attributesOfItem(atPath: scratch.path("state.json"))
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0 != "state.json" }
+        #expect(leftovers.isEmpty, "no temporary files left: \(leftovers)")
+    }
+
+    @Test("a corrupt, foreign, other-version or other-settings state file is an error naming it, and is left alone")
+    func badStateFiles() throws {
+        let scratch = try ScratchDirectory()
+        let good = try run("detect-anomaly", ["--state", scratch.path("good.json")], stdin: Self.trace.prefix(30).joined(separator: "\n") + "\n")
+        #expect(good.status == 0)
+        let saved = try String(contentsOfFile: scratch.path("good.json"), encoding: .utf8)
+        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":1,\"detector\":\"robust\""))
+        let cases: [(String, String, [String], String)] = [
+            ("truncated.json", String(saved.prefix(saved.count / 2)), [], "not a detect-anomaly state file"),
+            ("empty.json", "", [], "not a detect-anomaly state file"),
+            ("foreign.json", "{\"monitors\":[]}", [], "not a detect-anomaly state file"),
+            ("future.json", saved.replacingOccurrences(of: "\"version\":1", with: "\"version\":2"), [], "is version 2; this detect-anomaly reads version 1"),
+            ("window.json", saved, ["--window", "20"], "was written with --window 50; this run has --window 20"),
+            ("detector.json", saved, ["--detector", "seed"], "was written with --detector robust; this run has --detector seed"),
+            ("values.json", saved.replacingOccurrences(of: "\"values\":[", with: "\"values\":[\"x\","), [], "'values' holds something other than a number"),
+        ]
+        for (name, content, options, message) in cases {
+            let path = try scratch.write(name, content)
+            let result = try run("detect-anomaly", ["--state", path] + options, stdin: Self.trace.prefix(3).joined(separator: "\n") + "\n")
+            #expect(result.status == 2, "\(name)")
+            #expect(result.stderr.contains(path), "\(name): \(result.stderr)")
+            #expect(result.stderr.contains(message), "\(name): \(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(name): nothing is judged against a state it cannot read")
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == content, "\(name) is left as it was")
+        }
+    }
+
+    @Test("a state file whose directory does not exist is an error before anything is read")
+    func missingDirectory() throws {
+        let scratch = try ScratchDirectory()
+        let path = scratch.path("no/such/dir/state.json")
+        let result = try run("detect-anomaly", ["--state", path], stdin: Self.trace.prefix(3).joined(separator: "\n") + "\n")
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("state file \(path) cannot be created"), "\(result.stderr)")
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test("--checkpoint saves during a long run; SIGINT saves what was written and exits 130")
+    func checkpointAndInterrupt() throws {
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        let tool = try RunningTool("detect-anomaly", ["--state", state, "--checkpoint", "1ms"])
+        // Feed one line at a time and read it back; the first line after each millisecond saves the state.
+        var fed = 0
+        while !FileManager.default.fileExists(atPath: state) && fed < Self.trace.count {
+            tool.input.fileHandleForWriting.write(Data((Self.trace[fed] + "\n").utf8))
+            fed += 1
+            _ = try #require(tool.readLine())
+        }
+        #expect(FileManager.default.fileExists(atPath: state), "a checkpoint was written while the run goes on")
+        let stopped = tool.stop(SIGINT)
+        #expect(stopped.status == 130)
+        let saved = try String(contentsOfFile: state, encoding: .utf8)
+        #expect(saved.contains("{\"monitor\":\"api\""))
+        // The saved state goes on exactly where the interrupted run stopped.
+        let rest = try run("detect-anomaly", ["--state", state], stdin: Self.trace[fed...].joined(separator: "\n") + "\n")
+        let whole = try run("detect-anomaly", [], stdin: Self.trace.joined(separator: "\n") + "\n")
+        #expect(rest.lines == Array(whole.lines[fed...]))
+    }
+}
+
+@Suite("detect-anomaly documentation")
+struct DetectAnomalyDocumentationTests {
+    @Test("every anomaly field each detector writes is in vitals-records(7) and detect-anomaly(1)")
+    func anomalyFields() throws {
+        let documented = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "ANOMALY"))
+        let page = boldWords(manSection(try readPage("man/man1/detect-anomaly.1"), "OUTPUT"))
+        let input = (DetectAnomalyStateTests.trace + steadyThenSpike("spiky")).joined(separator: "\n") + "\n"
+        for detector in ["seed", "mad", "robust"] {
+            var keys = Set<String>()
+            var verdicts = Set<String>()
+            for record in try run("detect-anomaly", ["-d", detector], stdin: input).records() {
+                guard let anomaly = record["anomaly"]?.objectValue else { continue }
+                keys.formUnion(anomaly.fields.map(\.key))
+                verdicts.insert(anomaly["verdict"]?.stringValue ?? "")
+                if let rule = anomaly["rule"]?.stringValue { verdicts.insert(rule) }
+            }
+            #expect(verdicts.isSuperset(of: ["unknown", "stable", "degrading"]), "\(detector): \(verdicts)")
+            for word in keys.union(verdicts).sorted() {
+                #expect(documented.contains(word), "\(detector): \(word) is not in vitals-records(7) ANOMALY")
+                #expect(page.contains(word), "\(detector): \(word) is not in detect-anomaly(1) OUTPUT")
+            }
+        }
+    }
+}
