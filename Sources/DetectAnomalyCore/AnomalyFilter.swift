@@ -51,10 +51,13 @@ final class AnomalyFilter<Detector: MonitorDetector> {
 
     deinit { valueKey.deallocate() }
 
+    /// The field ranges of the current line, one array reused for every line.
+    private var fields: [FieldRange] = []
+
     /// Processes one line: writes the record to `output`, or throws the line's syntax error
     /// (the caller reports it; nothing is written for the line).
     func process(_ line: UnsafeBufferPointer<UInt8>, to output: RecordWriter) throws {
-        let fields = try JSONParser.scanObject(line)
+        try JSONParser.scanObject(line, into: &fields)
         let sample = SampleLine(line, fields: fields, valueKey: UnsafeBufferPointer(valueKey), readsTime: settings.detector == .robust)
         guard sample.isSample else {
             tally.otherRecords += 1

@@ -23,6 +23,9 @@ public struct SampleScanner {
     private var sequence: UInt64 = 0
     private var scratch: [UInt8] = []
 
+    /// The field ranges of the current line, one array reused for every line.
+    private var fields: [FieldRange] = []
+
     /// Creates a scanner adding monitors to `services`.
     public init(services: ServiceTable, notAfter: Int64?) {
         self.services = services
@@ -34,9 +37,8 @@ public struct SampleScanner {
         var first = 0
         while first < line.count, line[first] == 0x20 || line[first] == 0x09 { first += 1 }
         if first == line.count { return .skipped }
-        let fields: [FieldRange]
         do {
-            fields = try JSONParser.scanObject(line)
+            try JSONParser.scanObject(line, into: &fields)
         } catch {
             return .invalid("not valid JSON: \(error)")
         }

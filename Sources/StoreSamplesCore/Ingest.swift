@@ -19,6 +19,7 @@ final class Ingester {
     private var pending: [UInt8] = []
     private var batchCount = 0
     private var batchStartedMs: Int64 = 0
+    private var fieldScratch: [FieldRange] = []
     /// The first failure to commit; ingesting stops there.
     private(set) var failure: Error?
     /// Samples stored.
@@ -49,7 +50,7 @@ final class Ingester {
             case .line(let line):
                 if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
                 do {
-                    let sample = try SampleLine.read(line)
+                    let sample = try SampleLine.read(line, fields: &fieldScratch)
                     if batchCount == 0 { batchStartedMs = Clock.monotonicMilliseconds() }
                     try store.add(sample)
                     batchCount += 1

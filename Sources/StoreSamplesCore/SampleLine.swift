@@ -80,9 +80,14 @@ public struct SampleLine {
 
     /// Reads a line; throws a `Problem` for anything that is not a storable sample.
     public static func read(_ line: UnsafeBufferPointer<UInt8>) throws -> SampleLine {
-        let fields: [FieldRange]
+        var fields: [FieldRange] = []
+        return try read(line, fields: &fields)
+    }
+
+    /// Reads a line, reusing `fields` for its field ranges (the ingest loop keeps one).
+    public static func read(_ line: UnsafeBufferPointer<UInt8>, fields: inout [FieldRange]) throws -> SampleLine {
         do {
-            fields = try JSONParser.scanObject(line)
+            try JSONParser.scanObject(line, into: &fields)
         } catch {
             throw Problem(message: "not valid JSON: \(error)")
         }

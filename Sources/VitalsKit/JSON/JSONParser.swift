@@ -62,9 +62,17 @@ public struct JSONParser {
 
     /// Validates that `bytes` is one JSON object and returns its top-level fields' ranges, in order.
     public static func scanObject(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> [FieldRange] {
-        var parser = JSONParser(bytes)
         var fields: [FieldRange] = []
         fields.reserveCapacity(24)
+        try scanObject(bytes, into: &fields)
+        return fields
+    }
+
+    /// Like `scanObject(_:)`, filling `fields` (emptied first, capacity kept) so a hot loop
+    /// reuses one array instead of allocating one per line.
+    public static func scanObject(_ bytes: UnsafeBufferPointer<UInt8>, into fields: inout [FieldRange]) throws(JSONSyntaxError) {
+        fields.removeAll(keepingCapacity: true)
+        var parser = JSONParser(bytes)
         parser.skipWhitespace()
         guard parser.peek() == UInt8(ascii: "{") else {
             if parser.index >= bytes.count { throw parser.error("empty line; expected a JSON object") }
@@ -103,7 +111,6 @@ public struct JSONParser {
         }
         parser.skipWhitespace()
         if parser.index != bytes.count { throw parser.error("unexpected text after the JSON object") }
-        return fields
     }
 
     /// Validates that `bytes` is one JSON array and returns the byte range of each element, in order.
