@@ -87,8 +87,12 @@ public struct TargetParser: TargetSink {
         }
     }
 
+    /// `ping` or `tcp` for a target of probe-ping's: its kind, or a `tcp://` URL.
     private static func otherProbeKind(_ object: JSONObject) -> String? {
         if case .string(let kind)? = object["kind"], kind == "ping" || kind == "tcp" { return kind }
+        for key in ["url", "target"] {
+            if case .string(let url)? = object[key], url.trimmingSpaces.lowercased().hasPrefix("tcp://") { return "tcp" }
+        }
         return nil
     }
 

@@ -152,10 +152,12 @@ struct DocumentationTests {
         https://127.0.0.1:\(server.port)/ok
         """
         let result = try run("probe-http", ["--simulate-latency", "1"], stdin: input)
+        let connectivity = try run("probe-http", ["--connectivity", "\(base)/content?text=Success", "--speed-url", "\(base)/bytes/1000"])
         var keys = Set<String>()
-        for record in try result.records() { keys.formUnion(record.fields.map(\.key)) }
+        for record in try result.records() + connectivity.records() { keys.formUnion(record.fields.map(\.key)) }
         keys.remove("team")
-        #expect(keys.isSuperset(of: ["tls_expiry_days", "speed_mbps", "truncated", "simulated", "ip"]), "the run covers every optional field")
+        #expect(keys.isSuperset(of: ["tls_expiry_days", "speed_mbps", "truncated", "simulated", "ip", "interface", "link", "online"]),
+                "the run covers every optional field")
         let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SAMPLE"))
         let output = boldWords(manSection(try readPage("man/man1/probe-http.1"), "OUTPUT"))
         for key in keys.sorted() {
