@@ -30,9 +30,9 @@ public enum ProbePingCommand: VitalsCommand {
         ] + ProbeRunOptions.limitOptions(noun: "samples", concurrency: 1024, short: nil) + ProbeRunOptions.runOptions,
         examples: [
             "echo 127.0.0.1 | probe-ping",
-            "probe-ping --count 3 --period 200ms hosts.ndjson",
-            "echo tcp://db.example:5432 | probe-ping --summary",
-            "probe-ping --watch --interval 30s hosts.ndjson | store-samples --db vitals.db",
+            "probe-ping --count 3 --period 200ms --summary hosts.ndjson",
+            "echo '{\"target\":\"tcp://example.com:443\",\"tls\":true}' | probe-ping",
+            "probe-ping --watch --interval 30s hosts.ndjson | store-samples --db vitals.db --quiet",
         ],
         exitStatuses: [
             (.success, "every target was probed (whatever the verdicts)"),

@@ -22,6 +22,9 @@ func routeDevice(_ address: String, namespace: NetworkNamespace? = nil) throws -
 final class NetworkNamespace {
     let name: String
 
+    /// iproute2's `ip`, wherever this system keeps it.
+    static let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "ip"
+
     /// Whether namespaces can be made here (root, iproute2, a kernel that allows it): tried once.
     static let available: Bool = {
         guard runningAsRoot else { return false }
@@ -56,14 +59,14 @@ final class NetworkNamespace {
 
     /// Runs `script` with `sh -e` inside the namespace, the built tools first on PATH.
     func inside(_ script: String, stdin: String = "", environment: [String: String] = [:]) throws -> RunResult {
-        try runProcess("/usr/sbin/ip", ["netns", "exec", name, "/bin/sh", "-ec", script], stdin: stdin,
+        try runProcess(NetworkNamespace.ip, ["netns", "exec", name, "/bin/sh", "-ec", script], stdin: stdin,
                        environment: toolEnvironment(environment))
     }
 
     /// Runs `script` inside the namespace as the unprivileged user nobody (uid and gid 65534,
     /// no supplementary groups, no capabilities left in any set).
     func insideAsNobody(_ script: String, stdin: String = "") throws -> RunResult {
-        try runProcess("/usr/sbin/ip", ["netns", "exec", name, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+        try runProcess(NetworkNamespace.ip, ["netns", "exec", name, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                         "--inh-caps=-all", "--bounding-set=-all", "/bin/sh", "-ec", script],
                        stdin: stdin, environment: toolEnvironment())
     }
