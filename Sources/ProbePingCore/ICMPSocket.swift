@@ -116,7 +116,11 @@ final class ICMPSocket {
         }
         #endif
         if choice != .datagram {
+            #if os(Linux)
             ways.append("give the tool CAP_NET_RAW (setcap cap_net_raw+ep probe-ping) or run it as root")
+            #else
+            ways.append("run it as root for raw sockets")
+            #endif
         }
         if !ways.isEmpty { text += ": " + ways.joined(separator: ", or ") }
         return text

@@ -103,7 +103,8 @@ public struct PingTargetParser: TargetSink {
         target.timeoutMs = try fields.number("timeout_seconds", 0.001...86_400).map { Int(($0 * 1000).rounded()) } ?? target.timeoutMs
         let interval = try fields.checkIntervalMs()
         if defaults.intervalOverrideMs == nil, let interval { target.checkIntervalMs = interval }
-        target.ip = try fields.ipChoice() ?? target.ip
+        // --ip is for names; an address literal keeps its own family unless the target asks otherwise.
+        target.ip = try fields.ipChoice() ?? (target.literal == nil ? target.ip : .any)
         if let literal = target.literal, target.ip != .any, target.ip != .both,
            (literal.family == .v4) != (target.ip == .v4) {
             throw TargetProblem("'\(address.host)' is an IPv\(literal.family == .v4 ? 4 : 6) address; it cannot be probed over IPv\(target.ip.rawValue)")

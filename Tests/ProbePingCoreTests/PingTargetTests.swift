@@ -113,7 +113,10 @@ struct PingTargetTests {
         defaults.degradedThresholdMs = 20
         defaults.timeoutMs = 500
         defaults.intervalOverrideMs = 5000
+        defaults.ip = .v6
         let target = try pingTarget(#"{"target":"192.0.2.1","check_interval":60}"#, defaults: defaults)
+        #expect(target.ip == .any, "--ip is for names; an IPv4 literal stays IPv4")
+        #expect(try pingTarget("host.example", defaults: defaults).ip == .v6)
         #expect(target.count == 3 && target.okThresholdMs == 10 && target.degradedThresholdMs == 20)
         #expect(target.timeoutMs == 500 && target.checkIntervalMs == 5000)
         let host = String(repeating: "a", count: 60) + "." + String(repeating: "b", count: 60) + ".example"
