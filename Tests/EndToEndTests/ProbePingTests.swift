@@ -401,6 +401,21 @@ struct ProbePingTests {
         }
     }
 
+    @Test("SIGINT during a one-shot run abandons samples in progress and exits 130, every line written whole",
+          .enabled(if: runningAsRoot, "raw ICMP sockets need root"))
+    func interruptOneShot() throws {
+        let server = try FixtureServer()
+        let tool = try RunningTool("probe-ping", [])
+        // The tcp sample ends at once; the ping sample would take 9 seconds.
+        try tool.input.fileHandleForWriting.write(contentsOf: Data("tcp://127.0.0.1:\(server.port)\n{\"target\":\"127.0.0.1\",\"ping_count\":10}\n".utf8))
+        try tool.input.fileHandleForWriting.close()
+        let first = try #require(tool.readLine())
+        #expect(first.contains("\"kind\":\"tcp\""))
+        let (status, rest, _) = tool.stop(SIGINT)
+        #expect(status == 130)
+        #expect(rest.isEmpty)
+    }
+
     @Test("--watch samples each target every interval and stops on SIGINT with 130",
           .enabled(if: runningAsRoot, "raw ICMP sockets need root"))
     func watch() throws {
