@@ -16,6 +16,9 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     ("store-samples", "StoreSamplesCore", ["SQLiteStore"]),
     // summarize a day of samples per service: trends, outages, correlated failures (no C)
     ("digest", "DigestCore", []),
+    // ICMP echo and TCP connect probes, many on one thread; reuses probe-http's target conventions,
+    // scheduler and engine (TCP and TLS through HTTPTransport's connect-only mode)
+    ("probe-ping", "ProbePingCore", ["ProbeHTTPCore", "HTTPTransport", "VitalsCrypto"]),
 ]
 
 var targets: [Target] = [

@@ -14,6 +14,25 @@ public struct HTTPCompletion: Sendable {
     public var result: HTTPResult
 }
 
+/// A descriptor of the caller's that `HTTPEngine.step` waits on beside curl's.
+public struct WaitDescriptor: Sendable {
+    /// The descriptor.
+    public var fd: Int32
+    /// Wait for it to be readable.
+    public var readable: Bool
+    /// Wait for it to be writable.
+    public var writable: Bool
+    /// Set by `step`: readable, writable or in error when it returned.
+    public var ready = false
+
+    /// Creates a descriptor to wait on.
+    public init(fd: Int32, readable: Bool = true, writable: Bool = false) {
+        self.fd = fd
+        self.readable = readable
+        self.writable = writable
+    }
+}
+
 /// Runs many HTTP requests at once on one thread with libcurl's multi interface.
 ///
 /// The engine and its curl handles belong to the thread that created it; it is driven by
@@ -73,22 +92,40 @@ public final class HTTPEngine {
     /// Starts what fits, waits up to `timeoutMs` for activity (or the signal wake pipe), and
     /// returns the requests that finished (possibly none).
     public func step(timeoutMs: Int) -> [HTTPCompletion] {
+        var none: [WaitDescriptor] = []
+        return step(timeoutMs: timeoutMs, alsoWaitingOn: &none)
+    }
+
+    /// Like `step(timeoutMs:)`, also waiting on the caller's own descriptors (a tool that
+    /// drives other sockets beside curl's on the same thread): their `ready` flags tell which
+    /// became readable or writable.
+    public func step(timeoutMs: Int, alsoWaitingOn extra: inout [WaitDescriptor]) -> [HTTPCompletion] {
         startWaiting()
         var completions = performAndCollect()
-        if !completions.isEmpty || timeoutMs <= 0 {
-            return completions
-        }
         // curl_multi_poll waits on the wake pipe even with no transfers, so an idle
         // watcher sleeps until its next probe is due instead of spinning.
-        var extra = curl_waitfd()
-        var extraCount: UInt32 = 0
+        var waits: [curl_waitfd] = []
+        waits.reserveCapacity(extra.count + 1)
         if Signals.wakeFD >= 0 {
-            extra.fd = Signals.wakeFD
-            extra.events = Int16(CURL_WAIT_POLLIN)
-            extraCount = 1
+            waits.append(curl_waitfd(fd: Signals.wakeFD, events: Int16(CURL_WAIT_POLLIN), revents: 0))
+        }
+        for descriptor in extra {
+            let events = (descriptor.readable ? Int16(CURL_WAIT_POLLIN) : 0) | (descriptor.writable ? Int16(CURL_WAIT_POLLOUT) : 0)
+            waits.append(curl_waitfd(fd: descriptor.fd, events: events, revents: 0))
+        }
+        let offset = waits.count - extra.count
+        if !completions.isEmpty || timeoutMs <= 0 {
+            // No wait: look at the caller's descriptors without blocking, so `ready` is still true to the moment.
+            if !extra.isEmpty {
+                var fds = extra.map { pollfd(fd: $0.fd, events: ($0.readable ? Int16(POLLIN) : 0) | ($0.writable ? Int16(POLLOUT) : 0), revents: 0) }
+                _ = poll(&fds, nfds_t(fds.count), 0)
+                for index in extra.indices { extra[index].ready = fds[index].revents != 0 }
+            }
+            return completions
         }
         var ready: Int32 = 0
-        _ = curl_multi_poll(multi, &extra, extraCount, Int32(clamping: timeoutMs), &ready)
+        _ = curl_multi_poll(multi, &waits, UInt32(waits.count), Int32(clamping: timeoutMs), &ready)
+        for index in extra.indices { extra[index].ready = waits[offset + index].revents != 0 }
         completions = performAndCollect()
         startWaiting()
         return completions
@@ -363,6 +400,10 @@ private final class Transfer {
         var text: UnsafeMutablePointer<CChar>?
         if ccurl_getinfo_string(handle, CURLINFO_PRIMARY_IP, &text) == CURLE_OK, let text, text.pointee != 0 {
             result.remoteIP = String(cString: text)
+        }
+        text = nil
+        if ccurl_getinfo_string(handle, CURLINFO_LOCAL_IP, &text) == CURLE_OK, let text, text.pointee != 0 {
+            result.localIP = String(cString: text)
         }
         if ccurl_getinfo_long(handle, CURLINFO_HTTP_VERSION, &number) == CURLE_OK {
             switch number {

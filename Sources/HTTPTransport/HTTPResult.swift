@@ -54,6 +54,8 @@ public struct HTTPResult: Sendable {
     public var headerBytes: Int = 0
     /// The server's address.
     public var remoteIP: String?
+    /// The local address the connection was made from.
+    public var localIP: String?
     /// `1.0`, `1.1`, `2` or `3`.
     public var httpVersion: String?
     /// `notAfter` of each certificate the server sent, seconds since the epoch.

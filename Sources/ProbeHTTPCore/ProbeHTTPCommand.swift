@@ -7,16 +7,19 @@ public enum ProbeHTTPCommand: VitalsCommand {
     public static let spec = CommandSpec(
         name: "probe-http",
         summary: "Probe HTTP(S) targets concurrently and write one sample record per probe.",
-        usage: ["[OPTIONS] [FILE...]"],
+        usage: ["[OPTIONS] [FILE...]", "--connectivity [OPTIONS] [URL]"],
         description: """
         Targets are read from the FILEs (or standard input; - is standard input), one per line as a bare URL \
         or a JSON target object, or as one JSON array of targets. Each probe uses a fresh connection: HEAD \
         first, GET when HEAD is refused (405, 501) or breaks the connection; GET when the body is checked. \
         Samples are written as NDJSON in the order probes finish. See probe-http(1) for every target field \
         and status rule, vitals-records(7) for the records.
+
+        With --connectivity, check whether this machine is online instead (Online Now): fetch a success page \
+        (URL, default \(ConnectivitySettings.defaultURL)) and look for its word, name the interface and link \
+        type it left by, and with --speed-url measure the download speed; one sample.
         """,
-        options: [
-            OptionSpec("concurrency", short: "c", value: "N", help: "probes in flight at once (default 256)"),
+        options: ProbeRunOptions.limitOptions(noun: "probes", concurrency: 256, short: "c") + [
             OptionSpec("timeout", short: "t", value: "DURATION", help: "time budget of each probe when the target sets no timeout_seconds (default 5s)"),
             OptionSpec("ok-ms", value: "MS", help: "latency above which a sample is degraded, for targets without http_ok_threshold_ms (default: none)"),
             OptionSpec("degraded-ms", value: "MS", help: "latency above which a sample is down, for targets without http_degraded_threshold_ms (default: none)"),
@@ -27,24 +30,23 @@ public enum ProbeHTTPCommand: VitalsCommand {
             OptionSpec("max-body", value: "SIZE", help: "body bytes read at most for content and hash checks (default 1M)"),
             OptionSpec("speed-test", help: "download speed_test_bytes (default 512000) from every target and report speed_mbps"),
             OptionSpec("speed-test-bytes", value: "SIZE", help: "bytes to download in a speed test; implies --speed-test"),
+            OptionSpec("connectivity", help: "check whether this machine is online (the operand is the success page URL); one sample"),
+            OptionSpec("expect", value: "TEXT", help: "with --connectivity, the text the success page must contain (default Success)"),
+            OptionSpec("speed-url", value: "URL", help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
             OptionSpec("insecure", short: "k", help: "do not verify certificates (the expiry is still reported)"),
             OptionSpec("user-agent", value: "TEXT", help: "the User-Agent header (default vitals-probe-http/VERSION)"),
-            OptionSpec("only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"),
             OptionSpec("simulate-latency", value: "MS", help: "add MS to each measured latency and mark the sample simulated (isitup's debug simulation)"),
-            OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
-            OptionSpec("interval", short: "i", value: "DURATION", help: "with --watch, probe every target this often instead of its check_interval"),
-            OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
-            OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
-        ],
+        ] + ProbeRunOptions.runOptions,
         examples: [
             "probe-http targets.ndjson",
             "echo https://example.com/health | probe-http --summary",
             "probe-http --watch --interval 30s targets.ndjson | store-samples",
             "probe-http --exit-status --only api targets.ndjson >/dev/null || echo 'api is not up'",
+            "probe-http --connectivity --speed-url https://example.com/bytes/512000",
         ],
         exitStatuses: [
             (.success, "every target was probed (whatever the verdicts)"),
-            (.verdict, "with --exit-status, some sample was not up"),
+            (.verdict, "with --exit-status, some sample was not up (with --connectivity: offline)"),
             (.failure, "bad target lines, unreadable files or unwritable output (the rest was still probed)"),
             (.usage, "the command line was wrong"),
             (.interrupted, "stopped by SIGINT"),
@@ -57,7 +59,10 @@ public enum ProbeHTTPCommand: VitalsCommand {
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> ExitStatus {
         var defaults = TargetDefaults()
         var settings = ProbeSettings()
-        settings.concurrency = try options.integer("concurrency", default: 256, in: 1...65_536)
+        let run = try ProbeRunOptions(options, concurrency: 256)
+        settings.limits = run.limits
+        settings.watch = run.watch
+        defaults.intervalOverrideMs = run.intervalOverrideMs
         if let timeout = try options.duration("timeout", default: nil) {
             guard timeout > 0 else { throw UsageError("--timeout must be more than 0") }
             defaults.timeoutMs = Int(timeout)
@@ -84,13 +89,11 @@ public enum ProbeHTTPCommand: VitalsCommand {
         defaults.insecure = options.has("insecure")
         if let agent = options.value("user-agent") { settings.userAgent = agent }
         settings.simulatedLatencyMs = try options.number("simulate-latency", default: 0, in: 0...3_600_000)
-        settings.watch = options.has("watch")
-        if options.has("interval") {
-            guard settings.watch else { throw UsageError("--interval only applies with --watch") }
-            guard let interval = try options.duration("interval", default: nil), interval > 0 else {
-                throw UsageError("--interval must be more than 0")
-            }
-            defaults.intervalOverrideMs = interval
+        if options.has("connectivity") {
+            return try runConnectivity(options, context, defaults: defaults, settings: settings)
+        }
+        for connectivityOnly in ["expect", "speed-url"] where options.has(connectivityOnly) {
+            throw UsageError("--\(connectivityOnly) only applies with --connectivity")
         }
 
         var parser = TargetParser(defaults: defaults, diagnostics: context.diagnostics)
@@ -98,27 +101,51 @@ public enum ProbeHTTPCommand: VitalsCommand {
             parser.read(reader)
         }
         if let stop = Signals.stopStatus { return stop }
-        var targets = parser.targets
-        if let query = options.value("only") {
-            let candidates = targets.map { (name: $0.name, host: $0.host) }
-            guard let index = NameMatcher.bestMatch(query, in: candidates) else {
-                let near = NameMatcher.closestNames(query, among: targets.map(\.name))
-                let hint = near.isEmpty ? "there are no targets" : "closest: " + near.joined(separator: ", ")
-                throw UsageError("no target matches '\(query)' (\(hint))")
-            }
-            targets = [targets[index]]
-        }
-
+        let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
         let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
-        var status = ExitStatus.success
-        do {
-            try runner.run()
-        } catch is BrokenPipe {
-            // The reader downstream has what it wanted.
+        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
+    }
+
+    /// `--connectivity [URL]`: Online Now's check, one sample (or one per interval with --watch).
+    static func runConnectivity(_ options: ParsedOptions, _ context: ToolContext, defaults: TargetDefaults,
+                                settings: ProbeSettings) throws -> ExitStatus {
+        guard options.operands.count <= 1 else {
+            throw UsageError("--connectivity takes one URL (the success page), not \(options.operands.count) operands")
         }
-        if options.has("summary") { context.diagnostics.note(runner.tally.line) }
-        if options.has("exit-status"), runner.tally.anyNotUp { status = .verdict }
-        if context.diagnostics.errorCount > 0 { status = status.worst(.failure) }
-        return status
+        for fileOnly in ["only", "simulate-latency", "speed-test", "per-host", "rate"] where options.has(fileOnly) {
+            throw UsageError("--\(fileOnly) does not apply with --connectivity")
+        }
+        var check = ConnectivitySettings()
+        if let url = options.operands.first { check.url = url }
+        if let expected = options.value("expect") {
+            guard !expected.isEmpty else { throw UsageError("--expect must not be empty") }
+            check.expected = expected
+        }
+        check.speedURL = options.value("speed-url")
+        if let speedURL = check.speedURL {
+            let scheme = URLText(speedURL).scheme
+            guard scheme == "http" || scheme == "https" else {
+                throw UsageError("--speed-url must be an http:// or https:// URL, not '\(Redaction.url(speedURL))'")
+            }
+        }
+        check.speedBytes = defaults.speedTestBytes ?? 512_000
+        check.timeoutMs = defaults.timeoutMs
+        check.watch = settings.watch
+        check.intervalMs = defaults.intervalOverrideMs ?? 60_000
+        check.insecure = defaults.insecure
+        check.userAgent = settings.userAgent
+        switch defaults.ip {
+        case .v4: check.family = .v4
+        case .v6: check.family = .v6
+        case .any: check.family = .any
+        case .both: throw UsageError("--ip both does not apply with --connectivity (use 4 or 6)")
+        }
+        let runner: ConnectivityCheck
+        do {
+            runner = try ConnectivityCheck(settings: check, output: context.output)
+        } catch {
+            throw UsageError(error.message)
+        }
+        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
     }
 }

@@ -3,8 +3,8 @@ import VitalsKit
 
 /// Settings for a run, from the command line.
 public struct ProbeSettings: Sendable {
-    /// Probes in flight at once.
-    public var concurrency = 256
+    /// Probes in flight at once, per host, and started per second.
+    public var limits = ProbeLimits(concurrency: 256)
     /// Body bytes read at most for checks that need the body.
     public var maxBodyBytes = 1 << 20
     /// Added to each measured latency (isitup's debug simulation).
@@ -26,6 +26,9 @@ public struct ProbeTally: Sendable {
     public var slowest: (name: String, latencyMs: Double)?
     /// Samples written.
     public var total: Int { byStatus.values.reduce(0, +) }
+    /// No samples yet.
+    public init() {}
+
     /// Whether any sample was not `up`.
     public var anyNotUp: Bool { byStatus.contains { $0.key != .up && $0.value > 0 } }
 
@@ -50,8 +53,6 @@ public final class ProbeRunner {
         let targetIndex: Int
         let family: IPFamily
         let monitor: String
-        var nextDueMs: Int64 = 0
-        var inFlight = false
         var stage = Stage.primary
         var startWallMs: Int64 = 0
         var deadlineMs: Int64 = 0
@@ -67,6 +68,8 @@ public final class ProbeRunner {
     private let settings: ProbeSettings
     private let engine: HTTPEngine
     private let output: RecordWriter
+    private var scheduler: ProbeScheduler
+    private let network = NetworkView()
     /// What was written so far.
     public private(set) var tally = ProbeTally()
 
@@ -74,66 +77,36 @@ public final class ProbeRunner {
     public init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
         self.settings = settings
         self.output = output
-        self.engine = HTTPEngine(maxInFlight: settings.concurrency)
+        self.engine = HTTPEngine(maxInFlight: settings.limits.concurrency)
         self.targets = targets
         for (targetIndex, target) in targets.enumerated() {
-            switch target.ip {
-            case .any: probes.append(Probe(targetIndex: targetIndex, family: .any, monitor: target.id))
-            case .v4: probes.append(Probe(targetIndex: targetIndex, family: .v4, monitor: target.id))
-            case .v6: probes.append(Probe(targetIndex: targetIndex, family: .v6, monitor: target.id))
-            case .both:
-                probes.append(Probe(targetIndex: targetIndex, family: .v4, monitor: target.id + "/ipv4"))
-                probes.append(Probe(targetIndex: targetIndex, family: .v6, monitor: target.id + "/ipv6"))
+            for (family, monitor) in target.ip.probes(monitor: target.id) {
+                probes.append(Probe(targetIndex: targetIndex, family: family, monitor: monitor))
             }
         }
+        scheduler = ProbeScheduler(hosts: probes.map { targets[$0.targetIndex].host },
+                                   intervalsMs: probes.map { targets[$0.targetIndex].checkIntervalMs },
+                                   limits: settings.limits, watch: settings.watch)
     }
-
-    /// Probe indices waiting for a slot, in order; a probe's clock starts only when it gets one.
-    private var ready: [Int] = []
-    private var readyHead = 0
-    private var activeProbes = 0
 
     /// Runs until every probe has written its sample (or forever with `watch`), or a stop signal.
     ///
-    /// At most `concurrency` probes are active at once. A probe's start time (`at`) and its
-    /// deadline are taken when it becomes active, not when it is queued, and its HEAD-to-GET
-    /// fallback or certificate inspection runs in the slot it already holds.
+    /// The scheduler decides when each probe starts (concurrency, per-host and rate limits,
+    /// intervals). A probe's start time (`at`) and its deadline are taken when it starts, not
+    /// when it is queued, and its HEAD-to-GET fallback or certificate inspection runs in the
+    /// slot it already holds.
     public func run() throws {
-        if !settings.watch {
-            ready = Array(probes.indices)
-            for index in probes.indices { probes[index].inFlight = true }
-        }
         while true {
             if Signals.stopRequested {
                 engine.cancelAll()
                 break
             }
-            var now = Clock.monotonicMilliseconds()
-            var waitMs = 1000
-            if settings.watch {
-                for index in probes.indices where !probes[index].inFlight {
-                    if probes[index].nextDueMs <= now {
-                        probes[index].inFlight = true
-                        ready.append(index)
-                    } else {
-                        waitMs = min(waitMs, Int(probes[index].nextDueMs - now))
-                    }
-                }
+            scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index in
+                begin(index, now: Clock.monotonicMilliseconds())
             }
-            while activeProbes < settings.concurrency, readyHead < ready.count {
-                let index = ready[readyHead]
-                readyHead += 1
-                now = Clock.monotonicMilliseconds()
-                begin(index, now: now)
-            }
-            if readyHead > 4096, readyHead * 2 > ready.count {
-                ready.removeFirst(readyHead)
-                readyHead = 0
-            }
-            if !settings.watch, activeProbes == 0, readyHead == ready.count {
-                break
-            }
+            if scheduler.isFinished { break }
             try output.flush()
+            let waitMs = min(1000, scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()) ?? 1000)
             for completion in engine.step(timeoutMs: max(0, waitMs)) {
                 try complete(completion)
             }
@@ -143,8 +116,6 @@ public final class ProbeRunner {
 
     private func begin(_ index: Int, now: Int64) {
         var probe = probes[index]
-        activeProbes += 1
-        probe.inFlight = true
         probe.stage = .primary
         probe.startWallMs = Clock.wallMilliseconds()
         probe.deadlineMs = now + Int64(targets[probe.targetIndex].timeoutMs)
@@ -156,8 +127,6 @@ public final class ProbeRunner {
         } else {
             probe.method = target.method ?? (target.needsBody ? "GET" : "HEAD")
         }
-        probe.nextDueMs = (probe.nextDueMs == 0 ? now : probe.nextDueMs) + targets[probe.targetIndex].checkIntervalMs
-        if probe.nextDueMs < now { probe.nextDueMs = now + targets[probe.targetIndex].checkIntervalMs }
         probes[index] = probe
         engine.submit(request(for: probe, method: probe.method, timeoutMs: target.timeoutMs), token: index)
     }
@@ -226,10 +195,8 @@ public final class ProbeRunner {
     }
 
     private func finish(_ index: Int, probe: Probe, result: HTTPResult, inspection: HTTPResult?) throws {
-        var probe = probe
-        probe.inFlight = false
         probes[index] = probe
-        activeProbes -= 1
+        scheduler.finish(index)
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
         var verdict = VerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
@@ -240,7 +207,7 @@ public final class ProbeRunner {
         }
         let record = SampleRecord.encode(target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
                                          atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
-                                         simulatedMs: settings.simulatedLatencyMs)
+                                         route: network.route(of: result, host: targets[probe.targetIndex].host), simulatedMs: settings.simulatedLatencyMs)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probe.targetIndex].name, latency)

@@ -6,7 +6,7 @@ public enum SampleRecord {
     /// Field names a sample writes itself; a target's own field with one of these names is not carried.
     public static let ownFields: Set<String> = [
         "type", "monitor", "name", "kind", "target", "at", "method", "status", "reason", "message", "code",
-        "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "http_version",
+        "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version", "online",
         "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
     ]
 
@@ -16,8 +16,11 @@ public enum SampleRecord {
     ///   - family: the family asked for, written as `ip` when not `any`.
     ///   - atMs: when the probe started, wall clock.
     ///   - method: the method that answered (`CONNECT` for a handshake-only `ssl` check).
+    ///   - route: the interface the request left by, and its link type.
+    ///   - online: the connectivity check's answer (`--connectivity` only).
     public static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
-                              verdict: Verdict, result: HTTPResult?, simulatedMs: Double) -> [UInt8] {
+                              verdict: Verdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
+                              simulatedMs: Double) -> [UInt8] {
         var record = JSONObjectBuilder(capacity: 640)
         record.string("type", "sample")
         record.string("monitor", monitor)
@@ -46,17 +49,31 @@ public enum SampleRecord {
         record.fixed("total_ms", result != nil ? timings.total : nil)
         record.int("bytes", result?.bodyBytes ?? 0)
         record.string("remote_ip", result?.remoteIP)
+        record.string("interface", route?.interface)
+        record.string("link", route?.link.rawValue)
         record.string("http_version", result?.httpVersion)
         if target.kind != .http { record.int("tls_expiry_days", verdict.tlsExpiryDays) }
         if family != .any { record.string("ip", family.rawValue) }
+        if let online { record.bool("online", online) }
         if target.speedTestBytes != nil {
             record.fixed("speed_mbps", verdict.speedMbps, decimals: 2)
             record.string("speed_confidence", verdict.speedConfidence)
-            record.int("speed_bytes", result?.bodyBytes ?? 0)
+            record.int("speed_bytes", verdict.speedBytes ?? result?.bodyBytes ?? 0)
         }
         if let result, result.stoppedAtLimit, target.speedTestBytes == nil { record.bool("truncated", true) }
         if simulatedMs > 0 { record.bool("simulated", true) }
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
+    }
+}
+
+extension NetworkView {
+    /// The interface a request left by: the one holding the local address it connected from,
+    /// else the route to the address it tried (or to `host` when that is an address literal);
+    /// nil when it got no address (a failed lookup).
+    public func route(of result: HTTPResult, host: String) -> NetworkRoute? {
+        if let local = result.localIP.flatMap(IPAddress.init), let route = route(fromLocal: local) { return route }
+        if let remote = result.remoteIP.flatMap(IPAddress.init) ?? IPAddress(host) { return route(to: remote) }
+        return nil
     }
 }

@@ -23,6 +23,8 @@ public struct Verdict: Sendable, Equatable {
     public var speedMbps: Double?
     /// How much to trust `speedMbps`.
     public var speedConfidence: String?
+    /// The bytes the speed was measured over.
+    public var speedBytes: Int?
 
     /// Creates a verdict.
     public init(status: SampleStatus, reason: SampleReason?, message: String, latencyMs: Double? = nil) {
@@ -136,6 +138,7 @@ public enum VerdictRules {
             let (speed, confidence) = speed(bytes: result.bodyBytes, seconds: seconds)
             verdict.speedMbps = speed
             verdict.speedConfidence = confidence
+            verdict.speedBytes = result.bodyBytes
             if let speed { verdict.message += ", \(format2(speed)) Mbps" }
         }
         return verdict
@@ -173,7 +176,8 @@ public enum VerdictRules {
         }
     }
 
-    static func transportMessage(_ failure: TransportFailure, result: HTTPResult, target: Target) -> String {
+    /// A transport failure in words: `Connection refused by HOST port N`, `Request timeout after 5s (connecting)`.
+    public static func transportMessage(_ failure: TransportFailure, result: HTTPResult, target: Target) -> String {
         let timings = result.timings
         switch failure {
         case .dns:
@@ -224,11 +228,11 @@ public enum VerdictRules {
         return "Certificate expires in \(days) day\(days == 1 ? "" : "s")"
     }
 
-    /// `25ms`, `0.4ms`, `1234ms`.
+    /// `25ms`, `4.2ms`, `0.033ms` (below a millisecond three places, as ping(8) writes them), `1234ms`.
     public static func milliseconds(_ value: Double) -> String {
         if value < 10 {
             var out: [UInt8] = []
-            JSONText.appendFixed(value, decimals: 1, to: &out)
+            JSONText.appendFixed(value, decimals: value < 1 ? 3 : 1, to: &out)
             return String(decoding: out, as: UTF8.self) + "ms"
         }
         return "\(Int(value.rounded()))ms"

@@ -3,12 +3,13 @@ import DigestCore
 import FixtureServer
 import Foundation
 import ProbeHTTPCore
+import ProbePingCore
 import StoreSamplesCore
 import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "detect-anomaly", "store-samples", "digest"]
+let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest"]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -132,12 +133,47 @@ struct DocumentationTests {
         let status = boldWords(manSection(try readPage("man/man1/probe-http.1"), "STATUS"))
         for reason in SampleReason.allCases {
             #expect(records.contains(reason.rawValue), "\(reason.rawValue) missing from vitals-records(7)")
-            if reason != .permission {
+            if ![.permission, .loss].contains(reason) {
                 #expect(status.contains(reason.rawValue), "\(reason.rawValue) missing from probe-http(1) STATUS")
             }
         }
         for value in SampleStatus.allCases {
             #expect(records.contains(value.rawValue), "\(value.rawValue) missing from vitals-records(7)")
+        }
+        // The reasons probe-ping writes: its own, and those of the TCP and TLS checks it shares with probe-http.
+        let pingStatus = boldWords(manSection(try readPage("man/man1/probe-ping.1"), "STATUS"))
+        let pingReasons: [SampleReason] = [.permission, .dns, .connect, .timeout, .loss, .latency, .reset, .tls, .protocol, .certExpiry]
+        for reason in pingReasons {
+            #expect(pingStatus.contains(reason.rawValue), "\(reason.rawValue) missing from probe-ping(1) STATUS")
+        }
+    }
+
+    @Test("every field probe-ping writes is documented in vitals-records(7) and probe-ping(1)",
+          .enabled(if: runningAsRoot, "raw ICMP sockets need root"))
+    func pingSampleFields() throws {
+        let server = try FixtureServer()
+        let certificates = try TestCertificates()
+        let (cert, key) = try certificates.selfSigned(named: "fields", daysLeft: 40)
+        let tls = try TLSServer(cert: cert, key: key)
+        let tlsHostPort = tls.url.replacingOccurrences(of: "https://", with: "")
+        let input = """
+        {"target":"127.0.0.1","team":"ops"}
+        {"target":"localhost","ip":"4"}
+        tcp://127.0.0.1:\(server.port)
+        {"target":"tcp://\(tlsHostPort)","tls":true}
+        """
+        let result = try run("probe-ping", ["--count", "1"], stdin: input)
+        var keys = Set<String>()
+        for record in try result.records() { keys.formUnion(record.fields.map(\.key)) }
+        keys.remove("team")
+        #expect(keys.isSuperset(of: ["ip", "tls_ms", "tls_expiry_days", "rtt_mdev_ms", "dns_ms", "interface", "link"]),
+                "the run covers every optional field")
+        #expect(keys.isSubset(of: PingSampleRecord.ownFields))
+        let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SAMPLE"))
+        let output = boldWords(manSection(try readPage("man/man1/probe-ping.1"), "OUTPUT"))
+        for key in keys.sorted() {
+            #expect(records.contains(key), "\(key) is not documented in vitals-records(7)")
+            #expect(output.contains(key), "\(key) is not listed in probe-ping(1) OUTPUT")
         }
     }
 
@@ -153,10 +189,12 @@ struct DocumentationTests {
         https://127.0.0.1:\(server.port)/ok
         """
         let result = try run("probe-http", ["--simulate-latency", "1"], stdin: input)
+        let connectivity = try run("probe-http", ["--connectivity", "\(base)/content?text=Success", "--speed-url", "\(base)/bytes/1000"])
         var keys = Set<String>()
-        for record in try result.records() { keys.formUnion(record.fields.map(\.key)) }
+        for record in try result.records() + connectivity.records() { keys.formUnion(record.fields.map(\.key)) }
         keys.remove("team")
-        #expect(keys.isSuperset(of: ["tls_expiry_days", "speed_mbps", "truncated", "simulated", "ip"]), "the run covers every optional field")
+        #expect(keys.isSuperset(of: ["tls_expiry_days", "speed_mbps", "truncated", "simulated", "ip", "interface", "link", "online"]),
+                "the run covers every optional field")
         let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SAMPLE"))
         let output = boldWords(manSection(try readPage("man/man1/probe-http.1"), "OUTPUT"))
         for key in keys.sorted() {
@@ -165,7 +203,7 @@ struct DocumentationTests {
         }
     }
 
-    @Test("every target field probe-http reads is documented in probe-http(1) INPUT")
+    @Test("every target field each probe reads is documented in its INPUT section and vitals-records(7)")
     func targetFields() throws {
         let input = boldWords(manSection(try readPage("man/man1/probe-http.1"), "INPUT"))
         for field in TargetParser.knownFields.subtracting(["type"]).sorted() {
@@ -175,9 +213,15 @@ struct DocumentationTests {
         for field in TargetParser.knownFields.sorted() {
             #expect(records.contains(field), "\(field) is not in vitals-records(7) TARGET")
         }
+        let pingInput = boldWords(manSection(try readPage("man/man1/probe-ping.1"), "INPUT"))
+        for field in PingTargetParser.knownFields.sorted() {
+            #expect(pingInput.contains(field), "\(field) is not in probe-ping(1) INPUT")
+            #expect(records.contains(field), "\(field) is not in vitals-records(7) TARGET")
+        }
     }
 
-    @Test("the option table, --help and the man page list the same options", arguments: [ProbeHTTPCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec])
+    @Test("the option table, --help and the man page list the same options",
+          arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec])
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
@@ -201,7 +245,8 @@ struct ExampleTests {
         return commands
     }
 
-    static let sources = ["man/man1/probe-http.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1", "man/man1/digest.1", "man/man7/vitals.7", "README.md"]
+    static let sources = ["man/man1/probe-http.1", "man/man1/probe-ping.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1",
+                          "man/man1/digest.1", "man/man7/vitals.7", "README.md"]
 
     @Test("examples", arguments: sources)
     func run(source: String) throws {
@@ -220,6 +265,11 @@ struct ExampleTests {
             sampleLine(minute < 40 ? "api" : "search", minute: minute,
                        latency: minute == 20 ? 900 : (minute < 40 ? 50 : (minute < 50 ? 120 : 480)) + Double(minute % 5))
         }.joined(separator: "\n") + "\n")
+        // probe-ping's hosts: this machine, and the fixture server's port.
+        try scratch.write("hosts.ndjson", """
+        {"id":"loopback","name":"loopback","target":"127.0.0.1"}
+        {"id":"web","name":"web","target":"tcp://127.0.0.1:\(server.port)"}
+        """)
         // A TLS server stands in for ssl://example.com:443.
         let certificates = try TestCertificates()
         let (cert, key) = try certificates.selfSigned(named: "example", daysLeft: 60)
@@ -228,8 +278,10 @@ struct ExampleTests {
         for command in commands {
             let local = command
                 .replacingOccurrences(of: "ssl://example.com:443", with: "ssl://\(tlsHostPort)")
+                .replacingOccurrences(of: "tcp://example.com:443", with: "tcp://\(tlsHostPort)")
                 .replacingOccurrences(of: "https://example.com", with: server.baseURL)
                 .replacingOccurrences(of: "probe-http --watch", with: "timeout -s INT 2 probe-http --watch")
+                .replacingOccurrences(of: "probe-ping --watch", with: "timeout -s INT 2 probe-ping --watch")
             let result = try shell(local, directory: scratch.url)
             #expect(result.status == 0, "\(source): `\(command)` exited \(result.status): \(result.stderr)")
             #expect(!result.stderr.contains("unknown option"), "\(source): `\(command)`: \(result.stderr)")

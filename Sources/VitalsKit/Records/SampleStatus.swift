@@ -56,4 +56,6 @@ public enum SampleReason: String, Sendable, CaseIterable {
     case `protocol`
     /// The system did not allow the probe (ICMP sockets, file access).
     case permission
+    /// More echo requests went unanswered than the allowed loss (probe-ping).
+    case loss
 }

@@ -1,0 +1,171 @@
+import HTTPTransport
+import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What `--connectivity` checks, from the command line.
+public struct ConnectivitySettings: Sendable {
+    /// Online Now's reachability page.
+    public static let defaultURL = "https://www.apple.com/library/test/success.html"
+    /// The word that page says when nothing stands in between (a captive portal answers otherwise).
+    public static let defaultExpected = "Success"
+
+    /// The success page.
+    public var url = ConnectivitySettings.defaultURL
+    /// What the page must contain.
+    public var expected = ConnectivitySettings.defaultExpected
+    /// Where to download the speed test from; nil for no speed test.
+    public var speedURL: String?
+    /// Bytes to download for the speed test (Online Now's 512 KB).
+    public var speedBytes = 512_000
+    /// The time budget of each of the two requests.
+    public var timeoutMs = 5000
+    /// With `watch`: how often to check.
+    public var intervalMs: Int64 = 60_000
+    /// Check again every `intervalMs` until interrupted.
+    public var watch = false
+    /// Address family.
+    public var family: IPFamily = .any
+    /// Skip certificate verification.
+    public var insecure = false
+    /// The User-Agent header.
+    public var userAgent = "vitals-probe-http/\(Vitals.version)"
+
+    /// Defaults.
+    public init() {}
+}
+
+/// Online Now's "am I online, and how fast" as one sample: the success page fetched with GET
+/// and checked for its word, the interface and link type the request left by, and a speed
+/// test from `speedURL` when online. Offline is an answer (`online: false`), not a failure.
+public final class ConnectivityCheck {
+    private let settings: ConnectivitySettings
+    private let output: RecordWriter
+    private let engine = HTTPEngine(maxInFlight: 1)
+    private let network = NetworkView(refreshAfterMs: 0)
+    private let pageTarget: Target
+    /// What was written so far.
+    public private(set) var tally = ProbeTally()
+
+    /// Prepares the check.
+    public init(settings: ConnectivitySettings, output: RecordWriter) throws(TargetProblem) {
+        self.settings = settings
+        self.output = output
+        let parts = URLText(settings.url)
+        guard let scheme = parts.scheme, scheme == "http" || scheme == "https", !parts.host.isEmpty else {
+            throw TargetProblem("the connectivity URL must be an http:// or https:// URL, not '\(Redaction.url(settings.url))'")
+        }
+        var target = Target(id: "connectivity", name: "Connectivity", url: settings.url, kind: scheme == "http" ? .http : .https, parts: parts)
+        target.method = "GET"
+        target.expectedContent = settings.expected
+        target.timeoutMs = settings.timeoutMs
+        target.tls.verify = !settings.insecure
+        target.checkIntervalMs = settings.intervalMs
+        pageTarget = target
+    }
+
+    /// Checks once, or with `watch` every interval until interrupted, writing one sample each time.
+    public func run() throws {
+        var nextMs = Clock.monotonicMilliseconds()
+        repeat {
+            let startMs = Clock.monotonicMilliseconds()
+            guard let record = check() else { break }
+            try output.write(record)
+            try output.flush()
+            guard settings.watch else { break }
+            nextMs = max(nextMs + settings.intervalMs, startMs)
+            while !Signals.stopRequested, Clock.monotonicMilliseconds() < nextMs {
+                var descriptor = pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0)
+                _ = poll(&descriptor, 1, Int32(clamping: max(1, nextMs - Clock.monotonicMilliseconds())))
+            }
+        } while !Signals.stopRequested
+    }
+
+    /// One check; nil when a stop signal cut it short.
+    func check() -> [UInt8]? {
+        let atMs = Clock.wallMilliseconds()
+        var request = HTTPRequest(url: settings.url, method: "GET", timeoutMs: settings.timeoutMs, userAgent: settings.userAgent)
+        request.ipFamily = settings.family
+        request.maxRedirects = 0
+        request.tls = pageTarget.tls
+        request.bodyPolicy = .collect(limit: 64 * 1024)
+        guard let page = fetch(request) else { return nil }
+        let verdict = VerdictRules.decide(target: pageTarget, result: page, method: "GET", fallbackNote: nil, inspection: nil,
+                                          nowSeconds: Clock.wallMilliseconds() / 1000, simulatedMs: 0)
+        let online = !verdict.status.isFailure
+        let route = network.route(of: page, host: pageTarget.host) ?? (online ? nil : network.defaultRoute(family: settings.family == .v6 ? .v6 : .v4))
+
+        var answer = verdict
+        if online {
+            answer.message = "Online" + ConnectivityCheck.via(route) + ": " + verdict.message
+            if let speedURL = settings.speedURL {
+                var speedRequest = HTTPRequest(url: speedURL, method: "GET", timeoutMs: settings.timeoutMs, userAgent: settings.userAgent)
+                speedRequest.ipFamily = settings.family
+                speedRequest.tls.verify = !settings.insecure
+                speedRequest.tls.collectCertificates = false
+                speedRequest.bodyPolicy = .discard(limit: settings.speedBytes)
+                guard let download = fetch(speedRequest) else { return nil }
+                // A download cut short by the time budget still measured something.
+                let answered = download.failure == nil && (200...299).contains(download.httpCode)
+                let measured = answered || (download.failure == .timeout && download.bodyBytes > 0)
+                if measured {
+                    let seconds = max(0, download.timings.total - download.timings.preTransfer) / 1000
+                    (answer.speedMbps, answer.speedConfidence) = VerdictRules.speed(bytes: download.bodyBytes, seconds: seconds)
+                    answer.speedBytes = download.bodyBytes
+                    if let speed = answer.speedMbps { answer.message += ", " + ConnectivityCheck.mbps(speed) }
+                } else {
+                    answer.speedBytes = download.bodyBytes
+                    answer.message += "; speed test failed: " + ConnectivityCheck.failureWords(download)
+                }
+            }
+        } else {
+            // Offline is the answer, not a failed probe: the status is down, the reason says why.
+            answer.status = .down
+            answer.latencyMs = nil
+            if page.failure == nil && route == nil {
+                answer.message = "Offline: " + verdict.message
+            } else if route == nil {
+                answer.message = "Offline: no network route"
+            } else if verdict.reason == .content {
+                answer.message = "Offline" + ConnectivityCheck.via(route) + ": the page did not say '\(settings.expected)' (a captive portal?)"
+            } else {
+                answer.message = "Offline" + ConnectivityCheck.via(route) + ": " + verdict.message
+            }
+        }
+        // The speed fields are always written in this mode: the sample is Online Now's record.
+        var recordTarget = pageTarget
+        recordTarget.speedTestBytes = settings.speedBytes
+        tally.byStatus[answer.status, default: 0] += 1
+        return SampleRecord.encode(target: recordTarget, monitor: pageTarget.id, family: settings.family, atMs: atMs, method: "GET",
+                                   verdict: answer, result: page, route: route, online: online, simulatedMs: 0)
+    }
+
+    private func fetch(_ request: HTTPRequest) -> HTTPResult? {
+        engine.submit(request, token: 0)
+        while !Signals.stopRequested {
+            if let done = engine.step(timeoutMs: 1000).first { return done.result }
+        }
+        engine.cancelAll()
+        return nil
+    }
+
+    private static func via(_ route: NetworkRoute?) -> String {
+        guard let route else { return "" }
+        return " over \(route.link.rawValue) (\(route.interface))"
+    }
+
+    private static func mbps(_ value: Double) -> String {
+        var out: [UInt8] = []
+        JSONText.appendFixed(value, decimals: 2, to: &out)
+        return String(decoding: out, as: UTF8.self) + " Mbps"
+    }
+
+    private static func failureWords(_ result: HTTPResult) -> String {
+        if result.failure == nil { return "HTTP \(result.httpCode)" }
+        let message = result.curlMessage.trimmingSpaces
+        return message.hasSuffix(".") ? String(message.dropLast()) : message
+    }
+}

@@ -1,0 +1,127 @@
+import ProbeHTTPCore
+import VitalsCrypto
+import VitalsKit
+
+/// What a probe-ping target checks: OnlineTracker's ping monitor, or a TCP connection.
+public enum PingKind: String, Sendable, CaseIterable {
+    /// ICMP echo requests (OnlineTracker's `ping` monitor type).
+    case ping
+    /// A TCP connection to host:port, with an optional TLS handshake.
+    case tcp
+}
+
+/// Defaults for target fields, set by command-line options; the numbers are OnlineTracker's.
+public struct PingDefaults: Sendable {
+    /// `ping_count` (5; OnlineTracker clamps it to 1...10).
+    public var count = 5
+    /// `ping_ok_threshold_ms`: average round trip at or below this is up (80).
+    public var okThresholdMs: Double = 80
+    /// `ping_degraded_threshold_ms`: at or below this degraded, above it down (200).
+    public var degradedThresholdMs: Double = 200
+    /// `max_loss_percent`: more loss than this is down (20).
+    public var maxLossPercent: Double = 20
+    /// `timeout_seconds`: how long to wait for each reply, or for a TCP connection (2 s).
+    public var timeoutMs = 2000
+    /// Time between the echo requests of one sample (1 s, as ping(8)).
+    public var periodMs = 1000
+    /// `ip` when a target has none.
+    public var ip: IPChoice = .any
+    /// `ssl_ok_threshold_days` for TLS targets.
+    public var sslOkDays = 30
+    /// `ssl_warning_threshold_days` for TLS targets.
+    public var sslWarningDays = 14
+    /// `--interval`: overrides every target's `check_interval`.
+    public var intervalOverrideMs: Int64?
+
+    /// The seeds' defaults.
+    public init() {}
+
+    /// OnlineTracker's bounds on `ping_count`.
+    public static let countRange = 1...10
+}
+
+/// One probe-ping target, validated, with every default applied.
+public struct PingTarget: Sendable {
+    /// The monitor id every later tool groups by.
+    public var id: String
+    /// The human name.
+    public var name: String
+    /// What is checked.
+    public var kind: PingKind
+    /// The host name or address literal, lowercased, without brackets.
+    public var host: String
+    /// The port of a `tcp` target.
+    public var port: Int?
+    /// The address when `host` is a literal (nothing to resolve).
+    public var literal: IPAddress?
+    /// Make a TLS handshake after connecting (`tcp` only).
+    public var tls = false
+    /// Echo requests per sample.
+    public var count: Int
+    /// Average round trip (or TCP connect time) at or below which the sample is up.
+    public var okThresholdMs: Double
+    /// At or below which it is degraded; above, down.
+    public var degradedThresholdMs: Double
+    /// Loss above which the sample is down.
+    public var maxLossPercent: Double
+    /// How long to wait for each reply (ping) or for the connection and handshake (tcp).
+    public var timeoutMs: Int
+    /// Time between echo requests.
+    public var periodMs: Int
+    /// Seconds between samples in `--watch`.
+    public var checkIntervalMs: Int64
+    /// Address families.
+    public var ip: IPChoice
+    /// Certificate days left at or above which TLS is fine.
+    public var sslOkDays: Int
+    /// Certificate days left below which the target is down.
+    public var sslWarningDays: Int
+    /// Fields the target had that probe-ping does not own; carried into each sample in order.
+    public var extraFields: [JSONField] = []
+    /// Where the target came from, for diagnostics.
+    public var source = "<stdin>"
+    /// The line it was on.
+    public var line = 0
+
+    /// Creates a target with `defaults` (OnlineTracker's unless given).
+    public init(id: String, name: String, kind: PingKind, host: String, port: Int? = nil, defaults: PingDefaults = PingDefaults()) {
+        self.id = id
+        self.name = name
+        self.kind = kind
+        self.host = host
+        self.port = port
+        self.literal = IPAddress(host)
+        count = defaults.count
+        okThresholdMs = defaults.okThresholdMs
+        degradedThresholdMs = defaults.degradedThresholdMs
+        maxLossPercent = defaults.maxLossPercent
+        timeoutMs = defaults.timeoutMs
+        periodMs = defaults.periodMs
+        checkIntervalMs = defaults.intervalOverrideMs ?? 60_000
+        ip = defaults.ip
+        sslOkDays = defaults.sslOkDays
+        sslWarningDays = defaults.sslWarningDays
+    }
+
+    /// The target as written in samples: the host (`192.0.2.1`, `::1`, `db.example`) or `tcp://host:port`.
+    public var display: String {
+        guard kind == .tcp, let port else { return host }
+        return "tcp://" + PingTarget.hostPort(host, port)
+    }
+
+    /// `host:port`, with brackets around an IPv6 literal.
+    public static func hostPort(_ host: String, _ port: Int) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// The derived id: `ping-HOST` or `tcp-HOST-PORT` (the kind keeps it apart from probe-http's
+    /// id for the same host); over 80 characters, cut and ended with 8 hex digits of its SHA-256.
+    public static func derivedID(kind: PingKind, host: String, port: Int?) -> String {
+        var id = kind.rawValue + "-" + host
+        if kind == .tcp, let port { id += "-\(port)" }
+        if id.utf8.count > 80 {
+            return String(decoding: Array(id.utf8)[0..<71], as: UTF8.self) + "-" + String(SHA256.hexDigest(Array(id.utf8)).prefix(8))
+        }
+        return id
+    }
+}

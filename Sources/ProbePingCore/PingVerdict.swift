@@ -1,0 +1,156 @@
+import HTTPTransport
+import ProbeHTTPCore
+import VitalsKit
+
+/// Round-trip statistics of one sample, as ping(8) computes them: duplicates and late replies
+/// are not counted, and `mdev` is the population standard deviation of the round trips,
+/// the square root of (the mean of the squares minus the square of the mean).
+public struct PingStatistics: Sendable, Equatable {
+    /// Echo requests sent.
+    public private(set) var sent = 0
+    /// Replies received (each request's first).
+    public private(set) var received = 0
+    private var sumMs = 0.0
+    private var sumSquaresMs = 0.0
+    /// The fastest round trip.
+    public private(set) var minMs: Double?
+    /// The slowest round trip.
+    public private(set) var maxMs: Double?
+
+    /// No requests yet.
+    public init() {}
+
+    /// Counts one request sent.
+    public mutating func countSent() { sent += 1 }
+
+    /// Counts one reply with its round trip.
+    public mutating func add(rttMs: Double) {
+        received += 1
+        sumMs += rttMs
+        sumSquaresMs += rttMs * rttMs
+        minMs = min(minMs ?? rttMs, rttMs)
+        maxMs = max(maxMs ?? rttMs, rttMs)
+    }
+
+    /// The mean round trip; nil with no replies.
+    public var averageMs: Double? { received > 0 ? sumMs / Double(received) : nil }
+
+    /// ping(8)'s mdev; nil with no replies.
+    public var mdevMs: Double? {
+        guard let average = averageMs else { return nil }
+        return (max(0, sumSquaresMs / Double(received) - average * average)).squareRoot()
+    }
+
+    /// The share of requests without a reply, 0 to 100; nil when nothing was sent.
+    public var lossPercent: Double? { sent > 0 ? Double(sent - received) * 100 / Double(sent) : nil }
+}
+
+/// Why a ping sample could not measure anything.
+public enum PingFailure: Sendable, Equatable {
+    /// The system refused ICMP sockets; the words say how to allow them.
+    case permission(String)
+    /// The name did not resolve.
+    case dns(String)
+    /// Nothing could be sent (no route, no IPv6, a local firewall refusing the send).
+    case connect(String)
+}
+
+/// The status rules of probe-ping (documented in probe-ping(1), STATUS).
+public enum PingVerdictRules {
+    /// A ping sample's verdict. `icmpError` is the first ICMP error that came back (in ping(8)'s
+    /// words), `failure` what stopped the sample before it measured anything.
+    public static func decide(target: PingTarget, statistics: PingStatistics, failure: PingFailure?, icmpError: String?) -> Verdict {
+        if statistics.received == 0 {
+            switch failure {
+            case .permission(let words)?: return Verdict(status: .error, reason: .permission, message: words)
+            case .dns(let words)?: return Verdict(status: .error, reason: .dns, message: words)
+            case .connect(let words)?: return Verdict(status: .error, reason: .connect, message: words)
+            case nil: break
+            }
+            let counts = "0/\(statistics.sent) pings succeeded (0%)"
+            if let icmpError { return Verdict(status: .error, reason: .connect, message: counts + ": " + icmpError) }
+            return Verdict(status: .error, reason: .timeout,
+                           message: counts + ", no reply within " + DurationText.describe(milliseconds: Int64(target.timeoutMs)))
+        }
+        let average = statistics.averageMs ?? 0
+        let loss = statistics.lossPercent ?? 0
+        var message: String
+        if statistics.received == statistics.sent {
+            message = "\(statistics.received)/\(statistics.sent) packets received, avg \(VerdictRules.milliseconds(average))"
+        } else {
+            let succeeded = Double(statistics.received) * 100 / Double(statistics.sent)
+            message = "\(statistics.received)/\(statistics.sent) pings succeeded (\(percent(succeeded))), avg \(VerdictRules.milliseconds(average))"
+        }
+        var verdict: Verdict
+        if loss > target.maxLossPercent {
+            verdict = Verdict(status: .down, reason: .loss, message: message + "; over \(percent(target.maxLossPercent)) lost")
+        } else if average > target.degradedThresholdMs {
+            verdict = Verdict(status: .down, reason: .latency, message: message + ", above \(plainNumber(target.degradedThresholdMs))ms")
+        } else if average > target.okThresholdMs {
+            verdict = Verdict(status: .degraded, reason: .latency, message: message + ", above \(plainNumber(target.okThresholdMs))ms")
+        } else {
+            verdict = Verdict(status: .up, reason: nil, message: message)
+        }
+        if let icmpError, statistics.received < statistics.sent { verdict.message += " (\(icmpError))" }
+        verdict.latencyMs = average
+        return verdict
+    }
+
+    /// A TCP sample's verdict: the connection (and handshake) made or not, the certificate's
+    /// expiry for TLS as probe-http's `ssl` kind judges it, and the thresholds on the connect time.
+    public static func decideTCP(target: PingTarget, result: HTTPResult, nowSeconds: Int64) -> Verdict {
+        let probeTarget = httpTarget(for: target)
+        let connectMs = max(0, result.timings.connect - result.timings.nameLookup)
+        var verdict: Verdict
+        if target.tls {
+            verdict = VerdictRules.decide(target: probeTarget, result: result, method: "CONNECT", fallbackNote: nil,
+                                          inspection: nil, nowSeconds: nowSeconds, simulatedMs: 0)
+            if verdict.status == .up {
+                let handshake = max(0, result.timings.appConnect - result.timings.connect)
+                verdict.message = "Connected in \(VerdictRules.milliseconds(connectMs)), TLS in \(VerdictRules.milliseconds(handshake)); "
+                    + verdict.message.prefix(1).lowercased() + verdict.message.dropFirst()
+            }
+        } else if let failure = result.failure {
+            verdict = Verdict(status: .error, reason: VerdictRules.reason(for: failure),
+                              message: VerdictRules.transportMessage(failure, result: result, target: probeTarget))
+        } else {
+            let endpoint = result.remoteIP ?? target.host
+            verdict = Verdict(status: .up, reason: nil,
+                              message: "Connected to \(endpoint) port \(target.port ?? 0) in \(VerdictRules.milliseconds(connectMs))")
+        }
+        guard result.failure == nil, result.timings.connect > 0 else { return verdict }
+        verdict.latencyMs = connectMs
+        if verdict.status.severity < SampleStatus.down.severity {
+            if connectMs > target.degradedThresholdMs {
+                verdict.status = .down
+                verdict.reason = .latency
+                verdict.message += ", above \(plainNumber(target.degradedThresholdMs))ms"
+            } else if connectMs > target.okThresholdMs, verdict.status == .up {
+                verdict.status = .degraded
+                verdict.reason = .latency
+                verdict.message += ", above \(plainNumber(target.okThresholdMs))ms"
+            }
+        }
+        return verdict
+    }
+
+    /// The probe-http target a `tcp` target is connected as: `http://host:port/` (connect only)
+    /// or, with TLS, an `ssl` target whose certificate is read whether or not it is trusted.
+    static func httpTarget(for target: PingTarget) -> Target {
+        let hostPort = PingTarget.hostPort(target.host, target.port ?? 0)
+        let url = (target.tls ? "https://" : "http://") + hostPort + "/"
+        var probe = Target(id: target.id, name: target.name, url: url, kind: target.tls ? .ssl : .http)
+        probe.timeoutMs = target.timeoutMs
+        probe.sslOkDays = target.sslOkDays
+        probe.sslWarningDays = target.sslWarningDays
+        probe.tls.verify = false
+        return probe
+    }
+
+    /// `60%`, `66.7%`.
+    static func percent(_ value: Double) -> String {
+        let tenths = (value * 10).rounded()
+        if tenths.truncatingRemainder(dividingBy: 10) == 0 { return "\(Int(tenths / 10))%" }
+        return "\(Int(tenths) / 10).\(Int(tenths) % 10)%"
+    }
+}

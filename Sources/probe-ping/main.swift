@@ -1,0 +1,2 @@
+import ProbePingCore
+ProbePingCommand.main()
