@@ -53,6 +53,8 @@ protocol Channel: AnyObject {
     var id: String { get }
     /// Tags from the configuration (`ops,db=URL`).
     var tags: [String] { get }
+    /// Whether a notification fans out to several recipients (push devices).
+    var fansOut: Bool { get }
     /// The recipients a notification fans out to (push device tokens); `[nil]` for one delivery.
     func legs(_ state: StateBox) -> [String?]
     /// The attempt for `notification` (to `leg`), given the wall clock and the time allowed.
@@ -64,6 +66,8 @@ protocol Channel: AnyObject {
 }
 
 extension Channel {
+    var fansOut: Bool { false }
+
     func legs(_ state: StateBox) -> [String?] { [nil] }
 
     func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> Verdict {

@@ -11,6 +11,15 @@ enum ChannelFactory {
     static func make(_ parsed: ChannelURL, environment: [String: String]) throws(UsageError) -> Channel {
         switch parsed.scheme {
         case "json", "jsons": return try WebhookChannel(parsed)
+        case "ntfy", "ntfys": return try NtfyChannel(parsed)
+        case "slack": return try SlackChannel(parsed)
+        case "discord": return try DiscordChannel(parsed)
+        case "teams": return try TeamsChannel(parsed)
+        case "mailto", "mailtos": return try MailChannel(parsed)
+        case "sendmail": return try SendmailChannel(parsed)
+        case "desktop": return try DesktopChannel(parsed)
+        case "exec": return try ExecChannel(parsed)
+        case "apns": return try APNsChannel(parsed)
         default:
             throw UsageError("'\(parsed.display)': unknown channel scheme '\(parsed.scheme)' (one of \(schemes.joined(separator: ", ")))")
         }

@@ -239,7 +239,9 @@ final class Decider {
             guard let track = monitors[monitor], track.confirmed != "new" else { continue }
             let at = roundLastAt[monitor] ?? track.lastAt
             let before = roundBefore[monitor] ?? nil
-            let known = view.told[monitor] ?? Told(status: before ?? track.confirmed, at: at)
+            // A channel that has not been told about the monitor knows what it was before this
+            // round; a monitor first seen now was nothing yet ("new") with --notify-initial.
+            let known = view.told[monitor] ?? Told(status: before ?? (policy.notifyInitial ? "new" : track.confirmed), at: at)
             view.told[monitor] = known
             told[monitor] = known
             if policy.mute(for: monitor, at: at) != nil { continue }

@@ -19,6 +19,8 @@ final class Job {
     var lastError: String?
     /// Per recipient (push device token, or nil): unresolved ones.
     var legs: [Leg]
+    /// The channel sends to several recipients (push devices): the record counts them.
+    var fansOut = false
     var sent = 0
     var removed = 0
     var failedLegs = 0
@@ -94,6 +96,7 @@ final class Dispatcher {
     func enqueue(_ notification: Notification, channel: String) -> Job {
         let legs = channels[channel]?.legs(state) ?? [nil]
         let job = Job(notification: notification, channel: channel, redelivery: false, legs: legs)
+        job.fansOut = channels[channel]?.fansOut ?? false
         append(job)
         return job
     }
@@ -105,6 +108,7 @@ final class Dispatcher {
         let job = Job(notification: pending.notification, channel: pending.channel, redelivery: true, attempts: pending.attempts,
                       firstAttemptAt: pending.firstAttemptAt, nextAttemptAt: pending.nextAttemptAt, lastError: pending.lastError,
                       legs: legs)
+        job.fansOut = channels[pending.channel]?.fansOut ?? false
         append(job)
         return job
     }

@@ -147,7 +147,7 @@ final class NotifyRun {
         var outcome = DeliveryOutcome(channel: job.channel, result: result, attempts: job.attempts, code: job.lastCode,
                                       error: result == .delivered && job.failedLegs == 0 ? nil : job.lastError)
         if result == .pending { outcome.nextAttemptAt = job.legs.map(\.nextAttemptAt).min() }
-        if job.legs.contains(where: { $0.target != nil }) || job.sent + job.removed + job.failedLegs > 0 && job.channel.hasPrefix("apns") {
+        if job.fansOut {
             outcome.devicesSent = job.sent
             outcome.devicesRemoved = job.removed
         }
