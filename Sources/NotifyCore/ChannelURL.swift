@@ -46,7 +46,7 @@ struct ChannelURL {
         }
         scheme = written[..<separator.lowerBound].lowercased()
         self.tags = tags
-        display = Redaction.url(written)
+        display = ChannelURL.redact(written)
         var rest = Substring(written[separator.upperBound...])
         var queryText: Substring = ""
         if let question = rest.firstIndex(of: "?") {
@@ -110,7 +110,7 @@ struct ChannelURL {
             let name = ChannelURL.percentDecode(parts[0]).lowercased()
             let raw = parts.count > 1 ? parts[1] : ""
             if Redaction.secretParameterHints.contains(where: { name.contains($0) }), !raw.hasPrefix("${"), !raw.isEmpty,
-               !name.hasSuffix("_file"), name != "key_file" {
+               !name.hasSuffix("_file"), !ChannelURL.notSecret.contains(name) {
                 literalSecret = true
             }
             parameters.append((name, try expand(raw)))
@@ -119,6 +119,41 @@ struct ChannelURL {
         self.parameters = parameters
         self.rawParameters = rawParameters
         hasLiteralSecret = literalSecret
+    }
+
+    /// Parameters whose names look secret but are not: notify's own settings.
+    static let notSecret: Set<String> = ["sign", "key_id", "key_file"]
+
+    /// The URL as written with literal secrets replaced by `***`: a password, and the values of
+    /// secret-looking query parameters, unless they are `${...}` references (which hold no secret).
+    static func redact(_ text: String) -> String {
+        guard let separator = text.range(of: "://") else { return Redaction.url(text) }
+        var head = String(text[..<separator.upperBound])
+        var rest = Substring(text[separator.upperBound...])
+        var query: Substring?
+        if let question = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: question)...]
+            rest = rest[..<question]
+        }
+        let authorityEnd = rest.firstIndex(of: "/") ?? rest.endIndex
+        if let at = rest[..<authorityEnd].lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") {
+            let password = rest[rest.index(after: colon)..<at]
+            head += rest[..<colon] + ":" + (password.hasPrefix("${") ? String(password) : "***") + rest[at...]
+        } else {
+            head += rest
+        }
+        guard let query else { return head }
+        let parts = query.split(separator: "&", omittingEmptySubsequences: false).map { part -> String in
+            guard let equals = part.firstIndex(of: "=") else { return String(part) }
+            let name = part[..<equals].lowercased()
+            let value = part[part.index(after: equals)...]
+            if !notSecret.contains(name), !name.hasSuffix("_file"), !value.hasPrefix("${"),
+               Redaction.secretParameterHints.contains(where: { name.contains($0) }) {
+                return part[..<equals] + "=***"
+            }
+            return String(part)
+        }
+        return head + "?" + parts.joined(separator: "&")
     }
 
     /// Replaces `${NAME}` and `${file:PATH}`.
