@@ -40,13 +40,31 @@ struct ChannelURL {
 
     /// Parses `text`; `environment` and the file system resolve `${...}` references.
     init(_ text: String, tags: [String] = [], environment: [String: String]) throws(UsageError) {
-        let written = text.trimmingSpaces
+        let original = text.trimmingSpaces
+        // `${...}` references may hold any character (a file path's slashes): set them aside
+        // while the URL is split, and put them back in each part.
+        var references: [String] = []
+        var masked = ""
+        var scan = Substring(original)
+        while let open = scan.range(of: "${"), let close = scan[open.upperBound...].firstIndex(of: "}") {
+            masked += scan[..<open.lowerBound] + "\u{1}\(references.count)\u{2}"
+            references.append(String(scan[open.lowerBound...close]))
+            scan = scan[scan.index(after: close)...]
+        }
+        masked += scan
+        func restore<S: StringProtocol>(_ part: S) -> String {
+            guard part.contains("\u{1}") else { return String(part) }
+            var out = String(part)
+            for (index, reference) in references.enumerated() { out = out.replacingOccurrences(of: "\u{1}\(index)\u{2}", with: reference) }
+            return out
+        }
+        let written = masked
         guard let separator = written.range(of: "://") else {
-            throw UsageError("'\(Redaction.url(written))' is not a channel URL (scheme://...; see notify(1), CHANNELS)")
+            throw UsageError("'\(ChannelURL.redact(original))' is not a channel URL (scheme://...; see notify(1), CHANNELS)")
         }
         scheme = written[..<separator.lowerBound].lowercased()
         self.tags = tags
-        display = ChannelURL.redact(written)
+        display = ChannelURL.redact(original)
         var rest = Substring(written[separator.upperBound...])
         var queryText: Substring = ""
         if let question = rest.firstIndex(of: "?") {
@@ -69,7 +87,7 @@ struct ChannelURL {
             if let colon = userInfo.firstIndex(of: ":") {
                 userText = userInfo[..<colon]
                 passwordText = userInfo[userInfo.index(after: colon)...]
-                if !passwordText!.hasPrefix("${") { literalSecret = true }
+                if !passwordText!.hasPrefix("\u{1}") { literalSecret = true }
             } else {
                 userText = userInfo
             }
@@ -96,25 +114,25 @@ struct ChannelURL {
         self.port = port
         let display = self.display
         func expand(_ part: Substring) throws(UsageError) -> String {
-            try ChannelURL.expand(ChannelURL.percentDecode(part), environment: environment, channel: display)
+            try ChannelURL.expand(restore(ChannelURL.percentDecode(part)), environment: environment, channel: display)
         }
         user = try userText.map(expand)
         password = try passwordText.map(expand)
         host = try expand(hostText)
         path = try expand(pathText)
-        rawPath = try ChannelURL.expand(String(pathText), environment: environment, channel: display)
+        rawPath = try ChannelURL.expand(restore(pathText), environment: environment, channel: display)
         var parameters: [(String, String)] = []
         var rawParameters: [(String, String)] = []
         for pair in queryText.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = ChannelURL.percentDecode(parts[0]).lowercased()
+            let name = restore(ChannelURL.percentDecode(parts[0])).lowercased()
             let raw = parts.count > 1 ? parts[1] : ""
-            if Redaction.secretParameterHints.contains(where: { name.contains($0) }), !raw.hasPrefix("${"), !raw.isEmpty,
+            if Redaction.secretParameterHints.contains(where: { name.contains($0) }), !raw.hasPrefix("\u{1}"), !raw.isEmpty,
                !name.hasSuffix("_file"), !ChannelURL.notSecret.contains(name) {
                 literalSecret = true
             }
             parameters.append((name, try expand(raw)))
-            rawParameters.append((String(parts[0]), try ChannelURL.expand(String(raw), environment: environment, channel: display)))
+            rawParameters.append((restore(parts[0]), try ChannelURL.expand(restore(raw), environment: environment, channel: display)))
         }
         self.parameters = parameters
         self.rawParameters = rawParameters
