@@ -42,7 +42,7 @@ def main():
                 "mail_from": envelope.mail_from,
                 "rcpt_tos": envelope.rcpt_tos,
                 "data": envelope.content.decode("utf-8", "replace"),
-                "tls": session.ssl is not None,
+                "tls": session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None,
                 "login": logins.get(id(session)),
             }
             with lock:
