@@ -30,7 +30,13 @@ final class Job {
         var nextAttemptAt: Int64
         var attempts = 0
         var inFlight = false
+        var done = false
     }
+
+    /// Every recipient is done (sent, gone or refused).
+    var isResolved: Bool { legs.allSatisfy(\.done) }
+    /// The recipients still to be reached.
+    var openLegs: [Leg] { legs.filter { !$0.done } }
 
     init(notification: Notification, channel: String, redelivery: Bool, attempts: Int = 0, firstAttemptAt: Int64? = nil,
          nextAttemptAt: Int64 = 0, lastError: String? = nil, legs: [String?]) {
@@ -52,7 +58,7 @@ final class Job {
     /// What became of it: pending while a recipient is unresolved; failed when no recipient
     /// took it and one refused it for good; delivered otherwise.
     var result: DeliveryOutcome.Result {
-        if !legs.isEmpty { return .pending }
+        if !isResolved { return .pending }
         return failedLegs > 0 && sent == 0 ? .failed : .delivered
     }
 }
@@ -123,9 +129,9 @@ final class Dispatcher {
         channelOrder.flatMap { queues[$0] ?? [] }.map { job in
             PendingDelivery(notification: job.notification, channel: job.channel, attempts: job.attempts,
                             firstAttemptAt: job.firstAttemptAt ?? wallClock(),
-                            nextAttemptAt: job.legs.map(\.nextAttemptAt).min() ?? job.nextAttemptAt,
+                            nextAttemptAt: job.openLegs.map(\.nextAttemptAt).min() ?? job.nextAttemptAt,
                             lastError: job.lastError,
-                            devices: job.legs.contains { $0.target != nil } ? job.legs.compactMap(\.target) : nil)
+                            devices: job.fansOut ? job.openLegs.compactMap(\.target) : nil)
         }
     }
 
@@ -149,17 +155,17 @@ final class Dispatcher {
             case .accepted(let code):
                 job.lastCode = code
                 job.sent += 1
-                job.legs[index].target = "\u{0}done"
+                job.legs[index].done = true
             case .gone(let code, let error):
                 job.lastCode = code
                 job.lastError = error
                 job.removed += 1
-                job.legs[index].target = "\u{0}done"
+                job.legs[index].done = true
             case .failed(let code, let error):
                 job.lastCode = code
                 job.lastError = error
                 job.failedLegs += 1
-                job.legs[index].target = "\u{0}done"
+                job.legs[index].done = true
             case .retry(let code, let error, let afterMs):
                 job.lastCode = code
                 job.lastError = error
@@ -169,10 +175,9 @@ final class Dispatcher {
                 if let first = job.firstAttemptAt, now + delay - first > giveUpMs {
                     job.lastError = error + " (given up after \(DurationText.describe(milliseconds: giveUpMs)))"
                     job.failedLegs += 1
-                    job.legs[index].target = "\u{0}done"
+                    job.legs[index].done = true
                 }
             }
-            job.legs.removeAll { $0.target == "\u{0}done" }
         }
 
         while !Signals.stopRequested {
@@ -182,13 +187,13 @@ final class Dispatcher {
             var soonest: Int64?
             for channelID in channelOrder {
                 guard var queue = queues[channelID], !queue.isEmpty else { continue }
-                while let head = queue.first, head.legs.isEmpty {
+                while let head = queue.first, head.isResolved {
                     queue.removeFirst()
                     resolved(head)
                 }
                 queues[channelID] = queue
                 guard let job = queue.first, let channel = channels[channelID] else { continue }
-                for index in job.legs.indices where !job.legs[index].inFlight {
+                for index in job.legs.indices where !job.legs[index].inFlight && !job.legs[index].done {
                     let due = job.legs[index].nextAttemptAt
                     if due > now {
                         soonest = min(soonest ?? due, due)
@@ -214,7 +219,7 @@ final class Dispatcher {
                 }
             }
             let anythingActive = !active.isEmpty || !processes.isEmpty
-            let anyLegReady = channelOrder.contains { id in queues[id]?.first.map { $0.legs.contains { !$0.inFlight && $0.nextAttemptAt <= now } } ?? false }
+            let anyLegReady = channelOrder.contains { id in queues[id]?.first.map { $0.legs.contains { !$0.inFlight && !$0.done && $0.nextAttemptAt <= now } } ?? false }
             if !anythingActive {
                 if anyLegReady && deadline - Clock.monotonicMilliseconds() > 200 { continue }
                 guard let soonest, soonest - now < deadline - Clock.monotonicMilliseconds() - 200 else { break }
@@ -248,7 +253,7 @@ final class Dispatcher {
         processes.removeAll()
         for channelID in channelOrder {
             guard var queue = queues[channelID] else { continue }
-            while let head = queue.first, head.legs.isEmpty {
+            while let head = queue.first, head.isResolved {
                 queue.removeFirst()
                 resolved(head)
             }

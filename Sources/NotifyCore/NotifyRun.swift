@@ -129,7 +129,7 @@ final class NotifyRun {
         var order: [String] = []
         var byID: [String: [Job]] = [:]
         for job in resolvedJobs + dispatcher.unresolved where !job.reported || job.attempts > job.attemptsReported {
-            guard job.attempts > job.attemptsReported || job.legs.isEmpty else { continue }
+            guard job.attempts > job.attemptsReported || job.isResolved else { continue }
             if byID[job.notification.id] == nil { order.append(job.notification.id) }
             byID[job.notification.id, default: []].append(job)
         }
@@ -146,7 +146,7 @@ final class NotifyRun {
         let result = job.result
         var outcome = DeliveryOutcome(channel: job.channel, result: result, attempts: job.attempts, code: job.lastCode,
                                       error: result == .delivered && job.failedLegs == 0 ? nil : job.lastError)
-        if result == .pending { outcome.nextAttemptAt = job.legs.map(\.nextAttemptAt).min() }
+        if result == .pending { outcome.nextAttemptAt = job.openLegs.map(\.nextAttemptAt).min() }
         if job.fansOut {
             outcome.devicesSent = job.sent
             outcome.devicesRemoved = job.removed
