@@ -128,3 +128,25 @@ struct NotifyMailTests {
         #expect(try delivery(missing).string("error")?.contains("cannot run /no/such/command") == true)
     }
 }
+
+/// desktop:// against a real notification daemon: dunst on Xvfb in a D-Bus session
+/// (Fixtures/notify/desktop_session.sh records what dunst shows).
+@Suite("notify: desktop notifications", .serialized, .timeLimit(.minutes(2)))
+struct NotifyDesktopTests {
+    @Test("desktop:// shows the title and text through notify-send, as arguments: nothing is interpreted by a shell")
+    func desktop() throws {
+        let scratch = try ScratchDirectory()
+        let name = #"Shop $(touch PWNED) "quoted" `x`"#
+        let trace = try scratch.write("trace.ndjson", [sampleLine("shop", 0, "up", name: name),
+                                                       sampleLine("shop", 10, "down", name: name, message: "HTTP 503; rm -rf nothing")].joined(separator: "\n") + "\n")
+        let session = Binaries.fixtures.appendingPathComponent("notify/desktop_session.sh").path
+        let result = try runProcess(session, [scratch.url.path, Binaries.path("notify"), "--to", "desktop://", trace], stdin: "",
+                                    environment: toolEnvironment(), directory: scratch.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        let shown = try String(contentsOfFile: scratch.path("shown"), encoding: .utf8)
+        #expect(shown == "vitals|Monitor DOWN|\(name) is not responding: HTTP 503; rm -rf nothing|CRITICAL\n")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path("PWNED")))
+        let delivery = try #require(try result.records().first?["deliveries"]?.arrayValue?.first?.objectValue)
+        #expect(delivery.string("result") == "delivered")
+    }
+}
