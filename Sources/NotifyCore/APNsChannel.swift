@@ -159,18 +159,30 @@ enum APNsPayload {
         var details = notification.single?.message ?? (notification.grouped ? Notification.nameList(notification.monitors.map(\.name)) : "")
         var body = notification.body
         var monitors = notification.monitors.map(\.monitor)
+        var name = notification.single?.name ?? ""
+        var title = notification.title
+        func shorten(_ text: inout String) -> Bool {
+            guard text.count > 16 else { return false }
+            text = String(text.prefix(text.count / 2)) + "…"
+            return true
+        }
         while true {
-            let bytes = render(notification, title: notification.title, body: body, details: details, monitors: monitors, sound: sound, badge: badge)
+            let bytes = render(notification, title: title, body: body, name: name, details: details, monitors: monitors,
+                               sound: sound, badge: badge)
             if bytes.count <= APNsChannel.maxPayloadBytes { return bytes }
             if monitors.count > 1 { monitors = Array(monitors.prefix(monitors.count / 2)); continue }
-            if details.count > 16 { details = String(details.prefix(details.count / 2)) + "…"; continue }
-            if body.count > 16 { body = String(body.prefix(body.count / 2)) + "…"; continue }
+            // The longest text is halved first.
+            let longest = [details.utf8.count, body.utf8.count, name.utf8.count, title.utf8.count].max()!
+            if longest == details.utf8.count, shorten(&details) { continue }
+            if longest == body.utf8.count, shorten(&body) { continue }
+            if longest == name.utf8.count, shorten(&name) { continue }
+            if shorten(&title) || shorten(&details) || shorten(&body) || shorten(&name) { continue }
             return bytes
         }
     }
 
-    private static func render(_ notification: Notification, title: String, body: String, details: String, monitors: [String],
-                               sound: String, badge: Int?) -> [UInt8] {
+    private static func render(_ notification: Notification, title: String, body: String, name: String, details: String,
+                               monitors: [String], sound: String, badge: Int?) -> [UInt8] {
         var alert = JSONObject()
         alert["title"] = .string(title)
         alert["body"] = .string(body)
@@ -182,7 +194,7 @@ enum APNsPayload {
         payload["aps"] = .object(aps)
         if let single = notification.single {
             payload["monitor_id"] = Int(single.monitor).map { .integer($0) } ?? .string(single.monitor)
-            payload["monitor_name"] = .string(single.name)
+            payload["monitor_name"] = .string(name)
         } else {
             payload["monitor_id"] = .null
             payload["monitor_name"] = .null
