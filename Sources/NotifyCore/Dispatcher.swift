@@ -50,6 +50,9 @@ final class Job {
         self.legs = legs.map { Leg(target: $0, nextAttemptAt: nextAttemptAt) }
     }
 
+    /// A budget ran out with this job unresolved: later runs try it when due, but do not wait
+    /// for its retries (so a dead channel cannot hold every later round for a whole budget).
+    var exhausted = false
     /// Attempts already shown in a record.
     var attemptsReported = 0
     /// Whether a record showed this job already.
@@ -139,7 +142,9 @@ final class Dispatcher {
     /// budget, or a stop signal. Calls `resolved` for each job that is done (delivered or failed).
     func run(resolved: (Job) -> Void) {
         let start = Clock.monotonicMilliseconds()
-        if budgetStart == nil { budgetStart = start }
+        // A budget spans a one-shot run's deliveries, or a burst of a live stream; one that ran
+        // out is renewed by the next round's deliveries (a stream that never pauses still delivers).
+        if budgetStart == nil || start >= budgetStart! + budgetMs { budgetStart = start }
         let deadline = budgetStart! + budgetMs
         var active: [Int: (Job, Int)] = [:]          // token -> (job, leg index)
         var processes: [(RunningProcess, Job, Int, Int64)] = []
@@ -196,7 +201,7 @@ final class Dispatcher {
                 for index in job.legs.indices where !job.legs[index].inFlight && !job.legs[index].done {
                     let due = job.legs[index].nextAttemptAt
                     if due > now {
-                        soonest = min(soonest ?? due, due)
+                        if !job.exhausted { soonest = min(soonest ?? due, due) }
                         continue
                     }
                     let remaining = deadline - monotonicNow
@@ -251,6 +256,7 @@ final class Dispatcher {
             job.lastError = job.lastError ?? "the command did not finish within the delivery budget"
         }
         processes.removeAll()
+        for job in unresolved where job.attemptsThisRun > 0 || job.redelivery { job.exhausted = true }
         for channelID in channelOrder {
             guard var queue = queues[channelID] else { continue }
             while let head = queue.first, head.isResolved {

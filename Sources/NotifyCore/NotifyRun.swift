@@ -67,8 +67,8 @@ final class NotifyRun {
     /// The input paused for a round's length: close the round, deliver, save, and start a
     /// fresh delivery budget for the next burst.
     func idle() {
-        handle(decider.closeRound())
         dispatcher.resetBudget()
+        handle(decider.closeRound())
     }
 
     /// The input ended: close the last round, deliver, save.
