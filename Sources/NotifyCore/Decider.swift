@@ -86,16 +86,17 @@ final class Decider {
 
     /// Takes one sample; returns the notifications of the round it closed, if it closed one.
     func add(_ sample: SampleEvent) -> [Decision] {
+        if let track = monitors[sample.monitor], sample.at <= track.lastAt {
+            // Already seen (an overlapping replay): it neither counts nor moves the rounds.
+            staleSamples += 1
+            return []
+        }
         var decided: [Decision] = []
         if let start = roundStart, sample.at >= start + policy.groupWaitMs || sample.at < start - policy.groupWaitMs {
             decided = closeRound()
         }
         if sample.status == .unknown {
             // No information: neither confirms nor breaks a streak.
-            return decided
-        }
-        if let track = monitors[sample.monitor], sample.at <= track.lastAt {
-            staleSamples += 1
             return decided
         }
         if roundStart == nil { roundStart = sample.at }

@@ -68,17 +68,20 @@ final class NotifyRun {
     /// fresh delivery budget for the next burst.
     func idle() {
         dispatcher.resetBudget()
-        handle(decider.closeRound())
+        handle(decider.closeRound(), save: true)
     }
 
     /// The input ended: close the last round, deliver, save.
     func finish() throws {
-        handle(decider.closeRound())
+        handle(decider.closeRound(), save: true)
         if let writeProblem { throw writeProblem }
         pendingAtEnd = dispatcher.unresolved.count
     }
 
-    private func handle(_ decisions: [Decision]) {
+    /// Delivers a round's decisions and writes their records. The state is saved when
+    /// something was decided or delivered (and when asked: at a pause, at the end), not after
+    /// every quiet round of a long replay.
+    private func handle(_ decisions: [Decision], save: Bool = false) {
         for decision in decisions {
             notifications += 1
             var jobs: [Job] = []
@@ -96,14 +99,15 @@ final class NotifyRun {
             unwritten.append((decision.notification, jobs, dryRunChannels))
         }
         do {
-            try deliverAndWrite()
+            try deliverAndWrite(save: save || !decisions.isEmpty)
         } catch {
             if writeProblem == nil { writeProblem = error }
         }
     }
 
     /// Runs the dispatcher, writes the records of what was decided or attempted, saves the state.
-    func deliverAndWrite() throws {
+    func deliverAndWrite(save mustSave: Bool = true) throws {
+        var attempted = false
         if !dryRun {
             dispatcher.run { job in
                 if job.result == .delivered {
@@ -115,8 +119,9 @@ final class NotifyRun {
                 }
                 resolvedJobs.append(job)
             }
+            attempted = !resolvedJobs.isEmpty || dispatcher.unresolved.contains { $0.attempts > $0.attemptsReported }
         }
-        try save()
+        if mustSave || attempted { try save() }
         // New notifications, in the order decided.
         for item in unwritten {
             var outcomes = item.jobs.map(outcome)

@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Testing
 import VitalsKit
@@ -271,6 +272,29 @@ struct NotifyStateTests {
         #expect(try String(contentsOfFile: state, encoding: .utf8) == "{\"hello\": 1}\n")
         let newer = try scratch.write("newer.json", "{\"version\": 99}\n")
         #expect(try run("notify", ["--state", newer], stdin: "").stderr.contains("newer than this notify understands"))
+    }
+
+    @Test("SIGTERM while a delivery hangs: exit 143, the notification written as pending and kept in the state")
+    func stopWhileDelivering() throws {
+        let server = try FixtureServer()
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        let hook = "json://127.0.0.1:\(server.port)/hang"
+        let tool = try RunningTool("notify", ["--group-wait", "200ms", "--state", state, "--to", hook])
+        let lines = [sampleLine("a", 0, "up"), sampleLine("a", 30, "down")]
+        tool.input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        // Wait for the delivery itself: the server has the request and will never answer.
+        let deadline = Date().addingTimeInterval(20)
+        while server.requests(for: "/hang").isEmpty && Date() < deadline { usleep(10_000) }
+        #expect(server.requests(for: "/hang").count == 1)
+        let end = tool.stop(SIGTERM)
+        #expect(end.status == 143)
+        guard case .object(let record) = try JSONParser.parse(end.rest.split(separator: "\n").first.map(String.init) ?? "") else {
+            throw TestFailure("no record: \(end.rest) \(end.stderr)")
+        }
+        #expect(record["deliveries"]?.arrayValue?.first?.objectValue?["result"] == .string("pending"))
+        let saved = try String(contentsOfFile: state, encoding: .utf8)
+        #expect(saved.contains(record.string("id")!), "the pending delivery is in the state file")
     }
 
     @Test("streaming: a round closes when the input pauses for --group-wait, and its notification is written at once")

@@ -50,6 +50,19 @@ struct NotifyCoreTests {
         #expect(later.first?.channels == ["hook"])
     }
 
+    @Test("a sample its monitor already had neither counts nor ends the round")
+    func staleSamples() {
+        let decider = Decider(policy: Policy(), channels: ["stdout"], monitors: [:], views: [:])
+        _ = decider.add(sample("a", 0, .up))
+        _ = decider.add(sample("b", 0, .up))
+        #expect(decider.add(sample("a", 60, .down)).isEmpty)
+        #expect(decider.add(sample("a", 0, .up)).isEmpty, "stale: skipped without closing the round of 60")
+        #expect(decider.add(sample("b", 61, .down)).isEmpty)
+        let decided = decider.closeRound()
+        #expect(decided.map { $0.notification.monitors.map(\.monitor) } == [["a", "b"]])
+        #expect(decider.staleSamples == 1)
+    }
+
     @Test("notification ids are stable and differ by content")
     func ids() {
         let change = MonitorChange(monitor: "api", name: "API", status: "down", previousStatus: "up")
