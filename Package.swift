@@ -19,6 +19,9 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // ICMP echo and TCP connect probes, many on one thread; reuses probe-http's target conventions,
     // scheduler and engine (TCP and TLS through HTTPTransport's connect-only mode)
     ("probe-ping", "ProbePingCore", ["ProbeHTTPCore", "HTTPTransport", "VitalsCrypto"]),
+    // state changes into notifications: cooldowns, grouping, webhook/ntfy/chat/mail/push/desktop/exec channels
+    // (libcurl via HTTPTransport; HMAC and ES256 via VitalsCrypto)
+    ("notify", "NotifyCore", ["HTTPTransport", "VitalsCrypto"]),
 ]
 
 var targets: [Target] = [
@@ -32,7 +35,7 @@ var targets: [Target] = [
 
     // Shared by every tool, no C: records, NDJSON, JSON values, options, exit statuses, signals, time.
     .target(name: "VitalsKit"),
-    // SHA-256 (and later HMAC, ES256): the only importer of CCrypto.
+    // SHA-256, HMAC-SHA256, ES256 signatures, Base64: the only importer of CCrypto.
     .target(name: "VitalsCrypto", dependencies: ["CCrypto"]),
     // SQLite connections and statements: the only importer of CSQLite.
     .target(name: "SQLiteStore", dependencies: ["CSQLite"]),

@@ -211,10 +211,16 @@ private let bodyCallback: ccurl_data_callback = { data, size, count, context in
     return transfer.receiveBody(data, size * count)
 }
 
-private let headerCallback: ccurl_data_callback = { _, size, count, context in
+private let headerCallback: ccurl_data_callback = { data, size, count, context in
     guard let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-    return transfer.receiveHeader(size * count)
+    return transfer.receiveHeader(data, size * count)
+}
+
+private let readCallback: ccurl_data_callback = { data, size, count, context in
+    guard let context, let data else { return 0 }
+    let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+    return transfer.supplyUpload(data, size * count)
 }
 
 /// One request's state while curl runs it; owned by the engine's thread.
@@ -227,6 +233,15 @@ private final class Transfer {
     var stoppedAtLimit = false
     var headerLimitHit = false
     var headerList: UnsafeMutablePointer<curl_slist>?
+    var recipientList: UnsafeMutablePointer<curl_slist>?
+    var responseHeaders: [String] = []
+    var uploadOffset = 0
+    /// SMTP: 220 replies seen (the greeting, then STARTTLS's go-ahead), whether the EHLO reply
+    /// being read offers AUTH, and whether the transfer was stopped because none did.
+    var smtpReadyReplies = 0
+    var smtpOffersAuth = false
+    var smtpAwaitingEHLO = false
+    var smtpAuthMissing = false
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private var retained: Unmanaged<Transfer>?
 
@@ -245,6 +260,10 @@ private final class Transfer {
         if let headerList {
             curl_slist_free_all(headerList)
             self.headerList = nil
+        }
+        if let recipientList {
+            curl_slist_free_all(recipientList)
+            self.recipientList = nil
         }
         retained?.release()
         retained = nil
@@ -283,13 +302,67 @@ private final class Transfer {
         }
     }
 
-    func receiveHeader(_ length: Int) -> Int {
+    func receiveHeader(_ data: UnsafeMutablePointer<CChar>?, _ length: Int) -> Int {
         headerBytes += length
         if headerBytes > request.maxHeaderBytes {
             headerLimitHit = true
             return 0
         }
+        guard request.keepResponseHeaders || request.mail != nil, let data else { return length }
+        var line = data.withMemoryRebound(to: UInt8.self, capacity: length) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+        }
+        while line.hasSuffix("\n") || line.hasSuffix("\r") { line.removeLast() }
+        if let mail = request.mail {
+            responseHeaders.append(line)
+            return smtpReply(line, mail) ? length : 0
+        }
+        if line.hasPrefix("HTTP/") { responseHeaders.removeAll() }
+        if !line.isEmpty { responseHeaders.append(line) }
         return length
+    }
+
+    /// Watches SMTP replies for the login guarantee: the EHLO reply that counts (the one
+    /// after STARTTLS when TLS is negotiated that way, else the first) must offer AUTH when a
+    /// login is required, or the transfer stops there, before MAIL FROM. Returns false to stop.
+    private func smtpReply(_ line: String, _ mail: MailEnvelope) -> Bool {
+        let bytes = Array(line.utf8)
+        guard bytes.count >= 3 else { return true }
+        let code = String(decoding: bytes[0..<3], as: UTF8.self)
+        let last = bytes.count == 3 || bytes[3] == UInt8(ascii: " ")
+        if code == "220" {
+            if last {
+                smtpReadyReplies += 1
+                smtpAwaitingEHLO = true
+                smtpOffersAuth = false
+            }
+            return true
+        }
+        guard code == "250", smtpAwaitingEHLO else { return true }
+        if bytes.count > 4 {
+            let words = String(decoding: bytes[4...], as: UTF8.self).uppercased()
+            if words.hasPrefix("AUTH ") || words.hasPrefix("AUTH=") { smtpOffersAuth = true }
+        }
+        guard last else { return true }
+        smtpAwaitingEHLO = false
+        let startTLS = mail.requireTLS && request.url.lowercased().hasPrefix("smtp:")
+        if mail.requireAuth, smtpReadyReplies == (startTLS ? 2 : 1), !smtpOffersAuth {
+            smtpAuthMissing = true
+            return false
+        }
+        return true
+    }
+
+    func supplyUpload(_ data: UnsafeMutablePointer<CChar>, _ room: Int) -> Int {
+        guard let body = request.body, uploadOffset < body.count else { return 0 }
+        let take = min(room, body.count - uploadOffset)
+        body.withUnsafeBufferPointer { source in
+            data.withMemoryRebound(to: UInt8.self, capacity: take) { target in
+                target.update(from: source.baseAddress! + uploadOffset, count: take)
+            }
+        }
+        uploadOffset += take
+        return take
     }
 
     /// Sets every option on `handle`; returns a message when an option is refused.
@@ -305,7 +378,7 @@ private final class Transfer {
         check(ccurl_setopt_string(handle, CURLOPT_URL, request.url), "URL")
         check(ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1), "NOSIGNAL")
         check(ccurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "ERRORBUFFER")
-        check(ccurl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https"), "protocols")
+        check(ccurl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, request.protocols), "protocols")
         check(ccurl_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"), "redirect protocols")
         check(ccurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMs)), "timeout")
         check(ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.timeoutMs)), "connect timeout")
@@ -328,7 +401,25 @@ private final class Transfer {
         check(ccurl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, headerCallback), "header callback")
         check(ccurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context.toOpaque()), "header context")
 
-        if request.connectOnly {
+        if let user = request.username { check(ccurl_setopt_string(handle, CURLOPT_USERNAME, user), "user name") }
+        if let password = request.password { check(ccurl_setopt_string(handle, CURLOPT_PASSWORD, password), "password") }
+        switch request.httpVersion {
+        case .http2?: check(ccurl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "HTTP/2")
+        case .http1_1?: check(ccurl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1)), "HTTP/1.1")
+        case nil: break
+        }
+        if let mail = request.mail {
+            check(ccurl_setopt_string(handle, CURLOPT_MAIL_FROM, "<\(mail.from)>"), "mail from")
+            var list: UnsafeMutablePointer<curl_slist>?
+            for recipient in mail.recipients { list = curl_slist_append(list, "<\(recipient)>") }
+            recipientList = list
+            check(ccurl_setopt_slist(handle, CURLOPT_MAIL_RCPT, list), "mail recipients")
+            check(ccurl_setopt_long(handle, CURLOPT_UPLOAD, 1), "upload")
+            check(ccurl_setopt_callback(handle, CURLOPT_READFUNCTION, readCallback), "read callback")
+            check(ccurl_setopt_pointer(handle, CURLOPT_READDATA, context.toOpaque()), "read context")
+            check(ccurl_setopt_off_t(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(request.body?.count ?? 0)), "upload size")
+            if mail.requireTLS { check(ccurl_setopt_long(handle, CURLOPT_USE_SSL, Int(CURLUSESSL_ALL.rawValue)), "require TLS") }
+        } else if request.connectOnly {
             check(ccurl_setopt_long(handle, CURLOPT_CONNECT_ONLY, 1), "connect only")
         } else {
             switch request.method {
@@ -437,9 +528,14 @@ private final class Transfer {
         result.bodyBytes = bodyBytes
         result.headerBytes = headerBytes
         result.stoppedAtLimit = stoppedAtLimit
+        result.responseHeaders = responseHeaders
         let message = String(cString: errorBuffer)
         result.curlMessage = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
         result.failure = classify(code, message: result.curlMessage)
+        if smtpAuthMissing {
+            result.curlMessage = "the server did not offer AUTH, so nothing was sent (a login was asked for)"
+            result.failure = .protocol
+        }
         return result
     }
 

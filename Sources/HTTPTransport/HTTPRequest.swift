@@ -42,6 +42,34 @@ public struct TLSOptions: Sendable, Equatable {
     public init() {}
 }
 
+/// The HTTP version a request asks for.
+public enum HTTPVersionChoice: String, Sendable {
+    /// HTTP/1.1 only.
+    case http1_1 = "1.1"
+    /// HTTP/2 over TLS (negotiated with ALPN), as APNs requires.
+    case http2 = "2"
+}
+
+/// What an SMTP request sends: the envelope, and the guarantees it insists on.
+public struct MailEnvelope: Sendable, Equatable {
+    /// The envelope sender (MAIL FROM).
+    public var from: String
+    /// The envelope recipients (RCPT TO).
+    public var recipients: [String]
+    /// Insist on TLS: STARTTLS must succeed (libcurl's CURLUSESSL_ALL), or nothing is sent.
+    /// Without it libcurl silently stays in clear text when the server offers no STARTTLS.
+    public var requireTLS = true
+    /// Insist on logging in: when the server does not offer AUTH (libcurl then skips it
+    /// silently), the transfer is stopped before MAIL FROM.
+    public var requireAuth = false
+
+    /// Creates an envelope.
+    public init(from: String, recipients: [String]) {
+        self.from = from
+        self.recipients = recipients
+    }
+}
+
 /// One HTTP request as the engine runs it: a fresh connection, bounded in time and size.
 public struct HTTPRequest: Sendable {
     /// The URL (http or https).
@@ -68,6 +96,18 @@ public struct HTTPRequest: Sendable {
     public var connectOnly = false
     /// The User-Agent header.
     public var userAgent: String
+    /// The protocols the URL may use (libcurl's names): `http,https` unless set; `smtp,smtps` for mail.
+    public var protocols = "http,https"
+    /// The HTTP version to ask for (nil: libcurl's default).
+    public var httpVersion: HTTPVersionChoice?
+    /// Keep the response's header lines in the result (the final response's, for HTTP; every
+    /// server reply line, for SMTP).
+    public var keepResponseHeaders = false
+    /// A user name and password for the protocol's own login (HTTP Basic, SMTP AUTH).
+    public var username: String?
+    public var password: String?
+    /// Send mail: with an `smtp://` or `smtps://` URL, `body` is uploaded as the message.
+    public var mail: MailEnvelope?
 
     /// Creates a request.
     public init(url: String, method: String, timeoutMs: Int, userAgent: String) {

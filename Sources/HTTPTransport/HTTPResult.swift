@@ -1,3 +1,12 @@
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        var scalars = Substring(self)
+        while let first = scalars.first, set.contains(first) { scalars.removeFirst() }
+        while let last = scalars.last, set.contains(last) { scalars.removeLast() }
+        return String(scalars)
+    }
+}
+
 /// Why a request could not complete, classified from curl's result.
 public enum TransportFailure: String, Sendable {
     case dns
@@ -66,6 +75,17 @@ public struct HTTPResult: Sendable {
     public var redirectCount: Int = 0
     /// The system's errno for a failed connection (ECONNREFUSED, ...), 0 when none.
     public var osErrno: Int = 0
+    /// Header lines of the final response (or SMTP reply lines) when the request kept them.
+    public var responseHeaders: [String] = []
+
+    /// The value of the first kept header named `name` (case-insensitive), trimmed.
+    public func header(_ name: String) -> String? {
+        let prefix = name.lowercased() + ":"
+        for line in responseHeaders where line.lowercased().hasPrefix(prefix) {
+            return String(line.dropFirst(prefix.count)).trimmingCharacters(in: " \t\r\n")
+        }
+        return nil
+    }
 
     /// Creates an empty result.
     public init() {}

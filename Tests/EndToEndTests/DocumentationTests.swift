@@ -2,6 +2,7 @@ import DetectAnomalyCore
 import DigestCore
 import FixtureServer
 import Foundation
+import NotifyCore
 import ProbeHTTPCore
 import ProbePingCore
 import StoreSamplesCore
@@ -9,7 +10,7 @@ import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest"]
+let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify"]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -221,7 +222,8 @@ struct DocumentationTests {
     }
 
     @Test("the option table, --help and the man page list the same options",
-          arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec])
+          arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
+                      NotifyCommand.spec])
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
@@ -246,7 +248,7 @@ struct ExampleTests {
     }
 
     static let sources = ["man/man1/probe-http.1", "man/man1/probe-ping.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1",
-                          "man/man1/digest.1", "man/man7/vitals.7", "README.md"]
+                          "man/man1/digest.1", "man/man1/notify.1", "man/man7/vitals.7", "README.md"]
 
     @Test("examples", arguments: sources)
     func run(source: String) throws {
@@ -286,5 +288,33 @@ struct ExampleTests {
             #expect(result.status == 0, "\(source): `\(command)` exited \(result.status): \(result.stderr)")
             #expect(!result.stderr.contains("unknown option"), "\(source): `\(command)`: \(result.stderr)")
         }
+    }
+}
+
+@Suite("notify's record is documented", .timeLimit(.minutes(1)))
+struct NotifyDocumentationTests {
+    @Test("every field notify writes is in vitals-records(7) NOTIFICATION and notify(1) OUTPUT")
+    func notificationFields() throws {
+        let lines = [sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),
+                     sampleLine("a", 120, "up")]
+        let result = try run("notify", ["--dry-run", "--to", "json://127.0.0.1:9/x"], stdin: lines.joined(separator: "\n") + "\n")
+        var keys = Set<String>()
+        var deliveryKeys = Set<String>()
+        for record in try result.records() {
+            keys.formUnion(record.fields.map(\.key))
+            for delivery in record["deliveries"]?.arrayValue ?? [] { deliveryKeys.formUnion(delivery.objectValue?.fields.map(\.key) ?? []) }
+        }
+        #expect(keys.isSuperset(of: ["added", "duration_ms", "monitor"]), "the run covers grouped and single records")
+        // Written only by runs with pending deliveries or push channels (tested in NotifyWebhookTests and NotifyPushTests).
+        keys.formUnion(["redelivery"])
+        deliveryKeys.formUnion(["next_attempt_at", "devices_sent", "devices_removed"])
+        let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "NOTIFICATION"))
+        let output = boldWords(manSection(try readPage("man/man1/notify.1"), "OUTPUT"))
+        for key in keys.sorted() {
+            #expect(records.contains(key), "\(key) is not documented in vitals-records(7)")
+            #expect(output.contains(key), "\(key) is not listed in notify(1) OUTPUT")
+        }
+        for key in deliveryKeys.sorted() { #expect(records.contains(key), "deliveries: \(key) is not documented in vitals-records(7)") }
+        for event in ["down", "degraded", "recovered", "still_down", "still_degraded"] { #expect(records.contains(event), "\(event)") }
     }
 }

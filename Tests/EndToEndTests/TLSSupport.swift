@@ -120,13 +120,7 @@ final class TLSServer {
         process.standardError = FileHandle.nullDevice
         try process.run()
         // The server prints its URL once it listens; reading that line is the wait.
-        var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data([0x0A]) { break }
-            line.append(byte)
-        }
-        url = String(decoding: line, as: UTF8.self)
+        url = readFirstLine(output.fileHandleForReading)
         guard url.hasPrefix("https://") else {
             kill(process.processIdentifier, SIGKILL)
             throw TestFailure("the TLS test server did not start (is python3 installed?)")

@@ -1,0 +1,141 @@
+import HTTPTransport
+import VitalsKit
+
+/// The state a run shares between its parts: the decider's results are copied in before
+/// saving; channels read and change devices and provider tokens through it.
+final class StateBox {
+    var state: NotifyState
+    init(_ state: NotifyState) { self.state = state }
+}
+
+/// A command to run for one delivery: no shell, the arguments as given.
+struct ProcessRequest {
+    /// A path, or a name looked up in PATH.
+    var executable: String
+    var arguments: [String]
+    /// What the command reads on standard input.
+    var input: [UInt8]
+    /// Variables added to the environment.
+    var environment: [String: String] = [:]
+}
+
+/// One try at handing a notification to a channel.
+enum AttemptRequest {
+    case http(HTTPRequest)
+    case process(ProcessRequest)
+    /// Resolved without sending anything.
+    case resolved(Verdict)
+}
+
+/// How a command ended.
+struct ProcessOutcome {
+    /// The exit status, or nil when it was killed by a signal or could not start.
+    var exitStatus: Int?
+    /// What went wrong, in words (the start failure, the signal, its standard error).
+    var error: String?
+}
+
+/// What an answer means for a delivery.
+enum Verdict: Equatable {
+    /// Accepted: done.
+    case accepted(code: Int?)
+    /// Not now: try again later (after `afterMs` when the server said so).
+    case retry(code: Int?, error: String, afterMs: Int64?)
+    /// Refused for good.
+    case failed(code: Int?, error: String)
+    /// The push device is gone (APNs 410): removed from the devices; the delivery to it is done.
+    case gone(code: Int?, error: String)
+}
+
+/// A notification channel: builds each attempt and judges each answer.
+protocol Channel: AnyObject {
+    /// The URL as written, redacted: the channel's name in records, diagnostics and the state.
+    var id: String { get }
+    /// Tags from the configuration (`ops,db=URL`).
+    var tags: [String] { get }
+    /// Whether a notification fans out to several recipients (push devices).
+    var fansOut: Bool { get }
+    /// The recipients a notification fans out to (push device tokens); `[nil]` for one delivery.
+    func legs(_ state: StateBox) -> [String?]
+    /// The attempt for `notification` (to `leg`), given the wall clock and the time allowed.
+    func attempt(_ notification: Notification, leg: String?, state: StateBox, nowMs: Int64, timeoutMs: Int) -> AttemptRequest
+    /// The meaning of an HTTP (or SMTP) answer.
+    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> Verdict
+    /// The meaning of a command's end.
+    func judge(_ outcome: ProcessOutcome) -> Verdict
+}
+
+extension Channel {
+    var fansOut: Bool { false }
+
+    func legs(_ state: StateBox) -> [String?] { [nil] }
+
+    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> Verdict {
+        HTTPJudgement.standard(result, nowMs: nowMs)
+    }
+
+    func judge(_ outcome: ProcessOutcome) -> Verdict {
+        ProcessJudgement.sysexits(outcome)
+    }
+}
+
+/// The usual meaning of HTTP answers for webhooks.
+enum HTTPJudgement {
+    /// 2xx accepted; network errors, 408, 425, 429 and 5xx retried (honouring Retry-After);
+    /// anything else refused for good.
+    static func standard(_ result: HTTPResult, nowMs: Int64) -> Verdict {
+        if let failure = result.failure {
+            return .retry(code: nil, error: "\(failure.rawValue): \(result.curlMessage)", afterMs: nil)
+        }
+        let code = result.httpCode
+        if (200..<300).contains(code) { return .accepted(code: code) }
+        let words = "HTTP \(code)" + bodySnippet(result.body)
+        if code == 408 || code == 425 || code == 429 || (500..<600).contains(code) {
+            return .retry(code: code, error: words, afterMs: retryAfter(result, nowMs: nowMs))
+        }
+        return .failed(code: code, error: words)
+    }
+
+    /// Retry-After as milliseconds from now: delta-seconds or an HTTP date.
+    static func retryAfter(_ result: HTTPResult, nowMs: Int64) -> Int64? {
+        guard let text = result.header("Retry-After") else { return nil }
+        if let seconds = Double(text), seconds >= 0, seconds.isFinite { return Int64(seconds * 1000) }
+        if let date = HTTPDate.parse(text) { return max(0, date - nowMs) }
+        return nil
+    }
+
+    /// `: first line of the body` (at most 200 bytes), or empty.
+    static func bodySnippet(_ body: [UInt8]) -> String {
+        let line = body.prefix(200).split(separator: 0x0A, omittingEmptySubsequences: true).first.map { Array($0) } ?? []
+        let text = String(decoding: line, as: UTF8.self).trimmingSpaces
+        return text.isEmpty ? "" : ": " + text
+    }
+}
+
+/// The usual meaning of a command's exit status (sysexits(3)).
+enum ProcessJudgement {
+    /// 0 accepted; 75 (EX_TEMPFAIL) retried; a signal or a command that could not start, refused; others refused.
+    static func sysexits(_ outcome: ProcessOutcome) -> Verdict {
+        guard let status = outcome.exitStatus else {
+            return .failed(code: nil, error: outcome.error ?? "the command did not finish")
+        }
+        if status == 0 { return .accepted(code: 0) }
+        let words = "exit status \(status)" + (outcome.error.map { ": " + $0 } ?? "")
+        if status == 75 { return .retry(code: status, error: words, afterMs: nil) }
+        return .failed(code: status, error: words)
+    }
+}
+
+/// IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form of Retry-After dates.
+enum HTTPDate {
+    static func parse(_ text: String) -> Int64? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]) else { return nil }
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard let month = months.firstIndex(of: String(parts[2])) else { return nil }
+        let clock = parts[4].split(separator: ":").compactMap { Int($0) }
+        guard clock.count == 3 else { return nil }
+        let days = Timestamp.days(fromCivil: year, month + 1, day)
+        return (Int64(days) * 86_400 + Int64(clock[0] * 3600 + clock[1] * 60 + clock[2])) * 1000
+    }
+}

@@ -1,0 +1,341 @@
+import VitalsKit
+
+/// A monitor's condition as the decider tracks it: the confirmed status, the streaks that
+/// confirm the next one, and the words of its latest sample. Kept in the state file.
+struct MonitorTrack: Codable, Equatable {
+    var name: String
+    /// The confirmed status (`up`, `degraded`, `down`, `error`; `new` before a first sample
+    /// with --notify-initial).
+    var confirmed: String
+    /// The `at` of the latest sample taken.
+    var lastAt: Int64
+    /// Consecutive failing samples (down, error).
+    var failStreak = 0
+    /// Consecutive samples degraded or worse.
+    var badStreak = 0
+    /// Consecutive up samples.
+    var upStreak = 0
+    /// Consecutive samples that are not failing.
+    var notFailingStreak = 0
+    var failStart: Int64?
+    var badStart: Int64?
+    /// When the current episode (confirmed not up) began.
+    var since: Int64?
+    /// When the last finished episode began (for "up again after ...").
+    var endedSince: Int64?
+    var message: String?
+    var reason: String?
+    var target: String?
+}
+
+/// What one channel has been told about each monitor, its cooldowns and its open groups.
+struct ChannelView: Codable, Equatable {
+    /// Per monitor: the status last told and when (event time).
+    var told: [String: Told] = [:]
+    /// Per cooldown key: the event time of the last notification the channel accepted.
+    var cooldowns: [String: Int64] = [:]
+    /// Monitors told down as part of a grouped outage still open.
+    var outageGroup: [String] = []
+    /// Monitors told degraded as part of a grouped degradation still open.
+    var degradedGroup: [String] = []
+}
+
+/// A status told to a channel, and when.
+struct Told: Codable, Equatable {
+    var status: String
+    var at: Int64
+}
+
+/// A decided notification and the channels it goes to.
+struct Decision {
+    var notification: Notification
+    var channels: [String]
+}
+
+/// Turns samples into notifications: transitions per monitor (with thresholds), then, once
+/// per round, per channel: mutes, cooldowns per key, grouping and repeats.
+///
+/// Everything runs on event time, so a replay, one long stream and many short runs decide
+/// the same notifications. A channel is told what changed since it was last told: a change
+/// held back by a cooldown or a maintenance window is told when they end, if it still holds.
+final class Decider {
+    let policy: Policy
+    /// The channels, `stdout` first.
+    let channels: [String]
+    private(set) var monitors: [String: MonitorTrack]
+    private(set) var views: [String: ChannelView]
+    /// Samples skipped because their monitor already had a sample as late (replays overlap).
+    private(set) var staleSamples = 0
+
+    private var roundStart: Int64?
+    private var roundOrder: [String] = []
+    /// The confirmed status of each monitor of the round before the round (nil: first seen).
+    private var roundBefore: [String: String?] = [:]
+    private var roundLastAt: [String: Int64] = [:]
+
+    init(policy: Policy, channels: [String], monitors: [String: MonitorTrack], views: [String: ChannelView]) {
+        self.policy = policy
+        self.channels = channels
+        self.monitors = monitors
+        self.views = views
+        for channel in channels where self.views[channel] == nil { self.views[channel] = ChannelView() }
+    }
+
+    /// Whether a round is open.
+    var roundOpen: Bool { roundStart != nil }
+
+    /// Takes one sample; returns the notifications of the round it closed, if it closed one.
+    func add(_ sample: SampleEvent) -> [Decision] {
+        if let track = monitors[sample.monitor], sample.at <= track.lastAt {
+            // Already seen (an overlapping replay): it neither counts nor moves the rounds.
+            staleSamples += 1
+            return []
+        }
+        var decided: [Decision] = []
+        if let start = roundStart, sample.at >= start + policy.groupWaitMs || sample.at < start - policy.groupWaitMs {
+            decided = closeRound()
+        }
+        if sample.status == .unknown {
+            // No information: neither confirms nor breaks a streak.
+            return decided
+        }
+        if roundStart == nil { roundStart = sample.at }
+        if roundBefore[sample.monitor] == nil {
+            roundOrder.append(sample.monitor)
+            roundBefore[sample.monitor] = .some(monitors[sample.monitor]?.confirmed)
+        }
+        roundLastAt[sample.monitor] = sample.at
+        take(sample)
+        return decided
+    }
+
+    private func take(_ sample: SampleEvent) {
+        let status = sample.status.rawValue
+        var track = monitors[sample.monitor] ?? MonitorTrack(name: sample.name, confirmed: policy.notifyInitial ? "new" : status,
+                                                               lastAt: sample.at)
+        track.name = sample.name
+        track.lastAt = sample.at
+        track.message = sample.message
+        track.reason = sample.reason
+        track.target = sample.target
+        switch sample.status {
+        case .down, .error:
+            if track.failStreak == 0 { track.failStart = sample.at }
+            if track.badStreak == 0 { track.badStart = sample.at }
+            track.failStreak += 1
+            track.badStreak += 1
+            track.upStreak = 0
+            track.notFailingStreak = 0
+        case .degraded:
+            if track.badStreak == 0 { track.badStart = sample.at }
+            track.failStreak = 0
+            track.badStreak += 1
+            track.upStreak = 0
+            track.notFailingStreak += 1
+        case .up:
+            track.failStreak = 0
+            track.badStreak = 0
+            track.upStreak += 1
+            track.notFailingStreak += 1
+        case .unknown:
+            return
+        }
+        let isNew = monitors[sample.monitor] == nil
+        defer { monitors[sample.monitor] = track }
+        if isNew && !policy.notifyInitial {
+            // The baseline: the first sample is what the monitor is, not a change.
+            if sample.status != .up { track.since = sample.at }
+            return
+        }
+        let current = Decider.severity(track.confirmed)
+        switch sample.status {
+        case .down, .error:
+            if current == 2 {
+                track.confirmed = status // down and error are one condition
+            } else if track.failStreak >= policy.failureThreshold {
+                if current == 0 { track.since = track.failStart }
+                track.confirmed = status
+            }
+        case .degraded:
+            if current == 0, track.badStreak >= policy.failureThreshold {
+                track.since = track.badStart
+                track.confirmed = status
+            } else if current == 2, track.notFailingStreak >= policy.successThreshold {
+                track.confirmed = status
+            }
+        case .up:
+            if current > 0, track.upStreak >= policy.successThreshold {
+                track.endedSince = track.since
+                track.since = nil
+                track.confirmed = status
+            } else if track.confirmed == "new" {
+                track.confirmed = status
+            }
+        case .unknown:
+            break
+        }
+    }
+
+    /// 0 up (or not yet seen), 1 degraded, 2 down or error.
+    static func severity(_ status: String?) -> Int {
+        switch status {
+        case "degraded": return 1
+        case "down", "error": return 2
+        default: return 0
+        }
+    }
+
+    /// Closes the open round and decides its notifications.
+    func closeRound() -> [Decision] {
+        defer {
+            roundStart = nil
+            roundOrder.removeAll()
+            roundBefore.removeAll()
+            roundLastAt.removeAll()
+        }
+        guard roundStart != nil else { return [] }
+        var merged: [Decision] = []
+        for channel in channels {
+            for notification in decide(for: channel) {
+                if let index = merged.firstIndex(where: { $0.notification == notification }) {
+                    merged[index].channels.append(channel)
+                } else {
+                    merged.append(Decision(notification: notification, channels: [channel]))
+                }
+            }
+        }
+        return merged
+    }
+
+    /// Records that `channel` accepted `notification`: its cooldown key starts now (event time).
+    func accepted(_ notification: Notification, by channel: String) {
+        guard views[channel] != nil else { return }
+        let previous = views[channel]!.cooldowns[notification.key] ?? Int64.min
+        views[channel]!.cooldowns[notification.key] = max(previous, notification.at)
+    }
+
+    private func change(_ monitor: String, told: Told?) -> MonitorChange {
+        let track = monitors[monitor]!
+        let previous = told.flatMap { $0.status == "new" ? nil : $0.status }
+        return MonitorChange(monitor: monitor, name: track.name, status: track.confirmed, previousStatus: previous,
+                             since: track.confirmed == "up" ? track.endedSince : track.since,
+                             message: track.message, reason: track.reason, target: track.target)
+    }
+
+    private func coolingDown(_ view: ChannelView, _ key: String, at: Int64) -> Bool {
+        guard let last = view.cooldowns[key] else { return false }
+        return at - last < policy.cooldownMs
+    }
+
+    private func decide(for channel: String) -> [Notification] {
+        var view = views[channel]!
+        defer { views[channel] = view }
+        var failing: [String] = []
+        var degraded: [String] = []
+        var recovered: [String] = []
+        var stillDown: [String] = []
+        var stillDegraded: [String] = []
+        var told: [String: Told] = [:]
+        for monitor in roundOrder {
+            guard let track = monitors[monitor], track.confirmed != "new" else { continue }
+            let at = roundLastAt[monitor] ?? track.lastAt
+            let before = roundBefore[monitor] ?? nil
+            // A channel that has not been told about the monitor knows what it was before this
+            // round; a monitor first seen now was nothing yet ("new") with --notify-initial.
+            let known = view.told[monitor] ?? Told(status: before ?? (policy.notifyInitial ? "new" : track.confirmed), at: at)
+            view.told[monitor] = known
+            told[monitor] = known
+            if policy.mute(for: monitor, at: at) != nil { continue }
+            let now = Decider.severity(track.confirmed)
+            let then = Decider.severity(known.status)
+            if now != then {
+                switch now {
+                case 2: failing.append(monitor)
+                case 1: degraded.append(monitor)
+                default: recovered.append(monitor)
+                }
+            } else if now > 0, let repeatMs = policy.repeatIntervalMs, at - known.at >= repeatMs {
+                if now == 2 { stillDown.append(monitor) } else { stillDegraded.append(monitor) }
+            }
+        }
+        var out: [Notification] = []
+        func lastAt(_ monitors: [String]) -> Int64 { monitors.map { roundLastAt[$0] ?? 0 }.max() ?? 0 }
+        func tell(_ notification: Notification) {
+            for change in notification.monitors {
+                view.told[change.monitor] = Told(status: change.status, at: notification.at)
+            }
+            out.append(notification)
+        }
+        // Leaving a group: a member no longer told failing (or degraded) is out of it.
+        func prune() {
+            let toldNow = view.told
+            view.outageGroup.removeAll { Decider.severity(toldNow[$0]?.status) != 2 }
+            view.degradedGroup.removeAll { Decider.severity(toldNow[$0]?.status) != 1 }
+        }
+
+        prune()
+        // Into down or error, then into degraded.
+        for (list, group, groupKey, suffix, event) in [(failing, \ChannelView.outageGroup, "groupedOutage", "", NotificationEvent.down),
+                                                        (degraded, \ChannelView.degradedGroup, "groupedDegrading", ".degrading", .degraded)] {
+            let (notifications, members) = decideImpact(newly: list, open: view[keyPath: group], groupKey: groupKey, keySuffix: suffix,
+                                                        event: event, view: view, told: told, lastAt: lastAt)
+            notifications.forEach(tell)
+            if let members { view[keyPath: group] = members }
+            prune()
+        }
+        // Back to up: no cooldown (a recovery is never held back behind its outage).
+        if !recovered.isEmpty {
+            if recovered.count >= policy.groupMin {
+                tell(Notification(event: .recovered, grouped: true, key: "groupedRecovery", at: lastAt(recovered),
+                                  monitors: recovered.map { change($0, told: told[$0]) }))
+            } else {
+                for monitor in recovered {
+                    tell(Notification(event: .recovered, grouped: false, key: monitor + ".recovered", at: lastAt([monitor]),
+                                      monitors: [change(monitor, told: told[monitor])]))
+                }
+            }
+            prune()
+        }
+        // Still down after the repeat interval.
+        for (list, event, groupKey, suffix) in [(stillDown, NotificationEvent.stillDown, "groupedOutage", ""),
+                                                 (stillDegraded, .stillDegraded, "groupedDegrading", ".degrading")] where !list.isEmpty {
+            if list.count >= policy.groupMin {
+                tell(Notification(event: event, grouped: true, key: groupKey, at: lastAt(list),
+                                  monitors: list.map { change($0, told: told[$0]) }))
+            } else {
+                for monitor in list {
+                    tell(Notification(event: event, grouped: false, key: monitor + suffix, at: lastAt([monitor]),
+                                      monitors: [change(monitor, told: told[monitor])]))
+                }
+            }
+        }
+        return out
+    }
+
+    /// Into down (or degraded): an open group that grows is told again at once; enough newly
+    /// impacted monitors make a grouped notification under the group key; fewer go one by one,
+    /// each under its own key. A key cooling down holds its news back. Returns the
+    /// notifications and the group's new members (nil: unchanged).
+    private func decideImpact(newly: [String], open: [String], groupKey: String, keySuffix: String, event: NotificationEvent,
+                              view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64) -> ([Notification], [String]?) {
+        guard !newly.isEmpty else { return ([], nil) }
+        if !open.isEmpty {
+            // The set grows: Alertmanager's "new alerts in the group" rule, inside the cooldown too.
+            let members = open + newly.filter { !open.contains($0) }
+            let changes = members.map { change($0, told: told[$0] ?? view.told[$0]) }
+            return ([Notification(event: event, grouped: true, key: groupKey, at: lastAt(newly), monitors: changes, added: newly)], members)
+        }
+        if newly.count >= policy.groupMin {
+            let at = lastAt(newly)
+            if coolingDown(view, groupKey, at: at) { return ([], nil) }
+            return ([Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], newly)
+        }
+        var out: [Notification] = []
+        for monitor in newly {
+            let at = lastAt([monitor])
+            if coolingDown(view, monitor + keySuffix, at: at) { continue }
+            out.append(Notification(event: event, grouped: false, key: monitor + keySuffix, at: at, monitors: [change(monitor, told: told[monitor])]))
+        }
+        return (out, nil)
+    }
+}

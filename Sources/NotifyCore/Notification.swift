@@ -1,0 +1,139 @@
+import VitalsCrypto
+import VitalsKit
+
+/// What a notification says happened.
+enum NotificationEvent: String, Codable, Sendable {
+    /// Into down or error (isitup's down/error; OnlineTracker's "Monitor DOWN").
+    case down
+    /// Into degraded (isitup's degrading).
+    case degraded
+    /// Back to up (OnlineTracker's recovery).
+    case recovered
+    /// Still down after the repeat interval.
+    case stillDown = "still_down"
+    /// Still degraded after the repeat interval.
+    case stillDegraded = "still_degraded"
+}
+
+/// One monitor's part in a notification.
+struct MonitorChange: Codable, Equatable, Sendable {
+    var monitor: String
+    var name: String
+    /// The status now.
+    var status: String
+    /// The status the channel knew before (nil for a monitor first seen with --notify-initial).
+    var previousStatus: String?
+    /// When the episode (the outage, the degradation) began; for a recovery, when the one that ended began.
+    var since: Int64?
+    /// The sample's words (OnlineTracker's `details`).
+    var message: String?
+    var reason: String?
+    var target: String?
+}
+
+/// One notification: decided once, delivered to one or more channels.
+struct Notification: Codable, Equatable, Sendable {
+    /// Stable across runs and retries: the same decision always gets the same id.
+    var id: String
+    /// The event time: the `at` of the sample that decided it.
+    var at: Int64
+    var event: NotificationEvent
+    /// Several monitors in one notification (isitup's grouped outage or degradation).
+    var grouped: Bool
+    /// The cooldown key: the monitor, `MONITOR.degrading`, `groupedOutage`, `groupedDegrading`;
+    /// `MONITOR.recovered`, `groupedRecovery` for recoveries (which have no cooldown).
+    var key: String
+    var monitors: [MonitorChange]
+    /// Monitors that joined an open grouped outage (the reason it was sent again).
+    var added: [String]
+    /// OnlineTracker's alert title: "Monitor DOWN", "3 services down".
+    var title: String
+    /// OnlineTracker's alert body: "Google DNS is not responding".
+    var body: String
+
+    /// Builds a notification, its words and its id.
+    init(event: NotificationEvent, grouped: Bool, key: String, at: Int64, monitors: [MonitorChange], added: [String] = []) {
+        self.event = event
+        self.grouped = grouped
+        self.key = key
+        self.at = at
+        self.monitors = monitors
+        self.added = added
+        (title, body) = Notification.words(event: event, grouped: grouped, monitors: monitors, added: added, at: at)
+        var identity = "\(event.rawValue)|\(key)|\(at)"
+        for change in monitors { identity += "|" + change.monitor }
+        identity += "|+" + added.joined(separator: ",")
+        id = "n_" + String(SHA256.hexDigest(Array(identity.utf8)).prefix(20))
+    }
+
+    /// The status the notification reports: down, error, degraded or up.
+    var status: String {
+        switch event {
+        case .recovered: return "up"
+        case .degraded, .stillDegraded: return "degraded"
+        case .down, .stillDown:
+            return monitors.count == 1 ? monitors[0].status : "down"
+        }
+    }
+
+    /// The single monitor, when there is one.
+    var single: MonitorChange? { grouped ? nil : monitors.first }
+
+    /// The text most channels show: the body and, for one monitor, the sample's words.
+    var text: String {
+        if let single, let message = single.message, !message.isEmpty { return body + ": " + message }
+        return body
+    }
+
+    /// Severity for channels that rank messages.
+    var isBad: Bool { event != .recovered }
+
+    private static func words(event: NotificationEvent, grouped: Bool, monitors: [MonitorChange], added: [String], at: Int64)
+        -> (String, String) {
+        if grouped {
+            let count = monitors.count
+            let title: String
+            switch event {
+            case .down: title = "\(count) services down"
+            case .degraded: title = "\(count) services degraded"
+            case .recovered: title = "\(count) services recovered"
+            case .stillDown: title = "\(count) services still down"
+            case .stillDegraded: title = "\(count) services still degraded"
+            }
+            var body = nameList(monitors.map(\.name))
+            if !added.isEmpty {
+                let addedNames = monitors.filter { added.contains($0.monitor) }.map(\.name)
+                body += " (new: " + nameList(addedNames) + ")"
+            }
+            return (title, body)
+        }
+        let change = monitors[0]
+        let name = change.name
+        switch event {
+        case .down: return ("Monitor DOWN", "\(name) is not responding")
+        case .degraded:
+            let better = change.previousStatus == "down" || change.previousStatus == "error"
+            return ("Monitor DEGRADED", better ? "\(name) answers again, but degraded" : "\(name) is degraded")
+        case .recovered:
+            if let since = change.since, at > since {
+                return ("Monitor RECOVERED", "\(name) is up again after \(DurationText.describe(milliseconds: at - since))")
+            }
+            return ("Monitor RECOVERED", "\(name) is up again")
+        case .stillDown:
+            let length = change.since.map { " for " + DurationText.describe(milliseconds: max(0, at - $0)) } ?? ""
+            return ("Monitor still DOWN", "\(name) has been down\(length)")
+        case .stillDegraded:
+            let length = change.since.map { " for " + DurationText.describe(milliseconds: max(0, at - $0)) } ?? ""
+            return ("Monitor still DEGRADED", "\(name) has been degraded\(length)")
+        }
+    }
+
+    /// `a, b, c`; past twenty names, `a, b, ... and 12 more`.
+    static func nameList(_ names: [String]) -> String {
+        let shown = 20
+        if names.count > shown {
+            return names.prefix(shown).joined(separator: ", ") + " and \(names.count - shown) more"
+        }
+        return names.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import VitalsKit
+
+/// `notify`: turn state changes in sample records into notifications that arrive once,
+/// grouped, on real channels.
+public enum NotifyCommand: VitalsCommand {
+    /// The option table.
+    public static let spec = CommandSpec(
+        name: "notify",
+        summary: "Turn monitors' state changes into notifications: cooldowns, grouping, thresholds, channels.",
+        usage: ["[OPTIONS] [--to URL]... [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list"],
+        description: """
+        Sample records are read from the FILEs (or standard input; - is standard input). A monitor going down \
+        (or error), degraded, or back up is a notification, decided on the samples' own times with isitup's \
+        60-second cooldown per key and channel and its grouping (two or more monitors impacted in one round make \
+        one notification). One notification record per notification is written to standard output, with the \
+        result of each channel named by --to or --config. With --state, what was decided and delivered is kept, \
+        so runs from cron behave like one long stream and undelivered notifications are retried by the next run. \
+        See notify(1) for the channel URLs and vitals-records(7) for the record.
+        """,
+        options: [
+            OptionSpec("to", short: "t", value: "URL", repeatable: true, help: "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"),
+            OptionSpec("config", short: "c", value: "FILE", repeatable: true, help: "read channels from FILE, one [TAG,...=]URL a line"),
+            OptionSpec("tag", value: "TAG", repeatable: true, help: "use only the configured channels with this tag; repeatable"),
+            OptionSpec("state", value: "FILE", help: "keep monitors, cooldowns, pending deliveries, push tokens and devices in FILE (JSON, mode 0600; default: none, every run starts afresh)"),
+            OptionSpec("cooldown", value: "DURATION", help: "quiet time per key and channel after a notification (default 60s)"),
+            OptionSpec("group-min", value: "N", help: "monitors newly impacted in one round that make one grouped notification (default 2; 0 never groups)"),
+            OptionSpec("group-wait", value: "DURATION", help: "the length of a round, by the samples' times, and the pause in input that ends one (default 2s)"),
+            OptionSpec("failure-threshold", value: "N", help: "consecutive failing samples before a monitor is down (default 1)"),
+            OptionSpec("success-threshold", value: "N", help: "consecutive better samples before a monitor is recovered (default 1)"),
+            OptionSpec("repeat-interval", value: "DURATION", help: "re-send a still-open outage this often (default: never)"),
+            OptionSpec("notify-initial", help: "notify a monitor's first sample when it is not up (default: it is the baseline)"),
+            OptionSpec("mute", value: "SPEC", repeatable: true, help: "mute MONITOR[,MONITOR...]@START/DURATION (a maintenance window); repeatable"),
+            OptionSpec("mute-file", value: "FILE", help: "read mutes from FILE, one SPEC a line"),
+            OptionSpec("dry-run", short: "n", help: "decide and print notifications; deliver nothing and change no state"),
+            OptionSpec("deliver-timeout", value: "DURATION", help: "time for deliveries and their retries in a run (or a burst of input); the rest stays pending (default 30s)"),
+            OptionSpec("give-up-after", value: "DURATION", help: "a delivery still refused this long after its first attempt fails for good (default 24h)"),
+            OptionSpec("now", value: "TIME", help: "the wall-clock time taken as now for backoff, give-up and push-token ages, RFC 3339 (default: the clock)"),
+            OptionSpec("platform", value: "NAME", help: "devices add: the device's platform (default ios)"),
+            OptionSpec("app-version", value: "VERSION", help: "devices add: the app version the device runs"),
+            OptionSpec("exit-status", short: "e", help: "exit 1 when something was notified"),
+            OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
+        ],
+        examples: [
+            "probe-http targets.ndjson | notify --state notify.json --to 'json://hooks.example.com/vitals'",
+            "store-samples --db vitals.db export --since 7d | notify --dry-run --state /dev/null",
+            "probe-http --watch targets.ndjson | notify --state n.json --to 'ntfys://ntfy.sh/${NTFY_TOPIC}'",
+            "notify --state n.json devices add 740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad",
+        ],
+        exitStatuses: [
+            (.success, "every delivery that was due was accepted (or nothing was due)"),
+            (.verdict, "with --exit-status, something was notified (and delivered)"),
+            (.failure, "a delivery failed for good or is still pending at the end, bad input lines, or a state file that cannot be read or written"),
+            (.usage, "the command line was wrong (an unknown channel, a secret that cannot be read)"),
+            (.interrupted, "stopped by SIGINT (what was decided is kept as pending)"),
+            (.terminated, "stopped by SIGTERM (likewise)"),
+        ],
+        seeAlso: ["vitals(7)", "vitals-records(7)", "probe-http(1)", "store-samples(1)", "notify-send(1)", "sendmail(8)"]
+    )
+
+    /// Runs notify.
+    public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
+        var now: Int64?
+        if let text = options.value("now") {
+            guard let parsed = Timestamp.parse(text) else { throw UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, not '\(text)'") }
+            now = parsed
+        }
+        let started = Clock.monotonicMilliseconds()
+        let fixedNow = now
+        let wallClock: () -> Int64 = fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
+
+        if options.operands.first == "devices" {
+            return try DevicesCommand.run(Array(options.operands.dropFirst()), options, context, wallClock: wallClock)
+        }
+        for option in ["platform", "app-version"] where options.has(option) {
+            throw UsageError("--\(option) applies to 'devices add' only")
+        }
+        let policy = try readPolicy(options)
+        let dryRun = options.has("dry-run")
+        let channels = try readChannels(options, context)
+        let budget = try options.duration("deliver-timeout", default: 30_000)!
+        guard budget > 0 else { throw UsageError("--deliver-timeout must be more than 0") }
+        let giveUp = try options.duration("give-up-after", default: 86_400_000)!
+
+        let stateFile = try options.value("state").map { try StateFile(path: $0, lock: !dryRun) }
+        let loaded = try stateFile?.load() ?? NotifyState()
+        let box = StateBox(loaded)
+        let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let decider = Decider(policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id),
+                              monitors: loaded.monitors, views: loaded.channels)
+        let dispatcher = Dispatcher(channels: channelByID, state: box, environment: context.environment,
+                                    budgetMs: budget, giveUpMs: giveUp, wallClock: wallClock)
+        let run = NotifyRun(decider: decider, dispatcher: dispatcher, box: box, stateFile: dryRun ? nil : stateFile,
+                            output: context.output, diagnostics: context.diagnostics, dryRun: dryRun)
+        if !dryRun {
+            for pending in loaded.pending {
+                if channelByID[pending.channel] != nil {
+                    run.resume(pending)
+                } else {
+                    run.orphans.append(pending)
+                }
+            }
+            if !run.orphans.isEmpty {
+                context.diagnostics.warning("\(run.orphans.count) pending deliveries are for channels not configured now; they are kept")
+            }
+            box.state.pending = run.orphans
+        }
+        try run.deliverAndWrite()
+
+        Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in
+            reader.idleAfterMs = Int32(clamping: policy.groupWaitMs)
+            reader.onIdle = { run.idle() }
+            run.read(reader)
+        }
+        try run.finish()
+        if let problem = run.writeProblem { throw problem }
+        if options.has("summary") { context.diagnostics.note(run.summary) }
+
+        var status = VitalsKit.ExitStatus.success
+        if options.has("exit-status"), run.notifications > 0 { status = .verdict }
+        if run.failedDeliveries > 0 || run.pendingAtEnd > 0 || context.diagnostics.errorCount > 0 { status = status.worst(.failure) }
+        if run.pendingAtEnd > 0 {
+            context.diagnostics.note("\(run.pendingAtEnd) \(run.pendingAtEnd == 1 ? "delivery is" : "deliveries are") still pending"
+                                     + (stateFile?.persistent == true && !dryRun ? "; the next run retries" : " and will be lost without --state"))
+        }
+        return status
+    }
+
+    /// The channel every notification goes to: the records on standard output.
+    static let stdoutChannel = "stdout"
+
+    static func readPolicy(_ options: ParsedOptions) throws -> Policy {
+        var policy = Policy()
+        policy.cooldownMs = try options.duration("cooldown", default: 60_000)!
+        policy.groupMin = try options.integer("group-min", default: 2, in: 0...1_000_000)
+        if policy.groupMin == 0 { policy.groupMin = Int.max }
+        policy.groupWaitMs = try options.duration("group-wait", default: 2_000)!
+        guard policy.groupWaitMs > 0 else { throw UsageError("--group-wait must be more than 0") }
+        policy.failureThreshold = try options.integer("failure-threshold", default: 1, in: 1...100_000)
+        policy.successThreshold = try options.integer("success-threshold", default: 1, in: 1...100_000)
+        if let repeatMs = try options.duration("repeat-interval", default: nil) {
+            guard repeatMs > 0 else { throw UsageError("--repeat-interval must be more than 0") }
+            policy.repeatIntervalMs = repeatMs
+        }
+        policy.notifyInitial = options.has("notify-initial")
+        var specs = options.all("mute").map { ($0, "--mute") }
+        if let path = options.value("mute-file") {
+            guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read the mute file \(path)") }
+            for (index, line) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let text = String(line).trimmingSpaces
+                if text.isEmpty || text.hasPrefix("#") { continue }
+                specs.append((text, "\(path):\(index + 1)"))
+            }
+        }
+        for (spec, origin) in specs {
+            switch MuteWindow.parse(spec) {
+            case .success(let window): policy.mutes.append(window)
+            case .failure(let error): throw UsageError(origin == "--mute" ? error.message : "\(origin): \(error.message)")
+            }
+        }
+        return policy
+    }
+
+    static func readChannels(_ options: ParsedOptions, _ context: ToolContext) throws -> [Channel] {
+        var urls: [ChannelURL] = []
+        for text in options.all("to") {
+            let parsed = try ChannelURL(text, environment: context.environment)
+            if parsed.hasLiteralSecret {
+                context.diagnostics.warning("--to \(parsed.display) carries a secret on the command line, where other users can see it; write ${NAME} (from the environment) or ${file:PATH}, or use --config")
+            }
+            urls.append(parsed)
+        }
+        var configured: [ChannelURL] = []
+        for path in options.all("config") {
+            configured += try ChannelFactory.readConfig(path, environment: context.environment, diagnostics: context.diagnostics)
+        }
+        let wanted = Set(options.all("tag"))
+        if !wanted.isEmpty { configured = configured.filter { !wanted.isDisjoint(with: $0.tags) } }
+        var channels: [Channel] = []
+        var seen: Set<String> = []
+        for parsed in urls + configured {
+            let channel = try ChannelFactory.make(parsed, environment: context.environment)
+            guard seen.insert(channel.id).inserted else {
+                throw UsageError("the channel \(channel.id) is given twice")
+            }
+            channels.append(channel)
+        }
+        return channels
+    }
+}

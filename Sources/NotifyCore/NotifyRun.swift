@@ -1,0 +1,180 @@
+import VitalsKit
+
+/// One run of notify: reads samples, closes rounds, hands decisions to the dispatcher,
+/// writes the records and keeps the state.
+final class NotifyRun {
+    let decider: Decider
+    let dispatcher: Dispatcher
+    let box: StateBox
+    let stateFile: StateFile?
+    let output: RecordWriter
+    let diagnostics: Diagnostics
+    let dryRun: Bool
+    /// Pending deliveries for channels not configured in this run: kept as they are.
+    var orphans: [PendingDelivery] = []
+
+    private(set) var samples = 0
+    private(set) var notifications = 0
+    private(set) var delivered = 0
+    private(set) var failedDeliveries = 0
+    private(set) var pendingAtEnd = 0
+    /// A write to standard output failed (a broken pipe, a full disk): raised at the end.
+    private(set) var writeProblem: Error?
+
+    /// Notifications decided and not yet written, with their jobs and dry-run channels.
+    private var unwritten: [(notification: Notification, jobs: [Job], dryRunChannels: [String])] = []
+    private var resolvedJobs: [Job] = []
+
+    init(decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: StateFile?, output: RecordWriter,
+         diagnostics: Diagnostics, dryRun: Bool) {
+        self.decider = decider
+        self.dispatcher = dispatcher
+        self.box = box
+        self.stateFile = stateFile
+        self.output = output
+        self.diagnostics = diagnostics
+        self.dryRun = dryRun
+    }
+
+    /// Takes up a pending delivery of an earlier run.
+    func resume(_ pending: PendingDelivery) {
+        _ = dispatcher.enqueue(pending: pending)
+    }
+
+    /// Reads one input to its end.
+    func read(_ reader: LineReader) {
+        while let event = reader.next() {
+            if writeProblem != nil { return }
+            switch event {
+            case .tooLong(let length):
+                diagnostics.error("line of \(length) bytes is longer than the limit", source: reader.source, line: reader.lineNumber)
+            case .line(let bytes):
+                if bytes.isEmpty { continue }
+                switch SampleEvent.parse(bytes) {
+                case .sample(let sample):
+                    samples += 1
+                    let decisions = decider.add(sample)
+                    if !decisions.isEmpty { handle(decisions) }
+                case .otherRecord:
+                    continue
+                case .invalid(let message):
+                    diagnostics.error(message, source: reader.source, line: reader.lineNumber)
+                }
+            }
+        }
+    }
+
+    /// The input paused for a round's length: close the round, deliver, save, and start a
+    /// fresh delivery budget for the next burst.
+    func idle() {
+        dispatcher.resetBudget()
+        handle(decider.closeRound(), save: true)
+    }
+
+    /// The input ended: close the last round, deliver, save.
+    func finish() throws {
+        handle(decider.closeRound(), save: true)
+        if let writeProblem { throw writeProblem }
+        pendingAtEnd = dispatcher.unresolved.count
+    }
+
+    /// Delivers a round's decisions and writes their records. The state is saved when
+    /// something was decided or delivered (and when asked: at a pause, at the end), not after
+    /// every quiet round of a long replay.
+    private func handle(_ decisions: [Decision], save: Bool = false) {
+        for decision in decisions {
+            notifications += 1
+            var jobs: [Job] = []
+            var dryRunChannels: [String] = []
+            for channel in decision.channels {
+                if channel == NotifyCommand.stdoutChannel {
+                    decider.accepted(decision.notification, by: channel)
+                } else if dryRun {
+                    decider.accepted(decision.notification, by: channel)
+                    dryRunChannels.append(channel)
+                } else {
+                    jobs.append(dispatcher.enqueue(decision.notification, channel: channel))
+                }
+            }
+            unwritten.append((decision.notification, jobs, dryRunChannels))
+        }
+        do {
+            try deliverAndWrite(save: save || !decisions.isEmpty)
+        } catch {
+            if writeProblem == nil { writeProblem = error }
+        }
+    }
+
+    /// Runs the dispatcher, writes the records of what was decided or attempted, saves the state.
+    func deliverAndWrite(save mustSave: Bool = true) throws {
+        var attempted = false
+        if !dryRun {
+            dispatcher.run { job in
+                if job.result == .delivered {
+                    decider.accepted(job.notification, by: job.channel)
+                    delivered += 1
+                } else {
+                    failedDeliveries += 1
+                    diagnostics.error("\(job.channel): \(job.notification.id) failed: \(job.lastError ?? "refused")")
+                }
+                resolvedJobs.append(job)
+            }
+            attempted = !resolvedJobs.isEmpty || dispatcher.unresolved.contains { $0.attempts > $0.attemptsReported }
+        }
+        if mustSave || attempted { try save() }
+        // New notifications, in the order decided.
+        for item in unwritten {
+            var outcomes = item.jobs.map(outcome)
+            outcomes += item.dryRunChannels.map { DeliveryOutcome(channel: $0, result: .dryRun, attempts: 0) }
+            for job in item.jobs { job.reported = true; job.attemptsReported = job.attempts }
+            try output.write(NotificationRecord.encode(item.notification, deliveries: outcomes, redelivery: false))
+        }
+        unwritten.removeAll()
+        // Earlier notifications whose deliveries were attempted again.
+        var order: [String] = []
+        var byID: [String: [Job]] = [:]
+        for job in resolvedJobs + dispatcher.unresolved where !job.reported || job.attempts > job.attemptsReported {
+            guard job.attempts > job.attemptsReported || job.isResolved else { continue }
+            if byID[job.notification.id] == nil { order.append(job.notification.id) }
+            byID[job.notification.id, default: []].append(job)
+        }
+        resolvedJobs.removeAll()
+        for id in order {
+            let jobs = byID[id]!
+            for job in jobs { job.reported = true; job.attemptsReported = job.attempts }
+            try output.write(NotificationRecord.encode(jobs[0].notification, deliveries: jobs.map(outcome), redelivery: true))
+        }
+        try output.flush()
+    }
+
+    private func outcome(_ job: Job) -> DeliveryOutcome {
+        let result = job.result
+        var outcome = DeliveryOutcome(channel: job.channel, result: result, attempts: job.attempts, code: job.lastCode,
+                                      error: result == .delivered && job.failedLegs == 0 ? nil : job.lastError)
+        if result == .pending { outcome.nextAttemptAt = job.openLegs.map(\.nextAttemptAt).min() }
+        if job.fansOut {
+            outcome.devicesSent = job.sent
+            outcome.devicesRemoved = job.removed
+        }
+        return outcome
+    }
+
+    /// Writes the state: the decider's monitors and channels, the pending deliveries.
+    func save() throws {
+        guard let stateFile, !dryRun else { return }
+        box.state.monitors = decider.monitors
+        box.state.channels = decider.views
+        box.state.pending = orphans + dispatcher.pending
+        try stateFile.save(box.state)
+    }
+
+    /// One line for --summary.
+    var summary: String {
+        var parts = ["\(samples) samples", "\(notifications) notifications"]
+        if !dryRun { parts.append("\(delivered) delivered") }
+        if failedDeliveries > 0 { parts.append("\(failedDeliveries) failed") }
+        if pendingAtEnd > 0 { parts.append("\(pendingAtEnd) pending") }
+        if decider.staleSamples > 0 { parts.append("\(decider.staleSamples) samples older than their monitor's last skipped") }
+        return parts.joined(separator: ", ")
+    }
+}
