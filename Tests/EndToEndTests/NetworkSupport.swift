@@ -68,6 +68,6 @@ final class NetworkNamespace {
     func insideAsNobody(_ script: String, stdin: String = "") throws -> RunResult {
         try runProcess(NetworkNamespace.ip, ["netns", "exec", name, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                                         "--inh-caps=-all", "--bounding-set=-all", "/bin/sh", "-ec", script],
-                       stdin: stdin, environment: toolEnvironment())
+                       stdin: stdin, environment: toolEnvironment(shared: true))
     }
 }

@@ -302,7 +302,8 @@ struct StoreSamplesTests {
         defer { chmod(directory, 0o755) }
         // Root ignores directory permissions, so run as nobody then.
         let prefix = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
-        let result = try shell(prefix + "store-samples --db \"$DIR/x.db\"", stdin: sample("a") + "\n", environment: ["DIR": directory])
+        let result = try runProcess("/bin/sh", ["-c", prefix + "store-samples --db \"$DIR/x.db\""], stdin: sample("a") + "\n",
+                                    environment: toolEnvironment(["DIR": directory], shared: true))
         #expect(result.status == 2)
         #expect(result.stderr.contains("cannot open"), "\(result.stderr)")
     }

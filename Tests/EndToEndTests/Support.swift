@@ -41,6 +41,22 @@ enum Binaries {
 
     static func path(_ tool: String) -> String { directory + "/" + tool }
 
+    /// A folder (mode 755) holding copies of the built tools, for tests that run them as
+    /// another user: the build folder may sit in a checkout only its owner can enter.
+    static let sharedDirectory: String = {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("vitals-tools-" + UUID().uuidString).path
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        chmod(folder, 0o755)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where !name.contains(".") && FileManager.default.isExecutableFile(atPath: directory + "/" + name) {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            try? FileManager.default.copyItem(atPath: directory + "/" + name, toPath: folder + "/" + name)
+            chmod(folder + "/" + name, 0o755)
+        }
+        return folder
+    }()
+
     /// The repository root (for man pages, scripts, README).
     static let repositoryRoot: URL = {
         var url = URL(fileURLWithPath: #filePath)
@@ -56,9 +72,10 @@ enum Binaries {
 }
 
 /// The environment every tool runs in: the built tools first on PATH, C locale, UTC.
-func toolEnvironment(_ extra: [String: String] = [:]) -> [String: String] {
+/// With `shared`, the tools come from a copy any user can run (for tests that drop privileges).
+func toolEnvironment(_ extra: [String: String] = [:], shared: Bool = false) -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
-    environment["PATH"] = Binaries.directory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+    environment["PATH"] = (shared ? Binaries.sharedDirectory : Binaries.directory) + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
     environment["LC_ALL"] = "C"
     environment["TZ"] = "UTC"
     // Tests talk to loopback only; a proxy from the caller's environment must not intercept.
