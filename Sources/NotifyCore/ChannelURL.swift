@@ -127,7 +127,7 @@ struct ChannelURL {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = restore(ChannelURL.percentDecode(parts[0])).lowercased()
             let raw = parts.count > 1 ? parts[1] : ""
-            if Redaction.secretParameterHints.contains(where: { name.contains($0) }), !raw.hasPrefix("\u{1}"), !raw.isEmpty,
+            if Redaction.isSecretParameter(name), !raw.hasPrefix("\u{1}"), !raw.isEmpty,
                !name.hasSuffix("_file"), !ChannelURL.notSecret.contains(name) {
                 literalSecret = true
             }
@@ -166,7 +166,7 @@ struct ChannelURL {
             let name = part[..<equals].lowercased()
             let value = part[part.index(after: equals)...]
             if !notSecret.contains(name), !name.hasSuffix("_file"), !value.hasPrefix("${"),
-               Redaction.secretParameterHints.contains(where: { name.contains($0) }) {
+               Redaction.isSecretParameter(name) {
                 return part[..<equals] + "=***"
             }
             return String(part)

@@ -88,6 +88,10 @@ struct TargetParsingTests {
         #expect(t.id == "1")
         #expect(t.okThresholdMs == 80)
         #expect(t.timeoutMs == 10_000)
+        // Its monitors name their kind in `type` (http, https, ssl, ping): read as kind.
+        #expect(try target(#"{"id":2,"type":"ssl","name":"Cert","target":"https://site.example"}"#).kind == .ssl)
+        let (pings, pingWarnings) = parseTargets(#"{"id":3,"type":"ping","target":"8.8.8.8"}"#)
+        #expect(pings.isEmpty && pingWarnings.count == 1 && pingWarnings[0].contains("probed by probe-ping"))
         let (disabled, problems) = parseTargets(#"{"url":"https://off.example","enabled":false}"#)
         #expect(disabled.isEmpty && problems.isEmpty)
     }

@@ -141,6 +141,7 @@ struct RedactionTests {
         ("https://user:pw@host/x?token=abc&page=2", "https://user:***@host/x?token=***&page=2"),
         ("https://host/x?API_KEY=1&Signature=2#frag", "https://host/x?API_KEY=***&Signature=***#frag"),
         ("https://user@host/", "https://user@host/"),
+        ("https://host/hook?sign=github&sig=abc", "https://host/hook?sign=github&sig=***"),
         ("http://host:8080/plain", "http://host:8080/plain"),
         ("not a url", "not a url"),
     ])

@@ -100,8 +100,7 @@ public struct URLText: Sendable, Equatable {
         guard let query else { return nil }
         return query.split(separator: "&", omittingEmptySubsequences: false).map { part -> String in
             guard let equals = part.firstIndex(of: "=") else { return String(part) }
-            let name = part[..<equals].lowercased()
-            if Redaction.secretParameterHints.contains(where: { name.contains($0) }) {
+            if Redaction.isSecretParameter(String(part[..<equals])) {
                 return part[..<equals] + "=***"
             }
             return String(part)
