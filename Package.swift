@@ -14,6 +14,9 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     ("store-samples", "StoreSamplesCore", ["SQLiteStore"]),
     // summarize a day of samples per service: trends, outages, correlated failures (no C)
     ("digest", "DigestCore", []),
+    // integrity snapshots of health records: chain, deltas, anomaly rules, the sample archive
+    // (libxml2 via CXML2 for Apple Health exports, SQLite via SQLiteStore, SHA-256 via VitalsCrypto)
+    ("snapshot-delta", "SnapshotDeltaCore", ["CXML2", "SQLiteStore", "VitalsCrypto"]),
 ]
 
 var targets: [Target] = [
@@ -24,6 +27,8 @@ var targets: [Target] = [
                    providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
     .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                    providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+    .systemLibrary(name: "CXML2", path: "Sources/CXML2", pkgConfig: "libxml-2.0",
+                   providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
 
     // Shared by every tool, no C: records, NDJSON, JSON values, options, exit statuses, signals, time.
     .target(name: "VitalsKit"),
