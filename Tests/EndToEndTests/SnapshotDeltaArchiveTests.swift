@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SnapshotDeltaCore
 import VitalsKit
 
 @Suite("snapshot-delta: the archive and its commands", .timeLimit(.minutes(3)))
@@ -208,5 +209,64 @@ struct SnapshotDeltaArchiveTests {
         let mode = try FileManager.default.attributesOfItem(atPath: archive.db)[.posixPermissions] as? Int
         #expect(mode == 0o600)
         #expect(try archive.sql("SELECT value FROM meta WHERE key = 'device_id'") == (try String(contentsOfFile: archive.deviceFile, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+}
+
+@Suite("snapshot-delta: records and words documented", .timeLimit(.minutes(2)))
+struct SnapshotDeltaDocumentationTests {
+    /// Every key of `object`, and of the objects in its arrays (not the log's free-form detail).
+    func keys(_ object: JSONObject) -> Set<String> {
+        var result: Set<String> = []
+        for field in object where field.key != "detail" {
+            result.insert(field.key)
+            for item in field.value.arrayValue ?? [] { if let inner = item.objectValue { result.formUnion(keys(inner)) } }
+        }
+        return result
+    }
+
+    @Test("every field of every record snapshot-delta writes is in vitals-records(7)")
+    func fields() throws {
+        let archive = try HealthArchive()
+        let heart = "HKQuantityTypeIdentifierHeartRate"
+        var records: [JSONObject] = []
+        records += try archive.take(HealthLines.records(heart, 10)).result.records()
+        records += try archive.take(HealthLines.records(heart, 3)).result.records()
+        records += try archive.take(HealthLines.records(heart, 3)).result.records()
+        records += try archive.run(["diff", "1", "3"]).records()
+        records += try archive.run(["verify"]).records()
+        records += try archive.run(["samples", "--type", heart]).records()
+        records += try archive.run(["disappeared", "1", "3"]).records()
+        records += try archive.run(["delete", "2"]).records()
+        records += try archive.run(["log"]).records()
+        let byType = Dictionary(grouping: records, by: { $0.string("type") ?? "" })
+        #expect(Set(byType.keys) == ["snapshot", "delta", "anomaly", "verification", "health_record", "deletion", "operation"])
+        let page = try readPage("man/man7/vitals-records.7")
+        let documented = boldWords(manSection(page, "SNAPSHOT\\-DELTA"))
+        for (type, items) in byType {
+            #expect(page.contains("\n.SS \(type)\n"), "no subsection for the \(type) record")
+            for key in items.reduce(into: Set<String>(), { $0.formUnion(keys($1)) }).sorted() {
+                #expect(documented.contains(key), "\(type).\(key) is not in vitals-records(7)")
+            }
+        }
+    }
+
+    @Test("every quality, transition, reason, anomaly kind, severity, status and position is documented")
+    func words() throws {
+        let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SNAPSHOT\\-DELTA"))
+        let page = try readPage("man/man1/snapshot-delta.1")
+        let deltas = boldWords(manSection(page, "DELTAS"))
+        let anomalies = boldWords(manSection(page, "ANOMALIES"))
+        var words: [String] = Quality.allCases.map(\.rawValue) + Transition.allCases.map(\.rawValue)
+        words += DeltaReason.allCases.map(\.rawValue) + AnomalyKind.allCases.map(\.rawValue) + Severity.allCases.map(\.rawValue)
+        words += ["valid", "checksum_mismatch", "missing_delta", "corrupted", "only", "oldest", "latest", "intermediate",
+                  "ran", "quality_gate"]
+        for word in words { #expect(records.contains(word), "\(word) is not in vitals-records(7)") }
+        for reason in DeltaReason.allCases { #expect(deltas.contains(reason.rawValue), "\(reason.rawValue) is not in snapshot-delta(1) DELTAS") }
+        for transition in Transition.allCases { #expect(deltas.contains(transition.rawValue)) }
+        for kind in AnomalyKind.allCases { #expect(anomalies.contains(kind.rawValue), "\(kind.rawValue) is not in snapshot-delta(1) ANOMALIES") }
+        let commands = boldWords(manSection(page, "COMMANDS"))
+        for command in ["take", "list", "show", "diff", "verify", "delete", "log", "samples", "disappeared"] {
+            #expect(commands.contains(command), "\(command) is not in snapshot-delta(1) COMMANDS")
+        }
     }
 }

@@ -195,3 +195,32 @@ struct TakeOutput {
         delta?["types"]?.arrayValue?.compactMap(\.objectValue).first { $0.string("type_identifier") == name }
     }
 }
+
+extension HealthExport {
+    /// The files snapshot-delta(1)'s and the README's examples read: `export.xml`, the same
+    /// export zipped as Apple ships it (`export.zip`), a later export with two heart-rate samples
+    /// gone and three new ones (`export-later.xml`), and a collector's `records.ndjson` with
+    /// its `types.registry`.
+    static func writeExamples(into scratch: ScratchDirectory) throws {
+        let heart = "HKQuantityTypeIdentifierHeartRate"
+        var early = (0..<6).map { record(heart, "2019-0\($0 + 1)-10 08:30:00 -0800", value: "\(70 + $0)") }
+        early += [record("HKQuantityTypeIdentifierStepCount", "2019-05-10 08:00:00 -0700", "2019-05-10 08:10:00 -0700", value: "812"),
+                  "<Workout workoutActivityType=\"HKWorkoutActivityTypeRunning\" duration=\"31\" durationUnit=\"min\" sourceName=\"Alex’s Apple Watch\" startDate=\"2019-05-11 07:25:41 -0700\" endDate=\"2019-05-11 07:56:41 -0700\"/>"]
+        try scratch.write("export.xml", document(early))
+        let later = early.enumerated().filter { $0.offset != 1 && $0.offset != 3 }.map(\.element)
+            + (0..<3).map { record(heart, "2020-0\($0 + 1)-10 08:30:00 -0800", value: "\(80 + $0)") }
+        try scratch.write("export-later.xml", document(later, exportDate: "2020-06-01 08:10:05 -0700"))
+        try FileManager.default.createDirectory(atPath: scratch.path("zip/apple_health_export"), withIntermediateDirectories: true)
+        try scratch.write("zip/apple_health_export/export.xml", document(early))
+        let zip = try shell("cd zip && python3 -m zipfile -c ../export.zip apple_health_export", directory: scratch.url)
+        guard zip.status == 0 else { throw TestFailure("cannot make export.zip: \(zip.stderr)") }
+        try scratch.write("types.registry", "# the types this collector watches\n\(heart)\nHKQuantityTypeIdentifierStepCount\n")
+        try scratch.write("records.ndjson", (HealthLines.records(heart, 5) + [HealthLines.status("HKQuantityTypeIdentifierStepCount", "unauthorized")])
+            .joined(separator: "\n") + "\n")
+    }
+
+    /// The environment the examples run in: the default device id file under the scratch directory.
+    static func exampleEnvironment(_ scratch: ScratchDirectory) -> [String: String] {
+        ["HOME": scratch.path("home"), "XDG_CONFIG_HOME": scratch.path("home/.config")]
+    }
+}
