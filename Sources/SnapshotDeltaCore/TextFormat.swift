@@ -74,6 +74,10 @@ enum TextFormat {
             }
             rows.append(row)
         }
+        // Types the delta says are gone are not in the snapshot: listed so the loss shows.
+        for gone in delta?.types.filter({ $0.transition == .disappeared }) ?? [] {
+            rows.append([gone.typeIdentifier, "gone", "-", "-", "-", String(gone.countDelta)])
+        }
         lines.append(table(rows, rightAligned: delta == nil ? [1] : [1, 5]))
         for anomaly in anomalies { lines.append("\(anomaly.severity.rawValue): \(anomaly.kind.rawValue): \(anomaly.message)") }
         return lines.joined(separator: "\n")

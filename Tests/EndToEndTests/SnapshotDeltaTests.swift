@@ -210,3 +210,28 @@ struct SnapshotDeltaReadingTests {
         #expect(try archive.sql("SELECT count(*) FROM snapshots") == "0")
     }
 }
+
+@Suite("snapshot-delta: crashes", .timeLimit(.minutes(2)))
+struct SnapshotDeltaCrashTests {
+    @Test("kill -9 in the middle of a take: no snapshot, no sample, an intact archive that takes the next one")
+    func killed() throws {
+        let archive = try HealthArchive()
+        let heart = "HKQuantityTypeIdentifierHeartRate"
+        try archive.take(HealthLines.records(heart, 3))
+        let tool = try RunningTool("snapshot-delta", ["--db", archive.db, "take", "--device-id-file", archive.deviceFile, "-"])
+        let lines = HealthLines.records(heart, 1000).joined(separator: "\n") + "\n"
+        try tool.input.fileHandleForWriting.write(contentsOf: Data(lines.utf8))
+        // The take holds the archive's write lock from its first sample to its commit, and the
+        // commit waits for the end of the input, which stays open: wait until the lock is taken.
+        while (try runProcess("/usr/bin/env", ["sqlite3", archive.db, "BEGIN IMMEDIATE; ROLLBACK;"], stdin: "",
+                              environment: toolEnvironment())).status == 0 {}
+        kill(tool.process.processIdentifier, SIGKILL)
+        tool.process.waitUntilExit()
+        #expect(tool.process.terminationReason == .uncaughtSignal)
+        #expect(try archive.sql("PRAGMA integrity_check") == "ok")
+        #expect(try archive.sql("SELECT count(*) FROM snapshots; SELECT count(*) FROM samples") == "1\n3")
+        let next = try archive.take(HealthLines.records(heart, 4))
+        #expect(next.snapshot.string("previous_snapshot_id") == (try archive.sql("SELECT id FROM snapshots WHERE seq = 1")))
+        #expect(try archive.run(["verify"]).status == 0)
+    }
+}
