@@ -22,6 +22,9 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // state changes into notifications: cooldowns, grouping, webhook/ntfy/chat/mail/push/desktop/exec channels
     // (libcurl via HTTPTransport; HMAC and ES256 via VitalsCrypto)
     ("notify", "NotifyCore", ["HTTPTransport", "VitalsCrypto"]),
+    // integrity snapshots of health records: chain, deltas, anomaly rules, the sample archive
+    // (libxml2 via CXML2 for Apple Health exports, SQLite via SQLiteStore, SHA-256 via VitalsCrypto)
+    ("snapshot-delta", "SnapshotDeltaCore", ["CXML2", "SQLiteStore", "VitalsCrypto"]),
 ]
 
 var targets: [Target] = [
@@ -32,6 +35,8 @@ var targets: [Target] = [
                    providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]),
     .systemLibrary(name: "CCrypto", path: "Sources/CCrypto", pkgConfig: "libcrypto",
                    providers: [.apt(["libssl-dev"]), .brew(["openssl@3"])]),
+    .systemLibrary(name: "CXML2", path: "Sources/CXML2", pkgConfig: "libxml-2.0",
+                   providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]),
 
     // Shared by every tool, no C: records, NDJSON, JSON values, options, exit statuses, signals, time.
     .target(name: "VitalsKit"),

@@ -97,6 +97,49 @@ public final class SQLiteConnection {
     /// Whether a transaction is open.
     public var inTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
+    /// Starts a write transaction with `BEGIN IMMEDIATE`; a lock still held after the busy
+    /// timeout is waited for a few times more before the error is thrown.
+    public func beginImmediate(attempts: Int = 5) throws {
+        var attempt = 0
+        while true {
+            do {
+                try execute("BEGIN IMMEDIATE", context: "begin")
+                return
+            } catch let error as SQLiteError where error.isBusy && attempt < attempts {
+                attempt += 1
+                usleep(UInt32(20_000 * attempt))
+            }
+        }
+    }
+
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction: committed when it returns, rolled
+    /// back when it throws.
+    public func writeTransaction<T>(_ body: () throws -> T) throws -> T {
+        try beginImmediate()
+        do {
+            let result = try body()
+            try execute("COMMIT", context: "commit")
+            return result
+        } catch {
+            if inTransaction { try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Brings the schema version (`PRAGMA user_version`) up to `migrations.count` in one write
+    /// transaction, entry `n` taking a file from version `n` to `n + 1`. The version is read
+    /// again under the lock: another process may have migrated while this one waited.
+    public func migrate(_ migrations: [String]) throws {
+        try writeTransaction {
+            var current = try scalarInt("PRAGMA user_version") ?? 0
+            while current < Int64(migrations.count) {
+                try execute(migrations[Int(current)], context: "migrate \(path) to version \(current + 1)")
+                current += 1
+                try execute("PRAGMA user_version = \(current)")
+            }
+        }
+    }
+
     func error(_ code: Int32, _ context: String) -> SQLiteError {
         SQLiteError(code: code & 0xFF, message: String(cString: sqlite3_errmsg(handle)), context: context)
     }

@@ -119,22 +119,10 @@ public final class SQLiteSampleStore: SampleStore {
                 try db.execute("PRAGMA mmap_size=\(SQLiteSampleStore.mapBytes)", context: "memory map")
             }
             if version < SQLiteSampleStore.schemaVersion {
-                try migrate(from: version, path: path)
+                try db.migrate(SQLiteSampleStore.migrations)
             }
         } catch let error as SQLiteError {
             throw SQLiteSampleStore.explain(error, path: path)
-        }
-    }
-
-    private func migrate(from version: Int64, path: String) throws {
-        try withWriteTransaction {
-            // Another process may have migrated while we waited for the lock.
-            var current = try db.scalarInt("PRAGMA user_version") ?? 0
-            while current < SQLiteSampleStore.schemaVersion {
-                try db.execute(SQLiteSampleStore.migrations[Int(current)], context: "migrate \(path) to version \(current + 1)")
-                current += 1
-                try db.execute("PRAGMA user_version = \(current)")
-            }
         }
     }
 
@@ -155,23 +143,7 @@ public final class SQLiteSampleStore: SampleStore {
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction, committing on success and rolling back
     /// on failure. A lock held past the busy timeout is retried a few times more.
     private func withWriteTransaction(_ body: () throws -> Void) throws {
-        var attempt = 0
-        while true {
-            do {
-                try db.execute("BEGIN IMMEDIATE", context: "begin")
-                break
-            } catch let error as SQLiteError where error.isBusy && attempt < 5 {
-                attempt += 1
-                usleep(UInt32(20_000 * attempt))
-            }
-        }
-        do {
-            try body()
-            try db.execute("COMMIT", context: "commit")
-        } catch {
-            if db.inTransaction { try? db.execute("ROLLBACK") }
-            throw error
-        }
+        try db.writeTransaction(body)
     }
 
     // MARK: - Writing

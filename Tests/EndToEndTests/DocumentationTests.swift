@@ -5,12 +5,13 @@ import Foundation
 import NotifyCore
 import ProbeHTTPCore
 import ProbePingCore
+import SnapshotDeltaCore
 import StoreSamplesCore
 import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify"]
+let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta"]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -223,7 +224,7 @@ struct DocumentationTests {
 
     @Test("the option table, --help and the man page list the same options",
           arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                      NotifyCommand.spec])
+                      NotifyCommand.spec, SnapshotDeltaCommand.spec])
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
@@ -248,7 +249,7 @@ struct ExampleTests {
     }
 
     static let sources = ["man/man1/probe-http.1", "man/man1/probe-ping.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1",
-                          "man/man1/digest.1", "man/man1/notify.1", "man/man7/vitals.7", "README.md"]
+                          "man/man1/digest.1", "man/man1/notify.1", "man/man1/snapshot-delta.1", "man/man7/vitals.7", "README.md"]
 
     @Test("examples", arguments: sources)
     func run(source: String) throws {
@@ -277,6 +278,8 @@ struct ExampleTests {
         let (cert, key) = try certificates.selfSigned(named: "example", daysLeft: 60)
         let tls = try TLSServer(cert: cert, key: key)
         let tlsHostPort = tls.url.replacingOccurrences(of: "https://", with: "")
+        // Health exports for snapshot-delta's examples, and a home of their own for its device id.
+        try HealthExport.writeExamples(into: scratch)
         for command in commands {
             let local = command
                 .replacingOccurrences(of: "ssl://example.com:443", with: "ssl://\(tlsHostPort)")
@@ -284,7 +287,7 @@ struct ExampleTests {
                 .replacingOccurrences(of: "https://example.com", with: server.baseURL)
                 .replacingOccurrences(of: "probe-http --watch", with: "timeout -s INT 2 probe-http --watch")
                 .replacingOccurrences(of: "probe-ping --watch", with: "timeout -s INT 2 probe-ping --watch")
-            let result = try shell(local, directory: scratch.url)
+            let result = try shell(local, environment: HealthExport.exampleEnvironment(scratch), directory: scratch.url)
             #expect(result.status == 0, "\(source): `\(command)` exited \(result.status): \(result.stderr)")
             #expect(!result.stderr.contains("unknown option"), "\(source): `\(command)`: \(result.stderr)")
         }

@@ -1,0 +1,376 @@
+internal import CXML2
+import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads an Apple Health `export.xml` as a stream with libxml2's SAX2 push parser (the only
+/// reacher of CXML2): constant memory whatever the file size, the internal DTD removed
+/// before parsing (see `ExportHead`), no entity expansion, no network.
+///
+/// Only the children of `HealthData` count: `Record` (by its type), `Correlation` (by its
+/// type; the records inside it are repeated at top level and are not counted twice),
+/// `Workout` (`HKWorkoutTypeIdentifier`), `ActivitySummary`
+/// (`HKActivitySummaryTypeIdentifier`), `Audiogram` (by its type), `VisionPrescription`
+/// (`HKVisionPrescriptionTypeIdentifier`) and `ClinicalRecord` (`ClinicalRecord:` and its
+/// FHIR resource type). A parse error anywhere fails the whole read.
+public final class AppleHealthReader {
+    /// The export's `HealthKit Export Version`, when its DTD comment said.
+    public private(set) var exportVersion: String?
+    /// The export's `ExportDate`.
+    public private(set) var exportDate: Int64?
+    /// Top-level elements that are not counted, by name.
+    public private(set) var uncounted: [String: Int] = [:]
+
+    private let sink: SampleSink
+    private let source: String
+    private let diagnostics: Diagnostics
+    private var parser: xmlParserCtxtPtr?
+    private var depth = 0
+    private var sample = RawSample()
+    private var fatal: String?
+    private var fatalLine = 0
+    private var thrown: Error?
+    private var rootChecked = false
+
+    /// The longest prolog read before the root element must start (a DTD is about 10 KB).
+    static let maxHead = 64 << 20
+
+    /// A reader handing its samples to `sink`.
+    public init(sink: SampleSink, source: String, diagnostics: Diagnostics) {
+        self.sink = sink
+        self.source = source
+        self.diagnostics = diagnostics
+    }
+
+    /// Reads the whole input. Returns true when it parsed without an error (record errors
+    /// are counted by the sink); reports what went wrong otherwise. Throws when the
+    /// archive behind the sink fails.
+    public func read(_ input: ByteInput) throws -> Bool {
+        xmlInitParser()
+        var head: [UInt8] = []
+        var prolog: [UInt8]?
+        while prolog == nil, let chunk = input.next() {
+            head.append(contentsOf: chunk)
+            if case .done(let bytes, let version) = ExportHead.scan(head, atEnd: false) {
+                prolog = bytes
+                exportVersion = version
+            } else if head.count > AppleHealthReader.maxHead {
+                diagnostics.error("\(source): no root element in the first \(AppleHealthReader.maxHead >> 20) MiB (the document type declaration does not end)")
+                return false
+            }
+        }
+        if prolog == nil {
+            if input.interrupted { return false }
+            if let problem = input.readError {
+                diagnostics.error("error reading \(source): \(problem)")
+                return false
+            }
+            if case .done(let bytes, let version) = ExportHead.scan(head, atEnd: true) {
+                prolog = bytes
+                exportVersion = version
+            }
+        }
+        guard let prolog, !prolog.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else {
+            diagnostics.error("\(source): empty input, not an Apple Health export")
+            return false
+        }
+
+        var handler = xmlSAXHandler()
+        handler.initialized = UInt32(XML_SAX2_MAGIC)
+        handler.startElementNs = { context, name, _, _, _, _, attributeCount, _, attributes in
+            guard let context, let name else { return }
+            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue()
+                .start(name, Int(attributeCount), attributes)
+        }
+        handler.endElementNs = { context, _, _, _ in
+            guard let context else { return }
+            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue().depth -= 1
+        }
+        handler.serror = { context, error in
+            guard let context, let error else { return }
+            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue()
+                .noteError(level: error.pointee.level.rawValue, message: error.pointee.message, line: error.pointee.line)
+        }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let context = prolog.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                xmlCreatePushParserCtxt(&handler, me, chars.baseAddress, Int32(min(chars.count, 4)), source)
+            }
+        }
+        guard let context else {
+            diagnostics.error("\(source): libxml2 could not start a parser")
+            return false
+        }
+        parser = context
+        defer {
+            xmlFreeParserCtxt(context)
+            parser = nil
+        }
+        // No network, no DTD loading, no entity substitution: the defaults, stated.
+        xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
+
+        if prolog.count > 4 {
+            let ok = prolog.withUnsafeBufferPointer { bytes in
+                feed(UnsafeBufferPointer(rebasing: bytes[4...]))
+            }
+            if !ok { return try finish(input) }
+        }
+        while let chunk = input.next() {
+            if !feed(chunk) { return try finish(input) }
+        }
+        if input.interrupted || input.readError != nil { return try finish(input) }
+        _ = xmlParseChunk(context, nil, 0, 1)
+        return try finish(input)
+    }
+
+    private func feed(_ chunk: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let parser else { return false }
+        var offset = 0
+        // xmlParseChunk takes an int length: hand over at most 1 GiB at a time.
+        while offset < chunk.count {
+            let length = min(chunk.count - offset, 1 << 30)
+            let code = chunk.withMemoryRebound(to: CChar.self) { chars in
+                xmlParseChunk(parser, chars.baseAddress! + offset, Int32(length), 0)
+            }
+            if code != 0 || fatal != nil || thrown != nil { return false }
+            offset += length
+        }
+        return true
+    }
+
+    private func finish(_ input: ByteInput) throws -> Bool {
+        if let thrown { throw thrown }
+        if input.interrupted { return false }
+        if let problem = input.readError {
+            diagnostics.error("error reading \(source): \(problem)")
+            return false
+        }
+        if let fatal {
+            diagnostics.error(fatal, source: source, line: fatalLine)
+            return false
+        }
+        if let parser, parser.pointee.wellFormed == 0 {
+            diagnostics.error("\(source): not well-formed XML")
+            return false
+        }
+        if !rootChecked {
+            diagnostics.error("\(source): no HealthData element: not an Apple Health export")
+            return false
+        }
+        return true
+    }
+
+    private func noteError(level: UInt32, message: UnsafeMutablePointer<CChar>?, line: Int32) {
+        guard level >= XML_ERR_ERROR.rawValue, fatal == nil else { return }
+        var text = message.map { String(cString: $0) } ?? "XML error"
+        while text.last == "\n" || text.last == " " { text.removeLast() }
+        fatal = text
+        fatalLine = Int(line)
+        if let parser { xmlStopParser(parser) }
+    }
+
+    private var line: Int { parser.map { Int(xmlSAX2GetLineNumber($0)) } ?? 0 }
+
+    // MARK: - Elements
+
+    @inline(__always)
+    private func start(_ name: UnsafePointer<xmlChar>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+        depth += 1
+        if depth == 2 {
+            topLevel(name, count, attributes)
+        } else if depth == 1 {
+            rootChecked = true
+            if strcmp(name, "HealthData") != 0, fatal == nil {
+                fatal = "the root element is <\(String(cString: name))>, not <HealthData>: not an Apple Health export"
+                fatalLine = line
+                if let parser { xmlStopParser(parser) }
+            }
+        }
+    }
+
+    private enum Attribute {
+        case type, value, unit, sourceName, sourceVersion, device, creationDate, startDate, endDate
+        case workoutActivityType, dateComponents, activeEnergyBurned, activeEnergyBurnedUnit
+        case identifier, receivedDate, dateIssued, other
+    }
+
+    @inline(__always)
+    private static func attribute(_ name: UnsafePointer<xmlChar>) -> Attribute {
+        func equals(_ literal: StaticString) -> Bool {
+            literal.withUTF8Buffer { text in
+                memcmp(name, text.baseAddress!, text.count) == 0 && name[text.count] == 0
+            }
+        }
+        switch name[0] {
+        case UInt8(ascii: "t"): return equals("type") ? .type : .other
+        case UInt8(ascii: "v"): return equals("value") ? .value : .other
+        case UInt8(ascii: "u"): return equals("unit") ? .unit : .other
+        case UInt8(ascii: "s"):
+            if equals("startDate") { return .startDate }
+            if equals("sourceName") { return .sourceName }
+            if equals("sourceVersion") { return .sourceVersion }
+            return .other
+        case UInt8(ascii: "e"): return equals("endDate") ? .endDate : .other
+        case UInt8(ascii: "d"):
+            if equals("device") { return .device }
+            if equals("dateComponents") { return .dateComponents }
+            if equals("dateIssued") { return .dateIssued }
+            return .other
+        case UInt8(ascii: "c"): return equals("creationDate") ? .creationDate : .other
+        case UInt8(ascii: "w"): return equals("workoutActivityType") ? .workoutActivityType : .other
+        case UInt8(ascii: "a"):
+            if equals("activeEnergyBurned") { return .activeEnergyBurned }
+            if equals("activeEnergyBurnedUnit") { return .activeEnergyBurnedUnit }
+            return .other
+        case UInt8(ascii: "i"): return equals("identifier") ? .identifier : .other
+        case UInt8(ascii: "r"): return equals("receivedDate") ? .receivedDate : .other
+        default: return .other
+        }
+    }
+
+    private enum Element { case record, correlation, workout, activitySummary, clinicalRecord, audiogram, visionPrescription }
+
+    private func topLevel(_ name: UnsafePointer<xmlChar>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+        let element: Element
+        if strcmp(name, "Record") == 0 { element = .record }
+        else if strcmp(name, "Workout") == 0 { element = .workout }
+        else if strcmp(name, "Correlation") == 0 { element = .correlation }
+        else if strcmp(name, "ActivitySummary") == 0 { element = .activitySummary }
+        else if strcmp(name, "ExportDate") == 0 {
+            exportDateAttribute(count, attributes)
+            return
+        } else if strcmp(name, "Me") == 0 {
+            return
+        } else if strcmp(name, "ClinicalRecord") == 0 { element = .clinicalRecord }
+        else if strcmp(name, "Audiogram") == 0 { element = .audiogram }
+        else if strcmp(name, "VisionPrescription") == 0 { element = .visionPrescription }
+        else {
+            uncounted[String(cString: name), default: 0] += 1
+            return
+        }
+        guard let attributes else {
+            sink.recordError("<\(String(cString: name))> without attributes", source: source, line: line)
+            return
+        }
+
+        sample = RawSample()
+        var type: UnsafeBufferPointer<UInt8>?
+        var startText: UnsafeBufferPointer<UInt8>?
+        var endText: UnsafeBufferPointer<UInt8>?
+        var createdText: UnsafeBufferPointer<UInt8>?
+        var dayText: UnsafeBufferPointer<UInt8>?
+        for index in 0..<count {
+            guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
+                  let valueEnd = attributes[5 * index + 4] else { continue }
+            let text = UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart)
+            switch AppleHealthReader.attribute(attributeName) {
+            case .type: type = text
+            case .startDate: startText = text
+            case .endDate: endText = text
+            case .creationDate: createdText = text
+            case .sourceName: sample.source = text
+            case .sourceVersion: sample.sourceVersion = text
+            case .device: sample.device = DeviceText.stripped(text)
+            case .value: if element == .record { sample.value = text }
+            case .unit: if element == .record { sample.unit = text }
+            case .workoutActivityType: if element == .workout { sample.value = text }
+            case .dateComponents: dayText = text
+            case .activeEnergyBurned: if element == .activitySummary { sample.value = text }
+            case .activeEnergyBurnedUnit: if element == .activitySummary { sample.unit = text }
+            case .identifier: if element == .clinicalRecord { sample.value = text }
+            case .receivedDate: if element == .clinicalRecord { startText = text; endText = text }
+            case .dateIssued: if element == .visionPrescription { startText = text; endText = text }
+            case .other: break
+            }
+        }
+
+        switch element {
+        case .record, .correlation, .audiogram:
+            guard let type, !type.isEmpty else {
+                sink.recordError("<\(String(cString: name))> has no type", source: source, line: line)
+                return
+            }
+            sample.type = type
+        case .workout:
+            sample.type = AppleHealthReader.workoutType
+        case .activitySummary:
+            sample.type = AppleHealthReader.activitySummaryType
+            guard let dayText, let day = AppleDate.parseDay(dayText) else {
+                sink.recordError("<ActivitySummary> without a valid dateComponents (YYYY-MM-DD)", source: source, line: line)
+                return
+            }
+            sample.start = day.start
+            sample.end = day.start + 86_400_000
+            sample.calendarYear = day.year
+        case .visionPrescription:
+            sample.type = AppleHealthReader.visionPrescriptionType
+            // A prescription's own type (glasses, contacts) is its value.
+            sample.value = type
+        case .clinicalRecord:
+            break
+        }
+        if element != .activitySummary {
+            guard let startText else {
+                sink.recordError("<\(String(cString: name))> has no startDate", source: source, line: line)
+                return
+            }
+            guard let start = date(startText, "startDate", of: name) else { return }
+            sample.start = start
+            sample.end = start
+            if let endText {
+                guard let end = date(endText, "endDate", of: name) else { return }
+                sample.end = end
+            }
+        }
+        if let createdText {
+            guard let created = date(createdText, "creationDate", of: name) else { return }
+            sample.created = created
+        }
+        do {
+            if element == .clinicalRecord {
+                // Named by the export's element and its FHIR resource type (the export does not
+                // give HealthKit's clinical type identifier).
+                var name = Array("ClinicalRecord:".utf8)
+                if let type { name.append(contentsOf: type) }
+                try name.withUnsafeBufferPointer { bytes in
+                    sample.type = bytes
+                    try sink.add(&sample)
+                }
+            } else {
+                try sink.add(&sample)
+            }
+        } catch {
+            thrown = error
+            if let parser { xmlStopParser(parser) }
+        }
+    }
+
+    /// A date attribute's instant, or nil after reporting that the element cannot be counted.
+    private func date(_ text: UnsafeBufferPointer<UInt8>, _ attribute: String, of name: UnsafePointer<xmlChar>) -> Int64? {
+        if let instant = AppleDate.parse(text) { return instant }
+        sink.recordError("<\(String(cString: name))> has a \(attribute) that is not a date: '\(String(decoding: text, as: UTF8.self))'",
+                         source: source, line: line)
+        return nil
+    }
+
+    private func exportDateAttribute(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+        guard let attributes else { return }
+        for index in 0..<count {
+            guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
+                  let valueEnd = attributes[5 * index + 4], AppleHealthReader.attribute(attributeName) == .value else { continue }
+            exportDate = AppleDate.parse(UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart))
+        }
+    }
+
+    /// The identifiers given to elements that carry no type attribute (HealthKit's own names).
+    static var workoutType: UnsafeBufferPointer<UInt8> { staticBytes("HKWorkoutTypeIdentifier") }
+    static var activitySummaryType: UnsafeBufferPointer<UInt8> { staticBytes("HKActivitySummaryTypeIdentifier") }
+    static var visionPrescriptionType: UnsafeBufferPointer<UInt8> { staticBytes("HKVisionPrescriptionTypeIdentifier") }
+
+    private static func staticBytes(_ text: StaticString) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import VitalsKit
+
+/// The stable device id, kept outside the archive (the role HealthProbe gives the Keychain):
+/// a file holding one UUID, created on first use with mode 0600. When the archive is empty
+/// but the file already existed, the archive was reset and the device id is recovered.
+public struct DeviceIdentity: Sendable {
+    /// The id.
+    public let id: String
+    /// The file existed before this run.
+    public let existed: Bool
+
+    /// Where the file lives when `--device-id-file` is not given:
+    /// `$XDG_CONFIG_HOME/vitals/device-id`, else `$HOME/.config/vitals/device-id`.
+    public static func defaultPath(environment: [String: String]) -> String? {
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") { return config + "/vitals/device-id" }
+        if let home = environment["HOME"], !home.isEmpty { return home + "/.config/vitals/device-id" }
+        return nil
+    }
+
+    /// Reads the id at `path`, or creates it (parents too) when the file does not exist.
+    public static func load(path: String) throws -> DeviceIdentity {
+        if let data = FileManager.default.contents(atPath: path) {
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard UUID(uuidString: text) != nil else {
+                throw ToolError("\(path) does not hold a device id (a UUID); move it away to start a new one")
+            }
+            return DeviceIdentity(id: text.lowercased(), existed: true)
+        }
+        if FileManager.default.fileExists(atPath: path) { throw ToolError("cannot read the device id in \(path)") }
+        let id = UUID().uuidString.lowercased()
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ToolError("cannot create \(directory) for the device id: \(error.localizedDescription)")
+            }
+        }
+        try AtomicFile.write(Array((id + "\n").utf8), to: path)
+        return DeviceIdentity(id: id, existed: false)
+    }
+}
+
+/// Writes a file whole or not at all: a temporary file beside it, fsync, rename, mode 0600.
+enum AtomicFile {
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ToolError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        let written = bytes.withUnsafeBytes { Streams.writeAll(fd, $0) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written, synced, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw ToolError("cannot write \(path): \(reason)")
+        }
+    }
+}

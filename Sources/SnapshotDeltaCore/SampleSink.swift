@@ -1,0 +1,46 @@
+import VitalsKit
+
+/// Where the readers hand each sample: the tally, and the sample archive when one is kept.
+public final class SampleSink {
+    /// The per-type counts.
+    public let tally: Tally
+    /// The per-sample archive, when samples are kept.
+    let archive: SampleArchiveWriter?
+    /// Problems in the records (bad dates, missing fields): any one means no snapshot.
+    public private(set) var recordErrors = 0
+    private let diagnostics: Diagnostics
+    /// Record errors reported in full before the rest are only counted.
+    static let reportedErrors = 20
+
+    init(tally: Tally, archive: SampleArchiveWriter?, diagnostics: Diagnostics) {
+        self.tally = tally
+        self.archive = archive
+        self.diagnostics = diagnostics
+    }
+
+    /// Counts a sample (and archives it). Throws only when the archive cannot be written.
+    @inline(__always)
+    public func add(_ sample: inout RawSample) throws {
+        guard let index = tally.index(of: sample.type) else {
+            tally.ignore()
+            return
+        }
+        tally.add(index, sample)
+        if let archive { try archive.upsert(typeIndex: index, tally: tally, sample) }
+    }
+
+    /// Reports a record that cannot be counted; the take will not make a snapshot.
+    public func recordError(_ message: String, source: String, line: Int) {
+        recordErrors += 1
+        if recordErrors <= SampleSink.reportedErrors {
+            diagnostics.error(message, source: source, line: line)
+        }
+    }
+
+    /// Reports how many record errors were not shown.
+    public func summarizeErrors(source: String) {
+        if recordErrors > SampleSink.reportedErrors {
+            diagnostics.error("\(source): \(recordErrors - SampleSink.reportedErrors) more records with errors (not shown)")
+        }
+    }
+}

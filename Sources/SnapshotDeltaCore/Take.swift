@@ -1,0 +1,257 @@
+import Foundation
+import VitalsKit
+
+/// The input formats `take` reads.
+public enum InputFormat: String, Sendable {
+    /// Decided by the first byte: `<` is an Apple Health export, `{` NDJSON.
+    case auto
+    /// An Apple Health `export.xml`.
+    case appleHealth = "apple-health"
+    /// `health_record` and `type_status` lines.
+    case ndjson
+}
+
+/// How `take` is to work.
+public struct TakeSettings {
+    /// The input format.
+    public var format: InputFormat = .auto
+    /// The monitored types (nil: every type in the input).
+    public var registry: [String]?
+    /// The time zone of the yearly counts.
+    public var timezone: String = "UTC"
+    /// What asked for the snapshot.
+    public var trigger = "manual"
+    /// `--post-restore`: the snapshot is a baseline after a restore.
+    public var postRestore = false
+    /// Keep the samples themselves.
+    public var archiveSamples = true
+    /// The anomaly thresholds.
+    public var rules = AnomalyRules()
+    /// A chain start with more records than this is taken as a post-restore baseline.
+    public var restoreRecords: Int64 = 1000
+    /// The device id file.
+    public var deviceIDPath: String = ""
+    /// The clock.
+    public var now: () -> Int64 = { Clock.wallMilliseconds() }
+
+    /// The defaults.
+    public init() {}
+}
+
+/// What a take produced.
+public struct TakeResult {
+    /// The new snapshot.
+    public var snapshot: Snapshot
+    /// The delta from the previous snapshot (nil for a chain start).
+    public var delta: Delta?
+    /// The anomalies found.
+    public var anomalies: [AnomalyRecord]
+}
+
+/// `take`: read the records, build the snapshot, link it, compute the delta, detect anomalies,
+/// archive the samples, all in one transaction with its operation log entry. Any error in the
+/// input means no snapshot at all: a partial one would look like a mass deletion.
+public final class Taker {
+    private let archive: Archive
+    private let settings: TakeSettings
+    private let diagnostics: Diagnostics
+
+    /// A taker writing into `archive`.
+    public init(archive: Archive, settings: TakeSettings, diagnostics: Diagnostics) {
+        self.archive = archive
+        self.settings = settings
+        self.diagnostics = diagnostics
+    }
+
+    /// Takes a snapshot of the inputs; nil when none was taken (the reasons were reported).
+    public func take(_ operands: [String], stdin: Int32) throws -> TakeResult? {
+        let device = try DeviceIdentity.load(path: settings.deviceIDPath)
+        guard let calendar = YearCalendar(identifier: settings.timezone) else {
+            throw ToolError("unknown time zone \(settings.timezone)")
+        }
+        let now = settings.now()
+        let id = UUID().uuidString.lowercased()
+        let paths = operands.isEmpty ? ["-"] : operands
+        let tally = Tally(calendar: calendar, registry: settings.registry)
+
+        // With samples, the write lock is held from the first sample on: the upserts and the
+        // snapshot commit together or not at all.
+        var writer: SampleArchiveWriter?
+        var seq: Int64 = 0
+        if settings.archiveSamples {
+            try archive.begin()
+            do {
+                seq = try archive.insertPlaceholder(id: id, createdAt: now, deviceID: device.id, source: paths.joined(separator: ", "))
+                writer = try SampleArchiveWriter(archive: archive, seq: seq, now: now)
+            } catch {
+                archive.rollback()
+                throw archive.translate(error)
+            }
+        }
+        let sink = SampleSink(tally: tally, archive: writer, diagnostics: diagnostics)
+        var exportVersion: String?
+        var exportDate: Int64?
+        var ok = true
+        var exports = 0
+        do {
+            for path in paths {
+                if Signals.stopRequested { break }
+                let input: ByteInput
+                do {
+                    input = try ByteInput.open(path, stdin: stdin)
+                } catch {
+                    diagnostics.error(error.message)
+                    ok = false
+                    continue
+                }
+                var format = settings.format
+                if format == .auto {
+                    switch input.firstSignificantByte() {
+                    case UInt8(ascii: "<")?: format = .appleHealth
+                    case UInt8(ascii: "{")?: format = .ndjson
+                    case nil:
+                        if let problem = input.readError {
+                            diagnostics.error("error reading \(input.source): \(problem)")
+                            ok = false
+                        }
+                        continue // an empty input holds no records
+                    default:
+                        diagnostics.error("\(input.source): neither an Apple Health export (<) nor NDJSON ({); name the format with --format")
+                        ok = false
+                        continue
+                    }
+                }
+                if format == .appleHealth {
+                    exports += 1
+                    if exports > 1 {
+                        diagnostics.error("\(input.source): one snapshot reads one Apple Health export; take another snapshot for this one")
+                        ok = false
+                        continue
+                    }
+                    let reader = AppleHealthReader(sink: sink, source: input.source, diagnostics: diagnostics)
+                    if try !reader.read(input) { ok = false }
+                    exportVersion = reader.exportVersion
+                    exportDate = reader.exportDate
+                    for (name, count) in reader.uncounted.sorted(by: { $0.key < $1.key }) {
+                        diagnostics.warning("\(input.source): \(count) <\(name)> element\(count == 1 ? "" : "s") not counted (not a sample type snapshot-delta knows)")
+                    }
+                } else {
+                    try HealthRecordReader(sink: sink, diagnostics: diagnostics).read(input)
+                    if let problem = input.readError {
+                        diagnostics.error("error reading \(input.source): \(problem)")
+                        ok = false
+                    }
+                }
+                sink.summarizeErrors(source: input.source)
+            }
+        } catch {
+            archive.rollback()
+            throw archive.translate(error)
+        }
+        if let stop = Signals.stopStatus {
+            archive.rollback()
+            diagnostics.note("stopped (\(stop == .interrupted ? "SIGINT" : "SIGTERM")): no snapshot taken")
+            return nil
+        }
+        if !ok || sink.recordErrors > 0 {
+            archive.rollback()
+            diagnostics.error("no snapshot taken: the input has errors (a partial snapshot would look like deleted data)")
+            return nil
+        }
+        if tally.ignoredRecords > 0 {
+            diagnostics.note("\(tally.ignoredRecords) records of \(tally.ignoredTypes.count) types outside the registry were not counted")
+        }
+
+        let (types, corrections) = tally.typeCounts()
+        for correction in corrections {
+            diagnostics.warning("\(correction.typeIdentifier) is \(correction.quality.rawValue) but \(correction.recordsRead) records were read: its count is -1 (the count/quality coherence rule)")
+        }
+
+        do {
+            if !settings.archiveSamples {
+                try archive.begin()
+                seq = try archive.insertPlaceholder(id: id, createdAt: now, deviceID: device.id, source: paths.joined(separator: ", "))
+            }
+            let result = try finish(seq: seq, id: id, now: now, types: types, device: device, paths: paths,
+                                    exportVersion: exportVersion, exportDate: exportDate, recordCount: tally.recordCount,
+                                    writer: writer)
+            try archive.commit()
+            try archive.verifyLogEntry(result.logID, operation: "take", snapshotIDs: [id], detail: result.logDetail, at: now,
+                                       diagnostics: diagnostics)
+            return result.take
+        } catch {
+            archive.rollback()
+            throw archive.translate(error)
+        }
+    }
+
+    private func finish(seq: Int64, id: String, now: Int64, types: [TypeCount], device: DeviceIdentity, paths: [String],
+                        exportVersion: String?, exportDate: Int64?, recordCount: Int64,
+                        writer: SampleArchiveWriter?) throws -> (take: TakeResult, logID: Int64, logDetail: JSONObject) {
+        let previous = try archive.latestSnapshot()
+        let finished = try archive.snapshotCount() - 1 // without this take's placeholder
+        if let stored = try archive.meta("device_id"), stored != device.id {
+            diagnostics.warning("this archive was started with device id \(stored); the device id file holds \(device.id)")
+        } else if try archive.meta("device_id") == nil {
+            try archive.setMeta("device_id", device.id)
+        }
+        let quality = Quality.aggregate(types.map(\.quality))
+        var snapshot = Snapshot(
+            seq: seq, id: id, createdAt: now, trigger: settings.trigger, quality: quality, checksum: Hashing.checksum(types),
+            typeSetHash: Hashing.typeSetHash(settings.registry), registry: settings.registry?.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
+            timezone: settings.timezone, exportVersion: exportVersion, exportDate: exportDate,
+            source: paths.map { $0 == "-" ? "<stdin>" : $0 }.joined(separator: ", "), previousSnapshotID: previous?.id,
+            isChainStart: previous == nil, isPostRestore: false, isPostRestoreInferred: false, isPostRestoreForwarded: false,
+            postRestoreSuppressedDeltaID: nil, deviceID: device.id, recoveredDeviceID: finished == 0 && device.existed,
+            samplesArchived: writer != nil, recordCount: recordCount, types: types)
+
+        // Post-restore: stated, inferred (a full deny followed by a complete snapshot, or a new
+        // chain that starts with many records), or forwarded from a predecessor whose token
+        // could not be used because detection does not run on this pair.
+        let afterFullDeny = previous?.quality == .unauthorized && quality == .complete
+        let largeChainStart = previous == nil && recordCount > settings.restoreRecords
+        let forwarded = previous.map { $0.isPostRestore && $0.postRestoreSuppressedDeltaID == nil
+            && !($0.quality == .complete && quality == .complete) } ?? false
+        snapshot.isPostRestoreInferred = afterFullDeny || largeChainStart
+        snapshot.isPostRestoreForwarded = forwarded
+        snapshot.isPostRestore = settings.postRestore || snapshot.isPostRestoreInferred || forwarded
+        try archive.saveSnapshot(snapshot)
+
+        var delta: Delta?
+        var anomalies: [AnomalyRecord] = []
+        if let previous {
+            var built = DeltaBuilder.delta(id: UUID().uuidString.lowercased(), from: previous, to: snapshot, at: now)
+            let detection = AnomalyDetector.detect(previous: previous, current: snapshot, delta: built, rules: settings.rules,
+                                                   at: now, newID: { UUID().uuidString.lowercased() })
+            if detection.consumedPostRestoreToken {
+                built.postRestoreSuppressed = true
+                try archive.setSuppressionToken(snapshotID: previous.id, deltaID: built.id)
+            }
+            try archive.saveDelta(built)
+            try archive.saveAnomalies(detection.anomalies)
+            delta = built
+            anomalies = detection.anomalies
+        }
+
+        var detail = JSONObject([
+            JSONField("snapshot_id", .string(id)), JSONField("seq", .number(String(seq))),
+            JSONField("quality", .string(quality.rawValue)), JSONField("record_count", .number(String(recordCount))),
+            JSONField("source", .string(snapshot.source)), JSONField("delta_id", Records.string(delta?.id)),
+            JSONField("anomalies", .integer(anomalies.count)),
+        ])
+        if let writer {
+            let registry = settings.registry
+            let marks = try writer.mark { identifier in
+                if let type = snapshot.type(identifier) { return type.quality == .complete }
+                return registry == nil
+            }
+            detail["samples"] = .object(JSONObject([
+                JSONField("read", .number(String(writer.seen))), JSONField("new", .number(String(writer.inserted))),
+                JSONField("reappeared", .number(String(marks.reappeared))),
+                JSONField("disappeared", .number(String(marks.disappeared))),
+            ]))
+        }
+        let logID = try archive.appendLog("take", snapshotIDs: [id], detail: detail, at: now)
+        return (TakeResult(snapshot: snapshot, delta: delta, anomalies: anomalies), logID, detail)
+    }
+}

@@ -1,0 +1,2 @@
+import SnapshotDeltaCore
+SnapshotDeltaCommand.main()
