@@ -216,16 +216,8 @@ public struct Views {
 /// (`99.5`, `100.0`), so clients that decode a Double see a Double.
 func number(_ value: Double) -> JSONValue {
     var out: [UInt8] = []
-    JSONText.appendFixed(value, decimals: 2, to: &out)
-    if !out.contains(UInt8(ascii: ".")) && !out.contains(UInt8(ascii: "n")) { out.append(contentsOf: Array(".0".utf8)) }
+    appendTwoDecimals(value, to: &out)
     return .number(String(decoding: out, as: UTF8.self))
-}
-
-extension JSONObjectBuilder {
-    /// A percentage as the API writes it: two decimals at most, always with a fraction.
-    mutating func percent(_ name: StaticString, _ percent: Double) {
-        value(name, number(percent))
-    }
 }
 
 /// Folds samples in time order into 15-minute buckets, writing each finished bucket's JSON
@@ -277,7 +269,7 @@ struct HistoryBuckets {
         case 0: JSONText.appendLiteral("\",\"status\":\"up\",\"uptime_percent\":", to: &out)
         default: JSONText.appendLiteral("\",\"status\":\"unknown\",\"uptime_percent\":", to: &out)
         }
-        appendPercent(Views.percent(good: good, of: checks), to: &out)
+        appendTwoDecimals(Views.percent(good: good, of: checks), to: &out)
         JSONText.appendLiteral(",\"response_time_avg_ms\":", to: &out)
         if latencies.isEmpty {
             JSONText.appendLiteral("null,\"p50_ms\":null,\"p95_ms\":null,\"p99_ms\":null", to: &out)
@@ -308,10 +300,11 @@ struct HistoryBuckets {
     }
 }
 
-/// A percentage as the API writes it: two decimals at most, always with a fraction.
-func appendPercent(_ value: Double, to out: inout [UInt8]) {
+/// Appends `value` as the API writes its figures: two decimals at most, always with a
+/// fraction (`null` for a value that is not finite).
+func appendTwoDecimals(_ value: Double, to out: inout [UInt8]) {
     let start = out.count
     JSONText.appendFixed(value, decimals: 2, to: &out)
-    if !out[start...].contains(UInt8(ascii: ".")) { out.append(contentsOf: [UInt8(ascii: "."), UInt8(ascii: "0")]) }
+    if value.isFinite, !out[start...].contains(UInt8(ascii: ".")) { out.append(contentsOf: [UInt8(ascii: "."), UInt8(ascii: "0")]) }
 }
 
