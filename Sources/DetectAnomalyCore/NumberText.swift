@@ -1,44 +1,11 @@
-/// Reads a JSON number's bytes as a Double without building a String on the common path.
-enum NumberText {
-    private static let powersOfTen: [Double] = (0...22).map { exponent in
-        var value = 1.0
-        for _ in 0..<exponent { value *= 10 }
-        return value
-    }
+import VitalsKit
 
+/// The numbers detect-anomaly judges: a JSON number literal that is finite.
+enum NumberText {
     /// The value of a JSON number literal, or nil for anything else (`null`, strings, booleans)
     /// and for numbers too large to be finite.
-    ///
-    /// Plain decimals with at most 15 significant digits and no exponent (`48.2`, `-3`, `1200.125`)
-    /// are exact integers divided by an exact power of ten: one correctly rounded division, the
-    /// same Double a full parser gives. Everything else goes through the standard library.
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
-        guard let first = bytes.first, first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39) else { return nil }
-        var index = first == UInt8(ascii: "-") ? 1 : 0
-        var mantissa: UInt64 = 0
-        var digits = 0
-        var fractionDigits = 0
-        var inFraction = false
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte >= 0x30 && byte <= 0x39 {
-                mantissa = mantissa &* 10 &+ UInt64(byte - 0x30)
-                digits += 1
-                if inFraction { fractionDigits += 1 }
-            } else if byte == UInt8(ascii: "."), !inFraction {
-                inFraction = true
-            } else {
-                return slowParse(bytes)
-            }
-            index += 1
-        }
-        guard digits > 0, digits <= 15 else { return slowParse(bytes) }
-        let magnitude = Double(mantissa) / powersOfTen[fractionDigits]
-        return first == UInt8(ascii: "-") ? -magnitude : magnitude
-    }
-
-    private static func slowParse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
-        guard let value = Double(String(decoding: bytes, as: UTF8.self)), value.isFinite else { return nil }
+        guard let value = JSONNumber.value(bytes), value.isFinite else { return nil }
         return value
     }
 }

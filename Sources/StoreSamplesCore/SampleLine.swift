@@ -195,8 +195,7 @@ struct FieldReader {
     func number(_ field: FieldRange, _ name: String) throws -> Double? {
         let bytes = raw(field)
         if isNull(bytes) { return nil }
-        guard let first = bytes.first, first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39),
-              let number = parseDouble(bytes) else {
+        guard let number = JSONNumber.value(bytes) else {
             throw SampleLine.Problem(message: "field '\(name)' must be a number")
         }
         return number
@@ -210,36 +209,4 @@ struct FieldReader {
         }
         return Int64(number)
     }
-
-    /// A JSON number's value: plain decimals are read digit by digit (exactly, for up to 15
-    /// significant digits); anything else goes through Double's parser.
-    private func parseDouble(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
-        var index = 0
-        var negative = false
-        if bytes[0] == UInt8(ascii: "-") { negative = true; index = 1 }
-        var mantissa: Int64 = 0
-        var digits = 0
-        var scale = 0
-        var seenPoint = false
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte >= 0x30 && byte <= 0x39 {
-                mantissa = mantissa * 10 + Int64(byte - 0x30)
-                digits += 1
-                if seenPoint { scale += 1 }
-            } else if byte == UInt8(ascii: "."), !seenPoint {
-                seenPoint = true
-            } else {
-                return Double(String(decoding: bytes, as: UTF8.self))
-            }
-            index += 1
-        }
-        guard digits > 0, digits <= 15 else { return Double(String(decoding: bytes, as: UTF8.self)) }
-        var value = Double(mantissa)
-        if scale > 0 { value /= FieldReader.powers[scale] }
-        return negative ? -value : value
-    }
-
-    private static let powers: [Double] = (0...15).map { pow10($0) }
-    private static func pow10(_ n: Int) -> Double { var v = 1.0; for _ in 0..<n { v *= 10 }; return v }
 }

@@ -113,4 +113,22 @@ struct JSONTests {
         #expect(String(decoding: builder.finish(), as: UTF8.self)
             == #"{"type":"sample","code":null,"latency_ms":1.5,"ok":true,"user \"field\"":[1]}"#)
     }
+
+    @Test("number literals read from bytes give the standard library's Double", arguments: [
+        "0", "-3", "48.2", "1200.125", "0.1", "123456789012345", "1234567890123456789", "1e3", "-2.5E-2", "1e400",
+    ])
+    func numbers(text: String) {
+        let expected = Double(text)
+        var bytes = text
+        let value = bytes.withUTF8 { JSONNumber.value($0) }
+        #expect(value == expected)
+    }
+
+    @Test("what does not start like a number is nil")
+    func notNumbers() {
+        for text in ["null", "\"1\"", "true", ""] {
+            var bytes = text
+            #expect(bytes.withUTF8 { JSONNumber.value($0) } == nil)
+        }
+    }
 }
