@@ -140,12 +140,6 @@ public final class SQLiteSampleStore: SampleStore {
         return ToolError("\(path): \(error)")
     }
 
-    /// Runs `body` in a `BEGIN IMMEDIATE` transaction, committing on success and rolling back
-    /// on failure. A lock held past the busy timeout is retried a few times more.
-    private func withWriteTransaction(_ body: () throws -> Void) throws {
-        try db.writeTransaction(body)
-    }
-
     // MARK: - Writing
 
     private var batchMonitors: Set<Int64> = []
@@ -153,7 +147,7 @@ public final class SQLiteSampleStore: SampleStore {
 
     public func add(_ sample: SampleLine) throws {
         do {
-            if !db.inTransaction { try beginWrite() }
+            if !db.inTransaction { try db.beginImmediate() }
             guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
             let monitorID = try monitorID(for: sample)
             insert.bind(1, monitorID)
@@ -221,20 +215,6 @@ public final class SQLiteSampleStore: SampleStore {
     private func translate(_ error: Error) -> Error {
         if let sqliteError = error as? SQLiteError { return SQLiteSampleStore.explain(sqliteError, path: db.path) }
         return error
-    }
-
-    /// `BEGIN IMMEDIATE`, retried a few times past the busy timeout.
-    private func beginWrite() throws {
-        var attempt = 0
-        while true {
-            do {
-                try db.execute("BEGIN IMMEDIATE", context: "begin")
-                return
-            } catch let error as SQLiteError where error.isBusy && attempt < 5 {
-                attempt += 1
-                usleep(UInt32(20_000 * attempt))
-            }
-        }
     }
 
     /// The integer id of a sample's monitor, registering it, or refreshing its name, kind,
@@ -483,7 +463,7 @@ public final class SQLiteSampleStore: SampleStore {
 
     public func setAgentStatus(_ id: String, to status: String) throws -> Bool {
         var changed = false
-        try withWriteTransaction {
+        try db.writeTransaction {
             let statement = try db.prepare("UPDATE agents SET status = ? WHERE id = ?")
             statement.bind(1, status)
             statement.bind(2, id)
