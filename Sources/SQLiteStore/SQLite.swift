@@ -21,6 +21,21 @@ public struct SQLiteError: Error, CustomStringConvertible {
     public var isFull: Bool { code == SQLITE_FULL || (code == SQLITE_IOERR && message.contains("disk")) }
     /// Another connection holds a lock.
     public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
+
+    /// What a user can act on, for a failure on the database at `path`; `afterFull` says
+    /// what a full disk left behind (each tool knows what it had not yet done).
+    public func explained(path: String, afterFull: String) -> String {
+        switch code {
+        case SQLITE_NOTADB: return "\(path) is not a SQLite database (file is not a database)"
+        case SQLITE_CANTOPEN: return "cannot open \(path): the directory does not exist or is not writable"
+        case SQLITE_READONLY: return "cannot write \(path): it is read-only (\(message))"
+        case SQLITE_CORRUPT: return "\(path) is corrupt: \(message)"
+        default:
+            if isFull { return "cannot write \(path): the disk or file size limit is full (\(message)); \(afterFull)" }
+            if isBusy { return "\(path) stayed locked by another writer: \(message)" }
+            return "\(path): \(self)"
+        }
+    }
 }
 
 /// One connection to a SQLite database, owned by one thread (the only importer of CSQLite).

@@ -195,16 +195,7 @@ public final class Archive {
 
     /// Turns SQLite's codes into what a user can act on.
     static func explain(_ error: SQLiteError, path: String) -> ToolError {
-        switch error.code {
-        case 26: return ToolError("\(path) is not a SQLite database (file is not a database)")
-        case 14: return ToolError("cannot open \(path): the directory does not exist or is not writable")
-        case 8: return ToolError("cannot write \(path): it is read-only (\(error.message))")
-        case 11: return ToolError("\(path) is corrupt: \(error.message)")
-        default:
-            if error.isFull { return ToolError("cannot write \(path): the disk or file size limit is full (\(error.message)); nothing was changed") }
-            if error.isBusy { return ToolError("\(path) stayed locked by another writer: \(error.message)") }
-            return ToolError("\(path): \(error)")
-        }
+        ToolError(error.explained(path: path, afterFull: "nothing was changed"))
     }
 
     /// Turns any error into a `ToolError` naming the archive.

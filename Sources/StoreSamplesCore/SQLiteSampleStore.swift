@@ -128,16 +128,7 @@ public final class SQLiteSampleStore: SampleStore {
 
     /// Turns SQLite's codes into what a user can act on.
     static func explain(_ error: SQLiteError, path: String) -> ToolError {
-        let code = error.code
-        if code == 26 { return ToolError("\(path) is not a SQLite database (file is not a database)") }  // SQLITE_NOTADB
-        if code == 14 {  // SQLITE_CANTOPEN
-            return ToolError("cannot open \(path): the directory does not exist or is not writable")
-        }
-        if code == 8 { return ToolError("cannot write \(path): it is read-only (\(error.message))") }  // SQLITE_READONLY
-        if error.isFull { return ToolError("cannot write \(path): the disk or file size limit is full (\(error.message)); nothing of the failed batch was stored or passed on") }
-        if code == 11 { return ToolError("\(path) is corrupt: \(error.message)") }  // SQLITE_CORRUPT
-        if error.isBusy { return ToolError("\(path) stayed locked by another writer: \(error.message)") }
-        return ToolError("\(path): \(error)")
+        ToolError(error.explained(path: path, afterFull: "nothing of the failed batch was stored or passed on"))
     }
 
     // MARK: - Writing
