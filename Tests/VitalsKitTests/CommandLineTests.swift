@@ -87,6 +87,147 @@ struct CommandLineTests {
     }
 }
 
+/// A tool with subcommands, defaults, ranges and aliases, for the framework's tests.
+let subcommandSpec = CommandSpec(
+    name: "store", summary: "Keeps things.", usage: ["[OPTIONS] SUBCOMMAND"], description: "",
+    options: [
+        OptionSpec("db", short: "d", value: "PATH", help: "the database"),
+        .now(),
+        OptionSpec("hours", value: "H", default: "72", help: "hours of history"),
+        .when("since", aliases: ["from"], help: "from this time or this long ago"),
+        .when("until", aliases: ["to"], help: "until this time or this long ago"),
+        OptionSpec("format", value: "FORMAT", default: "json", aliases: [OptionAlias("ndjson", meaning: "ndjson")], help: "json or ndjson"),
+        .duration("timeout", short: "t", default: "5s", range: 1...3_600_000, help: "how long to wait"),
+        OptionSpec("tz", value: "ZONE", default: "local", aliases: ["timezone"], help: "the time zone"),
+        OptionSpec("quiet", short: "q", help: "say nothing"),
+    ],
+    subcommands: [
+        SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]", options: ["quiet"], summary: "store samples"),
+        SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's history"),
+        SubcommandSpec("diff", operands: 2...2, "A B", options: ["format"], summary: "compare two"),
+        SubcommandSpec("export", options: ["since", "until", "format"], summary: "every sample"),
+    ],
+    defaultSubcommand: "ingest",
+    exitStatuses: [(.success, "fine")])
+
+@Suite("subcommands, --now, WHEN, durations, defaults and aliases")
+struct CommandSpecTests {
+    func parse(_ arguments: [String]) throws(UsageError) -> ParsedOptions {
+        try ArgumentParser.parse(arguments, spec: subcommandSpec)
+    }
+
+    @Test("the first operand names the subcommand, or the default runs")
+    func subcommands() throws {
+        let history = try parse(["history", "api", "--hours", "3"])
+        #expect(history.subcommand == "history" && history.operands == ["api"])
+        let ingest = try parse(["a.ndjson", "b.ndjson"])
+        #expect(ingest.subcommand == "ingest" && ingest.operands == ["a.ndjson", "b.ndjson"])
+        #expect(try parse(["-d", "x.db", "export"]).subcommand == "export", "global options may come first")
+    }
+
+    @Test("too few or too many operands, and options that do not apply, are usage errors naming both", arguments: [
+        (["history"], "history wants ID, not none"),
+        (["history", "a", "b"], "history wants ID, not 'b'"),
+        (["diff", "a"], "diff wants A B, not only 1"),
+        (["export", "x"], "export wants no operands, not 'x'"),
+        (["export", "--hours", "3"], "--hours does not apply to export; it applies to history"),
+        (["history", "api", "--quiet"], "--quiet does not apply to history; it applies to ingest"),
+        (["history", "api", "--since", "2h"], "--since does not apply to history; it applies to export"),
+        (["history", "api", "--from", "2h"], "--since does not apply to history; it applies to export"),
+    ])
+    func wrongUse(arguments: [String], message: String) {
+        #expect(throws: UsageError(message)) { _ = try parse(arguments) }
+    }
+
+    @Test("a tool with no default subcommand asks for one, and suggests a near name")
+    func noDefault() {
+        let spec = CommandSpec(name: "chain", summary: "", usage: [], description: "", options: [],
+                               subcommands: [SubcommandSpec("verify", summary: "check"), SubcommandSpec("list", summary: "list")],
+                               exitStatuses: [])
+        #expect(throws: UsageError("name a subcommand: verify, list")) { _ = try ArgumentParser.parse([], spec: spec) }
+        #expect(throws: UsageError("unknown subcommand 'verfy' (did you mean 'verify'?)")) { _ = try ArgumentParser.parse(["verfy"], spec: spec) }
+    }
+
+    @Test("help per subcommand: its usage, its options and the global ones, not the others")
+    func subcommandHelp() throws {
+        let parsed = try parse(["history", "--help"])
+        #expect(parsed.subcommand == "history", "--help skips the operand checks")
+        let text = Help.render(subcommandSpec, subcommand: parsed.subcommand)
+        #expect(text.hasPrefix("Usage: store [OPTIONS] history ID\n\none monitor's history\n"))
+        #expect(text.contains("--hours H") && text.contains("--db PATH") && text.contains("--now TIME") && text.contains("--help"))
+        #expect(!text.contains("--quiet") && !text.contains("--since"))
+        let full = Help.render(subcommandSpec)
+        #expect(full.contains("  history ID") && full.contains("  diff A B") && full.contains("--quiet"))
+    }
+
+    @Test("--now 2026-01-27T10:00:00Z --since 90m is 08:30:00Z; a time is taken as it is")
+    func when() throws {
+        let parsed = try parse(["export", "--now", "2026-01-27T10:00:00Z", "--since", "90m", "--until", "2026-01-27T09:45:00Z"])
+        // 2026-01-27T10:00:00Z is 1_769_508_000_000 ms (date -u -d 2026-01-27T10:00:00Z +%s = 1769508000); less 90 × 60 000.
+        let now = try #require(try parsed.now())
+        #expect(now == 1_769_508_000_000)
+        #expect(try parsed.time("since", now: now) == 1_769_502_600_000)
+        #expect(Timestamp.format(milliseconds: try parsed.time("since", now: now)!) == "2026-01-27T08:30:00.000Z")
+        #expect(Timestamp.format(milliseconds: try parsed.time("until", now: now)!) == "2026-01-27T09:45:00.000Z")
+        #expect(try parse(["export"]).now() == nil)
+        #expect(throws: UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, or 'now', not 'today'")) {
+            _ = try parse(["export", "--now", "today"]).now()
+        }
+        #expect(throws: UsageError("--since wants an RFC 3339 time such as 2026-01-27T10:30:00Z or a duration ago such as 24h, not 'yesterday'")) {
+            _ = try parse(["export", "--since", "yesterday"]).time("since", now: now)
+        }
+    }
+
+    @Test("a duration option has its default and its range", arguments: [
+        ([String](), Int64?(5000), String?.none),
+        (["-t", "250ms"], 250, nil),
+        (["--timeout", "1h"], 3_600_000, nil),
+        (["--timeout", "0s"], nil, "--timeout wants a duration from 1ms to 1h, not '0s'"),
+        (["--timeout", "2h"], nil, "--timeout wants a duration from 1ms to 1h, not '2h'"),
+        (["--timeout", "soon"], nil, "--timeout wants a duration such as 500ms, 30s, 5m, 24h or 7d, not 'soon'"),
+    ])
+    func durations(arguments: [String], milliseconds: Int64?, message: String?) throws {
+        let parsed = try parse(["export"] + arguments)
+        if let message {
+            #expect(throws: UsageError(message)) { _ = try parsed.duration("timeout") }
+        } else {
+            #expect(try parsed.duration("timeout") == milliseconds)
+        }
+    }
+
+    @Test("defaults come from the table, and help prints them from the same value")
+    func defaults() throws {
+        #expect(try parse(["history", "api"]).integer("hours", in: 1...8760) == 72)
+        #expect(try parse(["history", "api", "--hours", "5"]).integer("hours", in: 1...8760) == 5)
+        #expect(try parse(["history", "api"]).choice("format", of: ["json", "ndjson"]) == "json")
+        #expect(try parse([]).valueOrDefault("tz") == "local")
+        let help = Help.render(subcommandSpec, width: 1000)
+        #expect(help.contains("  -t, --timeout DURATION  how long to wait (default 5s)\n"))
+        #expect(help.contains("hours of history (default 72)\n"))
+    }
+
+    @Test("aliases are parsed as their option, shown in help as 'also', and an alias may stand for a value")
+    func aliases() throws {
+        let parsed = try parse(["export", "--from", "2h", "--to=1h", "--timezone", "UTC", "--ndjson"])
+        #expect(parsed.value("since") == "2h" && parsed.value("until") == "1h" && parsed.value("tz") == "UTC")
+        #expect(parsed.value("format") == "ndjson")
+        #expect(try parse(["export", "--timez", "UTC"]).value("tz") == "UTC", "an alias's unique prefix works")
+        #expect(throws: UsageError("option '--ndjson' takes no value")) { _ = try parse(["export", "--ndjson=x"]) }
+        let help = Help.render(subcommandSpec, width: 1000)
+        #expect(help.contains("the time zone (default local); also --timezone\n"))
+        #expect(help.contains("json or ndjson (default json); also --ndjson for --format ndjson\n"))
+        #expect(help.contains("from this time or this long ago; also --from\n"))
+    }
+
+    @Test("the suite's defaults as typed")
+    func defaultText() {
+        #expect(DefaultText.duration(milliseconds: 86_400_000) == "1d")
+        #expect(DefaultText.duration(milliseconds: 5000) == "5s")
+        #expect(DefaultText.duration(milliseconds: 1500) == "1500ms")
+        #expect(DefaultText.number(10) == "10" && DefaultText.number(2.5) == "2.5")
+    }
+}
+
 @Suite("time and sizes")
 struct TimeTests {
     // Expected values computed independently: `date -u -d @SECONDS +%FT%TZ`.

@@ -12,13 +12,18 @@ public struct UsageError: Error, Equatable, CustomStringConvertible {
 public struct ParsedOptions: Sendable {
     /// Values by long option name; a flag has one empty value per occurrence.
     public private(set) var values: [String: [String]] = [:]
-    /// Arguments that are not options (files, subcommands), in order.
-    public private(set) var operands: [String] = []
+    /// Arguments that are not options (files), in order; the subcommand's name is not among them.
+    public internal(set) var operands: [String] = []
+    /// The subcommand, for a tool that has them (resolved from the first operand, or the default).
+    public internal(set) var subcommand: String?
+    /// The option table parsed against, by long name: where defaults and ranges come from.
+    var table: [String: OptionSpec] = [:]
 
     /// Creates an empty result (or one with given values, for tests).
-    public init(values: [String: [String]] = [:], operands: [String] = []) {
+    public init(values: [String: [String]] = [:], operands: [String] = [], options: [OptionSpec] = []) {
         self.values = values
         self.operands = operands
+        for option in options { table[option.long] = option }
     }
 
     mutating func add(_ long: String, _ value: String) { values[long, default: []].append(value) }
@@ -28,6 +33,64 @@ public struct ParsedOptions: Sendable {
     public func has(_ long: String) -> Bool { values[long] != nil }
     /// The last value given for the option.
     public func value(_ long: String) -> String? { values[long]?.last }
+    /// The last value given, or the option table's default.
+    public func valueOrDefault(_ long: String) -> String? { values[long]?.last ?? table[long]?.defaultValue }
+
+    /// The table's default of an option the code reads with a typed accessor; a missing one is a bug in the table.
+    private func tableDefault(_ long: String) -> String {
+        guard let text = table[long]?.defaultValue else { preconditionFailure("--\(long) has no default in the option table") }
+        return text
+    }
+
+    /// An integer option within `range`; absent, the option table's default.
+    public func integer(_ long: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let fallback = Int(tableDefault(long)) else { preconditionFailure("--\(long)'s default is not a whole number") }
+        return try integer(long, default: fallback, in: range)
+    }
+
+    /// A number option within `range`; absent, the option table's default.
+    public func number(_ long: String, in range: ClosedRange<Double>) throws(UsageError) -> Double {
+        guard let fallback = Double(tableDefault(long)) else { preconditionFailure("--\(long)'s default is not a number") }
+        return try self.number(long, default: fallback, in: range)
+    }
+
+    /// One of the listed words; absent, the option table's default.
+    public func choice(_ long: String, of choices: [String]) throws(UsageError) -> String {
+        try choice(long, of: choices, default: tableDefault(long))
+    }
+
+    /// A duration option in milliseconds, within the table's range; absent, the table's default (nil when it has none).
+    public func duration(_ long: String) throws(UsageError) -> Int64? {
+        let given = value(long)
+        guard let text = given ?? table[long]?.defaultValue else { return nil }
+        let range = table[long]?.durationRange ?? 0...Int64.max
+        guard let ms = DurationText.parseMilliseconds(text) else {
+            throw UsageError("--\(long) wants a duration such as 500ms, 30s, 5m, 24h or 7d, not '\(text)'")
+        }
+        guard range.contains(ms) else {
+            let upper = range.upperBound >= Int64.max / 4 ? "" : " to \(DurationText.describe(milliseconds: range.upperBound))"
+            throw UsageError("--\(long) wants a duration from \(DurationText.describe(milliseconds: range.lowerBound))\(upper), not '\(text)'")
+        }
+        return ms
+    }
+
+    /// `--now`: an RFC 3339 time (or `now`, the clock) in milliseconds, or nil when absent.
+    public func now() throws(UsageError) -> Int64? {
+        guard let text = value("now") else { return nil }
+        if text == "now" { return Clock.wallMilliseconds() }
+        guard let time = Timestamp.parse(text) else {
+            throw UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, or 'now', not '\(text)'")
+        }
+        return time
+    }
+
+    /// A `WHEN` option: an RFC 3339 time, or a duration before `now` (`--since 2h`); nil when absent.
+    public func time(_ long: String, now: Int64) throws(UsageError) -> Int64? {
+        guard let text = value(long) else { return nil }
+        if let time = Timestamp.parse(text) { return time }
+        if let ago = DurationText.parseMilliseconds(text) { return now - ago }
+        throw UsageError("--\(long) wants an RFC 3339 time such as 2026-01-27T10:30:00Z or a duration ago such as 24h, not '\(text)'")
+    }
     /// Every value given for a repeatable option, in order.
     public func all(_ long: String) -> [String] { values[long] ?? [] }
 
@@ -86,18 +149,23 @@ private func formatPlain(_ value: Double) -> String {
 public enum ArgumentParser {
     /// Parses `arguments` (without the program name).
     public static func parse(_ arguments: [String], spec: CommandSpec) throws(UsageError) -> ParsedOptions {
-        var result = ParsedOptions()
         let options = spec.allOptions
+        var result = ParsedOptions(options: options)
         var index = 0
         var onlyOperands = false
-        func lookupLong(_ name: String) throws(UsageError) -> OptionSpec {
-            if let exact = options.first(where: { $0.long == name }) { return exact }
-            let prefixed = options.filter { $0.long.hasPrefix(name) }
-            if prefixed.count == 1 { return prefixed[0] }
-            if prefixed.count > 1 {
-                throw UsageError("option '--\(name)' is ambiguous: " + prefixed.map { "--\($0.long)" }.joined(separator: ", "))
+        // Every spelling: the long names, then the aliases (with the value an alias may stand for).
+        let spellings: [(name: String, option: OptionSpec, meaning: String?)] = options.map { ($0.long, $0, nil) }
+            + options.flatMap { option in option.aliases.map { ($0.name, option, $0.meaning) } }
+        func lookupLong(_ name: String) throws(UsageError) -> (option: OptionSpec, meaning: String?) {
+            if let exact = spellings.first(where: { $0.name == name }) { return (exact.option, exact.meaning) }
+            let prefixed = spellings.filter { $0.name.hasPrefix(name) }
+            if prefixed.count == 1 || (prefixed.count > 1 && prefixed.allSatisfy({ $0.option == prefixed[0].option && $0.meaning == prefixed[0].meaning })) {
+                return (prefixed[0].option, prefixed[0].meaning)
             }
-            let suggestion = closest(name, among: options.map(\.long)).map { " (did you mean '--\($0)'?)" } ?? ""
+            if prefixed.count > 1 {
+                throw UsageError("option '--\(name)' is ambiguous: " + prefixed.map { "--\($0.name)" }.joined(separator: ", "))
+            }
+            let suggestion = closest(name, among: spellings.map(\.name)).map { " (did you mean '--\($0)'?)" } ?? ""
             throw UsageError("unknown option '--\(name)'\(suggestion)")
         }
         func record(_ option: OptionSpec, _ value: String) throws(UsageError) {
@@ -127,8 +195,11 @@ public enum ArgumentParser {
                 } else {
                     name = String(body)
                 }
-                let option = try lookupLong(name)
-                if let placeholder = option.value {
+                let (option, meaning) = try lookupLong(name)
+                if let meaning {
+                    if inlineValue != nil { throw UsageError("option '--\(name)' takes no value") }
+                    try record(option, meaning)
+                } else if let placeholder = option.value {
                     if let inlineValue {
                         try record(option, inlineValue)
                     } else if index < arguments.count {
@@ -164,7 +235,41 @@ public enum ArgumentParser {
                 try record(option, "")
             }
         }
+        if !spec.subcommands.isEmpty {
+            try resolveSubcommand(&result, spec: spec, lenient: result.has("help") || result.has("version"))
+        }
         return result
+    }
+
+    /// Takes the subcommand from the first operand (or the default) and checks its options and operand count.
+    /// With `lenient` (for `--help`), only a first operand that names a subcommand is taken, and nothing is checked.
+    static func resolveSubcommand(_ result: inout ParsedOptions, spec: CommandSpec, lenient: Bool) throws(UsageError) {
+        let subcommand: SubcommandSpec
+        if let first = result.operands.first, let named = spec.subcommand(first) {
+            subcommand = named
+            result.operands.removeFirst()
+        } else if lenient {
+            return
+        } else if let name = spec.defaultSubcommand, let fallback = spec.subcommand(name) {
+            subcommand = fallback
+        } else if let first = result.operands.first {
+            let near = closest(first, among: spec.subcommands.map(\.name)).map { " (did you mean '\($0)'?)" } ?? ""
+            throw UsageError("unknown subcommand '\(first)'\(near)")
+        } else {
+            throw UsageError("name a subcommand: " + spec.subcommands.map(\.name).joined(separator: ", "))
+        }
+        result.subcommand = subcommand.name
+        if lenient { return }
+        for option in spec.options where result.has(option.long) && !spec.isGlobal(option.long) && !subcommand.options.contains(option.long) {
+            let owners = spec.subcommands.filter { $0.options.contains(option.long) }.map(\.name)
+            throw UsageError("--\(option.long) does not apply to \(subcommand.name); it applies to \(owners.joined(separator: ", "))")
+        }
+        let count = result.operands.count
+        if !subcommand.operands.contains(count) {
+            let wanted = subcommand.operandNames.isEmpty ? "no operands" : subcommand.operandNames
+            throw UsageError("\(subcommand.name) wants \(wanted)" + (count > subcommand.operands.upperBound
+                ? ", not '\(result.operands[subcommand.operands.upperBound])'" : ", not \(count == 0 ? "none" : "only \(count)")"))
+        }
     }
 
     /// The candidate nearest to `word` by edit distance, if it is plausibly a typo.

@@ -63,7 +63,7 @@ extension VitalsCommand {
         do {
             let options = try ArgumentParser.parse(arguments, spec: spec)
             if options.has("help") {
-                Streams.writeAll(streams.output, Help.render(spec))
+                Streams.writeAll(streams.output, Help.render(spec, subcommand: options.subcommand))
                 return .success
             }
             if options.has("version") {

@@ -1,7 +1,8 @@
 /// Renders `--help` from a `CommandSpec`.
 public enum Help {
-    /// The full help text, wrapped to `width` columns.
-    public static func render(_ spec: CommandSpec, width: Int = 80) -> String {
+    /// The full help text, wrapped to `width` columns; with a subcommand, that subcommand's help.
+    public static func render(_ spec: CommandSpec, subcommand: String? = nil, width: Int = 80) -> String {
+        if let name = subcommand, let sub = spec.subcommand(name) { return render(spec, sub, width: width) }
         var out = ""
         for (index, usage) in spec.usage.enumerated() {
             out += (index == 0 ? "Usage: " : "       ") + spec.name + (usage.isEmpty ? "" : " " + usage) + "\n"
@@ -12,18 +13,11 @@ public enum Help {
                 out += "\n" + wrap(String(paragraph), width: width, indent: 0) + "\n"
             }
         }
-        out += "\nOptions:\n"
-        let column = min(32, (spec.allOptions.map { $0.signature.count }.max() ?? 0) + 4)
-        for option in spec.allOptions {
-            let signature = "  " + option.signature
-            let helpText = wrap(option.help, width: width, indent: column)
-            if signature.count + 2 <= column {
-                out += signature + String(repeating: " ", count: column - signature.count)
-                    + helpText.dropFirst(column) + "\n"
-            } else {
-                out += signature + "\n" + helpText + "\n"
-            }
+        if !spec.subcommands.isEmpty {
+            out += "\nSubcommands (" + spec.name + " SUBCOMMAND --help for each):\n"
+            out += table(spec.subcommands.map { ($0.name + ($0.operandNames.isEmpty ? "" : " " + $0.operandNames), $0.summary) }, width: width)
         }
+        out += options(spec.allOptions, width: width)
         if !spec.examples.isEmpty {
             out += "\nExamples:\n"
             for example in spec.examples { out += "  " + example + "\n" }
@@ -36,6 +30,37 @@ public enum Help {
         }
         if !spec.seeAlso.isEmpty {
             out += "\nSee also: " + spec.seeAlso.joined(separator: ", ") + "\n"
+        }
+        return out
+    }
+
+    /// One subcommand's help: its usage, summary, and the options that apply to it.
+    static func render(_ spec: CommandSpec, _ sub: SubcommandSpec, width: Int) -> String {
+        var out = "Usage: \(spec.name) [OPTIONS] \(sub.name)" + (sub.operandNames.isEmpty ? "" : " " + sub.operandNames) + "\n"
+        out += "\n" + wrap(sub.summary, width: width, indent: 0) + "\n"
+        out += options(spec.options(for: sub), width: width)
+        out += "\nSee '\(spec.name) --help' for the exit statuses and examples.\n"
+        return out
+    }
+
+    /// The "Options:" section.
+    static func options(_ options: [OptionSpec], width: Int) -> String {
+        "\nOptions:\n" + table(options.map { ($0.signature, $0.fullHelp) }, width: width)
+    }
+
+    /// Two columns, the second wrapped: `  -c, --concurrency N   text`.
+    static func table(_ rows: [(String, String)], width: Int) -> String {
+        var out = ""
+        let column = min(32, (rows.map { $0.0.count }.max() ?? 0) + 4)
+        for (left, text) in rows {
+            let signature = "  " + left
+            let helpText = wrap(text, width: width, indent: column)
+            if signature.count + 2 <= column {
+                out += signature + String(repeating: " ", count: column - signature.count)
+                    + helpText.dropFirst(column) + "\n"
+            } else {
+                out += signature + "\n" + helpText + "\n"
+            }
         }
         return out
     }

@@ -1,3 +1,24 @@
+/// Another spelling of an option: `--timezone` for `--tz`, or `--ndjson` for `--format ndjson`.
+public struct OptionAlias: Sendable, Equatable, ExpressibleByStringLiteral {
+    /// The alias without dashes.
+    public let name: String
+    /// For an alias that stands for one value of the option (`--ndjson` = `--format ndjson`): that value.
+    /// Such an alias takes no value of its own.
+    public let meaning: String?
+
+    /// An alias for `name`, or a flag standing for `--option meaning`.
+    public init(_ name: String, meaning: String? = nil) {
+        self.name = name
+        self.meaning = meaning
+    }
+
+    /// A plain alias: `"timezone"`.
+    public init(stringLiteral name: String) { self.init(name) }
+
+    /// `--timezone`, or `--ndjson` as shown in help and man pages.
+    public var signature: String { "--\(name)" }
+}
+
 /// One command-line option: the single source for parsing, `--help` and the man-page test.
 public struct OptionSpec: Sendable, Equatable {
     /// The long name without dashes (`concurrency` for `--concurrency`).
@@ -6,18 +27,45 @@ public struct OptionSpec: Sendable, Equatable {
     public let short: Character?
     /// The placeholder of the option's value (`N`, `FILE`), or nil for a flag.
     public let value: String?
-    /// One line of help.
+    /// One line of help, without the default (help adds it from `defaultValue`).
     public let help: String
     /// Whether the option may be given more than once (values accumulate).
     public let repeatable: Bool
+    /// The value taken when the option is absent, as a user would type it; the typed accessors
+    /// of `ParsedOptions` read it, and help and the man-page test show it.
+    public let defaultValue: String?
+    /// Other accepted spellings (kept when the suite settled on one word).
+    public let aliases: [OptionAlias]
+    /// For a duration option: the accepted range in milliseconds.
+    public let durationRange: ClosedRange<Int64>?
 
     /// Creates an option.
-    public init(_ long: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, help: String) {
+    public init(_ long: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, default defaultValue: String? = nil,
+                aliases: [OptionAlias] = [], durationRange: ClosedRange<Int64>? = nil, help: String) {
         self.long = long
         self.short = short
         self.value = value
         self.help = help
         self.repeatable = repeatable
+        self.defaultValue = defaultValue
+        self.aliases = aliases
+        self.durationRange = durationRange
+    }
+
+    /// A duration option (`DURATION`) with a default and a range: a value outside it is a usage error naming the range.
+    public static func duration(_ long: String, short: Character? = nil, default defaultValue: String? = nil,
+                                range: ClosedRange<Int64> = 1...Int64.max / 4, aliases: [OptionAlias] = [], help: String) -> OptionSpec {
+        OptionSpec(long, short: short, value: "DURATION", default: defaultValue, aliases: aliases, durationRange: range, help: help)
+    }
+
+    /// `--now TIME`: the time taken as now, read by `ParsedOptions.now()`.
+    public static func now(_ help: String = "the time taken as now, RFC 3339 (default: the clock)") -> OptionSpec {
+        OptionSpec("now", value: "TIME", help: help)
+    }
+
+    /// A `WHEN` option: an RFC 3339 time or a duration ago (`--since 2h`), read by `ParsedOptions.time(_:now:)`.
+    public static func when(_ long: String, aliases: [OptionAlias] = [], help: String) -> OptionSpec {
+        OptionSpec(long, value: "WHEN", aliases: aliases, help: help)
     }
 
     /// `-c, --concurrency N` as shown in help.
@@ -28,13 +76,48 @@ public struct OptionSpec: Sendable, Equatable {
         return text
     }
 
+    /// The help line as printed: the help, the default and the aliases.
+    public var fullHelp: String {
+        var text = help
+        if let defaultValue { text += " (default \(defaultValue))" }
+        if !aliases.isEmpty {
+            text += "; also " + aliases.map { alias in
+                alias.meaning.map { "\(alias.signature) for --\(long) \($0)" } ?? alias.signature
+            }.joined(separator: ", ")
+        }
+        return text
+    }
+
     /// `--help`, present in every tool.
     public static let help = OptionSpec("help", short: "h", help: "print this help and exit")
     /// `--version`, present in every tool.
     public static let version = OptionSpec("version", short: "V", help: "print the version and exit")
 }
 
-/// The command-line interface of one tool (or one subcommand): drives parsing and help.
+/// One subcommand: its operands and the options that apply to it.
+public struct SubcommandSpec: Sendable, Equatable {
+    /// The word that names it (`history`).
+    public let name: String
+    /// How many operands it takes.
+    public let operands: ClosedRange<Int>
+    /// The operands as shown in usage and messages (`ID`, `A B`, `[FILE...]`).
+    public let operandNames: String
+    /// One line saying what it does.
+    public let summary: String
+    /// The long names of the tool's options that apply to it; options named by no subcommand apply to all.
+    public let options: Set<String>
+
+    /// Creates a subcommand.
+    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", options: Set<String> = [], summary: String) {
+        self.name = name
+        self.operands = operands
+        self.operandNames = operandNames
+        self.summary = summary
+        self.options = options
+    }
+}
+
+/// The command-line interface of one tool: drives parsing and help.
 public struct CommandSpec: Sendable {
     /// The tool name, as typed (`probe-http`).
     public let name: String
@@ -46,6 +129,10 @@ public struct CommandSpec: Sendable {
     public let description: String
     /// The tool's own options; `--help` and `--version` are added by `allOptions`.
     public let options: [OptionSpec]
+    /// The subcommands, if the tool has them: the first operand names one.
+    public let subcommands: [SubcommandSpec]
+    /// The subcommand run when the first operand names none (store-samples' ingest), if any.
+    public let defaultSubcommand: String?
     /// Example command lines for `--help` (the man page carries the same ones, run by a test).
     public let examples: [String]
     /// The exit statuses that apply, with their meaning for this tool.
@@ -55,12 +142,15 @@ public struct CommandSpec: Sendable {
 
     /// Creates a command description.
     public init(name: String, summary: String, usage: [String], description: String, options: [OptionSpec],
+                subcommands: [SubcommandSpec] = [], defaultSubcommand: String? = nil,
                 examples: [String] = [], exitStatuses: [(ExitStatus, String)], seeAlso: [String] = []) {
         self.name = name
         self.summary = summary
         self.usage = usage
         self.description = description
         self.options = options
+        self.subcommands = subcommands
+        self.defaultSubcommand = defaultSubcommand
         self.examples = examples
         self.exitStatuses = exitStatuses
         self.seeAlso = seeAlso
@@ -68,4 +158,32 @@ public struct CommandSpec: Sendable {
 
     /// The tool's options plus `--help` and `--version`.
     public var allOptions: [OptionSpec] { options + [.help, .version] }
+
+    /// The subcommand named `name`, if any.
+    public func subcommand(_ name: String) -> SubcommandSpec? { subcommands.first { $0.name == name } }
+
+    /// Whether an option applies to every subcommand (no subcommand lists it).
+    public func isGlobal(_ long: String) -> Bool { !subcommands.contains { $0.options.contains(long) } }
+
+    /// The options that apply to a subcommand: its own and the global ones, in table order.
+    public func options(for subcommand: SubcommandSpec) -> [OptionSpec] {
+        allOptions.filter { isGlobal($0.long) || subcommand.options.contains($0.long) }
+    }
+}
+
+/// Defaults written as a user would type them, for option tables whose defaults live in a settings type.
+public enum DefaultText {
+    /// `10`, `2.5`: a number without a trailing `.0`.
+    public static func number(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+
+    /// `1d`, `5s`, `250ms`: a duration in the largest unit that divides it exactly.
+    public static func duration(milliseconds: Int64) -> String {
+        for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1000)]
+        where milliseconds >= size && milliseconds % size == 0 {
+            return "\(milliseconds / size)\(unit)"
+        }
+        return "\(milliseconds)ms"
+    }
 }
