@@ -3,19 +3,6 @@ import VitalsKit
 
 /// `store-samples`: keep samples in SQLite and answer OnlineTracker's views of them.
 public enum StoreSamplesCommand: VitalsCommand {
-    /// The subcommands, with the options each accepts (beyond --db, --help, --version).
-    static let subcommands: [(name: String, operands: String, options: Set<String>)] = [
-        ("ingest", "[FILE...]", ["quiet", "keep-per-monitor", "keep-days", "now"]),
-        ("overview", "", ["now"]),
-        ("monitors", "", ["ndjson"]),
-        ("monitor", "ID", []),
-        ("history", "ID", ["hours", "now", "ndjson"]),
-        ("results", "ID", ["hours", "page", "per-page", "now"]),
-        ("agents", "[approve|reject ID]", ["ndjson"]),
-        ("stats", "", ["since", "now"]),
-        ("export", "", ["since", "until", "monitor", "format", "now"]),
-    ]
-
     /// The option table.
     public static let spec = CommandSpec(
         name: "store-samples",
@@ -32,17 +19,30 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("db", short: "d", value: "PATH", help: "the database file (default $VITALS_DB, else vitals.db)"),
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
-            OptionSpec("keep-days", value: "DAYS", help: "ingest: keep samples for DAYS days; 0 keeps them forever (default 400)"),
-            OptionSpec("now", value: "TIME", help: "the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 (default: the clock)"),
+            OptionSpec("keep-days", value: "DAYS", default: "400", help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
+            .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
             OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
-            OptionSpec("page", value: "P", help: "results: the page, from 1 (default 1)"),
-            OptionSpec("per-page", value: "N", help: "results: checks per page, at most 100 (default 25)"),
-            OptionSpec("ndjson", help: "monitors, history, agents: one JSON object per line instead of one array"),
-            OptionSpec("since", value: "WHEN", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
-            OptionSpec("until", value: "WHEN", help: "export: before this time or this long ago (default: no end)"),
+            OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
+            OptionSpec("per-page", value: "N", default: "25", help: "results: checks per page, at most 100"),
+            .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
+            .when("until", help: "export: before this time or this long ago (default: no end)"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export: only this monitor (integer or monitor id)"),
-            OptionSpec("format", short: "f", value: "FORMAT", help: "export: ndjson (the samples as stored, default) or csv"),
+            OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
+                       help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
         ],
+        subcommands: [
+            SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]", options: ["quiet", "keep-per-monitor", "keep-days"],
+                           summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
+            SubcommandSpec("overview", summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
+            SubcommandSpec("monitors", options: ["format"], summary: "the monitors stored"),
+            SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
+            SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
+            SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
+            SubcommandSpec("agents", operands: 0...2, "[approve|reject ID]", options: ["format"], summary: "the agents that sent samples; approve or reject one"),
+            SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
+            SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
+        ],
+        defaultSubcommand: "ingest",
         examples: [
             "probe-http targets.ndjson | store-samples --db vitals.db | jq -c 'select(.status != \"up\")'",
             "store-samples --db vitals.db overview",
@@ -61,28 +61,16 @@ public enum StoreSamplesCommand: VitalsCommand {
 
     /// Runs store-samples.
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
-        var operands = options.operands
-        var subcommand = "ingest"
-        if let first = operands.first, subcommands.contains(where: { $0.name == first }) {
-            subcommand = first
-            operands.removeFirst()
-        }
-        let allowed = subcommands.first { $0.name == subcommand }!.options
-        for option in spec.options.map(\.long) where option != "db" && option != "now" && options.has(option) && !allowed.contains(option) {
-            throw UsageError("--\(option) does not apply to \(subcommand)")
-        }
+        let operands = options.operands
+        let subcommand = options.subcommand ?? "ingest"
         let path = options.value("db") ?? context.environment["VITALS_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "vitals.db"
-        var now = Clock.wallMilliseconds()
-        if let text = options.value("now") {
-            guard let parsed = Timestamp.parse(text) else { throw UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, not '\(text)'") }
-            now = parsed
-        }
-        let fixedNow = now
-        let clock: () -> Int64 = options.has("now") ? { fixedNow } : { Clock.wallMilliseconds() }
+        let fixedNow = try options.now()
+        let now = fixedNow ?? Clock.wallMilliseconds()
+        let clock: () -> Int64 = fixedNow.map { fixed in { fixed } } ?? { Clock.wallMilliseconds() }
 
         if subcommand == "ingest" {
             let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
-            let keepDays = try options.integer("keep-days", default: 400, in: 0...100_000)
+            let keepDays = try options.integer("keep-days", in: 0...100_000)
             let store = try SQLiteSampleStore(path: path, create: true)
             let ingester = Ingester(store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
                                     output: context.output, passThrough: !options.has("quiet"),
@@ -98,13 +86,11 @@ public enum StoreSamplesCommand: VitalsCommand {
             return context.diagnostics.errorCount > 0 ? .failure : .success
         }
 
-        func oneOperand(_ what: String) throws -> String {
-            guard operands.count == 1 else { throw UsageError("\(subcommand) wants one \(what)") }
-            return operands[0]
-        }
-        func noOperands() throws {
-            if !operands.isEmpty { throw UsageError("\(subcommand) takes no operands, not '\(operands[0])'") }
-        }
+        // Every option is checked before the database is opened: a usage error is 64 whatever the database.
+        let ndjson = try options.choice("format", of: subcommand == "export" ? ["ndjson", "csv"] : ["json", "ndjson"],
+                                        default: subcommand == "export" ? "ndjson" : "json") == "ndjson"
+        let since = try options.time("since", now: now) ?? Int64.min / 2
+        let until = try options.time("until", now: now) ?? Int64.max / 2
         let store = try SQLiteSampleStore(path: path, create: false)
         let views = Views(store: store, now: now)
         func findMonitor(_ key: String) throws -> MonitorRecord {
@@ -113,7 +99,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         }
         let writer = context.output
         func emitList(_ items: [JSONValue]) throws {
-            if options.has("ndjson") {
+            if ndjson {
                 for item in items { try writer.write(item.encoded()) }
             } else {
                 try writer.write(JSONValue.array(items).encoded())
@@ -122,27 +108,24 @@ public enum StoreSamplesCommand: VitalsCommand {
 
         switch subcommand {
         case "overview":
-            try noOperands()
             try writer.write(try views.overview().encoded())
         case "monitors":
-            try noOperands()
             try emitList(try views.monitors())
         case "monitor":
-            try writer.write(try views.monitor(try findMonitor(try oneOperand("monitor ID"))).encoded())
+            try writer.write(try views.monitor(try findMonitor(operands[0])).encoded())
         case "history":
-            let record = try findMonitor(try oneOperand("monitor ID"))
+            let record = try findMonitor(operands[0])
             let hours = try options.integer("hours", default: 72, in: 1...8760)
-            let ndjson = options.has("ndjson")
             var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
             out.reserveCapacity(1 << 16)
             try views.history(record, hours: hours, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
             if !ndjson { out.append(UInt8(ascii: "]")) }
             if !(ndjson && out.isEmpty) { try writer.write(out) }
         case "results":
-            let record = try findMonitor(try oneOperand("monitor ID"))
+            let record = try findMonitor(operands[0])
             let hours = try options.integer("hours", default: 24, in: 1...8760 * 10)
-            let page = try options.integer("page", default: 1, in: 1...Int(Int32.max))
-            let perPage = try options.integer("per-page", default: 25, in: 1...100)
+            let page = try options.integer("page", in: 1...Int(Int32.max))
+            let perPage = try options.integer("per-page", in: 1...100)
             try writer.write(try views.results(record, hours: hours, page: page, perPage: perPage).encoded())
         case "agents":
             if operands.isEmpty {
@@ -156,33 +139,21 @@ public enum StoreSamplesCommand: VitalsCommand {
                 try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[1]) })
             }
         case "stats":
-            try noOperands()
-            try writer.write(try views.stats(from: try when("since", now: now) ?? Int64.min / 2).encoded())
+            try writer.write(try views.stats(from: since).encoded())
         case "export":
-            try noOperands()
-            let from = try when("since", now: now) ?? Int64.min / 2
-            let until = try when("until", now: now) ?? Int64.max / 2
-            let format = try options.choice("format", of: ["ndjson", "csv"], default: "ndjson")
             let monitorID = try options.value("monitor").map { try findMonitor($0).id }
-            if format == "csv" {
+            if !ndjson {
                 try writer.write(CSVExport.header)
-                try store.export(from: from, until: until, monitorID: monitorID) { record in
+                try store.export(from: since, until: until, monitorID: monitorID) { record in
                     try writer.write(CSVExport.row(record))
                 }
             } else {
-                try store.export(from: from, until: until, monitorID: monitorID) { try writer.write(UnsafeRawBufferPointer($0)) }
+                try store.export(from: since, until: until, monitorID: monitorID) { try writer.write(UnsafeRawBufferPointer($0)) }
             }
         default:
             throw UsageError("unknown subcommand \(subcommand)")
         }
         return .success
-
-        func when(_ option: String, now: Int64) throws -> Int64? {
-            guard let text = options.value(option) else { return nil }
-            if let time = Timestamp.parse(text) { return time }
-            if let ago = DurationText.parseMilliseconds(text) { return now - ago }
-            throw UsageError("--\(option) wants an RFC 3339 time or a duration such as 24h, not '\(text)'")
-        }
     }
 }
 

@@ -1,0 +1,48 @@
+import Foundation
+import VitalsKit
+
+/// `samples` and `disappeared`: querying the archived samples.
+extension Run {
+    func samples() throws -> VitalsKit.ExitStatus {
+        guard let type = options.value("type"), !type.isEmpty else { throw UsageError("samples wants --type TYPE") }
+        let format = try outputFormat(["ndjson", "csv"])
+        let time = now()
+        let from = try options.time("since", now: time) ?? Int64.min / 2
+        let to = try options.time("until", now: time) ?? Int64.max / 2
+        let offset = try options.integer("offset", in: 0...Int(Int32.max))
+        let limit = try options.integer("limit", in: 1...1_000_000)
+        let archive = try Archive(path: path, create: false)
+        if format == "csv" { try writer.write(Records.csvColumns.joined(separator: ",")) }
+        var detail = JSONObject([
+            JSONField("type_identifier", .string(type)), JSONField("from", options.has("since") ? Records.time(from) : .null),
+            JSONField("to", options.has("until") ? Records.time(to) : .null), JSONField("offset", .integer(offset)),
+            JSONField("limit", .integer(limit)),
+        ])
+        // The access is logged with what it returned (Health Sync's audit log).
+        let returned = try archive.samples(type: type, from: from, to: to, offset: offset, limit: limit) { sample in
+            if format == "csv" { try writer.write(Records.csvRow(sample)) } else { try write(Records.sample(sample)) }
+        }
+        detail["returned"] = .integer(returned)
+        _ = try archive.withLoggedChange("samples", snapshotIDs: [], at: now(), diagnostics: context.diagnostics) { ((), detail) }
+        return context.diagnostics.errorCount > 0 ? .failure : .success
+    }
+
+    func disappeared(_ first: String, _ second: String) throws -> VitalsKit.ExitStatus {
+        let format = try outputFormat(["ndjson", "csv"])
+        let archive = try Archive(path: path, create: false)
+        let a = try archive.resolve(first)
+        let b = try archive.resolve(second)
+        guard a.seq < b.seq else { throw ToolError("disappeared wants the older snapshot first (\(a.id) is not older than \(b.id))") }
+        for snapshot in [a, b] where !snapshot.samplesArchived {
+            throw ToolError("snapshot \(snapshot.id) was taken with --no-samples: its samples are not in the archive")
+        }
+        if format == "csv" { try writer.write(Records.csvColumns.joined(separator: ",")) }
+        let returned = try archive.disappeared(from: a.seq, to: b.seq) { sample in
+            if format == "csv" { try writer.write(Records.csvRow(sample)) } else { try write(Records.sample(sample)) }
+        }
+        let detail = JSONObject([JSONField("from_snapshot_id", .string(a.id)), JSONField("to_snapshot_id", .string(b.id)),
+                                 JSONField("returned", .integer(returned))])
+        _ = try archive.withLoggedChange("disappeared", snapshotIDs: [a.id, b.id], at: now(), diagnostics: context.diagnostics) { ((), detail) }
+        return context.diagnostics.errorCount > 0 ? .failure : .success
+    }
+}
