@@ -15,14 +15,15 @@ public enum DetectAnomalyCommand: VitalsCommand {
         untouched. See detect-anomaly(1) for every rule, vitals-records(7) for the records.
         """,
         options: [
-            OptionSpec("detector", short: "d", value: "NAME", help: "robust (default: sustained shifts and drifts, seasonal), mad (robust point rule) or seed (isitup's AnomalyDetector, exactly)"),
-            OptionSpec("field", short: "f", value: "NAME", help: "the numeric sample field judged (default latency_ms)"),
-            OptionSpec("direction", value: "SIDE", help: "which side is bad: high (default), low (for speeds) or both"),
-            OptionSpec("window", short: "w", value: "N", help: "points kept per monitor, the current one included (default 50)"),
-            OptionSpec("min-samples", value: "N", help: "points needed, the current one included, before a verdict other than unknown (default 10)"),
-            OptionSpec("threshold", short: "t", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7)"),
+            OptionSpec("detector", value: "NAME", default: DetectorKind.robust.rawValue,
+                       help: "robust (sustained shifts and drifts, seasonal), mad (robust point rule) or seed (isitup's AnomalyDetector, exactly)"),
+            OptionSpec("field", value: "NAME", default: DetectorSettings(detector: .robust).field, help: "the numeric sample field judged"),
+            OptionSpec("direction", value: "SIDE", default: Direction.high.rawValue, help: "which side is bad: high, low (for speeds) or both"),
+            OptionSpec("window", value: "N", default: "50", help: "points kept per monitor, the current one included"),
+            OptionSpec("min-samples", value: "N", default: "10", help: "points needed, the current one included, before a verdict other than unknown"),
+            OptionSpec("threshold", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7)"),
             OptionSpec("state", value: "FILE", help: "load the monitors' windows from FILE at the start and save them there at the end"),
-            OptionSpec("checkpoint", value: "DURATION", help: "with --state, also save the state this often during a long run"),
+            .duration("checkpoint", help: "with --state, also save the state this often during a long run"),
             OptionSpec("keep-status", help: "never change status, reason or message; only add the anomaly object"),
             OptionSpec("exit-status", short: "e", help: "exit 1 when any sample was degrading"),
             OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
@@ -59,7 +60,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
 
     /// Validates the raw options.
     static func configure(_ options: ParsedOptions) throws(UsageError) -> Configuration {
-        let detectorName = try options.choice("detector", of: DetectorKind.allCases.map(\.rawValue), default: DetectorKind.robust.rawValue)
+        let detectorName = try options.choice("detector", of: DetectorKind.allCases.map(\.rawValue))
         var settings = DetectorSettings(detector: DetectorKind(rawValue: detectorName) ?? .robust)
         if let field = options.value("field") {
             guard !field.isEmpty else { throw UsageError("--field wants a field name") }
@@ -68,10 +69,10 @@ public enum DetectAnomalyCommand: VitalsCommand {
             }
             settings.field = field
         }
-        let direction = try options.choice("direction", of: Direction.allCases.map(\.rawValue), default: Direction.high.rawValue)
+        let direction = try options.choice("direction", of: Direction.allCases.map(\.rawValue))
         settings.direction = Direction(rawValue: direction) ?? .high
-        settings.window = try options.integer("window", default: 50, in: 2...100_000)
-        settings.minSamples = try options.integer("min-samples", default: 10, in: 2...100_000)
+        settings.window = try options.integer("window", in: 2...100_000)
+        settings.minSamples = try options.integer("min-samples", in: 2...100_000)
         guard settings.minSamples <= settings.window else {
             throw UsageError("--min-samples (\(settings.minSamples)) must not be more than --window (\(settings.window)): no verdict could ever be reached")
         }
@@ -83,10 +84,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         if configuration.statePath?.isEmpty == true { throw UsageError("--state wants a file name") }
         if options.has("checkpoint") {
             guard configuration.statePath != nil else { throw UsageError("--checkpoint only applies with --state") }
-            guard let interval = try options.duration("checkpoint", default: nil), interval > 0 else {
-                throw UsageError("--checkpoint must be more than 0")
-            }
-            configuration.checkpointMs = interval
+            configuration.checkpointMs = try options.duration("checkpoint")
         }
         configuration.keepStatus = options.has("keep-status")
         configuration.exitStatus = options.has("exit-status")

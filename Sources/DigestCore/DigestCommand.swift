@@ -20,15 +20,15 @@ public enum DigestCommand: VitalsCommand {
         See digest(1) for every rule and vitals-records(7) for the digest record.
         """,
         options: [
-            OptionSpec("format", short: "f", value: "FORMAT", help: "text (default), markdown, html, json or prompt"),
-            OptionSpec("window", short: "w", value: "DURATION", help: "how far back the digest looks from its end (default 24h)"),
-            OptionSpec("now", value: "TIME", help: "end the window at TIME (RFC 3339, or 'now') instead of at the newest sample"),
-            OptionSpec("bucket", short: "b", value: "DURATION", help: "outages beginning in the same bucket this wide are correlated (default 5m)"),
-            OptionSpec("max-services", short: "n", value: "N", help: "list at most N services, worst first, and summarize the rest in one line (default 20; 0: all)"),
-            OptionSpec("trend-samples", value: "N", help: "compare the newest N latencies with the N before them for the trend (default 10)"),
-            OptionSpec("tz", value: "ZONE", help: "write times and decide 'today' in ZONE: local (default), UTC, +HH:MM or a zone name"),
+            OptionSpec("format", short: "f", value: "FORMAT", default: "text", help: "text, markdown, html, json or prompt"),
+            .duration("window", default: "24h", range: 1...366 * 86_400_000, help: "how far back the digest looks from its end"),
+            .now("end the window at TIME (RFC 3339, or 'now') instead of at the newest sample"),
+            .duration("bucket", short: "b", default: "5m", range: 1...86_400_000, help: "outages beginning in the same bucket this wide are correlated"),
+            OptionSpec("max-services", value: "N", default: "20", help: "list at most N services, worst first, and summarize the rest in one line (0: all)"),
+            OptionSpec("trend-samples", value: "N", default: "10", help: "compare the newest N latencies with the N before them for the trend"),
+            OptionSpec("tz", value: "ZONE", default: "local", aliases: ["timezone"], help: "write times and decide 'today' in ZONE: local, UTC, +HH:MM or a zone name"),
             OptionSpec("llm-command", value: "CMD", help: "with --format text, pipe the prompt to CMD (split into words, no shell) and print its answer"),
-            OptionSpec("llm-timeout", value: "DURATION", help: "give --llm-command this long before falling back to the built-in text (default 60s)"),
+            .duration("llm-timeout", default: "60s", range: 1...86_400_000, help: "give --llm-command this long before falling back to the built-in text"),
             OptionSpec("cache", value: "FILE", help: "print the digest made today with the same options from FILE, or make one and keep it there"),
             OptionSpec("force", help: "with --cache, make the digest again even if one was made today"),
         ],
@@ -53,32 +53,15 @@ public enum DigestCommand: VitalsCommand {
 
     /// Runs digest.
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> ExitStatus {
-        let format = try options.choice("format", of: formats, default: "text")
-        guard let window = try options.duration("window", default: 86_400_000), window > 0 else {
-            throw UsageError("--window must be more than 0")
-        }
-        guard let bucket = try options.duration("bucket", default: 300_000), bucket > 0 else {
-            throw UsageError("--bucket must be more than 0")
-        }
-        let maxServices = try options.integer("max-services", default: 20, in: 0...1_000_000)
-        let trendSamples = try options.integer("trend-samples", default: 10, in: 1...10_000)
-        var now: Int64?
-        if let text = options.value("now") {
-            if text == "now" {
-                now = Clock.wallMilliseconds()
-            } else {
-                guard let parsed = Timestamp.parse(text) else {
-                    throw UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, or 'now', not '\(text)'")
-                }
-                now = parsed
-            }
-        }
-        var zone = Zone.local
-        if let text = options.value("tz") {
-            guard let parsed = Zone.parse(text) else {
-                throw UsageError("--tz wants local, UTC, an offset such as +02:00, or a zone name such as Europe/Paris, not '\(text)'")
-            }
-            zone = parsed
+        let format = try options.choice("format", of: formats)
+        let window = try options.duration("window")!
+        let bucket = try options.duration("bucket")!
+        let maxServices = try options.integer("max-services", in: 0...1_000_000)
+        let trendSamples = try options.integer("trend-samples", in: 1...10_000)
+        let now = try options.now()
+        let zoneText = options.valueOrDefault("tz") ?? "local"
+        guard let zone = Zone.parse(zoneText) else {
+            throw UsageError("--tz wants local, UTC, an offset such as +02:00, or a zone name such as Europe/Paris, not '\(zoneText)'")
         }
         var llmWords: [String]?
         if let command = options.value("llm-command") {
@@ -87,9 +70,7 @@ public enum DigestCommand: VitalsCommand {
             guard !words.isEmpty else { throw UsageError("--llm-command is empty") }
             llmWords = words
         }
-        guard let llmTimeout = try options.duration("llm-timeout", default: 60_000), llmTimeout > 0 else {
-            throw UsageError("--llm-timeout must be more than 0")
-        }
+        let llmTimeout = try options.duration("llm-timeout")!
         if options.has("force") && !options.has("cache") { throw UsageError("--force only applies with --cache") }
 
         // The daily cache: a digest made today with the same options is printed as it is.

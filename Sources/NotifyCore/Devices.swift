@@ -15,7 +15,7 @@ enum DevicesCommand {
         case "add", "register":
             guard arguments.count == 1 else { throw UsageError("devices add wants one TOKEN") }
             let token = try normalized(arguments[0])
-            let platform = options.value("platform") ?? "ios"
+            let platform = options.valueOrDefault("platform") ?? "ios"
             guard !platform.isEmpty else { throw UsageError("--platform must not be empty") }
             var id: Int
             if let index = state.devices.firstIndex(where: { $0.token == token }) {

@@ -19,24 +19,24 @@ public enum NotifyCommand: VitalsCommand {
         See notify(1) for the channel URLs and vitals-records(7) for the record.
         """,
         options: [
-            OptionSpec("to", short: "t", value: "URL", repeatable: true, help: "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"),
-            OptionSpec("config", short: "c", value: "FILE", repeatable: true, help: "read channels from FILE, one [TAG,...=]URL a line"),
+            OptionSpec("to", value: "URL", repeatable: true, help: "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"),
+            OptionSpec("config", value: "FILE", repeatable: true, help: "read channels from FILE, one [TAG,...=]URL a line"),
             OptionSpec("tag", value: "TAG", repeatable: true, help: "use only the configured channels with this tag; repeatable"),
             OptionSpec("state", value: "FILE", help: "keep monitors, cooldowns, pending deliveries, push tokens and devices in FILE (JSON, mode 0600; default: none, every run starts afresh)"),
-            OptionSpec("cooldown", value: "DURATION", help: "quiet time per key and channel after a notification (default 60s)"),
-            OptionSpec("group-min", value: "N", help: "monitors newly impacted in one round that make one grouped notification (default 2; 0 never groups)"),
-            OptionSpec("group-wait", value: "DURATION", help: "the length of a round, by the samples' times, and the pause in input that ends one (default 2s)"),
-            OptionSpec("failure-threshold", value: "N", help: "consecutive failing samples before a monitor is down (default 1)"),
-            OptionSpec("success-threshold", value: "N", help: "consecutive better samples before a monitor is recovered (default 1)"),
-            OptionSpec("repeat-interval", value: "DURATION", help: "re-send a still-open outage this often (default: never)"),
+            .duration("cooldown", default: "60s", range: 0...Int64.max / 4, help: "quiet time per key and channel after a notification"),
+            OptionSpec("group-min", value: "N", default: "2", help: "monitors newly impacted in one round that make one grouped notification (0 never groups)"),
+            .duration("group-wait", default: "2s", range: 1...86_400_000, help: "the length of a round, by the samples' times, and the pause in input that ends one"),
+            OptionSpec("failure-threshold", value: "N", default: "1", help: "consecutive failing samples before a monitor is down"),
+            OptionSpec("success-threshold", value: "N", default: "1", help: "consecutive better samples before a monitor is recovered"),
+            .duration("repeat-interval", help: "re-send a still-open outage this often (default: never)"),
             OptionSpec("notify-initial", help: "notify a monitor's first sample when it is not up (default: it is the baseline)"),
             OptionSpec("mute", value: "SPEC", repeatable: true, help: "mute MONITOR[,MONITOR...]@START/DURATION (a maintenance window); repeatable"),
             OptionSpec("mute-file", value: "FILE", help: "read mutes from FILE, one SPEC a line"),
-            OptionSpec("dry-run", short: "n", help: "decide and print notifications; deliver nothing and change no state"),
-            OptionSpec("deliver-timeout", value: "DURATION", help: "time for deliveries and their retries in a run (or a burst of input); the rest stays pending (default 30s)"),
-            OptionSpec("give-up-after", value: "DURATION", help: "a delivery still refused this long after its first attempt fails for good (default 24h)"),
-            OptionSpec("now", value: "TIME", help: "the wall-clock time taken as now for backoff, give-up and push-token ages, RFC 3339 (default: the clock)"),
-            OptionSpec("platform", value: "NAME", help: "devices add: the device's platform (default ios)"),
+            OptionSpec("dry-run", help: "decide and print notifications; deliver nothing and change no state"),
+            .duration("deliver-timeout", default: "30s", help: "time for deliveries and their retries in a run (or a burst of input); the rest stays pending"),
+            .duration("give-up-after", default: "24h", range: 0...Int64.max / 4, help: "a delivery still refused this long after its first attempt fails for good"),
+            .now("the wall-clock time taken as now for backoff, give-up and push-token ages, RFC 3339 or 'now' (default: the clock)"),
+            OptionSpec("platform", value: "NAME", default: "ios", help: "devices add: the device's platform"),
             OptionSpec("app-version", value: "VERSION", help: "devices add: the app version the device runs"),
             OptionSpec("exit-status", short: "e", help: "exit 1 when something was notified"),
             OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
@@ -60,11 +60,7 @@ public enum NotifyCommand: VitalsCommand {
 
     /// Runs notify.
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
-        var now: Int64?
-        if let text = options.value("now") {
-            guard let parsed = Timestamp.parse(text) else { throw UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, not '\(text)'") }
-            now = parsed
-        }
+        let now = try options.now()
         let started = Clock.monotonicMilliseconds()
         let fixedNow = now
         let wallClock: () -> Int64 = fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
@@ -78,9 +74,8 @@ public enum NotifyCommand: VitalsCommand {
         let policy = try readPolicy(options)
         let dryRun = options.has("dry-run")
         let channels = try readChannels(options, context)
-        let budget = try options.duration("deliver-timeout", default: 30_000)!
-        guard budget > 0 else { throw UsageError("--deliver-timeout must be more than 0") }
-        let giveUp = try options.duration("give-up-after", default: 86_400_000)!
+        let budget = try options.duration("deliver-timeout")!
+        let giveUp = try options.duration("give-up-after")!
 
         let stateFile = try options.value("state").map { try StateFile(path: $0, lock: !dryRun) }
         let loaded = try stateFile?.load() ?? NotifyState()
@@ -131,17 +126,13 @@ public enum NotifyCommand: VitalsCommand {
 
     static func readPolicy(_ options: ParsedOptions) throws -> Policy {
         var policy = Policy()
-        policy.cooldownMs = try options.duration("cooldown", default: 60_000)!
-        policy.groupMin = try options.integer("group-min", default: 2, in: 0...1_000_000)
+        policy.cooldownMs = try options.duration("cooldown")!
+        policy.groupMin = try options.integer("group-min", in: 0...1_000_000)
         if policy.groupMin == 0 { policy.groupMin = Int.max }
-        policy.groupWaitMs = try options.duration("group-wait", default: 2_000)!
-        guard policy.groupWaitMs > 0 else { throw UsageError("--group-wait must be more than 0") }
-        policy.failureThreshold = try options.integer("failure-threshold", default: 1, in: 1...100_000)
-        policy.successThreshold = try options.integer("success-threshold", default: 1, in: 1...100_000)
-        if let repeatMs = try options.duration("repeat-interval", default: nil) {
-            guard repeatMs > 0 else { throw UsageError("--repeat-interval must be more than 0") }
-            policy.repeatIntervalMs = repeatMs
-        }
+        policy.groupWaitMs = try options.duration("group-wait")!
+        policy.failureThreshold = try options.integer("failure-threshold", in: 1...100_000)
+        policy.successThreshold = try options.integer("success-threshold", in: 1...100_000)
+        if let repeatMs = try options.duration("repeat-interval") { policy.repeatIntervalMs = repeatMs }
         policy.notifyInitial = options.has("notify-initial")
         var specs = options.all("mute").map { ($0, "--mute") }
         if let path = options.value("mute-file") {

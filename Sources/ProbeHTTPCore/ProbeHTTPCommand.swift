@@ -20,14 +20,15 @@ public enum ProbeHTTPCommand: VitalsCommand {
         type it left by, and with --speed-url measure the download speed; one sample.
         """,
         options: ProbeRunOptions.limitOptions(noun: "probes", concurrency: 256, short: "c") + [
-            OptionSpec("timeout", short: "t", value: "DURATION", help: "time budget of each probe when the target sets no timeout_seconds (default 5s)"),
+            .duration("timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(TargetDefaults().timeoutMs)), range: 1...3_600_000,
+                      help: "time budget of each probe when the target sets no timeout_seconds"),
             OptionSpec("ok-ms", value: "MS", help: "latency above which a sample is degraded, for targets without http_ok_threshold_ms (default: none)"),
             OptionSpec("degraded-ms", value: "MS", help: "latency above which a sample is down, for targets without http_degraded_threshold_ms (default: none)"),
-            OptionSpec("ssl-ok-days", value: "DAYS", help: "certificate days left at or above which TLS is fine (default 30)"),
-            OptionSpec("ssl-warning-days", value: "DAYS", help: "certificate days left below which the target is down (default 14)"),
-            OptionSpec("ip", value: "FAMILY", help: "address family for targets without 'ip': 4, 6, both (one sample each) or any (default any)"),
-            OptionSpec("max-redirects", value: "N", help: "redirects followed for targets without max_redirects (default 5)"),
-            OptionSpec("max-body", value: "SIZE", help: "body bytes read at most for content and hash checks (default 1M)"),
+            OptionSpec("ssl-ok-days", value: "DAYS", default: String(TargetDefaults().sslOkDays), help: "certificate days left at or above which TLS is fine"),
+            OptionSpec("ssl-warning-days", value: "DAYS", default: String(TargetDefaults().sslWarningDays), help: "certificate days left below which the target is down"),
+            OptionSpec("ip", value: "FAMILY", default: "any", help: "address family for targets without 'ip': 4, 6, both (one sample each) or any"),
+            OptionSpec("max-redirects", value: "N", default: String(TargetDefaults().maxRedirects), help: "redirects followed for targets without max_redirects"),
+            OptionSpec("max-body", value: "SIZE", default: "1M", help: "body bytes read at most for content and hash checks"),
             OptionSpec("speed-test", help: "download speed_test_bytes (default 512000) from every target and report speed_mbps"),
             OptionSpec("speed-test-bytes", value: "SIZE", help: "bytes to download in a speed test; implies --speed-test"),
             OptionSpec("connectivity", help: "check whether this machine is online (the operand is the success page URL); one sample"),
@@ -59,25 +60,22 @@ public enum ProbeHTTPCommand: VitalsCommand {
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> ExitStatus {
         var defaults = TargetDefaults()
         var settings = ProbeSettings()
-        let run = try ProbeRunOptions(options, concurrency: 256)
+        let run = try ProbeRunOptions(options)
         settings.limits = run.limits
         settings.watch = run.watch
         defaults.intervalOverrideMs = run.intervalOverrideMs
-        if let timeout = try options.duration("timeout", default: nil) {
-            guard timeout > 0 else { throw UsageError("--timeout must be more than 0") }
-            defaults.timeoutMs = Int(timeout)
-        }
+        defaults.timeoutMs = Int(try options.duration("timeout")!)
         if options.has("ok-ms") { defaults.okThresholdMs = try options.number("ok-ms", default: 0, in: 0...86_400_000) }
         if options.has("degraded-ms") { defaults.degradedThresholdMs = try options.number("degraded-ms", default: 0, in: 0...86_400_000) }
         if let ok = defaults.okThresholdMs, let degraded = defaults.degradedThresholdMs, degraded < ok {
             throw UsageError("--degraded-ms must not be below --ok-ms")
         }
-        defaults.sslOkDays = try options.integer("ssl-ok-days", default: 30, in: 0...3650)
-        defaults.sslWarningDays = try options.integer("ssl-warning-days", default: 14, in: 0...3650)
+        defaults.sslOkDays = try options.integer("ssl-ok-days", in: 0...3650)
+        defaults.sslWarningDays = try options.integer("ssl-warning-days", in: 0...3650)
         if defaults.sslWarningDays > defaults.sslOkDays { throw UsageError("--ssl-warning-days must not be above --ssl-ok-days") }
-        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"], default: "any")) ?? .any
-        defaults.maxRedirects = try options.integer("max-redirects", default: 5, in: 0...50)
-        settings.maxBodyBytes = try options.size("max-body", default: 1 << 20)
+        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"])) ?? .any
+        defaults.maxRedirects = try options.integer("max-redirects", in: 0...50)
+        settings.maxBodyBytes = try options.size("max-body", default: SizeText.parseBytes(options.valueOrDefault("max-body") ?? "") ?? 0)
         guard settings.maxBodyBytes > 0 else { throw UsageError("--max-body must be more than 0") }
         if options.has("speed-test-bytes") {
             let bytes = try options.size("speed-test-bytes", default: 512_000)

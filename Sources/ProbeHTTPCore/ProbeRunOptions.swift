@@ -15,7 +15,7 @@ public struct ProbeRunOptions: Sendable {
     /// (`probes`, `samples`); `short` gives `--concurrency` a short form.
     public static func limitOptions(noun: String, concurrency: Int, short: Character?) -> [OptionSpec] {
         [
-            OptionSpec("concurrency", short: short, value: "N", help: "\(noun) in flight at once (default \(concurrency))"),
+            OptionSpec("concurrency", short: short, value: "N", default: String(concurrency), help: "\(noun) in flight at once"),
             OptionSpec("per-host", value: "N", help: "\(noun) in flight at once against one host (default: no limit)"),
             OptionSpec("rate", value: "R", help: "new \(noun) started per second at most, overall (default: no limit)"),
         ]
@@ -25,23 +25,20 @@ public struct ProbeRunOptions: Sendable {
     public static let runOptions: [OptionSpec] = [
         OptionSpec("only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"),
         OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
-        OptionSpec("interval", short: "i", value: "DURATION", help: "with --watch, probe every target this often instead of its check_interval"),
+        .duration("interval", short: "i", help: "with --watch, probe every target this often instead of its check_interval"),
         OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
         OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
     ]
 
-    /// Reads the shared options; `concurrency` is the tool's default.
-    public init(_ options: ParsedOptions, concurrency: Int) throws(UsageError) {
-        limits = ProbeLimits(concurrency: try options.integer("concurrency", default: concurrency, in: 1...65_536))
+    /// Reads the shared options (the defaults are the option table's).
+    public init(_ options: ParsedOptions) throws(UsageError) {
+        limits = ProbeLimits(concurrency: try options.integer("concurrency", in: 1...65_536))
         if options.has("per-host") { limits.perHost = try options.integer("per-host", default: 0, in: 1...65_536) }
         if options.has("rate") { limits.ratePerSecond = try options.number("rate", default: 0, in: 0.001...1_000_000) }
         watch = options.has("watch")
         if options.has("interval") {
             guard watch else { throw UsageError("--interval only applies with --watch") }
-            guard let interval = try options.duration("interval", default: nil), interval > 0 else {
-                throw UsageError("--interval must be more than 0")
-            }
-            intervalOverrideMs = interval
+            intervalOverrideMs = try options.duration("interval")
         }
     }
 

@@ -17,16 +17,22 @@ public enum ProbePingCommand: VitalsCommand {
         order they finish. See probe-ping(1) for every field and rule, vitals-records(7) for the records.
         """,
         options: [
-            OptionSpec("count", value: "N", help: "echo requests per sample for targets without ping_count (default 5, at most 10)"),
-            OptionSpec("period", value: "DURATION", help: "time between the echo requests of one sample (default 1s, at least 10ms)"),
-            OptionSpec("timeout", short: "t", value: "DURATION", help: "wait for each reply, or for a tcp connection, when the target sets no timeout_seconds (default 2s)"),
-            OptionSpec("ok-ms", value: "MS", help: "average round trip above which a sample is degraded, for targets without ping_ok_threshold_ms (default 80)"),
-            OptionSpec("degraded-ms", value: "MS", help: "average round trip above which a sample is down, for targets without ping_degraded_threshold_ms (default 200)"),
-            OptionSpec("max-loss", value: "PERCENT", help: "loss above which a sample is down, for targets without max_loss_percent (default 20)"),
-            OptionSpec("ip", value: "FAMILY", help: "address family for names without 'ip': 4, 6, both (one sample each) or any (default any)"),
-            OptionSpec("socket", value: "KIND", help: "ICMP sockets: auto (datagram where allowed, else raw), datagram or raw (default auto)"),
-            OptionSpec("ssl-ok-days", value: "DAYS", help: "for tls targets, certificate days left at or above which TLS is fine (default 30)"),
-            OptionSpec("ssl-warning-days", value: "DAYS", help: "for tls targets, certificate days left below which the target is down (default 14)"),
+            OptionSpec("count", value: "N", default: String(PingDefaults().count), help: "echo requests per sample for targets without ping_count (at most 10)"),
+            .duration("period", default: DefaultText.duration(milliseconds: Int64(PingDefaults().periodMs)), range: 10...3_600_000,
+                      help: "time between the echo requests of one sample"),
+            .duration("timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(PingDefaults().timeoutMs)), range: 1...3_600_000,
+                      help: "wait for each reply, or for a tcp connection, when the target sets no timeout_seconds"),
+            OptionSpec("ok-ms", value: "MS", default: DefaultText.number(PingDefaults().okThresholdMs),
+                       help: "average round trip above which a sample is degraded, for targets without ping_ok_threshold_ms"),
+            OptionSpec("degraded-ms", value: "MS", default: DefaultText.number(PingDefaults().degradedThresholdMs),
+                       help: "average round trip above which a sample is down, for targets without ping_degraded_threshold_ms"),
+            OptionSpec("max-loss", value: "PERCENT", default: DefaultText.number(PingDefaults().maxLossPercent),
+                       help: "loss above which a sample is down, for targets without max_loss_percent"),
+            OptionSpec("ip", value: "FAMILY", default: "any", help: "address family for names without 'ip': 4, 6, both (one sample each) or any"),
+            OptionSpec("socket", value: "KIND", default: "auto", help: "ICMP sockets: auto (datagram where allowed, else raw), datagram or raw"),
+            OptionSpec("ssl-ok-days", value: "DAYS", default: String(PingDefaults().sslOkDays), help: "for tls targets, certificate days left at or above which TLS is fine"),
+            OptionSpec("ssl-warning-days", value: "DAYS", default: String(PingDefaults().sslWarningDays),
+                       help: "for tls targets, certificate days left below which the target is down"),
         ] + ProbeRunOptions.limitOptions(noun: "samples", concurrency: 1024, short: nil) + ProbeRunOptions.runOptions,
         examples: [
             "echo 127.0.0.1 | probe-ping",
@@ -49,27 +55,21 @@ public enum ProbePingCommand: VitalsCommand {
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> ExitStatus {
         var defaults = PingDefaults()
         var settings = PingSettings()
-        defaults.count = try options.integer("count", default: 5, in: PingDefaults.countRange)
-        if let period = try options.duration("period", default: nil) {
-            guard period >= 10 else { throw UsageError("--period must be at least 10ms") }
-            defaults.periodMs = Int(min(period, 3_600_000))
-        }
-        if let timeout = try options.duration("timeout", default: nil) {
-            guard timeout > 0 else { throw UsageError("--timeout must be more than 0") }
-            defaults.timeoutMs = Int(min(timeout, 86_400_000))
-        }
-        defaults.okThresholdMs = try options.number("ok-ms", default: 80, in: 0...86_400_000)
-        defaults.degradedThresholdMs = try options.number("degraded-ms", default: 200, in: 0...86_400_000)
+        defaults.count = try options.integer("count", in: PingDefaults.countRange)
+        defaults.periodMs = Int(try options.duration("period")!)
+        defaults.timeoutMs = Int(try options.duration("timeout")!)
+        defaults.okThresholdMs = try options.number("ok-ms", in: 0...86_400_000)
+        defaults.degradedThresholdMs = try options.number("degraded-ms", in: 0...86_400_000)
         if defaults.degradedThresholdMs < defaults.okThresholdMs {
-            throw UsageError("--degraded-ms must not be below --ok-ms (the defaults are 80 and 200)")
+            throw UsageError("--degraded-ms must not be below --ok-ms")
         }
-        defaults.maxLossPercent = try options.number("max-loss", default: 20, in: 0...100)
-        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"], default: "any")) ?? .any
-        settings.socketChoice = ICMPSocketChoice(rawValue: try options.choice("socket", of: ICMPSocketChoice.allCases.map(\.rawValue), default: "auto")) ?? .auto
-        defaults.sslOkDays = try options.integer("ssl-ok-days", default: 30, in: 0...3650)
-        defaults.sslWarningDays = try options.integer("ssl-warning-days", default: 14, in: 0...3650)
+        defaults.maxLossPercent = try options.number("max-loss", in: 0...100)
+        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"])) ?? .any
+        settings.socketChoice = ICMPSocketChoice(rawValue: try options.choice("socket", of: ICMPSocketChoice.allCases.map(\.rawValue))) ?? .auto
+        defaults.sslOkDays = try options.integer("ssl-ok-days", in: 0...3650)
+        defaults.sslWarningDays = try options.integer("ssl-warning-days", in: 0...3650)
         if defaults.sslWarningDays > defaults.sslOkDays { throw UsageError("--ssl-warning-days must not be above --ssl-ok-days") }
-        let run = try ProbeRunOptions(options, concurrency: 1024)
+        let run = try ProbeRunOptions(options)
         settings.limits = run.limits
         settings.watch = run.watch
         defaults.intervalOverrideMs = run.intervalOverrideMs

@@ -104,12 +104,12 @@ struct DetectAnomalyTests {
     func spliceEdges() throws {
         var input = steadyThenSpike().dropLast().map { $0 }
         input.append("{\"type\":\"sample\",\"monitor\":\"api\",\"status\":\"up\",\"anomaly\":{\"old\":true},\"latency_ms\":400,\"x\":1}")
-        let result = try run("detect-anomaly", ["-d", "seed"], stdin: input.joined(separator: "\n") + "\n")
+        let result = try run("detect-anomaly", ["--detector", "seed"], stdin: input.joined(separator: "\n") + "\n")
         let last = try #require(result.lines.last)
         #expect(last.hasPrefix("{\"type\":\"sample\",\"monitor\":\"api\",\"status\":\"degraded\",\"reason\":\"latency\",\"message\":\"Latency degrading\",\"anomaly\":{\"verdict\":\"degrading\""), "\(last)")
         #expect(last.hasSuffix("},\"latency_ms\":400,\"x\":1}"))
         // Twice through: one anomaly object, still in its place.
-        let twice = try shell("detect-anomaly -d seed | detect-anomaly -d seed", stdin: input.joined(separator: "\n") + "\n")
+        let twice = try shell("detect-anomaly --detector seed | detect-anomaly --detector seed", stdin: input.joined(separator: "\n") + "\n")
         #expect(twice.status == 0)
         for line in twice.lines { #expect(line.components(separatedBy: "\"anomaly\":").count == 2, "\(line)") }
     }
@@ -122,7 +122,7 @@ struct DetectAnomalyTests {
             sampleLine("flag", minute: 1, latency: 1800, simulated: true),
             sampleLine("real", minute: 0, latency: 5000),
         ]
-        let records = try run("detect-anomaly", ["-d", "seed"], stdin: input.joined(separator: "\n") + "\n").records()
+        let records = try run("detect-anomaly", ["--detector", "seed"], stdin: input.joined(separator: "\n") + "\n").records()
         let verdicts = records.map { $0["anomaly"]?.objectValue?["verdict"]?.stringValue }
         #expect(verdicts == ["degrading", "unknown", "degrading", "unknown"])
         #expect(records[0]["status"]?.stringValue == "degraded")
@@ -132,11 +132,11 @@ struct DetectAnomalyTests {
     @Test("--exit-status: 1 when a sample was degrading, 0 when none was; exit 2 wins over 1")
     func exitStatus() throws {
         let spike = steadyThenSpike().joined(separator: "\n") + "\n"
-        #expect(try run("detect-anomaly", ["-d", "seed", "--exit-status"], stdin: spike).status == 1)
-        #expect(try run("detect-anomaly", ["-d", "seed"], stdin: spike).status == 0)
+        #expect(try run("detect-anomaly", ["--detector", "seed", "--exit-status"], stdin: spike).status == 1)
+        #expect(try run("detect-anomaly", ["--detector", "seed"], stdin: spike).status == 0)
         let calm = steadyThenSpike().dropLast().joined(separator: "\n") + "\n"
-        #expect(try run("detect-anomaly", ["-d", "seed", "-e"], stdin: calm).status == 0)
-        #expect(try run("detect-anomaly", ["-d", "seed", "-e"], stdin: spike + "oops\n").status == 2)
+        #expect(try run("detect-anomaly", ["--detector", "seed", "-e"], stdin: calm).status == 0)
+        #expect(try run("detect-anomaly", ["--detector", "seed", "-e"], stdin: spike + "oops\n").status == 2)
     }
 
     @Test("--field and --direction: a speed drop, keys in the field's unit, no promotion")
@@ -144,7 +144,7 @@ struct DetectAnomalyTests {
         let lines = (0..<12).map { index in
             "{\"type\":\"sample\",\"monitor\":\"net\",\"status\":\"up\",\"speed_mbps\":\(index == 11 ? 20 : 100 + index % 2)}"
         }
-        let result = try run("detect-anomaly", ["-d", "seed", "--field", "speed_mbps", "--direction", "low", "--summary"],
+        let result = try run("detect-anomaly", ["--detector", "seed", "--field", "speed_mbps", "--direction", "low", "--summary"],
                              stdin: lines.joined(separator: "\n") + "\n")
         let records = try result.records()
         let last = try #require(records.last?["anomaly"]?.objectValue)
@@ -161,7 +161,7 @@ struct DetectAnomalyTests {
         lines.insert("{\"type\":\"sample\",", at: 3)
         lines.insert("not json at all", at: 7)
         let path = try scratch.write("samples.ndjson", lines.joined(separator: "\n") + "\n")
-        let result = try run("detect-anomaly", ["-d", "seed", path, scratch.path("missing.ndjson")])
+        let result = try run("detect-anomaly", ["--detector", "seed", path, scratch.path("missing.ndjson")])
         #expect(result.status == 2)
         #expect(result.stderr.contains("detect-anomaly: \(path):4: not a valid JSON record"))
         #expect(result.stderr.contains("detect-anomaly: \(path):8: not a valid JSON record"))
@@ -229,7 +229,7 @@ struct DetectAnomalyStateTests {
     @Test("the trace split into 100 runs gives byte-identical output to one run", arguments: ["robust", "seed", "mad"])
     func splitRuns(detector: String) throws {
         let scratch = try ScratchDirectory()
-        let whole = try run("detect-anomaly", ["-d", detector], stdin: Self.trace.joined(separator: "\n") + "\n")
+        let whole = try run("detect-anomaly", ["--detector", detector], stdin: Self.trace.joined(separator: "\n") + "\n")
         #expect(whole.status == 0)
         #expect(whole.lines.count == Self.trace.count)
         #expect(whole.stdout.contains("\"verdict\":\"degrading\""), "the trace exercises degrading verdicts")
@@ -237,7 +237,7 @@ struct DetectAnomalyStateTests {
         var runs = 0
         for piece in 0..<100 {
             let lines = Self.trace[(piece * Self.trace.count / 100)..<((piece + 1) * Self.trace.count / 100)]
-            let part = try run("detect-anomaly", ["-d", detector, "--state", scratch.path("state.json")],
+            let part = try run("detect-anomaly", ["--detector", detector, "--state", scratch.path("state.json")],
                                stdin: lines.joined(separator: "\n") + "\n")
             #expect(part.status == 0, "\(part.stderr)")
             pieces += part.stdout
@@ -322,7 +322,7 @@ struct DetectAnomalyDocumentationTests {
         for detector in ["seed", "mad", "robust"] {
             var keys = Set<String>()
             var verdicts = Set<String>()
-            for record in try run("detect-anomaly", ["-d", detector], stdin: input).records() {
+            for record in try run("detect-anomaly", ["--detector", detector], stdin: input).records() {
                 guard let anomaly = record["anomaly"]?.objectValue else { continue }
                 keys.formUnion(anomaly.fields.map(\.key))
                 verdicts.insert(anomaly["verdict"]?.stringValue ?? "")

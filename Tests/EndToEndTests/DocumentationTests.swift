@@ -78,8 +78,9 @@ func helpOptions(_ help: String) -> Set<DocumentedOption> {
         if line == "Options:" { inside = true; continue }
         if inside && !line.hasPrefix(" ") { break }
         guard inside else { continue }
+        // A signature starts at column 2; a wrapped help line (which may name an alias) is indented further.
+        guard line.hasPrefix("  -") || line.hasPrefix("      --") else { continue }
         let trimmed = line.trimmingCharacters(in: .whitespaces)
-        guard trimmed.hasPrefix("-") else { continue }
         let signature = trimmed.components(separatedBy: "  ").first ?? trimmed
         options.insert(parseOptionSignature(signature))
     }
@@ -229,6 +230,72 @@ struct DocumentationTests {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
         #expect(fromTable == helpOptions(Help.render(spec)))
+    }
+}
+
+/// Each option's entry in a man page's OPTIONS section: its long name and its text (roff removed, lines joined).
+func manOptionEntries(_ page: String) -> [String: String] {
+    let lines = manSection(page, "OPTIONS")
+    var entries: [String: String] = [:]
+    var current: String?
+    var index = 0
+    while index < lines.count {
+        if lines[index] == ".TP", index + 1 < lines.count {
+            current = parseOptionSignature(plainRoff(lines[index + 1])).long
+            entries[current!] = ""
+            index += 2
+            continue
+        }
+        if let name = current {
+            let words = plainRoff(lines[index]).split(separator: " ").filter { !$0.hasPrefix(".") }.joined(separator: " ")
+            entries[name, default: ""] += " " + words.replacingOccurrences(of: "\"", with: "")
+        }
+        index += 1
+    }
+    return entries
+}
+
+@Suite("man pages carry the option table's defaults and aliases", .timeLimit(.minutes(1)))
+struct OptionDefaultsDocumentationTests {
+    @Test("every default and alias in an option table is written in the man page's entry for that option",
+          arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
+                      NotifyCommand.spec, SnapshotDeltaCommand.spec])
+    func defaultsAndAliases(spec: CommandSpec) throws {
+        let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
+        for option in spec.options {
+            let text = entries[option.long] ?? ""
+            if let value = option.defaultValue {
+                #expect(text.contains("default \(value)"), "\(spec.name)(1) --\(option.long) does not say 'default \(value)': \(text)")
+            }
+            for alias in option.aliases {
+                #expect(text.contains("--\(alias.name)"), "\(spec.name)(1) --\(option.long) does not list its alias --\(alias.name)")
+            }
+        }
+    }
+
+    @Test("help shows each default and alias from the table")
+    func help() {
+        let help = Help.render(DigestCommand.spec, width: 1000)
+        #expect(help.contains("how far back the digest looks from its end (default 24h)"))
+        #expect(help.contains("(default local); also --timezone"))
+    }
+
+    @Test("vitals(7) lists every short option of the suite, each letter with one meaning")
+    func shortOptions() throws {
+        let specs = [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
+                     NotifyCommand.spec, SnapshotDeltaCommand.spec]
+        var meaning: [Character: String] = [:]
+        for spec in specs {
+            for option in spec.allOptions {
+                guard let letter = option.short else { continue }
+                #expect(meaning[letter, default: option.long] == option.long, "-\(letter) is --\(meaning[letter]!) and --\(option.long) (\(spec.name))")
+                meaning[letter] = option.long
+            }
+        }
+        let page = manOptionEntries(try readPage("man/man7/vitals.7"))
+        let listed = Set(manOptions(try readPage("man/man7/vitals.7")).map { "\($0.short ?? "")=\($0.long)" })
+        let table = Set(meaning.map { "\($0.key)=\($0.value)" })
+        #expect(listed == table, "vitals(7) OPTIONS: \(listed.symmetricDifference(table)); \(page.count) entries")
     }
 }
 
