@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+import VitalsKit
+
+/// The suite's one vocabulary: canonical spellings and their aliases reach the same option,
+/// subcommand tables refuse what does not apply, and short options mean one thing.
+@Suite("one command-line vocabulary across the tools", .timeLimit(.minutes(2)))
+struct CommandLineVocabularyTests {
+    /// A spelling, what the tool should do with it, and words its stderr must contain.
+    struct Spelling: CustomTestStringConvertible, Sendable {
+        var tool: String
+        var arguments: [String]
+        var status: Int32
+        var stderr: String
+        var testDescription: String { "\(tool) \(arguments.joined(separator: " "))" }
+    }
+
+    // A bad value makes the tool name the option it reached: the alias and the canonical
+    // spelling must both land on the canonical option.
+    static let spellings: [Spelling] = [
+        Spelling(tool: "digest", arguments: ["--tz", "UTC"], status: 0, stderr: ""),
+        Spelling(tool: "digest", arguments: ["--timezone", "UTC"], status: 0, stderr: ""),
+        Spelling(tool: "digest", arguments: ["--timezone", "Mars/Olympus"], status: 64, stderr: "--tz wants local, UTC"),
+        Spelling(tool: "snapshot-delta", arguments: ["take", "--tz", "Mars/Olympus"], status: 64, stderr: "--tz wants a time zone name"),
+        Spelling(tool: "snapshot-delta", arguments: ["take", "--timezone", "Mars/Olympus"], status: 64, stderr: "--tz wants a time zone name"),
+        Spelling(tool: "snapshot-delta", arguments: ["samples", "--type", "X", "--since", "yesterday"], status: 64, stderr: "--since wants an RFC 3339 time"),
+        Spelling(tool: "snapshot-delta", arguments: ["samples", "--type", "X", "--from", "yesterday"], status: 64, stderr: "--since wants an RFC 3339 time"),
+        Spelling(tool: "snapshot-delta", arguments: ["samples", "--type", "X", "--until", "later"], status: 64, stderr: "--until wants an RFC 3339 time"),
+        Spelling(tool: "snapshot-delta", arguments: ["samples", "--type", "X", "--to", "later"], status: 64, stderr: "--until wants an RFC 3339 time"),
+        Spelling(tool: "store-samples", arguments: ["export", "--since", "yesterday"], status: 64, stderr: "--since wants an RFC 3339 time"),
+        Spelling(tool: "store-samples", arguments: ["monitors", "--format", "xml"], status: 64, stderr: "--format wants one of json, ndjson"),
+        Spelling(tool: "notify", arguments: ["--now", "today"], status: 64, stderr: "--now wants an RFC 3339 time"),
+        Spelling(tool: "probe-http", arguments: ["--timeout", "2h"], status: 64, stderr: "--timeout wants a duration from 1ms to 1h, not '2h'"),
+        Spelling(tool: "probe-http", arguments: ["-t", "0s"], status: 64, stderr: "--timeout wants a duration from 1ms to 1h, not '0s'"),
+        Spelling(tool: "probe-ping", arguments: ["--period", "5ms"], status: 64, stderr: "--period wants a duration from 10ms to 1h, not '5ms'"),
+        // Short options that now mean one thing: these letters left the tools that used them otherwise.
+        Spelling(tool: "notify", arguments: ["-n"], status: 64, stderr: "unknown option '-n'"),
+        Spelling(tool: "notify", arguments: ["-t", "json://127.0.0.1:9/x"], status: 64, stderr: "unknown option '-t'"),
+        Spelling(tool: "detect-anomaly", arguments: ["-t", "3"], status: 64, stderr: "unknown option '-t'"),
+        Spelling(tool: "detect-anomaly", arguments: ["-d", "seed"], status: 64, stderr: "unknown option '-d'"),
+        Spelling(tool: "digest", arguments: ["-w", "1h"], status: 64, stderr: "unknown option '-w'"),
+        Spelling(tool: "snapshot-delta", arguments: ["samples", "-t", "X"], status: 64, stderr: "unknown option '-t'"),
+    ]
+
+    @Test("each alias and each canonical spelling reaches its option", arguments: spellings)
+    func spelling(_ case: Spelling) throws {
+        let scratch = try ScratchDirectory()
+        let result = try run(`case`.tool, `case`.arguments, environment: [
+            "VITALS_DB": scratch.path("vitals.db"), "VITALS_HEALTH_DB": scratch.path("health.db"), "HOME": scratch.path("."),
+        ])
+        #expect(result.status == `case`.status, "\(result.stderr)")
+        #expect(`case`.stderr.isEmpty || result.stderr.contains(`case`.stderr), "\(result.stderr)")
+        #expect(!result.stderr.contains("unknown option") || `case`.stderr.hasPrefix("unknown option"), "\(result.stderr)")
+    }
+
+    @Test("store-samples: --ndjson is --format ndjson, one object a line; --format json is one array")
+    func ndjsonAlias() throws {
+        let scratch = try ScratchDirectory()
+        let db = scratch.path("vitals.db")
+        let input = [sampleLine("api", 0, "up"), sampleLine("web", 0, "up")].joined(separator: "\n") + "\n"
+        #expect(try run("store-samples", ["--db", db, "-q"], stdin: input).status == 0)
+        let alias = try run("store-samples", ["--db", db, "monitors", "--ndjson"])
+        let canonical = try run("store-samples", ["--db", db, "monitors", "--format", "ndjson"])
+        let array = try run("store-samples", ["--db", db, "monitors", "--format", "json"])
+        #expect(alias.status == 0 && canonical.status == 0 && array.status == 0, "\(alias.stderr)\(canonical.stderr)\(array.stderr)")
+        #expect(alias.stdout == canonical.stdout)
+        #expect(alias.lines.count == 2 && alias.lines.allSatisfy { $0.hasPrefix("{") })
+        #expect(array.lines.count == 1 && array.stdout.hasPrefix("["))
+        #expect(try run("store-samples", ["--db", db, "monitors"]).stdout == array.stdout, "json is the default")
+    }
+
+    @Test("an option given to a subcommand it does not apply to, or a wrong operand count, exits 64 naming both", arguments: [
+        ("store-samples", ["overview", "--hours", "3"], "store-samples: --hours does not apply to overview; it applies to history, results\n"),
+        ("store-samples", ["export", "--ndjson", "--keep-days", "3"], "store-samples: --keep-days does not apply to export; it applies to ingest\n"),
+        ("store-samples", ["history"], "store-samples: history wants ID, not none\n"),
+        ("snapshot-delta", ["list", "--type", "X"], "snapshot-delta: --type does not apply to list; it applies to samples\n"),
+        ("snapshot-delta", ["verify", "--from", "1d"], "snapshot-delta: --since does not apply to verify; it applies to samples\n"),
+        ("snapshot-delta", ["diff", "1"], "snapshot-delta: diff wants A B, not only 1\n"),
+        ("snapshot-delta", ["show", "1", "2"], "snapshot-delta: show wants ID, not '2'\n"),
+        ("snapshot-delta", ["lst"], "snapshot-delta: unknown subcommand 'lst' (did you mean 'list'?)\n"),
+    ])
+    func wrongSubcommand(tool: String, arguments: [String], message: String) throws {
+        let scratch = try ScratchDirectory()
+        let result = try run(tool, ["--db", scratch.path("x.db")] + arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr == message + "Try '\(tool) --help' for more information.\n")
+    }
+
+    @Test("SUBCOMMAND --help lists that subcommand's options and the global ones")
+    func subcommandHelp() throws {
+        let history = try run("store-samples", ["history", "--help"])
+        #expect(history.status == 0)
+        #expect(history.stdout.hasPrefix("Usage: store-samples [OPTIONS] history ID\n"))
+        #expect(history.stdout.contains("--hours H") && history.stdout.contains("--db PATH") && history.stdout.contains("--format FORMAT"))
+        #expect(!history.stdout.contains("--keep-days"))
+        let samples = try run("snapshot-delta", ["samples", "--help"])
+        #expect(samples.stdout.contains("--since WHEN") && samples.stdout.contains("also --from"))
+        #expect(!samples.stdout.contains("--registry"))
+        let full = try run("snapshot-delta", ["--help"])
+        #expect(full.status == 0 && full.stdout.contains("  disappeared A B"))
+    }
+}
