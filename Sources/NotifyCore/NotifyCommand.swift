@@ -8,7 +8,7 @@ public enum NotifyCommand: VitalsCommand {
     public static let spec = CommandSpec(
         name: "notify",
         summary: "Turn monitors' state changes into notifications: cooldowns, grouping, thresholds, channels.",
-        usage: ["[OPTIONS] [--to URL]... [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list"],
+        usage: ["[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list"],
         description: """
         Sample records are read from the FILEs (or standard input; - is standard input). A monitor going down \
         (or error), degraded, or back up is a notification, decided on the samples' own times with isitup's \
@@ -41,6 +41,16 @@ public enum NotifyCommand: VitalsCommand {
             OptionSpec("exit-status", short: "e", help: "exit 1 when something was notified"),
             OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
         ],
+        subcommands: [
+            SubcommandSpec("deliver", operands: 0...Int.max, "[FILE...]",
+                           options: ["to", "config", "tag", "cooldown", "group-min", "group-wait", "failure-threshold", "success-threshold",
+                                     "repeat-interval", "notify-initial", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
+                                     "exit-status", "summary"],
+                           summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
+            SubcommandSpec("devices", operands: 1...2, "add TOKEN | remove TOKEN | count | list", options: ["platform", "app-version"],
+                           summary: "keep the devices Apple push goes to, in the --state file"),
+        ],
+        defaultSubcommand: "deliver",
         examples: [
             "probe-http targets.ndjson | notify --state notify.json --to 'json://hooks.example.com/vitals'",
             "store-samples --db vitals.db export --since 7d | notify --dry-run --state /dev/null",
@@ -65,11 +75,8 @@ public enum NotifyCommand: VitalsCommand {
         let fixedNow = now
         let wallClock: () -> Int64 = fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
 
-        if options.operands.first == "devices" {
-            return try DevicesCommand.run(Array(options.operands.dropFirst()), options, context, wallClock: wallClock)
-        }
-        for option in ["platform", "app-version"] where options.has(option) {
-            throw UsageError("--\(option) applies to 'devices add' only")
+        if options.subcommand == "devices" {
+            return try DevicesCommand.run(options.operands, options, context, wallClock: wallClock)
         }
         let policy = try readPolicy(options)
         let dryRun = options.has("dry-run")

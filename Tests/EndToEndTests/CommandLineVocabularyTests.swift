@@ -100,3 +100,33 @@ struct CommandLineVocabularyTests {
         #expect(full.status == 0 && full.stdout.contains("  disappeared A B"))
     }
 }
+
+@Suite("notify's subcommands from the framework's table", .timeLimit(.minutes(1)))
+struct NotifySubcommandTests {
+    @Test("deliver is the default; devices takes its own options; each refuses the other's", arguments: [
+        (["devices", "count", "--to", "json://127.0.0.1:9/x"], "notify: --to does not apply to devices; it applies to deliver\n"),
+        (["--platform", "android"], "notify: --platform does not apply to deliver; it applies to devices\n"),
+        (["deliver", "--app-version", "2"], "notify: --app-version does not apply to deliver; it applies to devices\n"),
+        (["devices"], "notify: devices wants add TOKEN | remove TOKEN | count | list, not none\n"),
+        (["devices", "add", "a", "b"], "notify: devices wants add TOKEN | remove TOKEN | count | list, not 'b'\n"),
+    ])
+    func wrongUse(arguments: [String], message: String) throws {
+        let scratch = try ScratchDirectory()
+        let result = try run("notify", ["--state", scratch.path("n.json")] + arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr == message + "Try 'notify --help' for more information.\n")
+    }
+
+    @Test("notify deliver FILE is notify FILE")
+    func deliver() throws {
+        let scratch = try ScratchDirectory()
+        let trace = try scratch.write("trace.ndjson", [sampleLine("api", 0, "up"), sampleLine("api", 10, "down")].joined(separator: "\n") + "\n")
+        let named = try run("notify", ["--dry-run", "deliver", trace])
+        let plain = try run("notify", ["--dry-run", trace])
+        #expect(named.status == 0 && plain.status == 0, "\(named.stderr)\(plain.stderr)")
+        #expect(try named.records().count == 1)
+        #expect(try named.records().map { $0.string("event") } == plain.records().map { $0.string("event") })
+        let count = try run("notify", ["--state", scratch.path("n.json"), "devices", "count"])
+        #expect(count.status == 0 && count.stdout == "{\"count\":0}\n", "\(count.stderr)")
+    }
+}
