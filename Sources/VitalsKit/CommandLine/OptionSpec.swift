@@ -59,7 +59,7 @@ public struct OptionSpec: Sendable, Equatable {
     }
 
     /// `--now TIME`: the time taken as now, read by `ParsedOptions.now()`.
-    public static func now(_ help: String = "the time taken as now, RFC 3339 (default: the clock)") -> OptionSpec {
+    public static func now(_ help: String = "the time taken as now, RFC 3339 or 'now' (default: the clock)") -> OptionSpec {
         OptionSpec("now", value: "TIME", help: help)
     }
 
