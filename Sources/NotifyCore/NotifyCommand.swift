@@ -82,7 +82,7 @@ public enum NotifyCommand: VitalsCommand {
         guard budget > 0 else { throw UsageError("--deliver-timeout must be more than 0") }
         let giveUp = try options.duration("give-up-after", default: 86_400_000)!
 
-        let stateFile = try options.value("state").map { try StateFile(path: $0, lock: !dryRun) }
+        let stateFile = try options.value("state").map { try NotifyStateFile(path: $0, lock: !dryRun) }
         let loaded = try stateFile?.load() ?? NotifyState()
         let box = StateBox(loaded)
         let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

@@ -63,7 +63,7 @@ struct Device: Codable, Equatable {
 /// directory) with mode 0600, and locked (an flock on `FILE.lock`) for the whole run so two
 /// runs never interleave. A path that is not a regular file (`/dev/null`) reads as empty and
 /// is never written.
-final class StateFile {
+final class NotifyStateFile {
     let path: String
     private var lockFD: Int32 = -1
     /// False for /dev/null and other non-files.
@@ -113,7 +113,7 @@ final class StateFile {
         do {
             return try decoder.decode(NotifyState.self, from: data)
         } catch {
-            throw ToolError("the state file \(path) is not notify state (\(StateFile.describe(error))); move it aside or name another --state")
+            throw ToolError("the state file \(path) is not notify state (\(NotifyStateFile.describe(error))); move it aside or name another --state")
         }
     }
 

@@ -95,7 +95,7 @@ final class MonitorTable<Detector: MonitorDetector> {
 /// versioned, written atomically (a temporary file in the same directory, fsync, rename,
 /// mode 0600). A file that is not one, is of another version, or was written with other
 /// settings is an error naming it; it is never silently replaced.
-enum StateFile {
+enum AnomalyStateFile {
     /// The `format` every state file names.
     static let format = "vitals detect-anomaly state"
     /// The version this build reads and writes.
