@@ -364,27 +364,44 @@ public final class Archive {
     }
 
     /// Finds a snapshot by id, unique id prefix (4 characters or more), number, or `latest`.
+    ///
+    /// Digits only can be a number and an id prefix at once (ids are hexadecimal): when both
+    /// readings find a snapshot and they differ, the reference is ambiguous and both are named.
     public func resolve(_ reference: String) throws -> Snapshot {
         if reference == "latest" {
             guard let latest = try latestSnapshot() else { throw ToolError("\(path) holds no snapshot yet") }
             return latest
         }
-        if reference.count <= 9, let seq = Int64(reference), seq > 0 {
-            guard let found = try snapshot(seq: seq) else { throw ToolError("no snapshot number \(seq) in \(path)") }
-            return found
-        }
         if let exact = try snapshot(id: reference) { return exact }
-        guard reference.count >= 4 else {
-            throw ToolError("no snapshot '\(reference)' in \(path) (name one by id, by an id prefix of 4 characters or more, by number, or latest)")
+        let number = reference.count <= 9 && reference.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } ? Int64(reference) : nil
+        let byNumber = try number.flatMap { $0 > 0 ? try snapshot(seq: $0) : nil }
+        let byPrefix = reference.count >= 4 ? try snapshots(idPrefix: reference) : []
+        if byPrefix.count > 1 { throw ToolError("'\(reference)' names more than one snapshot; give more of the id") }
+        switch (byNumber, byPrefix.first) {
+        case (let numbered?, let prefixed?) where numbered.id != prefixed.id:
+            throw ToolError("'\(reference)' is both snapshot number \(numbered.seq) (id \(numbered.id)) and the start of "
+                            + "snapshot \(prefixed.seq)'s id \(prefixed.id); give the full id of the one you mean")
+        case (let numbered?, _):
+            return numbered
+        case (nil, let prefixed?):
+            return prefixed
+        case (nil, nil):
+            if let number, number > 0 { throw ToolError("no snapshot number \(number) in \(path), and no id starts with '\(reference)'") }
+            if reference.count < 4 {
+                throw ToolError("no snapshot '\(reference)' in \(path) (name one by id, by an id prefix of 4 characters or more, by number, or latest)")
+            }
+            throw ToolError("no snapshot '\(reference)' in \(path)")
         }
+    }
+
+    /// The finished snapshots whose id starts with `prefix` (at most two: enough to tell one from many).
+    private func snapshots(idPrefix prefix: String) throws -> [Snapshot] {
         let statement = try db.prepare("SELECT id FROM snapshots WHERE substr(id, 1, ?) = ? AND quality <> 'loading' LIMIT 2")
-        statement.bind(1, Int64(reference.utf8.count))
-        statement.bind(2, reference)
+        statement.bind(1, Int64(prefix.utf8.count))
+        statement.bind(2, prefix)
         var ids: [String] = []
         while try statement.step() { ids.append(statement.text(0) ?? "") }
-        if ids.count > 1 { throw ToolError("'\(reference)' names more than one snapshot; give more of the id") }
-        guard let id = ids.first, let found = try snapshot(id: id) else { throw ToolError("no snapshot '\(reference)' in \(path)") }
-        return found
+        return try ids.compactMap { try snapshot(id: $0) }
     }
 
     private func loadSnapshots(where condition: String, bind: (SQLiteStatement) -> Void, types: Bool) throws -> [Snapshot] {
