@@ -10,7 +10,7 @@ import VitalsKit
 /// `PRAGMA user_version`, older files are migrated forward and newer ones refused.
 public final class Archive {
     /// The schema version this build writes.
-    public static let schemaVersion: Int64 = 1
+    public static var schemaVersion: Int64 { versionedSchema.currentVersion }
 
     /// The schema, as `CREATE` statements.
     public static let schema = """
@@ -155,6 +155,9 @@ public final class Archive {
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
     static let migrations: [String] = [schema]
 
+    /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
+    static let versionedSchema = VersionedSchema(tool: "snapshot-delta", kind: "snapshot-delta archive", migrations: migrations)
+
     let db: SQLiteConnection
     /// The file.
     public let path: String
@@ -165,31 +168,14 @@ public final class Archive {
         if !create, access(path, F_OK) != 0 {
             throw ToolError("no archive at \(path) (take a snapshot first, or name another with --db or VITALS_HEALTH_DB)")
         }
-        let existed = access(path, F_OK) == 0
         do {
-            db = try SQLiteConnection(path: path, create: create)
+            db = try SQLiteConnection.openVersioned(path: path, create: create, schema: Archive.versionedSchema, pragmas: [
+                "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-32768", "PRAGMA temp_store=MEMORY",
+            ])
         } catch let error as SQLiteError {
             throw Archive.explain(error, path: path)
-        }
-        db.setBusyTimeout(10_000)
-        do {
-            let version = try db.scalarInt("PRAGMA user_version") ?? 0
-            if version > Archive.schemaVersion {
-                throw ToolError("\(path) has archive schema version \(version); this snapshot-delta knows versions up to \(Archive.schemaVersion) (use a newer vitals)")
-            }
-            if version == 0, existed, try db.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0 > 0 {
-                throw ToolError("\(path) is a SQLite database but not a snapshot-delta archive")
-            }
-            try db.execute("PRAGMA journal_mode=WAL", context: "WAL")
-            try db.execute("PRAGMA synchronous=NORMAL", context: "synchronous")
-            try db.execute("PRAGMA cache_size=-32768", context: "cache size")
-            try db.execute("PRAGMA temp_store=MEMORY", context: "temp store")
-            if version < Archive.schemaVersion {
-                try db.migrate(Archive.migrations)
-                if !existed { chmod(path, 0o600) }
-            }
-        } catch let error as SQLiteError {
-            throw Archive.explain(error, path: path)
+        } catch let error as SQLiteSchemaError {
+            throw ToolError(error.description)
         }
     }
 
