@@ -48,11 +48,11 @@ public final class AppleHealthReader {
     /// Reads the whole input. Returns true when it parsed without an error (record errors
     /// are counted by the sink); reports what went wrong otherwise. Throws when the
     /// archive behind the sink fails.
-    public func read(_ input: ByteInput) throws -> Bool {
+    public func read(_ input: LineReader) throws -> Bool {
         xmlInitParser()
         var head: [UInt8] = []
         var prolog: [UInt8]?
-        while prolog == nil, let chunk = input.next() {
+        while prolog == nil, let chunk = input.nextChunk() {
             head.append(contentsOf: chunk)
             if case .done(let bytes, let version) = ExportHead.scan(head, atEnd: false) {
                 prolog = bytes
@@ -118,7 +118,7 @@ public final class AppleHealthReader {
             }
             if !ok { return try finish(input) }
         }
-        while let chunk = input.next() {
+        while let chunk = input.nextChunk() {
             if !feed(chunk) { return try finish(input) }
         }
         if input.interrupted || input.readError != nil { return try finish(input) }
@@ -141,7 +141,7 @@ public final class AppleHealthReader {
         return true
     }
 
-    private func finish(_ input: ByteInput) throws -> Bool {
+    private func finish(_ input: LineReader) throws -> Bool {
         if let thrown { throw thrown }
         if input.interrupted { return false }
         if let problem = input.readError {
