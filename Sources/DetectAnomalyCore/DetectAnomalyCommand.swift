@@ -107,7 +107,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         let settings = configuration.settings
         let monitors = MonitorTable<Detector>()
         if let path = configuration.statePath {
-            try StateFile.load(path, settings: settings, into: monitors)
+            try AnomalyStateFile.load(path, settings: settings, into: monitors)
         }
         let filter = AnomalyFilter(settings: settings, promotes: settings.promotes && !configuration.keepStatus, monitors: monitors)
         let output = context.output
@@ -119,7 +119,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         func save() {
             guard let path = configuration.statePath else { return }
             do {
-                try StateFile.save(path, settings: settings, table: monitors)
+                try AnomalyStateFile.save(path, settings: settings, table: monitors)
             } catch {
                 diagnostics.error(error.message)
             }

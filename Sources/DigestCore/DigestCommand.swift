@@ -126,9 +126,9 @@ public enum DigestCommand: VitalsCommand {
         case "prompt":
             output = PromptFormat.render(facts, zone: zone)
         case "markdown":
-            output = MarkdownFormat.render(facts, zone: zone, summary: TextFormat.render(facts, zone: zone))
+            output = MarkdownFormat.render(facts, zone: zone, summary: DigestText.render(facts, zone: zone))
         case "html":
-            output = HTMLFormat.render(facts, zone: zone, summary: TextFormat.render(facts, zone: zone))
+            output = HTMLFormat.render(facts, zone: zone, summary: DigestText.render(facts, zone: zone))
         default:
             if let llmWords {
                 try context.output.flush()
@@ -138,11 +138,11 @@ public enum DigestCommand: VitalsCommand {
                 case .failure(let failure):
                     if let stop = Signals.stopStatus { return stop }
                     diagnostics.warning("--llm-command gave no digest (\(failure.description)); writing digest's own text instead")
-                    output = TextFormat.render(facts, zone: zone)
+                    output = DigestText.render(facts, zone: zone)
                     fellBack = true
                 }
             } else {
-                output = TextFormat.render(facts, zone: zone)
+                output = DigestText.render(facts, zone: zone)
             }
         }
         try context.output.write(String(output.dropLast()))

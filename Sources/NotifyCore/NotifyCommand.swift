@@ -84,7 +84,7 @@ public enum NotifyCommand: VitalsCommand {
         let budget = try options.duration("deliver-timeout")!
         let giveUp = try options.duration("give-up-after")!
 
-        let stateFile = try options.value("state").map { try StateFile(path: $0, lock: !dryRun) }
+        let stateFile = try options.value("state").map { try NotifyStateFile(path: $0, lock: !dryRun) }
         let loaded = try stateFile?.load() ?? NotifyState()
         let box = StateBox(loaded)
         let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

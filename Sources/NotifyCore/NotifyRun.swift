@@ -6,7 +6,7 @@ final class NotifyRun {
     let decider: Decider
     let dispatcher: Dispatcher
     let box: StateBox
-    let stateFile: StateFile?
+    let stateFile: NotifyStateFile?
     let output: RecordWriter
     let diagnostics: Diagnostics
     let dryRun: Bool
@@ -25,7 +25,7 @@ final class NotifyRun {
     private var unwritten: [(notification: Notification, jobs: [Job], dryRunChannels: [String])] = []
     private var resolvedJobs: [Job] = []
 
-    init(decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: StateFile?, output: RecordWriter,
+    init(decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: NotifyStateFile?, output: RecordWriter,
          diagnostics: Diagnostics, dryRun: Bool) {
         self.decider = decider
         self.dispatcher = dispatcher

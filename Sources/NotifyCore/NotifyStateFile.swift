@@ -63,7 +63,7 @@ struct Device: Codable, Equatable {
 /// directory) with mode 0600, and locked (an flock on `FILE.lock`) for the whole run so two
 /// runs never interleave. A path that is not a regular file (`/dev/null`) reads as empty and
 /// is never written.
-final class StateFile {
+final class NotifyStateFile {
     let path: String
     private var lockFD: Int32 = -1
     /// False for /dev/null and other non-files.
@@ -113,7 +113,7 @@ final class StateFile {
         do {
             return try decoder.decode(NotifyState.self, from: data)
         } catch {
-            throw ToolError("the state file \(path) is not notify state (\(StateFile.describe(error))); move it aside or name another --state")
+            throw ToolError("the state file \(path) is not notify state (\(NotifyStateFile.describe(error))); move it aside or name another --state")
         }
     }
 
@@ -124,30 +124,7 @@ final class StateFile {
         encoder.outputFormatting = [.sortedKeys]
         var data = try encoder.encode(state)
         data.append(0x0A)
-        let directory = (path as NSString).deletingLastPathComponent
-        let base = (path as NSString).lastPathComponent
-        let temporary = (directory.isEmpty ? "" : directory + "/") + ".\(base).\(getpid()).tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ToolError("cannot write the state file \(temporary): \(String(cString: strerror(errno)))") }
-        let written = data.withUnsafeBytes { Streams.writeAll(fd, $0) }
-        let code = errno
-        if !written || fsync(fd) != 0 {
-            let problem = String(cString: strerror(written ? errno : code))
-            close(fd)
-            unlink(temporary)
-            throw ToolError("cannot write the state file \(path): \(problem); the previous state is kept")
-        }
-        close(fd)
-        if rename(temporary, path) != 0 {
-            let problem = String(cString: strerror(errno))
-            unlink(temporary)
-            throw ToolError("cannot replace the state file \(path): \(problem)")
-        }
-        let directoryFD = open(directory.isEmpty ? "." : directory, O_RDONLY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            fsync(directoryFD)
-            close(directoryFD)
-        }
+        try AtomicFile.write(Array(data), to: path)
     }
 
     private static func describe(_ error: Error) -> String {

@@ -2,7 +2,7 @@ import VitalsKit
 
 /// `--format text`: the chain for a person to read. A count of -1 is written `unavailable`,
 /// or `unsupported` for a type the collector said does not exist, with no delta needed.
-enum TextFormat {
+enum SnapshotText {
     static func countWord(_ type: TypeCount) -> String {
         if type.isUnsupported { return "unsupported" }
         if type.count < 0 { return "unavailable" }

@@ -95,7 +95,7 @@ final class MonitorTable<Detector: MonitorDetector> {
 /// versioned, written atomically (a temporary file in the same directory, fsync, rename,
 /// mode 0600). A file that is not one, is of another version, or was written with other
 /// settings is an error naming it; it is never silently replaced.
-enum StateFile {
+enum AnomalyStateFile {
     /// The `format` every state file names.
     static let format = "vitals detect-anomaly state"
     /// The version this build reads and writes.
@@ -108,7 +108,7 @@ enum StateFile {
         switch readFile(path) {
         case .missing:
             // A first run: the file will be created at the end, so its directory must take it.
-            let directory = directoryName(path)
+            let directory = AtomicFile.directoryName(path)
             if access(directory, W_OK) != 0 {
                 throw ToolError("state file \(path) cannot be created: \(directory): \(String(cString: strerror(errno)))")
             }
@@ -206,9 +206,7 @@ enum StateFile {
             out.append(UInt8(ascii: "}"))
         }
         JSONText.appendLiteral("\n]}\n", to: &out)
-        if let reason = writeAtomically(path, out) {
-            throw ToolError("cannot save state file \(path): \(reason) (the previous state, if any, is unchanged)")
-        }
+        try AtomicFile.write(out, to: path)
     }
 
     /// The settings a state file records, with the values it must hold.
@@ -255,45 +253,6 @@ enum StateFile {
         return .contents(contents)
     }
 
-    /// Writes `bytes` to a temporary file beside `path`, fsyncs it, renames it over `path` and
-    /// fsyncs the directory. Returns the reason on failure (the temporary file is removed).
-    private static func directoryName(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    private static func writeAtomically(_ path: String, _ bytes: [UInt8]) -> String? {
-        let directory = directoryName(path)
-        let base = path.lastIndex(of: "/").map { String(path[path.index(after: $0)...]) } ?? path
-        var template = ((directory == "/" ? "/" : directory + "/") + "." + base + ".XXXXXX").utf8CString
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        if fd < 0 { return String(cString: strerror(errno)) }
-        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        func abandon(_ reason: String) -> String {
-            close(fd)
-            unlink(temporary)
-            return reason
-        }
-        fchmod(fd, 0o600)
-        let written = bytes.withUnsafeBytes { Streams.writeAll(fd, $0) }
-        if !written { return abandon(String(cString: strerror(errno))) }
-        if fsync(fd) != 0 { return abandon(String(cString: strerror(errno))) }
-        if close(fd) != 0 {
-            unlink(temporary)
-            return String(cString: strerror(errno))
-        }
-        if rename(temporary, path) != 0 {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            return reason
-        }
-        let directoryFD = open(directory, O_RDONLY | O_CLOEXEC)
-        if directoryFD >= 0 {
-            _ = fsync(directoryFD)
-            close(directoryFD)
-        }
-        return nil
-    }
 }
 
 private extension String {
