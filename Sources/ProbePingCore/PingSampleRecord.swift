@@ -1,5 +1,5 @@
 import HTTPTransport
-import ProbeHTTPCore
+import ProbeKit
 import VitalsKit
 
 /// Writes probe-ping's `sample` records: field order and meaning as in vitals-records(7).
@@ -12,7 +12,7 @@ public enum PingSampleRecord {
     ]
 
     /// A ping sample.
-    public static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: Verdict,
+    public static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                   statistics: PingStatistics, remote: IPAddress?, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         record.int("sent", statistics.sent)
@@ -27,7 +27,7 @@ public enum PingSampleRecord {
     }
 
     /// A tcp sample.
-    public static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: Verdict,
+    public static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                  result: HTTPResult, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         let timings = result.timings
@@ -39,7 +39,7 @@ public enum PingSampleRecord {
         return finish(&record, target: target, family: family, route: route)
     }
 
-    private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: Verdict) -> JSONObjectBuilder {
+    private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: ProbeVerdict) -> JSONObjectBuilder {
         var record = JSONObjectBuilder(capacity: 512)
         record.string("type", "sample")
         record.string("monitor", monitor)
