@@ -22,19 +22,8 @@ public enum SampleRecord {
     public static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
                               verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
                               simulatedMs: Double) -> [UInt8] {
-        var record = JSONObjectBuilder(capacity: 640)
-        record.string("type", "sample")
-        record.string("monitor", monitor)
-        record.string("name", target.name)
-        record.string("kind", target.kind.rawValue)
-        record.string("target", target.displayURL)
-        var at: [UInt8] = []
-        Timestamp.append(milliseconds: atMs, to: &at)
-        record.string("at", String(decoding: at, as: UTF8.self))
-        record.string("method", method)
-        record.string("status", verdict.status.rawValue)
-        record.string("reason", verdict.reason?.rawValue)
-        record.string("message", verdict.message)
+        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
+                                      atMs: atMs, method: method, verdict: verdict, capacity: 640)
         let code = result.map(\.httpCode) ?? 0
         record.int("code", code > 0 ? code : nil)
         record.fixed("latency_ms", verdict.latencyMs)

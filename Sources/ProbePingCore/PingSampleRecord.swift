@@ -40,18 +40,8 @@ public enum PingSampleRecord {
     }
 
     private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: ProbeVerdict) -> JSONObjectBuilder {
-        var record = JSONObjectBuilder(capacity: 512)
-        record.string("type", "sample")
-        record.string("monitor", monitor)
-        record.string("name", target.name)
-        record.string("kind", target.kind.rawValue)
-        record.string("target", target.display)
-        var at: [UInt8] = []
-        Timestamp.append(milliseconds: atMs, to: &at)
-        record.string("at", String(decoding: at, as: UTF8.self))
-        record.string("status", verdict.status.rawValue)
-        record.string("reason", verdict.reason?.rawValue)
-        record.string("message", verdict.message)
+        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.display,
+                                      atMs: atMs, method: nil, verdict: verdict, capacity: 512)
         record.fixed("latency_ms", verdict.latencyMs)
         return record
     }
