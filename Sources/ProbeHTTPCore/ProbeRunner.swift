@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// Settings for a run, from the command line.
@@ -16,33 +17,6 @@ public struct ProbeSettings: Sendable {
 
     /// Defaults.
     public init() {}
-}
-
-/// Counts kept for `--summary` and `--exit-status`.
-public struct ProbeTally: Sendable {
-    /// Samples by status.
-    public var byStatus: [SampleStatus: Int] = [:]
-    /// The slowest answering target and its latency.
-    public var slowest: (name: String, latencyMs: Double)?
-    /// Samples written.
-    public var total: Int { byStatus.values.reduce(0, +) }
-    /// No samples yet.
-    public init() {}
-
-    /// Whether any sample was not `up`.
-    public var anyNotUp: Bool { byStatus.contains { $0.key != .up && $0.value > 0 } }
-
-    /// One line for people: `12 probes: 10 up, 1 degraded, 1 down; slowest api (812ms)`.
-    public var line: String {
-        let parts = SampleStatus.allCases.compactMap { status -> String? in
-            guard let count = byStatus[status], count > 0 else { return nil }
-            return "\(count) \(status.rawValue)"
-        }
-        var text = "\(total) probe\(total == 1 ? "" : "s")"
-        if !parts.isEmpty { text += ": " + parts.joined(separator: ", ") }
-        if let slowest { text += "; slowest \(slowest.name) (\(VerdictRules.milliseconds(slowest.latencyMs)))" }
-        return text
-    }
 }
 
 /// Runs probes on one `HTTPEngine`: once through every target, or forever on each target's interval.
@@ -199,11 +173,11 @@ public final class ProbeRunner {
         scheduler.finish(index)
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
-        var verdict = VerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
+        var verdict = HTTPVerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
                                           fallbackNote: probe.fallbackNote, inspection: inspection,
                                           nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
         if settings.simulatedLatencyMs > 0 {
-            verdict.message += " +\(VerdictRules.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
+            verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
         }
         let record = SampleRecord.encode(target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
                                          atMs: probe.startWallMs, method: method, verdict: verdict, result: result,

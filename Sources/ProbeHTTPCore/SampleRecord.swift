@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// Writes `sample` records: field order and meaning as in vitals-records(7).
@@ -19,21 +20,10 @@ public enum SampleRecord {
     ///   - route: the interface the request left by, and its link type.
     ///   - online: the connectivity check's answer (`--connectivity` only).
     public static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
-                              verdict: Verdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
+                              verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
                               simulatedMs: Double) -> [UInt8] {
-        var record = JSONObjectBuilder(capacity: 640)
-        record.string("type", "sample")
-        record.string("monitor", monitor)
-        record.string("name", target.name)
-        record.string("kind", target.kind.rawValue)
-        record.string("target", target.displayURL)
-        var at: [UInt8] = []
-        Timestamp.append(milliseconds: atMs, to: &at)
-        record.string("at", String(decoding: at, as: UTF8.self))
-        record.string("method", method)
-        record.string("status", verdict.status.rawValue)
-        record.string("reason", verdict.reason?.rawValue)
-        record.string("message", verdict.message)
+        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
+                                      atMs: atMs, method: method, verdict: verdict, capacity: 640)
         let code = result.map(\.httpCode) ?? 0
         record.int("code", code > 0 ? code : nil)
         record.fixed("latency_ms", verdict.latencyMs)
@@ -64,16 +54,5 @@ public enum SampleRecord {
         if simulatedMs > 0 { record.bool("simulated", true) }
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
-    }
-}
-
-extension NetworkView {
-    /// The interface a request left by: the one holding the local address it connected from,
-    /// else the route to the address it tried (or to `host` when that is an address literal);
-    /// nil when it got no address (a failed lookup).
-    public func route(of result: HTTPResult, host: String) -> NetworkRoute? {
-        if let local = result.localIP.flatMap(IPAddress.init), let route = route(fromLocal: local) { return route }
-        if let remote = result.remoteIP.flatMap(IPAddress.init) ?? IPAddress(host) { return route(to: remote) }
-        return nil
     }
 }

@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// What a target checks, OnlineTracker's monitor types for HTTP.
@@ -9,15 +10,6 @@ public enum TargetKind: String, Sendable, CaseIterable {
     case https
     /// A TLS handshake only: the certificate's expiry decides the status.
     case ssl
-}
-
-/// Which address families to probe.
-public enum IPChoice: String, Sendable {
-    case any
-    case v4 = "4"
-    case v6 = "6"
-    /// One sample per family.
-    case both
 }
 
 /// A set of expected HTTP status codes: codes and inclusive ranges.

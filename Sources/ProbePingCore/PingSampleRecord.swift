@@ -1,5 +1,5 @@
 import HTTPTransport
-import ProbeHTTPCore
+import ProbeKit
 import VitalsKit
 
 /// Writes probe-ping's `sample` records: field order and meaning as in vitals-records(7).
@@ -12,7 +12,7 @@ public enum PingSampleRecord {
     ]
 
     /// A ping sample.
-    public static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: Verdict,
+    public static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                   statistics: PingStatistics, remote: IPAddress?, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         record.int("sent", statistics.sent)
@@ -27,7 +27,7 @@ public enum PingSampleRecord {
     }
 
     /// A tcp sample.
-    public static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: Verdict,
+    public static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                  result: HTTPResult, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         let timings = result.timings
@@ -39,19 +39,9 @@ public enum PingSampleRecord {
         return finish(&record, target: target, family: family, route: route)
     }
 
-    private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: Verdict) -> JSONObjectBuilder {
-        var record = JSONObjectBuilder(capacity: 512)
-        record.string("type", "sample")
-        record.string("monitor", monitor)
-        record.string("name", target.name)
-        record.string("kind", target.kind.rawValue)
-        record.string("target", target.display)
-        var at: [UInt8] = []
-        Timestamp.append(milliseconds: atMs, to: &at)
-        record.string("at", String(decoding: at, as: UTF8.self))
-        record.string("status", verdict.status.rawValue)
-        record.string("reason", verdict.reason?.rawValue)
-        record.string("message", verdict.message)
+    private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: ProbeVerdict) -> JSONObjectBuilder {
+        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.display,
+                                      atMs: atMs, method: nil, verdict: verdict, capacity: 512)
         record.fixed("latency_ms", verdict.latencyMs)
         return record
     }

@@ -1,4 +1,4 @@
-import ProbeHTTPCore
+import ProbeKit
 import VitalsCrypto
 import VitalsKit
 

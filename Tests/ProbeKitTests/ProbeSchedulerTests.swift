@@ -1,5 +1,5 @@
 import Testing
-@testable import ProbeHTTPCore
+@testable import ProbeKit
 
 /// The scheduler driven by a clock the test sets, in milliseconds.
 @Suite("probe scheduling: concurrency, per host, rate, watch")

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import VitalsKit
 
 /// The kind of link an interface is: the command-line counterpart of NWPathMonitor's
 /// interface types (Online Now's connection type).
@@ -127,7 +128,7 @@ public final class NetworkView {
     }
 
     /// The local address the kernel picks to reach `remote`, or nil when there is no route.
-    public static func localAddress(toward remote: IPAddress) -> IPAddress? {
+    static func localAddress(toward remote: IPAddress) -> IPAddress? {
         let fd = socket(remote.family.systemValue, datagramSocketType, 0)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -149,7 +150,7 @@ public final class NetworkView {
     ///   - wireless: a `wireless` or `phy80211` entry exists.
     ///   - tun: a `tun_flags` entry exists (tun and tap devices).
     ///   - name: the interface name.
-    public static func classifyLinux(type: Int?, devtype: String?, wireless: Bool, tun: Bool, name: String) -> LinkType {
+    static func classifyLinux(type: Int?, devtype: String?, wireless: Bool, tun: Bool, name: String) -> LinkType {
         if type == 772 { return .loopback }                                   // ARPHRD_LOOPBACK
         if wireless || devtype == "wlan" || (801...804).contains(type ?? 0) { return .wifi } // ARPHRD_IEEE80211*
         if devtype == "wwan" || type == 519                                    // ARPHRD_RAWIP (qmi_wwan, rmnet)

@@ -10,7 +10,7 @@ public struct TargetIDs {
     public init() {}
 
     /// The id as written, trimmed; nil when it is empty after trimming.
-    public static func normalize(_ raw: String) -> String? {
+    static func normalize(_ raw: String) -> String? {
         let trimmed = raw.trimmingSpaces
         return trimmed.isEmpty ? nil : trimmed
     }
@@ -48,7 +48,7 @@ public struct TargetIDs {
 
     /// Registers `id` seen at `source:line`. Returns the id to use and, for a duplicate,
     /// where the first one was (the duplicate gets `-2`, `-3`, ...).
-    public mutating func register(_ id: String, source: String, line: Int) -> (id: String, firstSeen: (source: String, line: Int)?) {
+    mutating func register(_ id: String, source: String, line: Int) -> (id: String, firstSeen: (source: String, line: Int)?) {
         guard let first = seen[id] else {
             seen[id] = (source, line)
             return (id, nil)
@@ -65,48 +65,14 @@ public struct TargetIDs {
     }
 }
 
-/// isitup's "check one service" matching: exact normalized name, exact normalized host,
-/// partial name, partial host, in that order; the first target in input order wins each step.
-public enum NameMatcher {
-    /// Lowercased, trimmed, every run of non-alphanumerics turned into one space.
-    public static func normalize(_ text: String) -> String {
-        var out = ""
-        var pendingSpace = false
-        for character in text.lowercased() {
-            if character.isLetter || character.isNumber {
-                if pendingSpace && !out.isEmpty { out.append(" ") }
-                pendingSpace = false
-                out.append(character)
-            } else {
-                pendingSpace = true
-            }
-        }
-        return out
-    }
-
-    /// The index of the best match for `query` among `targets`, or nil.
-    public static func bestMatch(_ query: String, in targets: [(name: String, host: String)]) -> Int? {
-        let wanted = normalize(query)
-        guard !wanted.isEmpty else { return nil }
-        let names = targets.map { normalize($0.name) }
-        let hosts = targets.map { normalize($0.host) }
-        if let index = names.firstIndex(of: wanted) { return index }
-        if let index = hosts.firstIndex(of: wanted) { return index }
-        if let index = names.firstIndex(where: { $0.contains(wanted) }) { return index }
-        if let index = hosts.firstIndex(where: { $0.contains(wanted) }) { return index }
-        return nil
-    }
-
-    /// Up to `limit` names closest to `query`, for a "no match" message.
-    public static func closestNames(_ query: String, among names: [String], limit: Int = 3) -> [String] {
-        let wanted = Array(normalize(query).utf8)
-        let scored = names.map { name -> (String, Int) in
-            (name, ArgumentParser.editDistance(wanted, Array(normalize(name).utf8)))
-        }
-        var unique: [String] = []
-        for (name, _) in scored.sorted(by: { $0.1 < $1.1 }) where !unique.contains(name) {
-            unique.append(name)
-            if unique.count == limit { break }
+extension TargetIDs {
+    /// Registers `id` seen at `source:line`; a duplicate is reported (naming where the first
+    /// one was) and gets the next free `-2`, `-3`, ... suffix, which is returned.
+    public mutating func unique(_ id: String, source: String, line: Int, diagnostics: Diagnostics) -> String {
+        let (unique, first) = register(id, source: source, line: line)
+        if let first {
+            diagnostics.error("duplicate id '\(id)' (first on \(first.source):\(first.line)); probing this one as '\(unique)'",
+                              source: source, line: line)
         }
         return unique
     }

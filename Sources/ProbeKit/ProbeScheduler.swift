@@ -3,9 +3,9 @@ public struct ProbeLimits: Sendable, Equatable {
     /// Probes in flight at once.
     public var concurrency: Int
     /// Probes in flight at once against one host (`--per-host`); nil for no limit.
-    public var perHost: Int?
+    var perHost: Int?
     /// New probes started per second overall (`--rate`); nil for no limit.
-    public var ratePerSecond: Double?
+    var ratePerSecond: Double?
 
     /// Creates limits.
     public init(concurrency: Int, perHost: Int? = nil, ratePerSecond: Double? = nil) {
@@ -38,7 +38,7 @@ public struct ProbeScheduler {
     private var nextStartNs: UInt64 = 0
     private let spacingNs: UInt64
     /// Probes started and not finished.
-    public private(set) var activeCount = 0
+    private(set) var activeCount = 0
 
     /// Prepares to schedule probes against `hosts` (one per probe; equal strings are one host),
     /// each repeated every `intervalsMs` when `watch`.
@@ -141,60 +141,5 @@ public struct ProbeScheduler {
             released.removeFirst(releasedHead)
             releasedHead = 0
         }
-    }
-}
-
-/// A binary min-heap of (deadline, value) pairs: timers of many probes on one thread.
-/// Equal deadlines come out in no particular order.
-public struct DeadlineHeap {
-    private var deadlines: [Int64] = []
-    private var values: [Int] = []
-
-    /// An empty heap.
-    public init() {}
-
-    /// The number of entries.
-    public var count: Int { deadlines.count }
-
-    /// The earliest entry, or nil.
-    public var peek: (deadline: Int64, value: Int)? {
-        deadlines.isEmpty ? nil : (deadlines[0], values[0])
-    }
-
-    /// Adds an entry.
-    public mutating func push(_ deadline: Int64, _ value: Int) {
-        deadlines.append(deadline)
-        values.append(value)
-        var child = deadlines.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            if deadlines[parent] <= deadlines[child] { break }
-            deadlines.swapAt(parent, child)
-            values.swapAt(parent, child)
-            child = parent
-        }
-    }
-
-    /// Removes the earliest entry.
-    @discardableResult
-    public mutating func pop() -> (deadline: Int64, value: Int)? {
-        guard let top = peek else { return nil }
-        let last = deadlines.count - 1
-        deadlines.swapAt(0, last)
-        values.swapAt(0, last)
-        deadlines.removeLast()
-        values.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            if left >= deadlines.count { break }
-            let right = left + 1
-            let smaller = right < deadlines.count && deadlines[right] < deadlines[left] ? right : left
-            if deadlines[parent] <= deadlines[smaller] { break }
-            deadlines.swapAt(parent, smaller)
-            values.swapAt(parent, smaller)
-            parent = smaller
-        }
-        return top
     }
 }

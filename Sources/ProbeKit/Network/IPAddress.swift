@@ -23,7 +23,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// IPv6: bytes 8 to 15, big-endian. IPv4: the four bytes, big-endian, in the low 32 bits.
     public let low: UInt64
     /// The IPv6 scope (interface index) of a link-local address; 0 otherwise.
-    public let scopeID: UInt32
+    let scopeID: UInt32
 
     /// An IPv4 address from its four bytes as one big-endian number (`0x7F000001` is 127.0.0.1).
     public init(v4 value: UInt32) {
@@ -91,12 +91,12 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether this is 127.0.0.0/8 or ::1.
-    public var isLoopback: Bool {
+    var isLoopback: Bool {
         family == .v4 ? (low >> 24) == 127 : (high == 0 && low == 1)
     }
 
     /// Whether this is an IPv6 link-local address (fe80::/10).
-    public var isLinkLocal: Bool { family == .v6 && (high >> 54) == 0x3FA }
+    var isLinkLocal: Bool { family == .v6 && (high >> 54) == 0x3FA }
 
     /// The sixteen (IPv6) or four (IPv4) bytes, network order.
     public var bytes: [UInt8] {
@@ -106,7 +106,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the first `prefix` bits equal those of `other` (same family).
-    public func shares(prefix: Int, with other: IPAddress) -> Bool {
+    func shares(prefix: Int, with other: IPAddress) -> Bool {
         guard family == other.family else { return false }
         if family == .v4 {
             let bits = min(max(prefix, 0), 32)
@@ -122,7 +122,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The number of leading one bits, read as a netmask.
-    public var prefixLength: Int {
+    var prefixLength: Int {
         if family == .v4 { return (~UInt32(truncatingIfNeeded: low)).leadingZeroBitCount }
         return high == UInt64.max ? 64 + (~low).leadingZeroBitCount : (~high).leadingZeroBitCount
     }

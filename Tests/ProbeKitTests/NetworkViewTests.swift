@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import VitalsKit
+@testable import ProbeKit
+import VitalsKit
 
 /// A literal address the test knows is valid.
 private func ip(_ text: String) throws -> IPAddress {

@@ -1,4 +1,3 @@
-import HTTPTransport
 import VitalsKit
 
 /// The options every probe shares: how many at once (`--concurrency`, `--per-host`, `--rate`),
@@ -69,31 +68,5 @@ public struct ProbeRunOptions: Sendable {
         if options.has("exit-status"), tally().anyNotUp { status = .verdict }
         if context.diagnostics.errorCount > 0 { status = status.worst(.failure) }
         return status
-    }
-}
-
-extension IPChoice {
-    /// The probes a target with this choice makes: one (`any`, `4`, `6`) or one per family
-    /// (`both`, as monitors `ID/ipv4` and `ID/ipv6`).
-    public func probes(monitor: String) -> [(family: IPFamily, monitor: String)] {
-        switch self {
-        case .any: return [(.any, monitor)]
-        case .v4: return [(.v4, monitor)]
-        case .v6: return [(.v6, monitor)]
-        case .both: return [(.v4, monitor + "/ipv4"), (.v6, monitor + "/ipv6")]
-        }
-    }
-}
-
-extension TargetIDs {
-    /// Registers `id` seen at `source:line`; a duplicate is reported (naming where the first
-    /// one was) and gets the next free `-2`, `-3`, ... suffix, which is returned.
-    public mutating func unique(_ id: String, source: String, line: Int, diagnostics: Diagnostics) -> String {
-        let (unique, first) = register(id, source: source, line: line)
-        if let first {
-            diagnostics.error("duplicate id '\(id)' (first on \(first.source):\(first.line)); probing this one as '\(unique)'",
-                              source: source, line: line)
-        }
-        return unique
     }
 }
