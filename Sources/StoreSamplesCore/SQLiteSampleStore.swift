@@ -54,13 +54,19 @@ public final class SQLiteSampleStore: SampleStore {
     );
     """
 
+    /// Version 2: the latest monitor config and enabled flag its samples stated.
+    static let monitorSettings = """
+    ALTER TABLE monitors ADD COLUMN config TEXT;
+    ALTER TABLE monitors ADD COLUMN enabled INTEGER;
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [schema]
+    static let migrations: [String] = [schema, monitorSettings]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versionedSchema = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)
 
-    /// Status codes in the `status` column: up and degraded are below 2, so `status < 2` is uptime.
+    /// Status codes in the `status` column: only up (0) is uptime, as OnlineTracker counts it.
     static func code(_ status: SampleStatus) -> Int64 {
         switch status {
         case .up: return 0
@@ -233,13 +239,16 @@ public final class SQLiteSampleStore: SampleStore {
             guard let stored = known[index], stored.elementsEqual(raw) else { return true }
         }
         if let interval = sample.checkInterval, known[5] != Array(String(interval).utf8) { return true }
+        if let config = sample.raw(sample.configRange), !(known[6].map { $0.elementsEqual(config) } ?? false) { return true }
+        if let enabled = sample.enabled, known[7] != [enabled ? 1 : 0] { return true }
         return false
     }
 
     private func refresh(_ id: Int64, _ sample: SampleLine) throws {
         let update = try db.prepare("""
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
-                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval)
+                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
+                config = coalesce(?, config), enabled = coalesce(?, enabled)
             WHERE id = ?
             """)
         update.bind(1, sample.name)
@@ -248,13 +257,17 @@ public final class SQLiteSampleStore: SampleStore {
         update.bind(4, sample.agent)
         update.bind(5, sample.description)
         update.bind(6, sample.checkInterval)
-        update.bind(7, id)
+        if let config = sample.raw(sample.configRange) { update.bind(7, bytes: config) } else { update.bind(7, nil as String?) }
+        update.bind(8, sample.enabled.map { $0 ? Int64(1) : Int64(0) })
+        update.bind(9, id)
         try update.step()
-        var known = monitorMeta[id] ?? Array(repeating: nil, count: 6)
+        var known = monitorMeta[id] ?? Array(repeating: nil, count: 8)
         for index in 0..<5 {
             if let raw = sample.raw(sample.metaRanges[index]) { known[index] = Array(raw) }
         }
         if let interval = sample.checkInterval { known[5] = Array(String(interval).utf8) }
+        if let config = sample.raw(sample.configRange) { known[6] = Array(config) }
+        if let enabled = sample.enabled { known[7] = [enabled ? 1 : 0] }
         monitorMeta[id] = known
     }
 
@@ -312,7 +325,7 @@ public final class SQLiteSampleStore: SampleStore {
     public func monitors() throws -> [MonitorRecord] {
         let statement = try db.prepare("""
             SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
-                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id)
+                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id), m.config, m.enabled
             FROM monitors m ORDER BY m.id
             """)
         var result: [MonitorRecord] = []
@@ -323,7 +336,7 @@ public final class SQLiteSampleStore: SampleStore {
     public func monitor(matching key: String) throws -> MonitorRecord? {
         let statement = try db.prepare("""
             SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
-                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id)
+                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id), m.config, m.enabled
             FROM monitors m WHERE m.monitor = ? OR (CAST(m.id AS TEXT) = ? AND NOT EXISTS (SELECT 1 FROM monitors WHERE monitor = ?))
             ORDER BY m.monitor = ? DESC LIMIT 1
             """)
@@ -338,7 +351,8 @@ public final class SQLiteSampleStore: SampleStore {
         MonitorRecord(id: statement.int64(0), monitor: statement.text(1) ?? "", name: statement.text(2), kind: statement.text(3),
                       target: statement.text(4), agent: statement.text(5), description: statement.text(6),
                       checkInterval: statement.optionalInt64(7), firstSeen: statement.int64(8),
-                      lastSeen: statement.optionalInt64(9) ?? statement.int64(8))
+                      lastSeen: statement.optionalInt64(9) ?? statement.int64(8), config: statement.text(10),
+                      enabled: statement.optionalInt64(11).map { $0 != 0 })
     }
 
     public func latest(monitorID: Int64) throws -> StoredSample? {
@@ -389,7 +403,7 @@ public final class SQLiteSampleStore: SampleStore {
     public func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
         // Checks, uptime and latency come from the covering index alone; speed needs the rows.
         let statement = try db.prepare("""
-            SELECT count(*), sum(status < 2), sum(latency_ms), count(latency_ms), max(at)
+            SELECT count(*), sum(status = 0), sum(latency_ms), count(latency_ms), max(at)
             FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ? AND at >= ? AND at < ?
             """)
         statement.bind(1, monitorID)

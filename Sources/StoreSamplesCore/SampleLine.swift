@@ -22,6 +22,10 @@ public struct SampleLine {
     public var speedMbps: Double?
     /// The monitor's check interval, seconds.
     public var checkInterval: Int64?
+    /// Whether the monitor is enabled, when the sample says.
+    public var enabled: Bool?
+    /// The raw range of the monitor's `config` object (nil when absent or null).
+    var configRange: FieldRange?
     /// Raw value ranges of the text fields (strings or null).
     var reasonRange: FieldRange?
     var messageRange: FieldRange?
@@ -113,9 +117,11 @@ public struct SampleLine {
                 if equals(key, "status") { status = field }
                 else if equals(key, "reason") { sample.reasonRange = try reader.checkedText(field, "reason") }
                 else if equals(key, "target") { sample.metaRanges[2] = try reader.checkedText(field, "target") }
+                else if equals(key, "config") { sample.configRange = try reader.checkedObject(field, "config") }
             case 7:
                 if equals(key, "monitor") { monitor = field }
                 else if equals(key, "message") { sample.messageRange = try reader.checkedText(field, "message") }
+                else if equals(key, "enabled") { sample.enabled = try reader.bool(field, "enabled") }
             case 10:
                 if equals(key, "latency_ms") { sample.latencyMs = try reader.number(field, "latency_ms") }
                 else if equals(key, "speed_mbps") { sample.speedMbps = try reader.number(field, "speed_mbps") }
@@ -177,6 +183,23 @@ struct FieldReader {
         if isNull(bytes) { return nil }
         guard bytes.first == UInt8(ascii: "\"") else { throw SampleLine.Problem(message: "field '\(name)' must be a string") }
         return field
+    }
+
+    /// The field if it is an object or null; any other type is an error.
+    func checkedObject(_ field: FieldRange, _ name: String) throws -> FieldRange? {
+        let bytes = raw(field)
+        if isNull(bytes) { return nil }
+        guard bytes.first == UInt8(ascii: "{") else { throw SampleLine.Problem(message: "field '\(name)' must be an object") }
+        return field
+    }
+
+    /// A boolean field (nil for null); any other type is an error.
+    func bool(_ field: FieldRange, _ name: String) throws -> Bool? {
+        let bytes = raw(field)
+        if isNull(bytes) { return nil }
+        if bytes.count == 4, bytes[0] == UInt8(ascii: "t") { return true }
+        if bytes.count == 5, bytes[0] == UInt8(ascii: "f") { return false }
+        throw SampleLine.Problem(message: "field '\(name)' must be true or false")
     }
 
     /// A string field (nil for null); any other type is an error.

@@ -15,6 +15,10 @@ public struct MonitorRecord: Sendable {
     /// First and last sample times, ms since the epoch.
     public var firstSeen: Int64
     public var lastSeen: Int64
+    /// The latest monitor config its samples stated, as JSON text (OnlineTracker's config object).
+    public var config: String?
+    /// Whether the latest sample that said so called the monitor enabled.
+    public var enabled: Bool?
 }
 
 /// One stored sample's columns.
@@ -40,7 +44,7 @@ public struct AgentRecord: Sendable {
 public struct SampleTotals: Sendable {
     /// Checks in the window.
     public var checks = 0
-    /// Checks that were up or degraded.
+    /// Checks that were up (a degraded check is not uptime, as OnlineTracker counts it).
     public var good = 0
     /// Sum and count of latencies present.
     public var latencySum = 0.0

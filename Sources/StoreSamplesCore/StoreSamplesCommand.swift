@@ -27,14 +27,16 @@ public enum StoreSamplesCommand: VitalsCommand {
             .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
             .when("until", help: "export: before this time or this long ago (default: no end)"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export: only this monitor (integer or monitor id)"),
+            OptionSpec("sort", value: "ORDER", default: "status",
+                       help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
             OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
                        help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
         ],
         subcommands: [
             SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]", options: ["quiet", "keep-per-monitor", "keep-days"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
-            SubcommandSpec("overview", summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
-            SubcommandSpec("monitors", options: ["format"], summary: "the monitors stored"),
+            SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
+            SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
             SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
             SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
@@ -91,8 +93,9 @@ public enum StoreSamplesCommand: VitalsCommand {
                                         default: subcommand == "export" ? "ndjson" : "json") == "ndjson"
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
+        let order = Views.MonitorOrder(rawValue: try options.choice("sort", of: ["status", "id"]))!
         let store = try SQLiteSampleStore(path: path, create: false)
-        let views = Views(store: store, now: now)
+        let views = Views(store: store, now: now, order: order)
         func findMonitor(_ key: String) throws -> MonitorRecord {
             guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
             return record
