@@ -20,8 +20,6 @@ final class SampleArchiveWriter {
     private var typeIDs: [Int64] = []
     private var fingerprintText: [UInt8] = []
     private let upsert: SQLiteStatement
-    /// Samples inserted for the first time by this take.
-    private(set) var inserted: Int64 = 0
     /// Samples read by this take (every occurrence).
     private(set) var seen: Int64 = 0
 
@@ -104,13 +102,9 @@ final class SampleArchiveWriter {
             bindText(12, sample.uuid)
             upsert.bind(13, seq)
             upsert.bind(14, now)
-            let before = archive.db.lastInsertRowID
             defer { upsert.reset() }
             try upsert.step()
-            if archive.db.changes > 0 {
-                if archive.db.lastInsertRowID != before { inserted += 1 }
-                return
-            }
+            if archive.db.changes > 0 { return }
             occurrence += 1
         }
     }
@@ -118,6 +112,13 @@ final class SampleArchiveWriter {
     @inline(__always)
     private func bindText(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>?) {
         if let bytes { upsert.bind(index, bytes: bytes) } else { upsert.bind(index, nil as String?) }
+    }
+
+    /// Samples this take archived for the first time, counted in the archive: comparing row ids
+    /// around each insert missed the first sample of a new archive, whose row id equals the
+    /// snapshot's placeholder row id, the last one inserted before it.
+    func newCount() throws -> Int64 {
+        try archive.db.scalarInt("SELECT count(*) FROM samples WHERE first_seen = \(seq)") ?? 0
     }
 
     /// What marking found.

@@ -24,6 +24,8 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("device-id-file", value: "FILE", help: "take: the stable device id, kept outside the archive (default $XDG_CONFIG_HOME/vitals/device-id)"),
             OptionSpec("tz", value: "ZONE", aliases: ["timezone"], help: "take: the time zone of the yearly counts (default $TZ, else the system's)"),
             OptionSpec("trigger", value: "WORD", default: "manual", help: "take: what asked for the snapshot, recorded with it"),
+            .duration("debounce", range: 1...Int64.max / 4,
+                      help: "take: skip a take whose --trigger is not manual while the latest snapshot is younger than this (HealthProbe's observer waits 10m); a manual take is never skipped"),
             OptionSpec("post-restore", help: "take: mark the snapshot as a baseline after a restore"),
             OptionSpec("no-samples", help: "take: count and chain only; do not archive the samples themselves"),
             OptionSpec("exit-status", short: "e", help: "take, diff: exit 1 when an anomaly is found"),
@@ -50,7 +52,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         ],
         subcommands: [
             SubcommandSpec("take", operands: 0...Int.max, "[FILE...]",
-                           options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "post-restore", "no-samples",
+                           options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "debounce", "post-restore", "no-samples",
                                                           "exit-status", "restore-records"]),
                            summary: "count an Apple Health export or NDJSON health records and add a snapshot to the chain"),
             SubcommandSpec("list", options: ["format"], summary: "the snapshots in the chain"),
