@@ -467,6 +467,23 @@ public final class SQLiteSampleStore: SampleStore {
         return changed
     }
 
+    public func clear(monitorID: Int64?, before: Int64?) throws -> Int {
+        var deleted = 0
+        do {
+            try db.writeTransaction {
+                let statement = try db.prepare("DELETE FROM samples WHERE (?1 IS NULL OR monitor_id = ?1) AND at < ?2")
+                statement.bind(1, monitorID)
+                statement.bind(2, before ?? Int64.max)
+                try statement.step()
+                deleted = db.changes
+            }
+        } catch {
+            throw translate(error)
+        }
+        hints.removeAll()
+        return deleted
+    }
+
     public func export(from: Int64, until: Int64, monitorID: Int64?,
                        _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         let statement: SQLiteStatement

@@ -99,6 +99,9 @@ public protocol SampleStore: AnyObject {
     func agents() throws -> [AgentRecord]
     /// Sets an agent's status; false when there is no such agent.
     func setAgentStatus(_ id: String, to status: String) throws -> Bool
+    /// Deletes the samples before `before` (all when nil), of one monitor or of all; monitors
+    /// and agents stay. Returns how many were deleted.
+    func clear(monitorID: Int64?, before: Int64?) throws -> Int
     /// Stored sample lines in `[from, until)`, in time order, optionally of one monitor.
     func export(from: Int64, until: Int64, monitorID: Int64?,
                 _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws

@@ -8,7 +8,8 @@ public enum StoreSamplesCommand: VitalsCommand {
         name: "store-samples",
         summary: "Keep sample records in SQLite and answer OnlineTracker's views of their history.",
         usage: ["[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
-                "[OPTIONS] agents [approve|reject ID] | stats | export"],
+                "[OPTIONS] agents [approve|reject ID] | stats | export",
+                "[OPTIONS] clear --all | --monitor ID | --until WHEN"],
         description: """
         Without a subcommand (or with ingest), samples are read from the FILEs or standard input and stored; \
         each record is written to standard output once the transaction holding it has committed. The other \
@@ -25,8 +26,9 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
             OptionSpec("per-page", value: "N", default: "25", help: "results: checks per page, at most 100"),
             .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
-            .when("until", help: "export: before this time or this long ago (default: no end)"),
-            OptionSpec("monitor", short: "m", value: "ID", help: "export: only this monitor (integer or monitor id)"),
+            .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
+            OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
+            OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
             OptionSpec("sort", value: "ORDER", default: "status",
                        help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
             OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
@@ -43,6 +45,8 @@ public enum StoreSamplesCommand: VitalsCommand {
             SubcommandSpec("agents", operands: 0...2, "[approve|reject ID]", options: ["format"], summary: "the agents that sent samples; approve or reject one"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
             SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
+            SubcommandSpec("clear", options: ["all", "monitor", "until"],
+                           summary: "delete samples: all, one monitor's, or those before a time (isitup's and Online Now's clear history)"),
         ],
         defaultSubcommand: "ingest",
         examples: [
@@ -50,6 +54,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             "store-samples --db vitals.db overview",
             "store-samples --db vitals.db history api --hours 24 --ndjson",
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",
+            "store-samples --db vitals.db clear --until 30d",
         ],
         exitStatuses: [
             (.success, "done (a query that matches nothing prints an empty list)"),
@@ -143,6 +148,21 @@ public enum StoreSamplesCommand: VitalsCommand {
             }
         case "stats":
             try writer.write(try views.stats(from: since).encoded())
+        case "clear":
+            let all = options.has("all")
+            guard all != (options.has("monitor") || options.has("until")) else {
+                throw UsageError(all ? "clear --all clears everything; leave out --monitor and --until, or --all"
+                                     : "clear wants --all, --monitor ID or --until WHEN (or both of the last two)")
+            }
+            let monitorID = try options.value("monitor").map { try findMonitor($0).id }
+            let before = options.has("until") ? until : nil
+            let deleted = try store.clear(monitorID: monitorID, before: before)
+            try writer.write(JSONValue.object(JSONObject([
+                JSONField("type", .string("cleared")),
+                JSONField("monitor", options.value("monitor").map(JSONValue.string) ?? .null),
+                JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
+                JSONField("samples", .integer(deleted)),
+            ])).encoded())
         case "export":
             let monitorID = try options.value("monitor").map { try findMonitor($0).id }
             if !ndjson {

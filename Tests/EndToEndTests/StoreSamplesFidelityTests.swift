@@ -75,6 +75,30 @@ struct StoreSamplesFidelityTests {
         #expect(history.map(\.timestamp) == ["2026-01-27T10:00:00Z", "2026-01-27T10:45:00Z"])
     }
 
+    @Test("clearing history: all, one monitor, or before a time, as isitup's and Online Now's clear history")
+    func clearingHistory() throws {
+        // Three samples each of api and web at 10:00, 10:30 and 11:00.
+        let input = [0, 30, 60].flatMap { [sample("api", minute: $0), sample("web", minute: $0)] }
+        #expect(try store(input).status == 0)
+        // Before 10:30: the two 10:00 samples go.
+        let early = try query(["clear", "--until", "2026-01-27T10:30:00Z"]).records()
+        #expect(early.first?.string("type") == "cleared" && early.first?.int("samples") == 2)
+        #expect(early.first?.string("before") == "2026-01-27T10:30:00.000Z")
+        // One monitor: web's two remaining samples; api's stay.
+        #expect(try query(["clear", "--monitor", "web"]).records().first?.int("samples") == 2)
+        #expect(try sqlite(db, "SELECT group_concat(m.monitor || '@' || s.at) FROM samples s JOIN monitors m ON m.id = s.monitor_id")
+                == "api@1769509800000,api@1769511600000")
+        // All: nothing left; the monitors stay, with no latest status.
+        #expect(try query(["clear", "--all"]).records().first?.int("samples") == 2)
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "0")
+        let monitors = try decode([OTMonitor].self, try query(["monitors", "--sort", "id"]).stdout)
+        #expect(monitors.map(\.name) == ["API", "WEB"] && monitors.allSatisfy { $0.latestStatus == nil })
+        // Saying nothing is a usage error, not a wipe; an unknown monitor is exit 2.
+        #expect(try query(["clear"]).status == 64)
+        #expect(try query(["clear", "--all", "--monitor", "api"]).status == 64)
+        #expect(try query(["clear", "--monitor", "nope"]).status == 2)
+    }
+
     @Test("check_interval, config and enabled are real in the views: the latest of each per monitor")
     func checkIntervalConfigAndEnabled() throws {
         // The seed's Google DNS monitor: a ping every 60 s with ping_count 5, ok under 80 ms,
