@@ -26,6 +26,10 @@ public struct SampleLine {
     public var enabled: Bool?
     /// The raw range of the monitor's `config` object (nil when absent or null).
     var configRange: FieldRange?
+    /// The raw range of the agent's name (`agent_name`).
+    var agentNameRange: FieldRange?
+    /// The agent's name, apart from its id.
+    public var agentName: String? { text(agentNameRange) }
     /// Raw value ranges of the text fields (strings or null).
     var reasonRange: FieldRange?
     var messageRange: FieldRange?
@@ -125,6 +129,7 @@ public struct SampleLine {
             case 10:
                 if equals(key, "latency_ms") { sample.latencyMs = try reader.number(field, "latency_ms") }
                 else if equals(key, "speed_mbps") { sample.speedMbps = try reader.number(field, "speed_mbps") }
+                else if equals(key, "agent_name") { sample.agentNameRange = try reader.checkedText(field, "agent_name") }
             case 11:
                 if equals(key, "description") { sample.metaRanges[4] = try reader.checkedText(field, "description") }
             case 14:

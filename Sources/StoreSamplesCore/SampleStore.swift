@@ -38,6 +38,26 @@ public struct AgentRecord: Sendable {
     public var createdAt: Int64
     public var lastSeen: Int64
     public var monitorCount: Int
+    /// The name its samples gave it (`agent_name`), apart from its id.
+    public var name: String?
+}
+
+/// Where ingested samples come from. The user's own command line (the default) counts at
+/// once whatever a sample's `agent` says; samples from elsewhere (`--remote`, for the API
+/// that receives them) count only once their agent is approved.
+public struct IngestPolicy: Sendable {
+    /// The samples came from elsewhere.
+    public var remote = false
+    /// A new agent is approved on sight instead of pending.
+    public var autoApprove = false
+    /// Agents approved before ingesting.
+    public var approvedAgents: [String] = []
+    /// The user's own samples.
+    public init(remote: Bool = false, autoApprove: Bool = false, approvedAgents: [String] = []) {
+        self.remote = remote
+        self.autoApprove = autoApprove
+        self.approvedAgents = approvedAgents
+    }
 }
 
 /// Totals over a window for one monitor.

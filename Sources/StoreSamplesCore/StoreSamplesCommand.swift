@@ -21,6 +21,9 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
             OptionSpec("keep-days", value: "DAYS", default: "400", help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
+            OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
+            OptionSpec("auto-approve", help: "ingest --remote: approve an agent seen for the first time instead of leaving it pending"),
+            OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
             .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
             OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
             OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
@@ -35,7 +38,8 @@ public enum StoreSamplesCommand: VitalsCommand {
                        help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
         ],
         subcommands: [
-            SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]", options: ["quiet", "keep-per-monitor", "keep-days"],
+            SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
+                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
             SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
@@ -78,7 +82,13 @@ public enum StoreSamplesCommand: VitalsCommand {
         if subcommand == "ingest" {
             let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
             let keepDays = try options.integer("keep-days", in: 0...100_000)
-            let store = try SQLiteSampleStore(path: path, create: true)
+            if options.has("auto-approve"), !options.has("remote") {
+                throw UsageError("--auto-approve applies to samples from elsewhere: add --remote (your own samples count at once)")
+            }
+            let approved = options.value("approve-agents").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
+            let policy = IngestPolicy(remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved)
+            let store = try SQLiteSampleStore(path: path, create: true, policy: policy)
+            try store.approveListedAgents(now: now)
             let ingester = Ingester(store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
                                     output: context.output, passThrough: !options.has("quiet"),
                                     diagnostics: context.diagnostics, now: clock)

@@ -217,7 +217,7 @@ public struct Views {
         try store.agents().map { agent in
             .object(JSONObject([
                 JSONField("id", .string(agent.id)),
-                JSONField("name", .string(agent.id)),
+                JSONField("name", .string(agent.name ?? agent.id)),
                 JSONField("status", .string(agent.status)),
                 JSONField("last_seen", .string(Views.time(agent.lastSeen))),
                 JSONField("created_at", .string(Views.time(agent.createdAt))),

@@ -99,6 +99,50 @@ struct StoreSamplesFidelityTests {
         #expect(try query(["clear", "--monitor", "nope"]).status == 2)
     }
 
+    @Test("agents that report from elsewhere start pending: stored, not counted until approved; rejected ones refused")
+    func remoteAgentsStartPending() throws {
+        func checks(_ monitor: String) throws -> Int {
+            try decode(OTResultsPage.self, try query(["results", monitor]).stdout).total
+        }
+        // OnlineTracker: an agent that registers from another machine is pending until approved.
+        let tokyo = #","agent":"tokyo","agent_name":"Tokyo office""#
+        #expect(try store([sample("edge", minute: 1, extra: tokyo), sample("edge", minute: 2, extra: tokyo)], ["--remote"]).status == 0)
+        #expect(try sqlite(db, "SELECT count(*) || ' ' || sum(origin) || ' ' || sum(held) FROM samples") == "2 2 2", "stored, from elsewhere, held")
+        var overview = try decode(OTStatusOverview.self, try query(["overview"]).stdout)
+        #expect(overview.agentsTotal == 1 && overview.agentsPending == 1)
+        #expect(overview.monitors.first { $0.name == "EDGE" }?.status == .unknown, "no counted sample yet")
+        #expect(try checks("edge") == 0)
+        #expect(try query(["history", "edge"]).stdout == "[]\n")
+        let agents = try decode([OTAgent].self, try query(["agents"]).stdout)
+        #expect(agents.first?.id == "tokyo" && agents.first?.name == "Tokyo office" && agents.first?.status == .pending)
+        // The user's own command line counts at once, whatever the sample's agent field says.
+        #expect(try store([sample("mine", minute: 3, extra: tokyo)]).status == 0)
+        #expect(try checks("mine") == 1)
+        // Approving the agent counts what it had sent.
+        #expect(try query(["agents", "approve", "tokyo"]).status == 0)
+        #expect(try checks("edge") == 2)
+        overview = try decode(OTStatusOverview.self, try query(["overview"]).stdout)
+        #expect(overview.agentsPending == 0 && overview.monitors.first { $0.name == "EDGE" }?.status == .up)
+        // A rejected agent's samples are refused with a clear error; nothing of them is stored.
+        #expect(try store([sample("bad", minute: 4, extra: #","agent":"evil""#)], ["--remote"]).status == 0)
+        #expect(try query(["agents", "reject", "evil"]).status == 0)
+        let refused = try store([sample("bad", minute: 5, extra: #","agent":"evil""#)], ["--remote"])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("agent 'evil' is rejected: its samples are refused"))
+        #expect(try sqlite(db, "SELECT count(*) FROM samples WHERE agent = 'evil'") == "1")
+        // --auto-approve and a list of approved agents let new agents count at once.
+        #expect(try store([sample("paris1", minute: 6, extra: #","agent":"paris""#)], ["--remote", "--auto-approve"]).status == 0)
+        #expect(try checks("paris1") == 1)
+        #expect(try store([sample("berlin1", minute: 7, extra: #","agent":"berlin""#)], ["--remote", "--approve-agents", "berlin,oslo"]).status == 0)
+        #expect(try checks("berlin1") == 1)
+        let statuses = try decode([OTAgent].self, try query(["agents"]).stdout).map { "\($0.id)=\($0.status)" }
+        #expect(statuses == ["tokyo=approved", "evil=rejected", "paris=approved", "berlin=approved", "oslo=approved"])
+        // A sample from elsewhere must say which agent sent it.
+        let anonymous = try store([sample("x", minute: 8)], ["--remote"])
+        #expect(anonymous.status == 2 && anonymous.stderr.contains("must name its 'agent'"))
+        #expect(try query(["--auto-approve"]).status == 64)
+    }
+
     @Test("check_interval, config and enabled are real in the views: the latest of each per monitor")
     func checkIntervalConfigAndEnabled() throws {
         // The seed's Google DNS monitor: a ping every 60 s with ping_count 5, ok under 80 ms,
