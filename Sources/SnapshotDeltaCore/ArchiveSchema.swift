@@ -147,8 +147,13 @@ extension Archive {
     CREATE INDEX sample_events_by_snapshot ON sample_events(snapshot_seq, kind);
     """
 
+    /// Version 2: anomalies can be resolved, as on HealthProbe's dashboard.
+    static let resolvableAnomalies = """
+    ALTER TABLE anomalies ADD COLUMN resolved_at INTEGER;
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [schema]
+    static let migrations: [String] = [schema, resolvableAnomalies]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versionedSchema = VersionedSchema(tool: "snapshot-delta", kind: "snapshot-delta archive", migrations: migrations)

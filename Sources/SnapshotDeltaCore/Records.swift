@@ -126,6 +126,13 @@ public enum Records {
         ])
     }
 
+    /// An `anomaly` record as `anomalies` lists it: with `resolved_at` (null while unresolved).
+    public static func anomaly(_ anomaly: AnomalyRecord, resolvedAt: Int64?) -> JSONObject {
+        var object = self.anomaly(anomaly)
+        object["resolved_at"] = time(resolvedAt)
+        return object
+    }
+
     /// An `operation` record (one entry of the log).
     public static func operation(_ entry: Archive.Operation) -> JSONObject {
         JSONObject([

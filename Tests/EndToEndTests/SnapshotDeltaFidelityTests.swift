@@ -58,6 +58,35 @@ struct SnapshotDeltaFidelityTests {
         #expect(taken.snapshot.string("type_set_hash") != (try sha256sum("")))
     }
 
+    @Test("anomalies can be listed by severity and resolved, as the seed's dashboard")
+    func anomaliesListedBySeverityAndResolved() throws {
+        // Ten samples of each of five types, then A loses 5 (50%: critical by the seed's
+        // deletion rule), B loses 2 (20%: warning), C loses 1 (10%: warning); two types over
+        // 10% are too few for a sync anomaly (four or more).
+        try archive.take(five.flatMap { HealthLines.records($0, 10) })
+        let counts = [5, 8, 9, 10, 10]
+        let taken = try archive.take(zip(five, counts).flatMap { HealthLines.records($0.0, $0.1) })
+        #expect(taken.anomalies.count == 3)
+        let listed = try archive.run(["anomalies"]).records()
+        #expect(listed.map { $0.string("severity") } == ["critical", "warning", "warning"])
+        #expect(listed.map { $0.string("type_identifier") } == [five[0], five[1], five[2]])
+        #expect(listed.allSatisfy { $0["resolved_at"] == .null })
+        // Resolving the critical one by an id prefix: the dashboard's unresolved counts are then
+        // no critical and two warnings.
+        let id = try #require(listed[0].string("id"))
+        let resolved = try archive.run(["anomalies", "resolve", String(id.prefix(8)), "--now", "2026-02-02T09:00:00Z"])
+        #expect(resolved.status == 0, "\(resolved.stderr)")
+        #expect(try resolved.records().first?.string("resolved_at") == "2026-02-02T09:00:00.000Z")
+        let unresolved = try archive.run(["anomalies", "--unresolved"]).records()
+        #expect(unresolved.filter { $0.string("severity") == "critical" }.isEmpty)
+        #expect(unresolved.filter { $0.string("severity") == "warning" }.count == 2)
+        #expect(try archive.run(["anomalies"]).records().first?.string("resolved_at") == "2026-02-02T09:00:00.000Z")
+        let log = try archive.run(["log"]).records().filter { $0.string("operation") == "resolve" }
+        #expect(log.count == 1 && log.first?["detail"]?.objectValue?["anomaly_id"] == .string(id))
+        #expect(try archive.run(["anomalies", "resolve", "ffffffff"]).status == 2)
+        #expect(try archive.run(["anomalies", "forget", id]).status == 64)
+    }
+
     @Test("observer debounce: ten quick non-manual takes make one snapshot; a manual take is never skipped")
     func observerDebounce() throws {
         // Checklist 13: ten rapid observer callbacks inside the seed's 10-minute window make
