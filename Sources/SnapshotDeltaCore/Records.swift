@@ -168,6 +168,7 @@ public enum Records {
             JSONField("verified_at", time(sample.verifiedAt)),
             JSONField("disappeared_snapshot_id", string(sample.disappearedSnapshotID)),
             JSONField("disappeared_at", time(sample.disappearedAt)),
+            JSONField("metadata", sample.metadata.flatMap { try? JSONParser.parse($0) } ?? .null),
         ])
     }
 

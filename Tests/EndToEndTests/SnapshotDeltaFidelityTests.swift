@@ -87,6 +87,23 @@ struct SnapshotDeltaFidelityTests {
         #expect(try archive.run(["anomalies", "forget", id]).status == 64)
     }
 
+    @Test("per-sample metadata entries of the export are archived as JSON")
+    func metadataEntriesArchivedAsJSON() throws {
+        // A heart-rate record with HealthKit's motion context and a user-entered flag, and one
+        // without any entry.
+        let entries = #"<MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="1"/><MetadataEntry key="HKWasUserEntered" value="0"/>"#
+        let body = [HealthExport.record(heart, "2019-05-10 08:30:00 -0700", value: "72", children: entries),
+                    HealthExport.record(heart, "2019-05-10 08:31:00 -0700", value: "74")]
+        try archive.takeXML(HealthExport.document(body))
+        let samples = try archive.run(["samples", "--type", heart]).records()
+        #expect(samples.count == 2)
+        // Newest first: 08:31 has none, 08:30 has both, in the export's order.
+        #expect(samples[0]["metadata"] == .null)
+        #expect(samples[1]["metadata"] == .object(JSONObject([JSONField("HKMetadataKeyHeartRateMotionContext", .string("1")),
+                                                              JSONField("HKWasUserEntered", .string("0"))])))
+        #expect(try archive.sql("SELECT json_extract(metadata, '$.HKMetadataKeyHeartRateMotionContext') FROM samples WHERE metadata IS NOT NULL") == "1")
+    }
+
     @Test("observer debounce: ten quick non-manual takes make one snapshot; a manual take is never skipped")
     func observerDebounce() throws {
         // Checklist 13: ten rapid observer callbacks inside the seed's 10-minute window make
