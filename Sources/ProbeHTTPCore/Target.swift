@@ -74,7 +74,7 @@ public struct Target: Sendable {
     public var expectedStatus: StatusSet = .default
     /// A substring the body must contain.
     public var expectedContent: String?
-    /// The SHA-256 (lowercase hex) the body must have.
+    /// The SHA-256 (64 lowercase hex digits) or MD5 (32) the body must have.
     public var expectedBodyHash: String?
     /// The probe's time budget.
     public var timeoutMs: Int = 5000
