@@ -25,9 +25,24 @@ extension ProbeHTTPTests {
         #expect(bad.stderr.contains("SHA-256 in 64 hex digits or an MD5 in 32"))
     }
 
-
-
-
+    @Test("HEAD -> GET fallback on failure, each with its own timeout: openssl s_server -www hangs on HEAD and answers GET")
+    func headToGETFallbackOnFailureEachWithItsOwnTimeout() throws {
+        let certificates = try TestCertificates()
+        let (cert, key) = try certificates.server(named: "www", daysLeft: 90)
+        let server = try OpenSSLWWWServer(cert: cert, key: key)
+        // isitup: HEAD with 5 s; on any failure, GET with 5 s. s_server -www never answers a HEAD,
+        // so the HEAD takes its whole 5 s and the GET, with 5 s of its own, finds the server healthy.
+        let (sample, _) = try probeOne(#"{"url":"\#(server.url)","ca_file":"\#(certificates.path("ca.pem"))"}"#)
+        #expect(sample.string("status") == "up", "\(sample.string("message") ?? "")")
+        #expect(sample.string("method") == "GET")
+        #expect(sample.int("code") == 200)
+        #expect(sample["head_failed"] == .bool(true))
+        #expect(sample.string("head_reason") == "timeout")
+        #expect(sample.string("message")?.hasSuffix("(GET after HEAD timed out after 5s)") == true, "\(sample.string("message") ?? "")")
+        // The probe took HEAD's 5 s and then the GET: more than one budget, less than two.
+        let total = try #require(sample.double("total_ms"))
+        #expect(total < 5000, "total_ms is the answering GET's own time")
+    }
 
     @Test("a response with one header line of 4 MB is too_large, in words that say what the server sent")
     func responseWithOneHeaderLineOf4MBIsTooLarge() throws {
@@ -45,3 +60,31 @@ extension ProbeHTTPTests {
     }
 }
 
+/// `openssl s_server -www` on a free port: it answers `GET /` with a page and never answers a HEAD.
+final class OpenSSLWWWServer {
+    let process = Process()
+    let url: String
+
+    init(cert: String, key: String) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "s_server", "-www", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = Pipe()
+        try process.run()
+        // It prints `ACCEPT 127.0.0.1:PORT` once it listens; reading that line is the wait.
+        var line = readFirstLine(output.fileHandleForReading)
+        while !line.isEmpty, !line.hasPrefix("ACCEPT") { line = readFirstLine(output.fileHandleForReading) }
+        guard line.hasPrefix("ACCEPT "), let port = line.split(separator: ":").last else {
+            kill(process.processIdentifier, SIGKILL)
+            throw TestFailure("openssl s_server did not start: \(line)")
+        }
+        url = "https://127.0.0.1:\(port)/"
+    }
+
+    deinit {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
