@@ -9,7 +9,7 @@ public enum SampleRecord {
         "type", "monitor", "name", "kind", "target", "at", "method", "status", "reason", "message", "code",
         "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version", "online",
         "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
-        "head_failed", "head_reason",
+        "head_failed", "head_reason", "check_interval", "enabled", "config",
     ]
 
     /// Encodes one sample.
@@ -58,6 +58,7 @@ public enum SampleRecord {
             record.bool("head_failed", true)
             record.string("head_reason", headReason)
         }
+        MonitorSettings.write(target.monitorSettings, to: &record)
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
     }

@@ -25,6 +25,42 @@ extension ProbeHTTPTests {
         #expect(bad.stderr.contains("SHA-256 in 64 hex digits or an MD5 in 32"))
     }
 
+    @Test("the probes write the target's check_interval and its thresholds (OnlineTracker's monitor config), and enabled")
+    func probesWriteCheckIntervalAndThresholds() throws {
+        // An http monitor as OnlineTracker's API lists it: check_interval and config beside the target.
+        let monitor = #"{"id":"shop","type":"http","name":"Shop","target":"\#(url("/ok"))","check_interval":300,"enabled":true,"config":{"expected_status":200,"timeout_seconds":10,"http_ok_threshold_ms":500,"http_degraded_threshold_ms":2000}}"#
+        let (sample, _) = try probeOne(monitor)
+        #expect(sample.string("status") == "up")
+        #expect(sample.int("check_interval") == 300, "seconds, as the monitor says (not always 60)")
+        #expect(sample["enabled"] == .bool(true))
+        let config = try #require(sample["config"]?.objectValue)
+        #expect(config.int("expected_status") == 200)
+        #expect(config.int("timeout_seconds") == 10)
+        #expect(config.int("http_ok_threshold_ms") == 500)
+        #expect(config.int("http_degraded_threshold_ms") == 2000)
+        #expect(config["ping_count"] == nil, "an http monitor has no ping fields")
+        // https: the ssl thresholds, OnlineTracker's defaults of 30 and 14 days when the target has none.
+        let (tls, _) = try probeOne(#"{"url":"https://127.0.0.1:1/","check_interval":"2m"}"#)
+        #expect(tls.int("check_interval") == 120)
+        let tlsConfig = try #require(tls["config"]?.objectValue)
+        #expect(tlsConfig.int("ssl_ok_threshold_days") == 30)
+        #expect(tlsConfig.int("ssl_warning_threshold_days") == 14)
+        #expect(tlsConfig.int("timeout_seconds") == 5)
+        // A target without check_interval: 60 s, OnlineTracker's default.
+        #expect(try probeOne(url("/ok")).0.int("check_interval") == 60)
+        // probe-ping: the seed's own ping monitor (Google DNS: 5 pings, 80 and 200 ms), aimed at loopback.
+        guard try requireGate(runningAsRoot, "raw ICMP sockets need root") else { return }
+        let ping = try run("probe-ping", [], stdin: #"{"id":1,"type":"ping","name":"Google DNS","target":"127.0.0.1","config":{"ping_count":5,"ping_ok_threshold_ms":80,"ping_degraded_threshold_ms":200},"check_interval":60,"enabled":true}"# + "\n")
+        let pingSample = try #require(try ping.records().first)
+        #expect(pingSample.int("check_interval") == 60)
+        #expect(pingSample["enabled"] == .bool(true))
+        let pingConfig = try #require(pingSample["config"]?.objectValue)
+        #expect(pingConfig.int("ping_count") == 5)
+        #expect(pingConfig.int("ping_ok_threshold_ms") == 80)
+        #expect(pingConfig.int("ping_degraded_threshold_ms") == 200)
+        #expect(pingConfig["http_ok_threshold_ms"] == nil)
+    }
+
     @Test("HEAD -> GET fallback on failure, each with its own timeout: openssl s_server -www hangs on HEAD and answers GET")
     func headToGETFallbackOnFailureEachWithItsOwnTimeout() throws {
         let certificates = try TestCertificates()
