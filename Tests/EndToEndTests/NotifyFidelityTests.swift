@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+import VitalsKit
+
+/// notify against isitup's and OnlineTracker's words (issue 15): grouping, cooldowns, the push
+/// payload the app reads, and the desktop notification's actions. t is seconds after 10:00:00Z.
+extension NotifyDecisionTests {
+    @Test("grouping defect: a and b recover while c goes down: c alone, under its own key and cooldown")
+    func groupingDefectRecoveredAreNotListedDown() throws {
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        let lines = [
+            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"),
+            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),                          // a and b down together: grouped
+            sampleLine("a", 120, "up"), sampleLine("b", 120.1, "up"), sampleLine("c", 120.2, "down"), // a, b back; c down
+        ]
+        let result = try notify(lines, ["--state", state])
+        #expect(result.status == 0, "\(result.stderr)")
+        // isitup: one newly failed service is a notification of its own (grouping needs two), under c's key.
+        #expect(try result.events() == ["down a,b \(traceTime(60.1))", "down c \(traceTime(120.2))", "recovered a,b \(traceTime(120.1))"])
+        let records = try result.records()
+        #expect(records[1].string("title") == "Monitor DOWN")
+        #expect(records[1].string("body") == "C is not responding")
+        #expect(records[1].string("key") == "c")
+        #expect(records[2].string("title") == "2 services recovered")
+        // c's own 60 s cooldown started at 120.2: c down again at 170 (after a recovery at 150) is inside it.
+        let later = try notify([sampleLine("c", 150, "up"), sampleLine("c", 170, "down")], ["--state", state])
+        #expect(try later.events() == ["recovered c \(traceTime(150))"], "the down at 170 is inside c's cooldown (170 - 120.2 < 60)")
+    }
+
+    @Test("cooldown: isitup drops a notification its cooldown blocks; --cooldown-mode defer sends it later if it still holds")
+    func cooldownDropsLikeIsitup() throws {
+        let trace = [
+            sampleLine("api", 0, "up"),
+            sampleLine("api", 10, "down"),      // down (key api, used at 10)
+            sampleLine("api", 20, "up"),        // recovered: recoveries have no cooldown
+            sampleLine("api", 30, "down"),      // key api cooling down (30 - 10 < 60): isitup drops it
+            sampleLine("api", 40, "degraded"),  // degraded: its own key api.degrading, free
+            sampleLine("api", 50, "down"),      // key api still cooling down: dropped
+            sampleLine("api", 75, "down"),      // still down: no change, nothing (the deferred rule tells it now)
+            sampleLine("api", 80, "degraded"),  // down -> degraded; key api.degrading used at 40: dropped
+            sampleLine("api", 100, "degraded"), // no change: nothing (deferred: 100 - 40 = 60, told)
+            sampleLine("api", 130, "up"),       // recovered
+        ]
+        let dropped = try notify(trace)
+        #expect(try dropped.events() == ["down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
+                                         "recovered api \(traceTime(130))"])
+        let deferred = try notify(trace, ["--cooldown-mode", "defer"])
+        #expect(try deferred.events() == ["down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
+                                          "down api \(traceTime(75))", "degraded api \(traceTime(100))", "recovered api \(traceTime(130))"])
+        #expect(try notify(trace, ["--cooldown-mode", "later"]).status == 64)
+    }
+}
