@@ -26,6 +26,8 @@ struct MonitorTrack: Codable, Equatable {
     var message: String?
     var reason: String?
     var target: String?
+    /// The integer id store-samples gave the monitor, from its latest sample that had one.
+    var monitorID: Int?
 }
 
 /// What one channel has been told about each monitor, its cooldowns and its open groups.
@@ -120,6 +122,7 @@ final class Decider {
         track.message = sample.message
         track.reason = sample.reason
         track.target = sample.target
+        if let id = sample.monitorID { track.monitorID = id }
         switch sample.status {
         case .down, .error:
             if track.failStreak == 0 { track.failStart = sample.at }
@@ -221,7 +224,7 @@ final class Decider {
         let previous = told.flatMap { $0.status == "new" ? nil : $0.status }
         return MonitorChange(monitor: monitor, name: track.name, status: track.confirmed, previousStatus: previous,
                              since: track.confirmed == "up" ? track.endedSince : track.since,
-                             message: track.message, reason: track.reason, target: track.target)
+                             message: track.message, reason: track.reason, target: track.target, monitorID: track.monitorID)
     }
 
     private func coolingDown(_ view: ChannelView, _ key: String, at: Int64) -> Bool {

@@ -16,6 +16,8 @@ struct SampleEvent: Equatable {
     var reason: String?
     /// The URL probed (already redacted by the prober).
     var target: String?
+    /// The integer id store-samples gave the monitor (`monitor_id`, which it adds to the samples it passes on).
+    var monitorID: Int? = nil
 
     /// What a line turned out to be.
     enum Parsed {
@@ -42,6 +44,7 @@ struct SampleEvent: Equatable {
         var reason: String?
         var target: String?
         var atField: FieldRange?
+        var monitorID: Int?
         for field in fields {
             let key = UnsafeBufferPointer(rebasing: line[field.keyStart..<field.keyEnd])
             func value() -> String? { stringValue(line, field) }
@@ -54,6 +57,8 @@ struct SampleEvent: Equatable {
             case 6 where equals(key, "target"): target = value()
             case 7 where equals(key, "monitor"): monitor = value()
             case 7 where equals(key, "message"): message = value()
+            case 10 where equals(key, "monitor_id"):
+                monitorID = Int(String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self))
             default: break
             }
         }
@@ -66,7 +71,7 @@ struct SampleEvent: Equatable {
             return .invalid("unknown status '\(statusText)' (up, degraded, down, error or unknown)")
         }
         return .sample(SampleEvent(monitor: monitor, name: name.flatMap { $0.isEmpty ? nil : $0 } ?? monitor, at: at,
-                                   status: status, message: message, reason: reason, target: target))
+                                   status: status, message: message, reason: reason, target: target, monitorID: monitorID))
     }
 
     private static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {

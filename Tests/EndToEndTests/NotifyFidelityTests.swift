@@ -51,3 +51,31 @@ extension NotifyDecisionTests {
         #expect(try notify(trace, ["--cooldown-mode", "later"]).status == 64)
     }
 }
+
+extension NotifyPushTests {
+    @Test("push payload the app can use: monitor_id is the integer id of the views (from store-samples), status only the app's words")
+    func pushPayloadTheAppCanUse() throws {
+        let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])
+        let db = fake.scratch.path("vitals.db")
+        // Two monitors whose ids are names; store-samples numbers them 1 and 2 in its views.
+        let samples = [sampleLine("google-dns", 0, "up", name: "Google DNS"), sampleLine("shop", 0.1, "up", name: "Shop"),
+                       sampleLine("shop", 10, "error", name: "Shop", message: "Request timeout after 10s")]
+        let trace = try fake.scratch.write("trace.ndjson", samples.joined(separator: "\n") + "\n")
+        let piped = try shell("store-samples --db \"$DB\" \"$TRACE\" | notify --state \"$STATE\" --to \"$CHANNEL\"",
+                              environment: ["DB": db, "TRACE": trace, "STATE": fake.state, "CHANNEL": fake.channel])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let monitors = try run("store-samples", ["--db", db, "monitors"])
+        let listed = try #require(try JSONParser.parse(monitors.stdout).arrayValue?.compactMap(\.objectValue))
+        let shopID = try #require(listed.first { $0.string("name") == "Shop" }?.int("id"))
+        let request = try #require(try fake.server.log().first)
+        // The app's own reading, as the seed's AppDelegate does it.
+        let body = try #require(request.string("body"))
+        let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [AnyHashable: Any])
+        let monitorId = userInfo["monitor_id"] as? Int
+        #expect(monitorId == shopID)
+        // error is not one of the app's MonitorStatus cases: it is sent as down.
+        #expect(userInfo["status"] as? String == "down")
+        #expect(["up", "down", "degraded", "unknown"].contains(userInfo["status"] as? String ?? ""))
+        #expect(userInfo["monitor_name"] as? String == "Shop")
+    }
+}
