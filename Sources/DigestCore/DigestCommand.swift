@@ -25,7 +25,7 @@ public enum DigestCommand: VitalsCommand {
             .now("end the window at TIME (RFC 3339, or 'now') instead of at the newest sample"),
             .duration("bucket", short: "b", default: "5m", range: 1...86_400_000, help: "outages beginning in the same bucket this wide are correlated"),
             OptionSpec("max-services", value: "N", default: "20", help: "list at most N services, worst first, and summarize the rest in one line (0: all)"),
-            OptionSpec("trend-samples", value: "N", default: "10", help: "compare the newest N latencies with the N before them for the trend"),
+            OptionSpec("trend-samples", value: "N", default: "10", help: "for a history under an hour, compare the newest N latencies with the N before them for the trend"),
             OptionSpec("tz", value: "ZONE", default: "local", aliases: ["timezone"], help: "write times and decide 'today' in ZONE: local, UTC, +HH:MM or a zone name"),
             OptionSpec("llm-command", value: "CMD", help: "with --format text, pipe the prompt to CMD (split into words, no shell) and print its answer"),
             .duration("llm-timeout", default: "60s", range: 1...86_400_000, help: "give --llm-command this long before falling back to the built-in text"),
