@@ -31,6 +31,7 @@ public enum DigestCommand: VitalsCommand {
             .duration("llm-timeout", default: "60s", range: 1...86_400_000, help: "give --llm-command this long before falling back to the built-in text"),
             OptionSpec("cache", value: "FILE", help: "print the digest made today with the same options from FILE, or make one and keep it there"),
             OptionSpec("force", help: "with --cache, make the digest again even if one was made today"),
+            OptionSpec("clear-cache", help: "remove the --cache FILE (isitup's clear history) and read no samples"),
         ],
         examples: [
             "digest samples.ndjson",
@@ -40,6 +41,7 @@ public enum DigestCommand: VitalsCommand {
             "probe-http targets.ndjson | digest --window 1h --tz UTC",
             "digest --llm-command 'ollama run llama3.2' --llm-timeout 2m samples.ndjson",
             "digest --cache digest.cache samples.ndjson",
+            "digest --cache digest.cache --clear-cache",
         ],
         exitStatuses: [
             (.success, "the digest was written (with no data, it says so)"),
@@ -72,6 +74,11 @@ public enum DigestCommand: VitalsCommand {
         }
         let llmTimeout = try options.duration("llm-timeout")!
         if options.has("force") && !options.has("cache") { throw UsageError("--force only applies with --cache") }
+        if options.has("clear-cache") {
+            guard let path = options.value("cache") else { throw UsageError("--clear-cache needs --cache FILE") }
+            try DigestCache(path: path).clear()
+            return .success
+        }
 
         // The daily cache: a digest made today with the same options is printed as it is.
         let cache = options.value("cache").map(DigestCache.init(path:))

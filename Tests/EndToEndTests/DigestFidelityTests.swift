@@ -49,4 +49,31 @@ struct DigestFidelityTests {
         let spikyFacts = try service(Self.fiveMinuteSamples("spiky", start: "2026-01-27T00:00:00Z", latencies: spiky))
         #expect(spikyFacts.string("trend") == "stable")
     }
+
+    @Test("clearing: digest --clear-cache removes the daily cache, as isitup's clear history does")
+    func clearingDigestCache() throws {
+        let scratch = try ScratchDirectory()
+        let cache = scratch.path("digest.cache")
+        let first = Self.fiveMinuteSamples("api", start: "2026-01-27T09:00:00Z", latencies: [40, 42, 44])
+        let second = Self.fiveMinuteSamples("web", start: "2026-01-27T09:00:00Z", latencies: [20, 20, 20])
+        let made = try run("digest", ["--cache", cache, "--tz", "UTC", "-f", "json"], stdin: first)
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(made.stdout.contains("\"api\""))
+        // Same day, same options: the cached digest, whatever the input.
+        #expect(try run("digest", ["--cache", cache, "--tz", "UTC", "-f", "json"], stdin: second).stdout == made.stdout)
+        let cleared = try run("digest", ["--cache", cache, "--clear-cache"])
+        #expect(cleared.status == 0, "\(cleared.stderr)")
+        #expect(cleared.stdout.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: cache))
+        // Cleared: the next digest is made from its own input.
+        let fresh = try run("digest", ["--cache", cache, "--tz", "UTC", "-f", "json"], stdin: second)
+        #expect(fresh.stdout.contains("\"web\"") && !fresh.stdout.contains("\"api\""), "\(fresh.stdout)")
+        // Clearing an absent cache is not an error; --clear-cache needs --cache; a file that is not a cache is left alone.
+        #expect(try run("digest", ["--cache", scratch.path("none"), "--clear-cache"]).status == 0)
+        #expect(try run("digest", ["--clear-cache"]).status == 64)
+        let other = try scratch.write("notes.txt", "my notes\n")
+        let refused = try run("digest", ["--cache", other, "--clear-cache"])
+        #expect(refused.status == 2)
+        #expect(FileManager.default.fileExists(atPath: other))
+    }
 }
