@@ -79,3 +79,39 @@ extension NotifyPushTests {
         #expect(userInfo["monitor_name"] as? String == "Shop")
     }
 }
+
+extension NotifyDesktopTests {
+    @Test("notification actions: Check now runs the configured command, chosen in dunst's context menu")
+    func notificationActionsCheckNow() throws {
+        let help = try shell("notify-send --help")
+        guard try requireGate(help.stdout.contains("--action") && help.stdout.contains("--print-id"),
+                              "the installed notify-send has no --action") else { return }
+        let scratch = try ScratchDirectory()
+        let trace = try scratch.write("trace.ndjson", [sampleLine("shop", 0, "up", name: "Shop"),
+                                                       sampleLine("shop", 10, "down", name: "Shop")].joined(separator: "\n") + "\n")
+        // The check-now command records its arguments (probe-http --only NAME would probe the one service).
+        let check = try scratch.write("check.sh", "#!/bin/sh\nprintf '%s\\n' \"$*\" > \"$(dirname \"$0\")/checked.tmp\"\nmv \"$(dirname \"$0\")/checked.tmp\" \"$(dirname \"$0\")/checked\"\n")
+        // dunst's menu: keep the lines it offers, choose Check now.
+        let menu = try scratch.write("menu.sh", "#!/bin/sh\ncat > \"$(dirname \"$0\")/menu\"\ngrep 'Check now' \"$(dirname \"$0\")/menu\"\n")
+        for path in [check, menu] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path) }
+        let channel = "desktop://?check=\(check)&check_arg=--only&check_arg={monitor}&open=xdg-open&open_arg={target}"
+        // Inside the desktop: notify delivers and exits; then the user opens the menu and picks Check now.
+        let script = """
+        notify --to "$1" "$2" > notified.ndjson || exit 1
+        dunstctl context
+        tries=0
+        until [ -s checked ] || [ $tries -gt 200 ]; do tries=$((tries + 1)); sleep 0.05; done
+        """
+        let session = Binaries.fixtures.appendingPathComponent("notify/desktop_session.sh").path
+        let result = try runProcess(session, [scratch.url.path, "/bin/sh", "-c", script, "sh", channel, trace], stdin: "",
+                                    environment: toolEnvironment(["DESKTOP_DMENU": menu]), directory: scratch.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        let shown = try String(contentsOfFile: scratch.path("shown"), encoding: .utf8)
+        #expect(shown == "vitals|Monitor DOWN|Shop is not responding: HTTP 503, expected 200-399|CRITICAL\n")
+        let offered = try String(contentsOfFile: scratch.path("menu"), encoding: .utf8)
+        #expect(offered.contains("#Check now (Monitor DOWN)") && offered.contains("#Open (Monitor DOWN)"), "\(offered)")
+        #expect(try String(contentsOfFile: scratch.path("checked"), encoding: .utf8) == "--only shop\n")
+        let notified = try #require(try JSONParser.parse(String(contentsOfFile: scratch.path("notified.ndjson"), encoding: .utf8)).objectValue)
+        #expect(notified["deliveries"]?.arrayValue?.first?.objectValue?.string("result") == "delivered")
+    }
+}
