@@ -150,6 +150,7 @@ struct StoreSamplesTests {
         #expect(overview.monitors.first { $0.name == "WEB" }?.status == .down, "error is down to the client")
         let monitors = try decode([OTMonitor].self, try query(["monitors"]).stdout)
         #expect(monitors.map(\.name) == ["API", "WEB", "PING1"])
+        try #require(monitors.count == 3)
         let api = monitors[0]
         #expect(api.id == 1 && api.agentId == "office" && api.type == .https && api.checkInterval == 30)
         #expect(api.latestStatus?.status == .degraded && api.latestStatus?.responseTimeMs == 250)
@@ -158,8 +159,21 @@ struct StoreSamplesTests {
         let byInteger = try decode(OTMonitor.self, try query(["monitor", "2"]).stdout)
         let byName = try decode(OTMonitor.self, try query(["monitor", "web"]).stdout)
         #expect(byInteger.id == 2 && byName.id == 2)
-        _ = try decode([OTStatusHistoryPoint].self, try query(["history", "api"]).stdout)
-        _ = try decode(OTResultsPage.self, try query(["results", "api"]).stdout)
+        // api: up in 10 ms at 10:00 and degraded in 250 ms at 10:01: one 15-minute bucket, worst-of status
+        // degraded, both count as up (100.0), average (10 + 250) / 2 = 130 ms.
+        let history = try decode([OTStatusHistoryPoint].self, try query(["history", "api"]).stdout)
+        let bucket = try #require(history.first)
+        #expect(history.count == 1)
+        #expect(bucket.timestamp == "2026-01-27T10:00:00Z" && bucket.status == .degraded)
+        #expect(bucket.uptimePercent == 100.0 && bucket.responseTimeAvgMs == 130)
+        // Its two checks, newest first; the first one carried the certificate's 41 days.
+        let results = try decode(OTResultsPage.self, try query(["results", "api"]).stdout)
+        #expect(results.total == 2 && results.page == 1 && results.totalPages == 1)
+        try #require(results.items.count == 2)
+        #expect(results.items[0].checkedAt == "2026-01-27T10:01:00Z" && results.items[0].status == .degraded)
+        #expect(results.items[0].responseTimeMs == 250 && results.items[0].details == "degraded at 1")
+        #expect(results.items[1].checkedAt == "2026-01-27T10:00:00Z" && results.items[1].status == .up)
+        #expect(results.items[1].responseTimeMs == 10 && results.items[1].sslExpiryDays == 41)
         let agents = try decode([OTAgent].self, try query(["agents"]).stdout)
         #expect(agents.map(\.id) == ["office"] && agents[0].status == .approved && agents[0].monitorCount == 1)
         let rejected = try query(["agents", "reject", "office"])
