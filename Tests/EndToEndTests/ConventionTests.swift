@@ -175,3 +175,45 @@ func waitUntilReadingStdin(_ pid: Int32) throws {
         }
     }
 }
+
+/// Bounded memory, measured: the peak resident set of the tool as a child of python3
+/// (getrusage(RUSAGE_CHILDREN) there sees that one child only), on one input and on ten times it.
+@Suite("bounded memory", .serialized, .timeLimit(.minutes(3)))
+struct BoundedMemoryTests {
+    /// Peak RSS in KiB of `tool arguments` reading `file`.
+    static func peakKiB(_ tool: String, _ arguments: [String], file: String) throws -> Int {
+        let script = """
+        import resource, subprocess, sys
+        with open(sys.argv[1], "rb") as source:
+            done = subprocess.run(sys.argv[2:], stdin=source, stdout=subprocess.DEVNULL)
+        if done.returncode != 0: sys.exit("exit %d" % done.returncode)
+        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+        """
+        let result = try runProcess("/usr/bin/python3", ["-c", script, file, Binaries.path(tool)] + arguments, stdin: "",
+                                    environment: toolEnvironment())
+        guard result.status == 0, let kib = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw TestFailure("\(tool): \(result.stderr)")
+        }
+        return kib
+    }
+
+    @Test("the line reader and a filter hold a window, not the input: 10× the lines, about the same peak RSS",
+          arguments: ["detect-anomaly", "digest"])
+    func linesInBoundedMemory(tool: String) throws {
+        let scratch = try ScratchDirectory()
+        // One monitor: detect-anomaly's window and digest's per-service figures stay the same size.
+        // Each line carries 1 KB of a field the tools pass through or skip.
+        let padding = #","note":""# + String(repeating: "x", count: 1000) + "\""
+        func write(_ name: String, _ count: Int) throws -> String {
+            try scratch.write(name, (0..<count).map { sampleLine("api", minute: $0, latency: Double(40 + $0 % 20), extra: padding) }
+                .joined(separator: "\n") + "\n")
+        }
+        let small = try write("small.ndjson", 10_000)   // about 11 MB
+        let large = try write("large.ndjson", 100_000)  // about 110 MB
+        let arguments = tool == "digest" ? ["--format", "json", "--window", "1000d"] : []
+        let smallPeak = try BoundedMemoryTests.peakKiB(tool, arguments, file: small)
+        let largePeak = try BoundedMemoryTests.peakKiB(tool, arguments, file: large)
+        // 99 MB more input: a reader that kept it would grow by about that; allow 8 MB of noise.
+        #expect(largePeak - smallPeak < 8 * 1024, "\(tool): \(smallPeak) KiB on 10,000 lines, \(largePeak) KiB on 100,000")
+    }
+}
