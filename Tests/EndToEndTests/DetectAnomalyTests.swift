@@ -57,6 +57,7 @@ struct DetectAnomalyTests {
             }
         }
         let records = try result.records()
+        try #require(records.count >= 6)
         // Samples that cannot be judged (no latency, an error status, no monitor, latency not a number) are unknown.
         for index in [3, 4, 5] {
             let anomaly = records[index]["anomaly"]?.objectValue
@@ -78,6 +79,7 @@ struct DetectAnomalyTests {
         let out = result.lines
         // Samples 1-9: fewer than 10 points; 10 and 11: stable.
         let records = try result.records()
+        try #require(records.count == 14)
         #expect(records[0..<9].allSatisfy { $0["anomaly"]?.objectValue?["verdict"]?.stringValue == "unknown" })
         #expect(records[9..<11].allSatisfy { $0["anomaly"]?.objectValue?["verdict"]?.stringValue == "stable" })
         let spike = try #require(records[11]["anomaly"]?.objectValue)
@@ -125,6 +127,7 @@ struct DetectAnomalyTests {
         let records = try run("detect-anomaly", ["-d", "seed"], stdin: input.joined(separator: "\n") + "\n").records()
         let verdicts = records.map { $0["anomaly"]?.objectValue?["verdict"]?.stringValue }
         #expect(verdicts == ["degrading", "unknown", "degrading", "unknown"])
+        try #require(records.count == 4)
         #expect(records[0]["status"]?.stringValue == "degraded")
         #expect(records[0]["anomaly"]?.objectValue?["threshold_ms"] == .number("1800"))
     }

@@ -133,6 +133,7 @@ struct DigestTests {
     @Test("the basic trace in words: every number is one worked out by hand from the trace")
     func basicText() throws {
         let lines = try run("digest", [DigestFixtures.trace("basic")]).lines
+        try #require(lines.count == 5, "\(lines)")
         // 18 samples, 13 of them up or degraded (api 6, pay 2, web 5): 72.2%.
         #expect(lines[0] == "Digest of the 24 hours to 2026-01-27 10:25 UTC: 3 services, 18 checks, 72.2% up.")
         // pay: down 10:05-10:15 (10m), failing from 10:20 to the window's end 10:25 (5m); 2 of 6 up.
@@ -169,9 +170,9 @@ struct DigestTests {
         {"type":"sample","monitor":"gone","at":"2026-01-25T11:00:00.000Z","status":"up","latency_ms":1}
 
         """
-        let expected = try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).records()[0]
+        let expected = try #require(try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).records().first)
         for input in [old + basic, basic + old] {
-            let record = try run("digest", ["-f", "json"], stdin: input).records()[0]
+            let record = try #require(try run("digest", ["-f", "json"], stdin: input).records().first)
             #expect(record.int("samples_read") == 20)
             #expect(record.int("samples_in_window") == 18)
             #expect(record["services"] == expected["services"])
@@ -182,7 +183,7 @@ struct DigestTests {
 
     @Test("--now ends the window: later samples are left out and an outage goes on to --now")
     func nowOption() throws {
-        let record = try run("digest", ["-f", "json", "--now", "2026-01-27T10:12:00Z", DigestFixtures.trace("basic")]).records()[0]
+        let record = try #require(try run("digest", ["-f", "json", "--now", "2026-01-27T10:12:00Z", DigestFixtures.trace("basic")]).records().first)
         #expect(record.string("window_end") == "2026-01-27T10:12:00.000Z")
         #expect(record.string("window_start") == "2026-01-26T10:12:00.000Z")
         #expect(record.int("samples_in_window") == 9) // 10:00, 10:05, 10:10 for three services
@@ -203,7 +204,7 @@ struct DigestTests {
         #expect(empty.stdout == "No data: the input held no samples, so there is nothing to summarize.\n")
         let others = try run("digest", [], stdin: #"{"type":"anomaly","monitor":"a"}"# + "\n\n")
         #expect(others.stdout == empty.stdout)
-        let json = try run("digest", ["-f", "json"]).records()[0]
+        let json = try #require(try run("digest", ["-f", "json"]).records().first)
         #expect(json.int("services_total") == 0)
         #expect(json["window_end"] == .null)
         let html = try run("digest", ["-f", "html"])
@@ -226,7 +227,7 @@ struct DigestTests {
         let result = try run("digest", ["-f", "json", path])
         #expect(result.status == 2)
         let errors = result.stderr.split(separator: "\n").map(String.init)
-        #expect(errors.count == 5, "\(result.stderr)")
+        try #require(errors.count == 5, "\(result.stderr)")
         #expect(errors[0].hasPrefix("digest: \(path):2: not valid JSON"))
         #expect(errors[1] == "digest: \(path):3: sample without 'monitor'")
         #expect(errors[2] == "digest: \(path):4: 'at' is not an RFC 3339 time: \"yesterday\"")
@@ -270,6 +271,7 @@ struct DigestFactsTests {
         #expect(record.int("samples_read") == 18) // 19 lines, one an anomaly record
         // Worst first: pay is failing now; web had an outage, api none.
         #expect(services.map { $0.string("monitor") } == ["pay", "web", "api"])
+        try #require(services.count == 3)
         let pay = services[0], web = services[1], api = services[2]
         // api: 40 42 44 46 48 50 ms, all up.
         #expect(api.int("checks") == 6)
@@ -307,7 +309,7 @@ struct DigestFactsTests {
         #expect(web.int("outage_ms") == 300_000)
         // Correlation: pay and web both began failing at 10:05.
         let correlated = objects(record["correlated"])
-        #expect(correlated.count == 1)
+        try #require(correlated.count == 1)
         #expect(correlated[0].string("bucket_start_at") == "2026-01-27T10:05:00.000Z")
         #expect(correlated[0]["monitors"] == .array([.string("pay"), .string("web")]))
         // Overall: 13 of 18 checks up or degraded; 3 outages, 20 minutes.
@@ -365,7 +367,7 @@ struct DigestFactsTests {
         {"type":"sample","monitor":"home","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":10,"speed_mbps":95.5}
         """
         let result = try run("digest", ["-f", "json"], stdin: input + "\n")
-        let home = try #require(result.records()[0]["services"]?.arrayValue?.first?.objectValue)
+        let home = try #require(result.records().first?["services"]?.arrayValue?.first?.objectValue)
         #expect(home.double("speed_avg_mbps") == 93)
         #expect(home.int("speed_checks") == 2)
         let text = try run("digest", [], stdin: input + "\n").stdout
@@ -534,7 +536,7 @@ struct DigestRecordDocumentationTests {
         var written = Set<String>()
         // basic has outages and a worst service; many has hidden services; speed has speeds.
         for trace in ["basic", "many"] {
-            let record = try run("digest", ["-f", "json", DigestFixtures.trace(trace)]).records()[0]
+            let record = try #require(try run("digest", ["-f", "json", DigestFixtures.trace(trace)]).records().first)
             written.formUnion(keys(.object(record)))
         }
         #expect(written.isSuperset(of: ["hidden", "worst_service", "longest_outage", "outage_since", "start_at", "bucket_start_at"]))
