@@ -107,7 +107,7 @@ struct ConventionTests {
         #expect(Date().timeIntervalSince(started) < 60, "\(tool) ended before the hanging request would have")
     }
 
-    @Test("TZ sets the local times digest's text writes, and leaves NDJSON times in UTC")
+    @Test("TZ sets the local times digest's text writes and snapshot-delta's time zone, and leaves NDJSON times in UTC")
     func timeZone() throws {
         let trace = DigestFixtures.trace("basic")
         // Europe/Paris in January is UTC+1: the window ending 10:25 UTC ends 11:25 there.
@@ -117,6 +117,19 @@ struct ConventionTests {
         #expect(utc.lines.first == "Digest of the 24 hours to 2026-01-27 10:25 UTC: 3 services, 18 checks, 72.2% up.")
         let json = try #require(try run("digest", ["-f", "json", trace], environment: ["TZ": "Europe/Paris"]).records().first)
         #expect(json.string("window_end") == "2026-01-27T10:25:00.000Z")
+        // snapshot-delta(1): TZ is the zone of a snapshot's yearly counts, recorded with it and shown in
+        // its text; its times stay RFC 3339 UTC.
+        let scratch = try ScratchDirectory()
+        let records = try scratch.write("records.ndjson", HealthLines.records("HKQuantityTypeIdentifierHeartRate", 2).joined(separator: "\n") + "\n")
+        var environment = HealthExport.exampleEnvironment(scratch)
+        environment["TZ"] = "Europe/Paris"
+        let db = scratch.path("health.db")
+        let taken = try #require(try run("snapshot-delta", ["--db", db, "--now", "2026-01-27T10:25:00Z", "take", records],
+                                         environment: environment).records().first { $0.string("type") == "snapshot" })
+        #expect(taken.string("timezone") == "Europe/Paris")
+        #expect(taken.string("created_at") == "2026-01-27T10:25:00.000Z")
+        let shown = try run("snapshot-delta", ["--db", db, "show", "latest", "--format", "text"], environment: environment).lines
+        #expect(shown.contains { $0.hasPrefix("quality") && $0.hasSuffix("time zone Europe/Paris") }, "\(shown)")
         // Filters pass the times they read untouched, whatever TZ says.
         let line = sampleLine("api", minute: 0, latency: 50)
         for tool in ["detect-anomaly", "notify"] {
