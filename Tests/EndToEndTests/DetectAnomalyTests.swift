@@ -57,6 +57,7 @@ struct DetectAnomalyTests {
             }
         }
         let records = try result.records()
+        try #require(records.count >= 6)
         // Samples that cannot be judged (no latency, an error status, no monitor, latency not a number) are unknown.
         for index in [3, 4, 5] {
             let anomaly = records[index]["anomaly"]?.objectValue
@@ -78,6 +79,7 @@ struct DetectAnomalyTests {
         let out = result.lines
         // Samples 1-9: fewer than 10 points; 10 and 11: stable.
         let records = try result.records()
+        try #require(records.count == 14)
         #expect(records[0..<9].allSatisfy { $0["anomaly"]?.objectValue?["verdict"]?.stringValue == "unknown" })
         #expect(records[9..<11].allSatisfy { $0["anomaly"]?.objectValue?["verdict"]?.stringValue == "stable" })
         let spike = try #require(records[11]["anomaly"]?.objectValue)
@@ -125,6 +127,7 @@ struct DetectAnomalyTests {
         let records = try run("detect-anomaly", ["--detector", "seed"], stdin: input.joined(separator: "\n") + "\n").records()
         let verdicts = records.map { $0["anomaly"]?.objectValue?["verdict"]?.stringValue }
         #expect(verdicts == ["degrading", "unknown", "degrading", "unknown"])
+        try #require(records.count == 4)
         #expect(records[0]["status"]?.stringValue == "degraded")
         #expect(records[0]["anomaly"]?.objectValue?["threshold_ms"] == .number("1800"))
     }
@@ -234,17 +237,19 @@ struct DetectAnomalyStateTests {
         #expect(whole.lines.count == Self.trace.count)
         #expect(whole.stdout.contains("\"verdict\":\"degrading\""), "the trace exercises degrading verdicts")
         var pieces = ""
-        var runs = 0
+        var lastPiece: [String] = []
         for piece in 0..<100 {
             let lines = Self.trace[(piece * Self.trace.count / 100)..<((piece + 1) * Self.trace.count / 100)]
             let part = try run("detect-anomaly", ["--detector", detector, "--state", scratch.path("state.json")],
                                stdin: lines.joined(separator: "\n") + "\n")
             #expect(part.status == 0, "\(part.stderr)")
             pieces += part.stdout
-            runs += 1
+            lastPiece = Array(lines)
         }
-        #expect(runs == 100)
         #expect(pieces == whole.stdout)
+        // The state is what made that so: the last piece alone, with no state, is judged otherwise.
+        let alone = try run("detect-anomaly", ["-d", detector], stdin: lastPiece.joined(separator: "\n") + "\n")
+        #expect(alone.lines != Array(whole.lines.suffix(lastPiece.count)), "the state carried the baselines over")
         let attributes = try FileManager.default.attributesOfItem(atPath: scratch.path("state.json"))
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0 != "state.json" }
