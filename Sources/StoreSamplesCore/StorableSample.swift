@@ -1,19 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import VitalsKit
 
-/// One `sample` line read in place: the columns the store keeps, found without building a
-/// JSON value. Text fields are byte ranges into the line, decoded only when needed, so a
-/// valid only while the line's bytes are (until the reader's next line).
-public struct SampleLine {
+/// One sample as the store keeps it: the spine the shared reader checked, plus the columns
+/// only the store reads. Text fields are byte ranges into the line, decoded only when needed,
+/// so a value is valid only while the line's bytes are (until the reader's next line).
+public struct StorableSample {
     /// The line itself.
     public let line: UnsafeBufferPointer<UInt8>
     /// The monitor id.
-    public var monitor: String = ""
+    public let monitor: String
     /// When the check started, ms since the epoch.
-    public var at: Int64 = 0
+    public let at: Int64
     /// The status.
-    public var status: SampleStatus = .unknown
+    public let status: SampleStatus
     /// Latency in ms.
-    public var latencyMs: Double?
+    public let latencyMs: Double?
     /// The HTTP code.
     public var code: Int64?
     /// Certificate days left.
@@ -28,16 +33,27 @@ public struct SampleLine {
     /// Monitor metadata, as raw value ranges: name, kind, target, agent, description.
     var metaRanges: [FieldRange?] = [nil, nil, nil, nil, nil]
 
-    /// The metadata fields, in `metaRanges` order.
-    static let metaKeys = ["name", "kind", "target", "agent", "description"]
-
-    /// Why a line is not a storable sample.
-    public struct Problem: Error {
-        /// In words.
-        public let message: String
+    /// The sample `reader` read last, with the store's own fields `own` read in its pass;
+    /// throws when one of those has the wrong type.
+    init(_ reader: SampleLine, _ own: StoredFields) throws(SampleProblem) {
+        let line = reader.line
+        self.line = line
+        monitor = reader.monitor
+        at = reader.atMs
+        status = reader.status
+        latencyMs = reader.latencyMs
+        reasonRange = Self.stringOnly(line, reader.reasonField)
+        metaRanges[3] = Self.stringOnly(line, reader.agentField)
+        code = try Self.integer(line, own.code, "code")
+        tlsExpiryDays = try Self.integer(line, own.tlsExpiryDays, "tls_expiry_days")
+        speedMbps = try Self.number(line, own.speedMbps, "speed_mbps", .nonNegativeNumber)
+        checkInterval = try Self.number(line, own.checkInterval, "check_interval", .number).map { Int64($0.rounded()) }
+        messageRange = try Self.text(line, own.message, "message")
+        metaRanges[0] = try Self.text(line, own.name, "name")
+        metaRanges[1] = try Self.text(line, own.kind, "kind")
+        metaRanges[2] = try Self.text(line, own.target, "target")
+        metaRanges[4] = try Self.text(line, own.description, "description")
     }
-
-    private init(line: UnsafeBufferPointer<UInt8>) { self.line = line }
 
     /// The raw JSON bytes of a field's value.
     func raw(_ range: FieldRange?) -> UnsafeBufferPointer<UInt8>? {
@@ -78,135 +94,80 @@ public struct SampleLine {
     /// The description.
     public var description: String? { text(metaRanges[4]) }
 
-    /// Reads a line; throws a `Problem` for anything that is not a storable sample.
-    public static func read(_ line: UnsafeBufferPointer<UInt8>) throws -> SampleLine {
-        var fields: [FieldRange] = []
-        return try read(line, fields: &fields)
+    /// Reads one line the way `store-samples` ingests it (for tests and one-off callers).
+    static func read(_ line: UnsafeBufferPointer<UInt8>) throws(SampleProblem) -> StorableSample? {
+        var reader = SampleLine()
+        var own = StoredFields()
+        switch reader.read(line, extra: &own) {
+        case .sample: return try StorableSample(reader, own)
+        case .otherRecord, .blank: return nil
+        case .problem(let problem): throw problem
+        }
     }
 
-    /// Reads a line, reusing `fields` for its field ranges (the ingest loop keeps one).
-    public static func read(_ line: UnsafeBufferPointer<UInt8>, fields: inout [FieldRange]) throws -> SampleLine {
-        do {
-            try JSONParser.scanObject(line, into: &fields)
-        } catch {
-            throw Problem(message: "not valid JSON: \(error)")
-        }
-        var sample = SampleLine(line: line)
-        let reader = FieldReader(line: line)
-        var type: FieldRange?
-        var monitor: FieldRange?
-        var at: FieldRange?
-        var status: FieldRange?
-        for field in fields {
-            let key = UnsafeBufferPointer(rebasing: line[field.keyStart..<field.keyEnd])
-            switch key.count {
-            case 2:
-                if equals(key, "at") { at = field }
-            case 4:
-                if equals(key, "type") { type = field }
-                else if equals(key, "name") { sample.metaRanges[0] = try reader.checkedText(field, "name") }
-                else if equals(key, "kind") { sample.metaRanges[1] = try reader.checkedText(field, "kind") }
-                else if equals(key, "code") { sample.code = try reader.integer(field, "code") }
-            case 5:
-                if equals(key, "agent") { sample.metaRanges[3] = try reader.checkedText(field, "agent") }
-            case 6:
-                if equals(key, "status") { status = field }
-                else if equals(key, "reason") { sample.reasonRange = try reader.checkedText(field, "reason") }
-                else if equals(key, "target") { sample.metaRanges[2] = try reader.checkedText(field, "target") }
-            case 7:
-                if equals(key, "monitor") { monitor = field }
-                else if equals(key, "message") { sample.messageRange = try reader.checkedText(field, "message") }
-            case 10:
-                if equals(key, "latency_ms") { sample.latencyMs = try reader.number(field, "latency_ms") }
-                else if equals(key, "speed_mbps") { sample.speedMbps = try reader.number(field, "speed_mbps") }
-            case 11:
-                if equals(key, "description") { sample.metaRanges[4] = try reader.checkedText(field, "description") }
-            case 14:
-                if equals(key, "check_interval") { sample.checkInterval = try reader.number(field, "check_interval").map { Int64($0.rounded()) } }
-            case 15:
-                if equals(key, "tls_expiry_days") { sample.tlsExpiryDays = try reader.integer(field, "tls_expiry_days") }
-            default:
-                break
-            }
-        }
-        guard let type else { throw Problem(message: "record has no 'type' (a sample has \"type\":\"sample\")") }
-        let typeText = try reader.string(type, "type") ?? "null"
-        guard typeText == "sample" else { throw Problem(message: "a '\(typeText)' record is not a sample; only samples are stored") }
-        guard let monitor, let monitorText = try reader.string(monitor, "monitor"), !monitorText.isEmpty else {
-            throw Problem(message: "sample has no 'monitor'")
-        }
-        guard let at, let atValue = reader.raw(at).first == UInt8(ascii: "\"") ? reader.raw(at) : nil else {
-            throw Problem(message: "sample has no 'at'")
-        }
-        guard let milliseconds = Timestamp.parse(bytes: UnsafeBufferPointer(rebasing: atValue[1..<(atValue.count - 1)])) else {
-            throw Problem(message: "sample 'at' is not an RFC 3339 time: '\(try reader.string(at, "at") ?? "")'")
-        }
-        guard let status, let statusText = try reader.string(status, "status") else { throw Problem(message: "sample has no 'status'") }
-        guard let parsed = SampleStatus(rawValue: statusText) else {
-            throw Problem(message: "sample 'status' must be up, degraded, down, error or unknown, not '\(statusText)'")
-        }
-        sample.monitor = monitorText
-        sample.at = milliseconds
-        sample.status = parsed
-        return sample
-    }
+    // MARK: - Checking the store's own fields
 
-    private static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
-        guard bytes.count == text.utf8CodeUnitCount else { return false }
-        let other = text.utf8Start
-        for index in 0..<bytes.count where bytes[index] != other[index] { return false }
-        return true
-    }
-}
-
-/// Reads typed values out of field ranges; strings without escapes are decoded directly.
-struct FieldReader {
-    let line: UnsafeBufferPointer<UInt8>
-
-    func raw(_ field: FieldRange) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
-    }
-
-    private func isNull(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        bytes.count == 4 && bytes[0] == UInt8(ascii: "n")
-    }
-
-    /// The field if it is a string or null; any other type is an error.
-    func checkedText(_ field: FieldRange, _ name: String) throws -> FieldRange? {
-        let bytes = raw(field)
-        if isNull(bytes) { return nil }
-        guard bytes.first == UInt8(ascii: "\"") else { throw SampleLine.Problem(message: "field '\(name)' must be a string") }
+    /// A string-or-null field the reader checked, as nil when null.
+    private static func stringOnly(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?) -> FieldRange? {
+        guard let field, line[field.valueStart] == UInt8(ascii: "\"") else { return nil }
         return field
     }
 
-    /// A string field (nil for null); any other type is an error.
-    func string(_ field: FieldRange, _ name: String) throws -> String? {
-        let bytes = raw(field)
-        if isNull(bytes) { return nil }
-        guard bytes.first == UInt8(ascii: "\"") else {
-            throw SampleLine.Problem(message: "field '\(name)' must be a string")
-        }
-        let inner = UnsafeBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
-        if !inner.contains(UInt8(ascii: "\\")) { return String(decoding: inner, as: UTF8.self) }
-        return try JSONParser.parse(bytes).stringValue
+    private static func isNull(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Bool {
+        line[field.valueStart] == UInt8(ascii: "n")
     }
 
-    /// A number field (nil for null).
-    func number(_ field: FieldRange, _ name: String) throws -> Double? {
-        let bytes = raw(field)
-        if isNull(bytes) { return nil }
-        guard let number = JSONNumber.value(bytes) else {
-            throw SampleLine.Problem(message: "field '\(name)' must be a number")
+    /// The field if it is a string; nil for null or absent; any other type is a problem.
+    private static func text(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> FieldRange? {
+        guard let field, !isNull(line, field) else { return nil }
+        guard line[field.valueStart] == UInt8(ascii: "\"") else { throw SampleProblem.bad(key, line, field, expected: .text) }
+        return field
+    }
+
+    /// A number (nil for null or absent).
+    private static func number(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String,
+                               _ kind: SampleValueKind) throws(SampleProblem) -> Double? {
+        guard let field, !isNull(line, field) else { return nil }
+        guard let number = JSONNumber.value(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])),
+              kind != .nonNegativeNumber || number >= 0 else {
+            throw SampleProblem.bad(key, line, field, expected: kind)
         }
         return number
     }
 
-    /// An integral number field (nil for null).
-    func integer(_ field: FieldRange, _ name: String) throws -> Int64? {
-        guard let number = try number(field, name) else { return nil }
-        guard number == number.rounded(), abs(number) < 9e15 else {
-            throw SampleLine.Problem(message: "field '\(name)' must be a whole number")
-        }
+    /// A whole number (nil for null or absent).
+    private static func integer(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> Int64? {
+        guard let number = try number(line, field, key, .wholeNumber) else { return nil }
+        guard number == number.rounded(), abs(number) < 9e15 else { throw SampleProblem.bad(key, line, field!, expected: .wholeNumber) }
         return Int64(number)
+    }
+}
+
+/// The fields only the store reads, found in the spine reader's pass over a line.
+struct StoredFields: SampleFieldReader {
+    var code: FieldRange?
+    var tlsExpiryDays: FieldRange?
+    var speedMbps: FieldRange?
+    var checkInterval: FieldRange?
+    var message: FieldRange?
+    var name: FieldRange?
+    var kind: FieldRange?
+    var target: FieldRange?
+    var description: FieldRange?
+
+    @inline(__always)
+    mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
+        switch (count, key[0]) {
+        case (4, UInt8(ascii: "c")) where SampleLine.key(key, is: "code"): code = field
+        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
+        case (4, UInt8(ascii: "k")) where SampleLine.key(key, is: "kind"): kind = field
+        case (6, UInt8(ascii: "t")) where SampleLine.key(key, is: "target"): target = field
+        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speedMbps = field
+        case (11, UInt8(ascii: "d")) where SampleLine.key(key, is: "description"): description = field
+        case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
+        case (15, UInt8(ascii: "t")) where SampleLine.key(key, is: "tls_expiry_days"): tlsExpiryDays = field
+        default: break
+        }
     }
 }
