@@ -1,19 +1,21 @@
 import VitalsKit
 
-/// Turns `sample` lines into rows: validates the line, finds the few fields digest reads,
-/// and keeps every other byte untouched (nothing is built per line but the row).
+/// Turns `sample` lines into rows: the shared reader checks the line and its spine, and in the
+/// same pass finds the few fields digest adds (name, speed, message); nothing is built per line
+/// but the row.
 ///
-/// Records of another `type` are skipped without a word (a mixed stream is fine); a line that
-/// is not a valid sample is an error naming the field.
-public struct SampleScanner {
+/// Records of another `type` are skipped without a word (a mixed stream is fine); an object
+/// without `type`, and a sample with a bad field, are errors in the one wording of
+/// `SampleProblem`.
+public struct SampleRowReader {
     /// What one line turned out to be.
     public enum Outcome: Equatable {
         /// A valid sample.
         case sample(SampleRow)
         /// A record of another type, or a blank line.
         case skipped
-        /// Not a valid sample; the message says why.
-        case invalid(String)
+        /// Not a valid sample.
+        case invalid(SampleProblem)
     }
 
     /// The monitors seen so far.
@@ -22,103 +24,51 @@ public struct SampleScanner {
     let notAfter: Int64?
     private var sequence: UInt64 = 0
     private var scratch: [UInt8] = []
+    /// The one sample reader, kept from line to line.
+    private var reader = SampleLine()
 
-    /// The field ranges of the current line, one array reused for every line.
-    private var fields: [FieldRange] = []
-
-    /// Creates a scanner adding monitors to `services`.
+    /// Creates a reader adding monitors to `services`.
     public init(services: ServiceTable, notAfter: Int64?) {
         self.services = services
         self.notAfter = notAfter
     }
 
     /// Reads one line.
-    public mutating func scan(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
-        var first = 0
-        while first < line.count, line[first] == 0x20 || line[first] == 0x09 { first += 1 }
-        if first == line.count { return .skipped }
-        do {
-            try JSONParser.scanObject(line, into: &fields)
-        } catch {
-            return .invalid("not valid JSON: \(error)")
+    public mutating func read(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
+        var own = DigestFields()
+        switch reader.read(line, extra: &own) {
+        case .sample: break
+        case .otherRecord, .blank: return .skipped
+        case .problem(let problem): return .invalid(problem)
         }
-        var type: FieldRange?
-        var monitor: FieldRange?
-        var name: FieldRange?
-        var at: FieldRange?
-        var status: FieldRange?
-        var latency: FieldRange?
-        var speed: FieldRange?
-        var reason: FieldRange?
-        var message: FieldRange?
-        for field in fields {
-            let length = field.keyEnd - field.keyStart
-            switch length {
-            case 2 where Self.key(line, field, "at"): at = field
-            case 4 where Self.key(line, field, "type"): type = field
-            case 4 where Self.key(line, field, "name"): name = field
-            case 6 where Self.key(line, field, "status"): status = field
-            case 6 where Self.key(line, field, "reason"): reason = field
-            case 7 where Self.key(line, field, "monitor"): monitor = field
-            case 7 where Self.key(line, field, "message"): message = field
-            case 10 where Self.key(line, field, "latency_ms"): latency = field
-            case 10 where Self.key(line, field, "speed_mbps"): speed = field
-            default: break
-            }
-        }
-        if let type {
-            guard line[type.valueStart] == UInt8(ascii: "\"") else { return .invalid("'type' is not a string") }
-            if !Self.equals(line, type.valueStart + 1, type.valueEnd - 1, "sample") { return .skipped }
-        }
-        // monitor
-        guard let monitor else { return .invalid("sample without 'monitor'") }
-        guard line[monitor.valueStart] == UInt8(ascii: "\""), monitor.valueEnd - monitor.valueStart > 2 else {
-            return .invalid("'monitor' is not a non-empty string")
-        }
-        let service: UInt32
-        if let raw = Self.rawString(line, monitor) {
-            service = services.intern(raw)
-        } else {
-            guard let decoded = Self.decodedString(line, monitor) else { return .invalid("'monitor' is not a valid string") }
-            service = decoded.withUnsafeBufferPointer { services.intern($0) }
-        }
-        // at
-        guard let at else { return .invalid("sample without 'at'") }
-        guard line[at.valueStart] == UInt8(ascii: "\""),
-              let instant = Timestamp.parse(bytes: UnsafeBufferPointer(rebasing: line[(at.valueStart + 1)..<(at.valueEnd - 1)])) else {
-            return .invalid("'at' is not an RFC 3339 time: \(Self.text(line, at))")
-        }
-        // status
-        guard let status else { return .invalid("sample without 'status'") }
+        let service = reader.monitorIsPlain
+            ? services.intern(UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]))
+            : reader.withMonitor { services.intern($0) }
+        let instant = reader.atMs
         let statusIndex: UInt8
-        if line[status.valueStart] == UInt8(ascii: "\"") {
-            switch status.valueEnd - status.valueStart - 2 {
-            case 2 where Self.equals(line, status.valueStart + 1, status.valueEnd - 1, "up"): statusIndex = StatusIndex.up
-            case 4 where Self.equals(line, status.valueStart + 1, status.valueEnd - 1, "down"): statusIndex = StatusIndex.down
-            case 5 where Self.equals(line, status.valueStart + 1, status.valueEnd - 1, "error"): statusIndex = StatusIndex.error
-            case 7 where Self.equals(line, status.valueStart + 1, status.valueEnd - 1, "unknown"): statusIndex = StatusIndex.unknown
-            case 8 where Self.equals(line, status.valueStart + 1, status.valueEnd - 1, "degraded"): statusIndex = StatusIndex.degraded
-            default: return .invalid("'status' is \(Self.text(line, status)); expected up, degraded, down, error or unknown")
-            }
-        } else {
-            return .invalid("'status' is \(Self.text(line, status)); expected up, degraded, down, error or unknown")
+        switch reader.status {
+        case .up: statusIndex = StatusIndex.up
+        case .degraded: statusIndex = StatusIndex.degraded
+        case .down: statusIndex = StatusIndex.down
+        case .error: statusIndex = StatusIndex.error
+        case .unknown: statusIndex = StatusIndex.unknown
         }
-        // latency_ms and speed_mbps: numbers or null
+        // latency_ms (checked by the reader) and speed_mbps: numbers 0 or more, or null
         var latencyMicros = SampleRow.none
-        if let latency, !Self.isNull(line, latency) {
+        if let latency = reader.latencyField, line[latency.valueStart] != UInt8(ascii: "n") {
             guard let value = Self.thousandths(line, latency), value >= 0 else {
-                return .invalid("'latency_ms' is \(Self.text(line, latency)); expected a number of milliseconds, 0 or more, or null")
+                return .invalid(SampleProblem.bad("latency_ms", line, latency, expected: .nonNegativeNumber))
             }
             latencyMicros = value
         }
         var speedMilli = SampleRow.none
-        if let speed, !Self.isNull(line, speed) {
+        if let speed = own.speed, line[speed.valueStart] != UInt8(ascii: "n") {
             guard let value = Self.thousandths(line, speed), value >= 0 else {
-                return .invalid("'speed_mbps' is \(Self.text(line, speed)); expected a number of Mbit/s, 0 or more, or null")
+                return .invalid(SampleProblem.bad("speed_mbps", line, speed, expected: .nonNegativeNumber))
             }
             speedMilli = value
         }
-        if let name, line[name.valueStart] == UInt8(ascii: "\"") {
+        if let name = own.name, line[name.valueStart] == UInt8(ascii: "\"") {
             if let raw = Self.rawString(line, name) {
                 services.noteName(service, at: instant, name: raw)
             } else if let decoded = Self.decodedString(line, name) {
@@ -126,9 +76,9 @@ public struct SampleScanner {
             }
         }
         if notAfter.map({ instant <= $0 }) ?? true, services.isLatest(service, at: instant) {
-            let reasonBytes = reason.flatMap { line[$0.valueStart] == UInt8(ascii: "\"") ? Self.rawString(line, $0) : nil }
+            let reasonBytes = reader.reasonField.flatMap { Self.rawString(line, $0) }
             scratch.removeAll(keepingCapacity: true)
-            if let message, line[message.valueStart] == UInt8(ascii: "\"") {
+            if let message = own.message, line[message.valueStart] == UInt8(ascii: "\"") {
                 if let raw = Self.rawString(line, message) {
                     scratch.append(contentsOf: raw)
                 } else if let decoded = Self.decodedString(line, message) {
@@ -144,23 +94,6 @@ public struct SampleScanner {
 
     // MARK: - Bytes
 
-    @inline(__always)
-    private static func key(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange, _ name: StaticString) -> Bool {
-        equals(line, field.keyStart, field.keyEnd, name)
-    }
-
-    @inline(__always)
-    private static func equals(_ line: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ text: StaticString) -> Bool {
-        guard end - start == text.utf8CodeUnitCount else { return false }
-        let base = text.utf8Start
-        for offset in 0..<(end - start) where line[start + offset] != base[offset] { return false }
-        return true
-    }
-
-    private static func isNull(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Bool {
-        line[field.valueStart] == UInt8(ascii: "n")
-    }
-
     /// The content of a string value without escapes, or nil when it has escapes (or is not a string).
     private static func rawString(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> UnsafeBufferPointer<UInt8>? {
         guard line[field.valueStart] == UInt8(ascii: "\"") else { return nil }
@@ -174,12 +107,6 @@ public struct SampleScanner {
         let value = UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
         guard let parsed = try? JSONParser.parse(value), let text = parsed.stringValue else { return nil }
         return Array(text.utf8)
-    }
-
-    /// A field's value as written, shortened for messages.
-    private static func text(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> String {
-        let raw = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
-        return raw.count > 40 ? String(raw.prefix(40)) + "..." : raw
     }
 
     /// A JSON number as an integer count of thousandths, rounded half away from zero; nil if not a number.
@@ -220,5 +147,22 @@ public struct SampleScanner {
         let text = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
         guard let value = Double(text), value.isFinite, abs(value) < 9.0e12 else { return nil }
         return Int64((value * 1000).rounded())
+    }
+}
+
+/// The fields digest reads beyond the spine, found in the reader's pass.
+struct DigestFields: SampleFieldReader {
+    var name: FieldRange?
+    var speed: FieldRange?
+    var message: FieldRange?
+
+    @inline(__always)
+    mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
+        switch (count, key[0]) {
+        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
+        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
+        default: break
+        }
     }
 }
