@@ -208,4 +208,23 @@ struct SampleLineTests {
         }
         #expect(monitors == ["a", "b"])
     }
+
+    @Test("the timestamps samples carry: the fixed-width form is read at its positions, anything off it is refused",
+          arguments: [
+        ("2026-01-27T10:30:00.123Z", Int64?(1_769_509_800_123)),
+        ("2026-01-27T10:30:00Z", 1_769_509_800_000),
+        ("2024-02-29T23:59:59.999Z", 1_709_251_199_999),
+        ("1969-12-31T23:59:59.999Z", -1),
+        ("2026-02-29T00:00:00.000Z", nil),
+        ("2026-01-27T10:3a:00.000Z", nil),
+        ("2026-01-27T10:30:00.0x0Z", nil),
+        ("2026-01-27T24:00:00.000Z", nil),
+        ("2026-00-27T10:30:00.000Z", nil),
+        ("2026-01-27T10:30:00.000+", nil),
+        ("2026-01-27X10:30:00.000Z", nil),
+        ("2026-01-27T10:30:00+0000", 1_769_509_800_000),
+    ])
+    func timestamps(text: String, milliseconds: Int64?) {
+        #expect(Timestamp.parse(text) == milliseconds)
+    }
 }
