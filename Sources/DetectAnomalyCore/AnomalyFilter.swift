@@ -66,7 +66,7 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     /// any other JSON object as it came) and returns what was wrong with it, if anything (the
     /// caller reports it). A line that is not a JSON object is not written.
     func process(_ line: UnsafeBufferPointer<UInt8>, to output: RecordWriter) throws -> SampleProblem? {
-        var own = AnomalyFields(valueKey: UnsafeBufferPointer(valueKey))
+        var own = AnomalyFields(valueKey: judgesLatency ? nil : UnsafeBufferPointer(valueKey))
         switch reader.read(line, extra: &own) {
         case .sample:
             break
@@ -217,19 +217,19 @@ final class AnomalyFilter<Detector: MonitorDetector> {
 /// detect-anomaly's own fields of a sample, read in the spine reader's pass: the judged value,
 /// and what a promotion or the anomaly object rewrites.
 struct AnomalyFields: SampleFieldReader {
-    /// The judged field's name (unless it is `latency_ms`, a spine field).
-    let valueKey: UnsafeBufferPointer<UInt8>
+    /// The judged field's name; nil when it is `latency_ms`, a spine field the reader reads.
+    let valueKey: UnsafeBufferPointer<UInt8>?
     var value: FieldRange?
     var message: FieldRange?
     var anomaly: FieldRange?
     /// `simulated` is `true` (the last one given).
     var simulatedFlag = false
 
-    init(valueKey: UnsafeBufferPointer<UInt8>) { self.valueKey = valueKey }
+    init(valueKey: UnsafeBufferPointer<UInt8>?) { self.valueKey = valueKey }
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
-        if count == valueKey.count, memcmp(key, valueKey.baseAddress!, count) == 0 {
+        if let valueKey, count == valueKey.count, memcmp(key, valueKey.baseAddress!, count) == 0 {
             value = field
             return
         }
