@@ -157,16 +157,16 @@ struct StoredFields: SampleFieldReader {
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
-        switch (count, key[0]) {
-        case (4, UInt8(ascii: "c")) where SampleLine.key(key, is: "code"): code = field
-        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
-        case (4, UInt8(ascii: "k")) where SampleLine.key(key, is: "kind"): kind = field
-        case (6, UInt8(ascii: "t")) where SampleLine.key(key, is: "target"): target = field
-        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
-        case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speedMbps = field
-        case (11, UInt8(ascii: "d")) where SampleLine.key(key, is: "description"): description = field
-        case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
-        case (15, UInt8(ascii: "t")) where SampleLine.key(key, is: "tls_expiry_days"): tlsExpiryDays = field
+        switch SampleLine.tag(key, count) {
+        case 0x4_63 where SampleLine.key(key, is: "code"): code = field
+        case 0x4_6E where SampleLine.key(key, is: "name"): name = field
+        case 0x4_6B where SampleLine.key(key, is: "kind"): kind = field
+        case 0x6_74 where SampleLine.key(key, is: "target"): target = field
+        case 0x7_6D where SampleLine.key(key, is: "message"): message = field
+        case 0xA_73 where SampleLine.key(key, is: "speed_mbps"): speedMbps = field
+        case 0xB_64 where SampleLine.key(key, is: "description"): description = field
+        case 0xE_63 where SampleLine.key(key, is: "check_interval"): checkInterval = field
+        case 0xF_74 where SampleLine.key(key, is: "tls_expiry_days"): tlsExpiryDays = field
         default: break
         }
     }
