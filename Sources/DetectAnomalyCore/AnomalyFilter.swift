@@ -7,7 +7,8 @@ import VitalsKit
 
 /// What a run saw, for `--summary` and `--exit-status`.
 public struct AnomalyTally: Sendable, Equatable {
-    /// Records passed through that are not samples.
+    /// Records passed through without an anomaly object: other types, and objects that are not
+    /// valid samples (those are reported too).
     public var otherRecords = 0
     /// Samples whose verdict was unknown (not judged, or too few points).
     public var unknown = 0
