@@ -71,7 +71,7 @@ public struct Retention: Sendable, Equatable {
 public protocol SampleStore: AnyObject {
     /// Adds one sample (and its line, kept whole for export) to the open batch, opening one
     /// when none is open. Nothing is visible to readers until `commitBatch`.
-    func add(_ sample: SampleLine) throws
+    func add(_ sample: StorableSample) throws
     /// Applies retention to the monitors the batch touched and commits it atomically.
     func commitBatch(retention: Retention, now: Int64) throws
     /// Drops the open batch, if any.
