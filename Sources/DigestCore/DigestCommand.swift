@@ -103,7 +103,7 @@ public enum DigestCommand: VitalsCommand {
 
         // One pass over the samples.
         let services = ServiceTable()
-        var scanner = SampleScanner(services: services, notAfter: now)
+        var samples = SampleRowReader(services: services, notAfter: now)
         let aggregator = Aggregator(services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket,
                                     temporaryDirectory: context.environment["TMPDIR"])
         let diagnostics = context.diagnostics
@@ -111,13 +111,13 @@ public enum DigestCommand: VitalsCommand {
             while let event = reader.next() {
                 switch event {
                 case .line(let line):
-                    switch scanner.scan(line) {
+                    switch samples.read(line) {
                     case .sample(let row): aggregator.add(row)
                     case .skipped: break
-                    case .invalid(let message): diagnostics.error(message, source: reader.source, line: reader.lineNumber)
+                    case .invalid(let problem): diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                     }
                 case .tooLong(let length):
-                    diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
+                    diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
                 }
             }
         }

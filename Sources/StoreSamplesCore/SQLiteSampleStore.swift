@@ -126,7 +126,7 @@ public final class SQLiteSampleStore: SampleStore {
     private var batchAgents: [String: Int64] = [:]
 
     @discardableResult
-    public func add(_ sample: SampleLine) throws -> Int64 {
+    public func add(_ sample: StorableSample) throws -> Int64 {
         do {
             if !db.inTransaction { try db.beginImmediate() }
             guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
@@ -202,7 +202,7 @@ public final class SQLiteSampleStore: SampleStore {
     /// The integer id of a sample's monitor, registering it, or refreshing its name, kind,
     /// target, agent, description and interval when the sample states other ones (compared
     /// as raw bytes, so an unchanged monitor costs no allocation).
-    private func monitorID(for sample: SampleLine) throws -> Int64 {
+    private func monitorID(for sample: StorableSample) throws -> Int64 {
         if let id = monitorIDs[sample.monitor] {
             if metaChanged(id, sample) { try refresh(id, sample) }
             return id
@@ -228,7 +228,7 @@ public final class SQLiteSampleStore: SampleStore {
         return id
     }
 
-    private func metaChanged(_ id: Int64, _ sample: SampleLine) -> Bool {
+    private func metaChanged(_ id: Int64, _ sample: StorableSample) -> Bool {
         guard let known = monitorMeta[id] else { return true }
         for index in 0..<5 {
             guard let raw = sample.raw(sample.metaRanges[index]) else { continue }
@@ -238,7 +238,7 @@ public final class SQLiteSampleStore: SampleStore {
         return false
     }
 
-    private func refresh(_ id: Int64, _ sample: SampleLine) throws {
+    private func refresh(_ id: Int64, _ sample: StorableSample) throws {
         let update = try db.prepare("""
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
                 agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval)

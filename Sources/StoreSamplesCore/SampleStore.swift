@@ -73,7 +73,7 @@ public protocol SampleStore: AnyObject {
     /// when none is open. Nothing is visible to readers until `commitBatch`. Returns the
     /// monitor's integer id, the `id` the views show.
     @discardableResult
-    func add(_ sample: SampleLine) throws -> Int64
+    func add(_ sample: StorableSample) throws -> Int64
     /// Applies retention to the monitors the batch touched and commits it atomically.
     func commitBatch(retention: Retention, now: Int64) throws
     /// Drops the open batch, if any.

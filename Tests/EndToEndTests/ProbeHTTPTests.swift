@@ -161,6 +161,20 @@ struct ProbeHTTPTests {
         let bytes = try #require(sample.int("bytes"))
         #expect(bytes >= 1 << 20 && bytes < 2 << 20)
         #expect((sample.double("total_ms") ?? 1e9) < 20_000)
+        // Bounded memory, measured: peak RSS reading the endless body to a 1 MiB cap, then to a 32 MiB
+        // cap. The body is kept up to --max-body for the content check, so memory may grow with the
+        // cap (an array that doubles holds up to twice what it keeps), but not with what the server
+        // sends: it stops at the cap. Growth above 2 × 31 MiB + 8 MiB of noise means it did not stop.
+        let scratch = try ScratchDirectory()
+        let targets = try scratch.write("endless.ndjson", target + "\n")
+        let smallCap = try BoundedMemoryTests.peakKiB("probe-http", ["--max-body", "1M"], file: targets)
+        let largeCap = try BoundedMemoryTests.peakKiB("probe-http", ["--max-body", "32M"], file: targets)
+        #expect(largeCap - smallCap < (2 * 31 + 8) * 1024, "\(smallCap) KiB with a 1 MiB cap, \(largeCap) KiB with a 32 MiB cap")
+        // With no content or hash to check, the body is read and dropped: the cap costs no memory.
+        let plain = try scratch.write("plain.ndjson", #"{"url":"\#(url("/endless"))","timeout_seconds":20}"# + "\n")
+        let plainSmall = try BoundedMemoryTests.peakKiB("probe-http", ["--max-body", "1M"], file: plain)
+        let plainLarge = try BoundedMemoryTests.peakKiB("probe-http", ["--max-body", "32M"], file: plain)
+        #expect(plainLarge - plainSmall < 8 * 1024, "\(plainSmall) KiB with a 1 MiB cap, \(plainLarge) KiB with a 32 MiB cap")
     }
 
     struct Hostile: Sendable, CustomTestStringConvertible {
