@@ -53,6 +53,18 @@ public struct DigestCache {
         return cachedDay == day && cachedKey == key ? .hit(output) : .miss
     }
 
+    /// Removes the cache (isitup's "clear history"). An absent file is already clear; a file
+    /// that is not a digest cache is left alone and refused.
+    public func clear() throws(ToolError) {
+        if case .unusable(let why) = lookup(day: "", key: "") {
+            if access(path, F_OK) != 0, errno == ENOENT { return }
+            throw ToolError("\(why); not removed")
+        }
+        if unlink(path) != 0, errno != ENOENT {
+            throw ToolError("cannot remove \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
     /// Stores `output` made at `generatedAt` on `day` with options `key`, atomically, mode 0600.
     public func store(output: String, generatedAt: Int64, day: String, key: String) throws(ToolError) {
         let record = JSONValue.object(JSONObject([

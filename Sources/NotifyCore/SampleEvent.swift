@@ -16,6 +16,8 @@ struct SampleEvent: Equatable {
     var reason: String?
     /// The URL probed (already redacted by the prober).
     var target: String?
+    /// The integer id store-samples gave the monitor (`monitor_id`, which it adds to the samples it passes on).
+    var monitorID: Int? = nil
 }
 
 extension SampleEvent {
@@ -29,6 +31,7 @@ extension SampleEvent {
         message = reader.text(own.message)
         reason = reader.reason
         target = reader.text(own.target)
+        monitorID = own.monitorID.flatMap { Int(String(decoding: reader.raw($0), as: UTF8.self)) }
     }
 }
 
@@ -37,12 +40,14 @@ struct NotifyFields: SampleFieldReader {
     var name: FieldRange?
     var message: FieldRange?
     var target: FieldRange?
+    var monitorID: FieldRange?
 
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch (count, key[0]) {
         case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
         case (6, UInt8(ascii: "t")) where SampleLine.key(key, is: "target"): target = field
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (10, UInt8(ascii: "m")) where SampleLine.key(key, is: "monitor_id"): monitorID = field
         default: break
         }
     }

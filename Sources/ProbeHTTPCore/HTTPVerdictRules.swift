@@ -62,9 +62,10 @@ public enum HTTPVerdictRules {
                 if result.stoppedAtLimit {
                     findings.append((.down, .tooLarge, "Body is larger than \(SizeWords.describe(result.body.count)); cannot check its hash (raise --max-body)"))
                 } else {
-                    let actual = SHA256.hexDigest(result.body)
+                    let isMD5 = expectedHash.count == 32
+                    let actual = isMD5 ? MD5.hexDigest(result.body) : SHA256.hexDigest(result.body)
                     if actual != expectedHash {
-                        findings.append((.down, .bodyHash, "Response body changed: sha256 \(actual.prefix(12))..., expected \(expectedHash.prefix(12))..."))
+                        findings.append((.down, .bodyHash, "Response body changed: \(isMD5 ? "md5" : "sha256") \(actual.prefix(12))..., expected \(expectedHash.prefix(12))..."))
                     }
                 }
             }

@@ -228,9 +228,10 @@ public struct TargetParser: TargetSink {
             target.expectedContent = content
         }
         if var hash = try fields.string("expected_body_hash")?.trimmingSpaces.lowercased() {
-            if hash.hasPrefix("sha256:") { hash.removeFirst(7) }
-            guard hash.count == 64, hash.allSatisfy({ $0.isHexDigit }) else {
-                throw Problem("field 'expected_body_hash' must be a SHA-256 in 64 hex digits")
+            if hash.hasPrefix("sha256:") { hash.removeFirst(7) } else if hash.hasPrefix("md5:") { hash.removeFirst(4) }
+            // 64 hex digits are a SHA-256; 32 are an MD5, as OnlineTracker's servers store it.
+            guard hash.count == 64 || hash.count == 32, hash.allSatisfy({ $0.isHexDigit }) else {
+                throw Problem("field 'expected_body_hash' must be a SHA-256 in 64 hex digits or an MD5 in 32")
             }
             target.expectedBodyHash = hash
         }

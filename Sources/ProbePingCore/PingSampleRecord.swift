@@ -8,7 +8,7 @@ public enum PingSampleRecord {
     public static let ownFields: Set<String> = [
         "type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent", "received",
         "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "dns_ms", "connect_ms", "tls_ms",
-        "remote_ip", "interface", "link", "tls_expiry_days", "ip",
+        "remote_ip", "interface", "link", "tls_expiry_days", "ip", "check_interval", "enabled", "config",
     ]
 
     /// A ping sample.
@@ -51,6 +51,7 @@ public enum PingSampleRecord {
         record.string("interface", route?.interface)
         record.string("link", route?.link.rawValue)
         if let family { record.string("ip", family == .v4 ? "4" : "6") }
+        MonitorSettings.write(target.monitorSettings, to: &record)
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
     }

@@ -62,9 +62,9 @@ final class Ingester {
                     do {
                         let sample = try StorableSample(sampleReader, own)
                         if batchCount == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
-                        try store.add(sample)
+                        let monitorID = try store.add(sample)
                         batchCount += 1
-                        passOn(line)
+                        passOn(line, monitorID: monitorID)
                     } catch let problem as SampleProblem {
                         diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                         passOn(line)
@@ -85,12 +85,46 @@ final class Ingester {
         return failure == nil && !reader.interrupted
     }
 
+    /// Appends `line` as it is passed on: with `"monitor_id":ID` (the integer id of the views) added
+    /// as its last field, so notify and other tools downstream can name the monitor as the views
+    /// do. A line that already has a `monitor_id` field is passed on as it is.
+    static func appendPassingOn(_ line: UnsafeBufferPointer<UInt8>, monitorID: Int64, to out: inout [UInt8]) {
+        var end = line.count
+        while end > 0, line[end - 1] == 0x20 || line[end - 1] == 0x09 || line[end - 1] == 0x0D { end -= 1 }
+        let key = Array(#""monitor_id""#.utf8)
+        guard end > 1, line[end - 1] == UInt8(ascii: "}"), !contains(line, key) else {
+            out.append(contentsOf: line)
+            return
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: line[0..<(end - 1)]))
+        out.append(UInt8(ascii: ","))
+        out.append(contentsOf: key)
+        out.append(UInt8(ascii: ":"))
+        out.append(contentsOf: String(monitorID).utf8)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static func contains(_ haystack: UnsafeBufferPointer<UInt8>, _ needle: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count else { return false }
+        var index = 0
+        while index <= haystack.count - needle.count {
+            if haystack[index] == needle[0], needle.indices.allSatisfy({ haystack[index + $0] == needle[$0] }) { return true }
+            index += 1
+        }
+        return false
+    }
+
     /// Keeps a record to pass on after the open batch commits, in input order (samples, and
     /// the records that are not samples, which filters keep).
-    private func passOn(_ line: UnsafeBufferPointer<UInt8>) {
+    /// A sample goes on with its `monitorID` added (see `appendPassingOn`).
+    private func passOn(_ line: UnsafeBufferPointer<UInt8>, monitorID: Int64? = nil) {
         guard passThrough else { return }
         if batchCount == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
-        pending.append(contentsOf: line)
+        if let monitorID {
+            Ingester.appendPassingOn(line, monitorID: monitorID, to: &pending)
+        } else {
+            pending.append(contentsOf: line)
+        }
         pending.append(0x0A)
     }
 

@@ -125,7 +125,8 @@ public final class SQLiteSampleStore: SampleStore {
     private var batchMonitors: Set<Int64> = []
     private var batchAgents: [String: Int64] = [:]
 
-    public func add(_ sample: StorableSample) throws {
+    @discardableResult
+    public func add(_ sample: StorableSample) throws -> Int64 {
         do {
             if !db.inTransaction { try db.beginImmediate() }
             guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
@@ -151,6 +152,7 @@ public final class SQLiteSampleStore: SampleStore {
             if sample.metaRanges[3] != nil, let agent = sample.agent, sample.at > batchAgents[agent] ?? Int64.min {
                 batchAgents[agent] = sample.at
             }
+            return monitorID
         } catch {
             abortBatch()
             throw translate(error)

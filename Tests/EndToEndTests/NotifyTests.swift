@@ -52,7 +52,7 @@ struct NotifyDecisionTests {
         #expect(records.first?.string("previous_status") == nil)
     }
 
-    @Test("cooldown: 60 s per key; a change held back is told when the key's cooldown ends, if it still holds")
+    @Test("--cooldown-mode defer: 60 s per key; a change held back is told when the key's cooldown ends, if it still holds")
     func cooldown() throws {
         let result = try notify([
             sampleLine("api", 0, "up"),
@@ -64,7 +64,7 @@ struct NotifyDecisionTests {
             sampleLine("api", 75, "down"),      // 75 - 10 = 65 >= 60: told now
             sampleLine("api", 80, "degraded"),  // down -> degraded; key api.degrading used at 40: held back
             sampleLine("api", 100, "degraded"), // 100 - 40 = 60: told
-        ])
+        ], ["--cooldown-mode", "defer"])
         #expect(try result.events() == ["down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
                                         "down api \(traceTime(75))", "degraded api \(traceTime(100))"])
         let records = try result.records()

@@ -73,8 +73,11 @@ struct SampleContractTests {
             }
         },
         Case(tool: "store-samples", arguments: ["--db", "DB"]) { result, scratch in
-            #expect(result.lines == SampleContract.passedOn.map { SampleContract.lines[$0 - 1] },
-                    "every JSON object passes on unchanged, in order")
+            // A stored sample goes on with its monitor_id (the views' integer id) added last.
+            let expected = SampleContract.passedOn.map { SampleContract.lines[$0 - 1] }.map { line in
+                line == SampleContract.firstSample || line == SampleContract.lastSample ? String(line.dropLast()) + #","monitor_id":1}"# : line
+            }
+            #expect(result.lines == expected, "every JSON object passes on, in order: unchanged, or a stored sample with its monitor_id")
             let stored = try sqlite(scratch.path("vitals.db"), "SELECT count(*) FROM samples")
             #expect(stored == "2", "both good samples are stored")
         },

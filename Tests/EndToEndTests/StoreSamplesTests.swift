@@ -36,7 +36,10 @@ struct StoreSamplesTests {
         try run("store-samples", ["--db", db, "--now", testNow] + arguments)
     }
 
-    @Test("ingest stores samples and passes every record on unchanged; bad lines are reported and not stored")
+    /// A sample line as store-samples passes it on: with the monitor's id in its views added last.
+    func passedOn(_ line: String, id: Int) -> String { String(line.dropLast()) + #","monitor_id":\#(id)}"# }
+
+    @Test("ingest stores samples and passes every record on, samples with their monitor_id added; bad lines are reported and not stored")
     func ingest() throws {
         let lines = [
             sample("api", minute: 1),
@@ -48,8 +51,8 @@ struct StoreSamplesTests {
         ]
         let result = try store(lines.joined(separator: "\n") + "\n")
         #expect(result.status == 2)
-        #expect(result.lines == [lines[0], lines[2], lines[3], lines[4], lines[5]],
-                "every JSON object passes through byte for byte, in order: other records and bad samples too")
+        #expect(result.lines == [passedOn(lines[0], id: 1), lines[2], passedOn(lines[3], id: 2), lines[4], passedOn(lines[5], id: 1)],
+                "every JSON object passes through byte for byte, in order: other records and bad samples too; stored samples with monitor_id")
         let errors = result.stderr.split(separator: "\n").map(String.init)
         try #require(errors.count == 2, "a record of another type is no error")
         #expect(errors[0] == "store-samples: <stdin>:2: not valid JSON: expected a JSON object at column 1")
@@ -68,11 +71,11 @@ struct StoreSamplesTests {
         let line = sample("api", minute: 1)
         try tool.input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
         // Reading the record back while stdin stays open is the proof: it was committed on idle.
-        #expect(tool.readLine() == line)
+        #expect(tool.readLine() == passedOn(line, id: 1))
         #expect(try sqlite(db, "SELECT count(*) FROM samples") == "1")
         let second = sample("api", minute: 2)
         try tool.input.fileHandleForWriting.write(contentsOf: Data((second + "\n").utf8))
-        #expect(tool.readLine() == second)
+        #expect(tool.readLine() == passedOn(second, id: 1))
         let (status, rest, stderr) = tool.stop(SIGINT)
         #expect(status == 130)
         #expect(rest.isEmpty && stderr.isEmpty)
