@@ -135,12 +135,10 @@ public enum DetectAnomalyCommand: VitalsCommand {
                     guard let event = reader.next() else { break }
                     switch event {
                     case .tooLong(let length):
-                        diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
+                        diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
                     case .line(let line):
-                        do {
-                            try filter.process(line, to: output)
-                        } catch let error as JSONSyntaxError {
-                            diagnostics.error("not a valid JSON record: \(error); skipped", source: reader.source, line: reader.lineNumber)
+                        if let problem = try filter.process(line, to: output) {
+                            diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                         }
                     }
                     if let checkpointNs, Clock.monotonicNanoseconds() &- lastSave >= checkpointNs {

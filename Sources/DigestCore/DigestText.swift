@@ -5,9 +5,9 @@ import VitalsKit
 /// Deterministic: the same facts give the same words. Every number in it is a fact, rounded
 /// for reading (latencies to whole ms from 10 ms, percentages to one decimal, durations to
 /// minutes from a minute).
-public enum DigestText {
+enum DigestText {
     /// The digest, lines ending in newlines.
-    public static func render(_ facts: DigestFacts, zone: Zone) -> String {
+    static func render(_ facts: DigestFacts, zone: Zone) -> String {
         let words = Words(zone: zone, reference: facts.windowEnd)
         guard !facts.isEmpty else { return noData(facts, words) + "\n" }
         var lines: [String] = []
@@ -20,13 +20,13 @@ public enum DigestText {
         if let speed = speedSentence(facts) { lines.append(speed) }
         if let longest = facts.longestOutage,
            overall.outages > 1 || !facts.shownServices.contains(where: { $0.monitor == longest.monitor }) {
-            lines.append("The longest outage: \(longest.name), \(Words.duration(longest.durationMs)) from \(words.time(longest.start))"
+            lines.append("The longest outage: \(longest.name), \(Words.outage(longest.durationMs)) from \(words.time(longest.start))"
                 + (longest.end == nil ? ", still going on." : "."))
         }
         if let hidden = facts.hidden {
             var sentence = "Not listed: \(Words.grouped(hidden.services)) more "
                 + (hidden.services == 1 ? "service" : "services") + " (\(Words.statusCounts(hidden.byStatus))"
-            if hidden.outages > 0 { sentence += "; \(Words.count(hidden.outages, "outage")), \(Words.duration(hidden.outageMs)) in total" }
+            if hidden.outages > 0 { sentence += "; \(Words.count(hidden.outages, "outage")), \(Words.outage(hidden.outageMs)) in total" }
             lines.append(sentence + ").")
         }
         return lines.joined(separator: "\n") + "\n"
@@ -80,8 +80,8 @@ public enum DigestText {
             if let since = s.outageSince, s.outages == 1 {
                 return "has been \(failing) since \(words.time(since)) (" + uptime + (s.lastMessage.map { "; " + $0 } ?? "") + ")"
             }
-            parts.append(s.outages == 1 ? "was down once for \(Words.duration(s.outageMs)) (\(uptime))"
-                : "was down \(Words.times(s.outages)) for \(Words.duration(s.outageMs)) in total (\(uptime))")
+            parts.append(s.outages == 1 ? "was down once for \(Words.outage(s.outageMs)) (\(uptime))"
+                : "was down \(Words.times(s.outages)) for \(Words.outage(s.outageMs)) in total (\(uptime))")
             if let since = s.outageSince {
                 parts.append("has been \(failing) again since \(words.time(since))" + message)
                 return Words.list(parts)

@@ -3,21 +3,21 @@ import VitalsKit
 /// `--format html`: one self-contained page (inline CSS and SVG, no scripts, nothing fetched):
 /// the summary, a table of the services, one latency chart per service with failed time
 /// shaded red and degraded time amber, the correlated failures and the overall figures.
-public enum HTMLFormat {
+enum HTMLFormat {
     /// Colours the page uses (the rendering test looks for them).
-    public static let failedFill = "#f4b4b4"
-    public static let degradedFill = "#fbe0a6"
-    public static let lineColour = "#1f5fbf"
-    public static let downBadge = "#c62828"
-    public static let upBadge = "#2e7d32"
-    public static let degradedBadge = "#b26a00"
+    static let failedFill = "#f4b4b4"
+    static let degradedFill = "#fbe0a6"
+    static let lineColour = "#1f5fbf"
+    static let downBadge = "#c62828"
+    static let upBadge = "#2e7d32"
+    static let degradedBadge = "#b26a00"
 
     /// Chart size in CSS pixels.
     static let chartWidth = 640.0
     static let chartHeight = 90.0
 
     /// The page.
-    public static func render(_ facts: DigestFacts, zone: Zone, summary: String) -> String {
+    static func render(_ facts: DigestFacts, zone: Zone, summary: String) -> String {
         let words = Words(zone: zone, reference: facts.windowEnd)
         let title = "Service digest: " + words.window(facts)
         var html = """
@@ -87,10 +87,10 @@ public enum HTMLFormat {
         html += "<li>Services: \(Words.grouped(overall.services)) (\(Words.statusCounts(overall.byStatus)))</li>\n"
         html += "<li>Checks: \(Words.grouped(overall.checks)), \(Words.percent(overall.uptimePercent ?? 0)) up</li>\n"
         html += "<li>Outages: \(Words.grouped(overall.outages))"
-            + (overall.outages > 0 ? ", \(Words.duration(overall.outageMs)) in total" : "") + "</li>\n"
+            + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : "") + "</li>\n"
         html += "<li>Worst service: " + (facts.worst.map { "\(escape($0.name)) (\($0.status.rawValue), \(Words.percent($0.uptimePercent)) up)" } ?? "none") + "</li>\n"
         html += "<li>Longest outage: " + (facts.longestOutage.map {
-            "\(escape($0.name)), \(Words.duration($0.durationMs)) from \(escape(words.time($0.start)))" + ($0.end == nil ? " (ongoing)" : "")
+            "\(escape($0.name)), \(Words.outage($0.durationMs)) from \(escape(words.time($0.start)))" + ($0.end == nil ? " (ongoing)" : "")
         } ?? "none") + "</li>\n</ul>\n"
         return html + "</body>\n</html>\n"
     }
@@ -151,7 +151,7 @@ public enum HTMLFormat {
     static func f(_ value: Double) -> String { Words.fixed(value, decimals: 1).replacingOccurrences(of: ",", with: "") }
 
     /// Escapes text for HTML element content and attribute values.
-    public static func escape(_ text: String) -> String {
+    static func escape(_ text: String) -> String {
         var out = ""
         for character in text {
             switch character {

@@ -3,9 +3,9 @@ import VitalsKit
 /// `--format prompt`: what isitup gives its language model, for any model: an instruction,
 /// one line per service (status, uptime, average and latest latency, trend, outages), the
 /// summary of the services not listed, and the correlated failures.
-public enum PromptFormat {
+enum PromptFormat {
     /// The prompt, lines ending in newlines.
-    public static func render(_ facts: DigestFacts, zone: Zone) -> String {
+    static func render(_ facts: DigestFacts, zone: Zone) -> String {
         let words = Words(zone: zone, reference: facts.windowEnd)
         var lines = [
             "Write a short daily digest of the health of these services for the people who run them:",
@@ -28,7 +28,7 @@ public enum PromptFormat {
             line += "; average latency " + (s.latencyAvgMs.map(Words.latency) ?? "none")
             line += "; latest latency " + (s.latencyLatestMs.map(Words.latency) ?? "none")
             line += "; trend \(s.trend.label.rawValue)"
-            line += "; outages \(s.outages)" + (s.outages > 0 ? " (\(Words.duration(s.outageMs)) in total)" : "")
+            line += "; outages \(s.outages)" + (s.outages > 0 ? " (\(Words.outage(s.outageMs)) in total)" : "")
             if let speed = s.speedAvgMbps { line += "; average speed \(Words.speed(speed))" }
             lines.append(line)
         }

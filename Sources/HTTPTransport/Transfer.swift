@@ -333,7 +333,7 @@ final class Transfer {
         result.responseHeaders = responseHeaders
         let message = String(cString: errorBuffer)
         result.curlMessage = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
-        result.failure = classify(code, message: result.curlMessage)
+        result.failure = classify(code, message: result.curlMessage, connected: result.timings.connect > 0)
         if smtpAuthMissing {
             result.curlMessage = "the server did not offer AUTH, so nothing was sent (a login was asked for)"
             result.failure = .protocol
@@ -341,7 +341,7 @@ final class Transfer {
         return result
     }
 
-    private func classify(_ code: CURLcode, message: String) -> TransportFailure? {
+    private func classify(_ code: CURLcode, message: String, connected: Bool) -> TransportFailure? {
         switch code {
         case CURLE_OK:
             return nil
@@ -358,6 +358,10 @@ final class Transfer {
             return .redirects
         case CURLE_FILESIZE_EXCEEDED:
             return .tooLarge
+        case CURLE_OUT_OF_MEMORY where connected:
+            // curl refuses a response header line over its own limit (100 KiB) as "out of memory"
+            // (libcurl before 8.6; later ones say CURLE_TOO_LARGE): what the server sent, not our memory.
+            return .tooLarge
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
              CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_ENGINE_NOTFOUND,
@@ -371,6 +375,8 @@ final class Transfer {
             if lower.contains("reset") || lower.contains("broken pipe") { return .reset }
             return .protocol
         default:
+            // CURLE_TOO_LARGE (100, libcurl 8.6 and later): a header line or the headers over curl's limits.
+            if code.rawValue == 100 { return .tooLarge }
             return .protocol
         }
     }

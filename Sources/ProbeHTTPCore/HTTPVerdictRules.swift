@@ -4,9 +4,9 @@ import VitalsCrypto
 import VitalsKit
 
 /// The rules that turn a response into a verdict (documented in probe-http(1), STATUS).
-public enum HTTPVerdictRules {
+enum HTTPVerdictRules {
     /// The highest speed reported (Online Now caps its figure to avoid outliers).
-    public static let speedCapMbps = 1000.0
+    static let speedCapMbps = 1000.0
 
     /// Decides the verdict of a probe.
     /// - Parameters:
@@ -16,7 +16,7 @@ public enum HTTPVerdictRules {
     ///   - inspection: a certificate-only handshake made after a verification failure.
     ///   - nowSeconds: the time certificates are judged against.
     ///   - simulatedMs: isitup's debug latency added to the measurement.
-    public static func decide(target: Target, result: HTTPResult, method: String, fallbackNote: String?,
+    static func decide(target: Target, result: HTTPResult, method: String, fallbackNote: String?,
                               inspection: HTTPResult?, nowSeconds: Int64, simulatedMs: Double) -> ProbeVerdict {
         let expiry = CertificateExpiry(expiries: inspection?.certificateExpiries.isEmpty == false ? inspection!.certificateExpiries : result.certificateExpiries,
                                        nowSeconds: nowSeconds)
@@ -62,9 +62,10 @@ public enum HTTPVerdictRules {
                 if result.stoppedAtLimit {
                     findings.append((.down, .tooLarge, "Body is larger than \(SizeWords.describe(result.body.count)); cannot check its hash (raise --max-body)"))
                 } else {
-                    let actual = SHA256.hexDigest(result.body)
+                    let isMD5 = expectedHash.count == 32
+                    let actual = isMD5 ? MD5.hexDigest(result.body) : SHA256.hexDigest(result.body)
                     if actual != expectedHash {
-                        findings.append((.down, .bodyHash, "Response body changed: sha256 \(actual.prefix(12))..., expected \(expectedHash.prefix(12))..."))
+                        findings.append((.down, .bodyHash, "Response body changed: \(isMD5 ? "md5" : "sha256") \(actual.prefix(12))..., expected \(expectedHash.prefix(12))..."))
                     }
                 }
             }
@@ -108,7 +109,7 @@ public enum HTTPVerdictRules {
     /// Online Now's speed: bytes × 8 / 10⁶ / seconds, capped at 1000 Mbps, with a confidence:
     /// `high` for at least 1 MiB over at least 0.5 s, `low` under 256 KiB, under 50 ms, or at the
     /// cap, `medium` otherwise. Nil speed when nothing was timed.
-    public static func speed(bytes: Int, seconds: Double) -> (Double?, String?) {
+    static func speed(bytes: Int, seconds: Double) -> (Double?, String?) {
         guard bytes > 0, seconds > 0 else { return (nil, bytes > 0 ? "low" : nil) }
         let raw = Double(bytes) * 8 / 1_000_000 / seconds
         let capped = min(raw, speedCapMbps)

@@ -3,24 +3,24 @@ import ProbeKit
 import VitalsKit
 
 /// Settings for a run, from the command line.
-public struct ProbeSettings: Sendable {
+struct ProbeSettings: Sendable {
     /// Probes in flight at once, per host, and started per second.
-    public var limits = ProbeLimits(concurrency: 256)
+    var limits = ProbeLimits(concurrency: 256)
     /// Body bytes read at most for checks that need the body.
-    public var maxBodyBytes = 1 << 20
+    var maxBodyBytes = 1 << 20
     /// Added to each measured latency (isitup's debug simulation).
-    public var simulatedLatencyMs: Double = 0
+    var simulatedLatencyMs: Double = 0
     /// Probe forever, each target every `check_interval`.
-    public var watch = false
+    var watch = false
     /// The User-Agent header.
-    public var userAgent = "vitals-probe-http/\(Vitals.version)"
+    var userAgent = "vitals-probe-http/\(Vitals.version)"
 
     /// Defaults.
-    public init() {}
+    init() {}
 }
 
 /// Runs probes on one `HTTPEngine`: once through every target, or forever on each target's interval.
-public final class ProbeRunner {
+final class ProbeRunner {
     private enum Stage { case primary, fallback, inspect }
 
     private struct Probe {
@@ -32,6 +32,8 @@ public final class ProbeRunner {
         var deadlineMs: Int64 = 0
         var method = "HEAD"
         var fallbackNote: String?
+        /// Why the HEAD failed, when a GET followed it (a sample `reason`, or `http_status` for 405 and 501).
+        var headReason: String?
         var answerMethod = "HEAD"
     }
 
@@ -45,10 +47,10 @@ public final class ProbeRunner {
     private var scheduler: ProbeScheduler
     private let network = NetworkView()
     /// What was written so far.
-    public private(set) var tally = ProbeTally()
+    private(set) var tally = ProbeTally()
 
     /// Prepares probes for `targets` (two per target for `ip: both`).
-    public init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
+    init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
         self.settings = settings
         self.output = output
         self.engine = HTTPEngine(maxInFlight: settings.limits.concurrency)
@@ -69,7 +71,7 @@ public final class ProbeRunner {
     /// intervals). A probe's start time (`at`) and its deadline are taken when it starts, not
     /// when it is queued, and its HEAD-to-GET fallback or certificate inspection runs in the
     /// slot it already holds.
-    public func run() throws {
+    func run() throws {
         while true {
             if Signals.stopRequested {
                 engine.cancelAll()
@@ -94,6 +96,7 @@ public final class ProbeRunner {
         probe.startWallMs = Clock.wallMilliseconds()
         probe.deadlineMs = now + Int64(targets[probe.targetIndex].timeoutMs)
         probe.fallbackNote = nil
+        probe.headReason = nil
         answers[index] = nil
         let target = targets[probe.targetIndex]
         if target.kind == .ssl {
@@ -144,12 +147,17 @@ public final class ProbeRunner {
         let remaining = Int(probe.deadlineMs - now)
         switch probe.stage {
         case .primary:
-            if probe.method == "HEAD", targets[probe.targetIndex].method == nil, let note = ProbeRunner.fallbackNote(for: result), remaining > 0 {
+            let target = targets[probe.targetIndex]
+            if probe.method == "HEAD", target.method == nil,
+               let (note, reason) = ProbeRunner.fallback(for: result, timeoutMs: target.timeoutMs) {
+                // isitup: on a failed HEAD, a GET with a time budget of its own.
                 probe.stage = .fallback
                 probe.fallbackNote = note
+                probe.headReason = reason
                 probe.method = "GET"
+                probe.deadlineMs = now + Int64(target.timeoutMs)
                 probes[index] = probe
-                engine.submit(request(for: probe, method: "GET", timeoutMs: remaining), token: index)
+                engine.submit(request(for: probe, method: "GET", timeoutMs: target.timeoutMs), token: index)
                 return
             }
             fallthrough
@@ -181,7 +189,8 @@ public final class ProbeRunner {
         }
         let record = SampleRecord.encode(target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
                                          atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
-                                         route: network.route(of: result, host: targets[probe.targetIndex].host), simulatedMs: settings.simulatedLatencyMs)
+                                         route: network.route(of: result, host: targets[probe.targetIndex].host), headReason: probe.headReason,
+                                         simulatedMs: settings.simulatedLatencyMs)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probe.targetIndex].name, latency)
@@ -189,17 +198,23 @@ public final class ProbeRunner {
         try output.write(record)
     }
 
-    /// Why a HEAD should be retried as GET, or nil: a 405 or 501 answer, or a connection
-    /// that broke after it was made (reset, empty or garbled reply), which some servers do for HEAD.
-    static func fallbackNote(for result: HTTPResult) -> String? {
+    /// Why a HEAD should be retried as GET (words for the message, and the sample's `head_reason`),
+    /// or nil. isitup's rule: on any failure, GET. Failures before a request is sent (the name,
+    /// the connection, the TLS handshake) and a redirect loop are left out: the method cannot
+    /// change them, and a GET would only repeat them. A 405 or 501 answer is a HEAD the server
+    /// does not do.
+    static func fallback(for result: HTTPResult, timeoutMs: Int) -> (note: String, reason: String)? {
         if let failure = result.failure {
+            let reason = TransportRules.reason(for: failure).rawValue
             switch failure {
-            case .reset: return "HEAD was reset"
-            case .protocol: return result.curlCode == 52 ? "HEAD got an empty reply" : "HEAD got a bad reply"
-            default: return nil
+            case .dns, .connect, .tls, .redirects: return nil
+            case .reset: return ("HEAD was reset", reason)
+            case .timeout: return ("HEAD timed out after \(DurationText.describe(milliseconds: Int64(timeoutMs)))", reason)
+            case .tooLarge: return ("HEAD got headers too large", reason)
+            case .protocol: return (result.curlCode == 52 ? "HEAD got an empty reply" : "HEAD got a bad reply", reason)
             }
         }
-        if result.httpCode == 405 || result.httpCode == 501 { return "HEAD answered \(result.httpCode)" }
+        if result.httpCode == 405 || result.httpCode == 501 { return ("HEAD answered \(result.httpCode)", SampleReason.httpStatus.rawValue) }
         return nil
     }
 

@@ -3,12 +3,13 @@ import ProbeKit
 import VitalsKit
 
 /// Writes `sample` records: field order and meaning as in vitals-records(7).
-public enum SampleRecord {
+enum SampleRecord {
     /// Field names a sample writes itself; a target's own field with one of these names is not carried.
-    public static let ownFields: Set<String> = [
+    static let ownFields: Set<String> = [
         "type", "monitor", "name", "kind", "target", "at", "method", "status", "reason", "message", "code",
         "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version", "online",
         "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
+        "head_failed", "head_reason", "check_interval", "enabled", "config",
     ]
 
     /// Encodes one sample.
@@ -19,9 +20,10 @@ public enum SampleRecord {
     ///   - method: the method that answered (`CONNECT` for a handshake-only `ssl` check).
     ///   - route: the interface the request left by, and its link type.
     ///   - online: the connectivity check's answer (`--connectivity` only).
-    public static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
+    ///   - headReason: why the HEAD failed, when a GET answered after it.
+    static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
                               verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
-                              simulatedMs: Double) -> [UInt8] {
+                              headReason: String? = nil, simulatedMs: Double) -> [UInt8] {
         var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
                                       atMs: atMs, method: method, verdict: verdict, capacity: 640)
         let code = result.map(\.httpCode) ?? 0
@@ -52,6 +54,11 @@ public enum SampleRecord {
         }
         if let result, result.stoppedAtLimit, target.speedTestBytes == nil { record.bool("truncated", true) }
         if simulatedMs > 0 { record.bool("simulated", true) }
+        if let headReason {
+            record.bool("head_failed", true)
+            record.string("head_reason", headReason)
+        }
+        MonitorSettings.write(target.monitorSettings, to: &record)
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
     }

@@ -58,7 +58,12 @@ public enum TransportRules {
         case .redirects:
             return "Too many redirects (more than \(maxRedirects))"
         case .tooLarge:
-            return "Response headers larger than \(SizeWords.describe(256 * 1024))"
+            // Our own limit on all the headers stops the transfer with a write error; curl's limit on one
+            // line is its "out of memory" (or, from libcurl 8.6, "too large").
+            if result.curlCode == 23 || result.headerBytes > 256 * 1024 {
+                return "The server sent more than \(SizeWords.describe(256 * 1024)) of response headers"
+            }
+            return "The server sent a response header line longer than curl accepts (\(SizeWords.describe(100 * 1024)))"
         case .protocol:
             if result.curlCode == 52 { return "Empty reply from the server" }
             if result.curlCode == 8 || result.curlCode == 1 { return "Not an HTTP response: " + trimCurl(result.curlMessage) }

@@ -194,18 +194,19 @@ public final class SQLiteSampleStore: SampleStore {
         try update.step()
     }
 
-    public func add(_ sample: SampleLine) throws {
+    @discardableResult
+    public func add(_ sample: StorableSample) throws -> Int64 {
         // A remote sample names its agent; a rejected agent's are refused (a line error, the
         // batch goes on); a pending agent's are stored but held out of every view.
         var held = false
         var remoteAgent: String?
         if policy.remote {
             guard let agent = sample.agent, !agent.isEmpty else {
-                throw SampleLine.Problem(message: "a sample from elsewhere (--remote) must name its 'agent'")
+                throw StoreRefusal( "a sample from elsewhere (--remote) must name its 'agent'")
             }
             let status: String = try translated { try self.status(ofAgent: agent) }
             if status == "rejected" {
-                throw SampleLine.Problem(message: "agent '\(agent)' is rejected: its samples are refused "
+                throw StoreRefusal( "agent '\(agent)' is rejected: its samples are refused "
                                          + "(store-samples agents approve \(agent) lets them in)")
             }
             held = status != "approved"
@@ -240,6 +241,7 @@ public final class SQLiteSampleStore: SampleStore {
                 batchAgents[agent] = sample.at
                 if let name = sample.agentName { batchAgentNames[agent] = name }
             }
+            return monitorID
         } catch {
             abortBatch()
             throw translate(error)
@@ -294,7 +296,7 @@ public final class SQLiteSampleStore: SampleStore {
     /// The integer id of a sample's monitor, registering it, or refreshing its name, kind,
     /// target, agent, description and interval when the sample states other ones (compared
     /// as raw bytes, so an unchanged monitor costs no allocation).
-    private func monitorID(for sample: SampleLine) throws -> Int64 {
+    private func monitorID(for sample: StorableSample) throws -> Int64 {
         if let id = monitorIDs[sample.monitor] {
             if metaChanged(id, sample) { try refresh(id, sample) }
             return id
@@ -320,7 +322,7 @@ public final class SQLiteSampleStore: SampleStore {
         return id
     }
 
-    private func metaChanged(_ id: Int64, _ sample: SampleLine) -> Bool {
+    private func metaChanged(_ id: Int64, _ sample: StorableSample) -> Bool {
         guard let known = monitorMeta[id] else { return true }
         for index in 0..<5 {
             guard let raw = sample.raw(sample.metaRanges[index]) else { continue }
@@ -332,7 +334,7 @@ public final class SQLiteSampleStore: SampleStore {
         return false
     }
 
-    private func refresh(_ id: Int64, _ sample: SampleLine) throws {
+    private func refresh(_ id: Int64, _ sample: StorableSample) throws {
         let update = try db.prepare("""
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
                 agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval),

@@ -113,7 +113,7 @@ struct TargetParsingTests {
     @Test("bad fields are errors that say what is expected", arguments: [
         (#"{"url":"https://a","timeout_seconds":0}"#, "field 'timeout_seconds' must be a number from 0.001 to 86400, not 0"),
         (#"{"url":"https://a","expected_status":"abc"}"#, #"field 'expected_status' must look like 200, "200-299", "2xx" or "200,204", not 'abc'"#),
-        (#"{"url":"https://a","expected_body_hash":"abc"}"#, "field 'expected_body_hash' must be a SHA-256 in 64 hex digits"),
+        (#"{"url":"https://a","expected_body_hash":"abc"}"#, "field 'expected_body_hash' must be a SHA-256 in 64 hex digits or an MD5 in 32"),
         (#"{"url":"https://a","http_ok_threshold_ms":300,"http_degraded_threshold_ms":100}"#, "http_degraded_threshold_ms (100) is below http_ok_threshold_ms (300)"),
         (#"{"url":"https://a","headers":{"Bad Name":"x"}}"#, "header name 'Bad Name' is not a valid HTTP header name"),
         (#"{"url":"https://a","headers":{"X":"a\r\nInjected: 1"}}"#, "header 'X' has a line break in its value"),
