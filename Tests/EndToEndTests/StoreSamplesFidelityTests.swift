@@ -163,5 +163,12 @@ struct StoreSamplesFidelityTests {
         #expect(monitors[1].checkInterval == 60 && monitors[1].enabled && monitors[1].config == nil)
         let single = try decode(OTMonitor.self, try query(["monitor", "dns"]).stdout)
         #expect(single.config?.pingCount == 5)
+        // Values of the wrong type are bad lines, reported in the reader's words; the rest is stored.
+        let bad = try store([sample("dns", minute: 4, extra: #","config":5"#), sample("dns", minute: 5, extra: #","enabled":"yes""#),
+                             sample("dns", minute: 6)])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("<stdin>:1: sample 'config' is 5; expected an object or null"))
+        #expect(bad.stderr.contains("<stdin>:2: sample 'enabled' is \"yes\"; expected true, false or null"))
+        #expect(try sqlite(db, "SELECT count(*) FROM samples") == "4")
     }
 }
