@@ -94,15 +94,7 @@ struct EnvelopeDetectorTests {
     func stateRoundTrip() throws {
         var random = TestRandom(state: 11)
         let values = (0..<400).map { _ in random.uniform() < 0.03 ? 0 : 50 + random.uniform() * (random.uniform() < 0.05 ? 2000 : 40) }
-        var continuous = EnvelopeDetector(settings: settings)
-        var expected: [EnvelopeDetector.Report] = []
-        for value in values { expected.append(continuous.judge(Observation(value: value), settings: settings)) }
-        var restored = EnvelopeDetector(settings: settings)
-        var got: [EnvelopeDetector.Report] = []
-        for value in values {
-            got.append(restored.judge(Observation(value: value), settings: settings))
-            restored = try roundTrip(restored, settings: settings)
-        }
+        let (expected, got) = try reportsWithRoundTrips(EnvelopeDetector.self, values.map { Observation(value: $0) }, settings: settings)
         #expect(got == expected)
         #expect(got.contains { $0.verdict == .degrading })
     }
