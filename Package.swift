@@ -9,16 +9,16 @@ import PackageDescription
 /// The executable itself is one line (`main.swift`); every behaviour lives in the core.
 let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // probe HTTP(S) targets concurrently; one sample per probe (libcurl via HTTPTransport)
-    ("probe-http", "ProbeHTTPCore", ["HTTPTransport", "VitalsCrypto"]),
+    ("probe-http", "ProbeHTTPCore", ["ProbeKit", "HTTPTransport", "VitalsCrypto"]),
     // mark latency anomalies on rolling windows per monitor (no C)
     ("detect-anomaly", "DetectAnomalyCore", []),
     // keep samples in SQLite and answer OnlineTracker's views (SQLite via SQLiteStore)
     ("store-samples", "StoreSamplesCore", ["SQLiteStore"]),
     // summarize a day of samples per service: trends, outages, correlated failures (no C)
     ("digest", "DigestCore", []),
-    // ICMP echo and TCP connect probes, many on one thread; reuses probe-http's target conventions,
-    // scheduler and engine (TCP and TLS through HTTPTransport's connect-only mode)
-    ("probe-ping", "ProbePingCore", ["ProbeHTTPCore", "HTTPTransport", "VitalsCrypto"]),
+    // ICMP echo and TCP connect probes, many on one thread; shares ProbeKit's target conventions and
+    // scheduler with probe-http (TCP and TLS through HTTPTransport's connect-only mode)
+    ("probe-ping", "ProbePingCore", ["ProbeKit", "HTTPTransport", "VitalsCrypto"]),
     // state changes into notifications: cooldowns, grouping, webhook/ntfy/chat/mail/push/desktop/exec channels
     // (libcurl via HTTPTransport; HMAC and ES256 via VitalsCrypto)
     ("notify", "NotifyCore", ["HTTPTransport", "VitalsCrypto"]),
@@ -46,12 +46,15 @@ var targets: [Target] = [
     .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
     // The curl multi engine: the only importer of CCurl.
     .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsKit"]),
+    // Shared by the two probes: run options, scheduler, tally, target lists, ids, verdicts, a sample's leading fields, the network view.
+    .target(name: "ProbeKit", dependencies: ["VitalsKit", "VitalsCrypto", "HTTPTransport"]),
 
     // A scripted HTTP server for tests and the demo: healthy, slow, failing, flapping and hostile endpoints.
     .target(name: "FixtureServer", dependencies: ["VitalsKit"]),
     .executableTarget(name: "vitals-fixture-server", dependencies: ["FixtureServer", "VitalsKit"]),
 
     .testTarget(name: "VitalsKitTests", dependencies: ["VitalsKit", "VitalsCrypto"]),
+    .testTarget(name: "ProbeKitTests", dependencies: ["ProbeKit", "VitalsKit", "HTTPTransport"]),
 ]
 
 for row in tools {

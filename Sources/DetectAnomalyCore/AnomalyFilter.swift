@@ -1,8 +1,14 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import VitalsKit
 
 /// What a run saw, for `--summary` and `--exit-status`.
 public struct AnomalyTally: Sendable, Equatable {
-    /// Records passed through that are not samples.
+    /// Records passed through without an anomaly object: other types, and objects that are not
+    /// valid samples (those are reported too).
     public var otherRecords = 0
     /// Samples whose verdict was unknown (not judged, or too few points).
     public var unknown = 0
@@ -43,6 +49,7 @@ final class AnomalyFilter<Detector: MonitorDetector> {
         self.settings = settings
         self.promotes = promotes
         self.monitors = monitors
+        judgesLatency = settings.field == "latency_ms"
         object = AnomalyObject(detector: settings.detector, keys: AnomalyKeys(unitSuffix: settings.unitSuffix))
         let name = Array(settings.field.utf8)
         valueKey = .allocate(capacity: name.count)
@@ -51,41 +58,59 @@ final class AnomalyFilter<Detector: MonitorDetector> {
 
     deinit { valueKey.deallocate() }
 
-    /// The field ranges of the current line, one array reused for every line.
-    private var fields: [FieldRange] = []
+    /// The one sample reader, kept from line to line (its field array is reused).
+    @exclusivity(unchecked) private var reader = SampleLine()
+    /// Whether the judged field is `latency_ms`, which the spine reader reads itself.
+    private let judgesLatency: Bool
 
-    /// Processes one line: writes the record to `output`, or throws the line's syntax error
-    /// (the caller reports it; nothing is written for the line).
-    func process(_ line: UnsafeBufferPointer<UInt8>, to output: RecordWriter) throws {
-        try JSONParser.scanObject(line, into: &fields)
-        let sample = SampleLine(line, fields: fields, valueKey: UnsafeBufferPointer(valueKey), readsTime: settings.detector == .robust)
-        guard sample.isSample else {
+    /// Processes one line: writes the record to `output` (a sample with its anomaly object,
+    /// any other JSON object as it came) and returns what was wrong with it, if anything (the
+    /// caller reports it). A line that is not a JSON object is not written.
+    func process(_ line: UnsafeBufferPointer<UInt8>, to output: RecordWriter) throws -> SampleProblem? {
+        var own = AnomalyFields(valueKey: judgesLatency ? nil : UnsafeBufferPointer(valueKey))
+        switch reader.read(line, extra: &own) {
+        case .sample:
+            break
+        case .otherRecord:
             tally.otherRecords += 1
             try output.write(UnsafeRawBufferPointer(line))
-            return
+            return nil
+        case .blank:
+            return nil
+        case .problem(let problem):
+            // Filters keep what they do not know: an object that is not a valid sample goes on unchanged.
+            if problem.lineIsRecord {
+                tally.otherRecords += 1
+                try output.write(UnsafeRawBufferPointer(line))
+            }
+            return problem
         }
+        let valueField = judgesLatency ? reader.latencyField : own.value
         let report: Detector.Report
-        if let value = sample.value, sample.status == .up || sample.status == .degraded,
-           sample.monitorBytes != nil || sample.decodedMonitor != nil {
-            let observation = Observation(value: value, simulated: sample.simulated, atMs: sample.atMs)
-            if let range = sample.monitorBytes {
-                report = monitors.judge(observation, of: UnsafeBufferPointer(rebasing: line[range]), settings: settings)
+        if let valueField, reader.status == .up || reader.status == .degraded,
+           let value = NumberText.parse(reader.raw(valueField)) {
+            let observation = Observation(value: value, simulated: own.isSimulated(line),
+                                          atMs: settings.detector == .robust ? reader.atMs : nil)
+            if reader.monitorIsPlain {
+                report = monitors.judge(observation, of: UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]),
+                                        settings: settings)
             } else {
-                report = sample.decodedMonitor!.withUnsafeBufferPointer { monitors.judge(observation, of: $0, settings: settings) }
+                report = reader.withMonitor { monitors.judge(observation, of: $0, settings: settings) }
             }
         } else {
             report = Detector.unjudged
         }
         object.write(report)
-        let promote = promotes && report.verdict == .degrading && sample.status == .up
+        let promote = promotes && report.verdict == .degrading && reader.status == .up
         switch report.verdict {
         case .unknown: tally.unknown += 1
         case .stable: tally.stable += 1
         case .degrading: tally.degrading += 1
         }
         if promote { tally.promoted += 1 }
-        splice(line, sample, promote: promote)
+        splice(line, own, promote: promote)
         try output.write(spliced.bytes)
+        return nil
     }
 
     // MARK: - Splicing
@@ -107,29 +132,31 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     }
 
     /// Builds `spliced`: the line's bytes with the edits applied at their byte positions.
-    private func splice(_ line: UnsafeBufferPointer<UInt8>, _ sample: SampleLine, promote: Bool) {
+    private func splice(_ line: UnsafeBufferPointer<UInt8>, _ own: AnomalyFields, promote: Bool) {
         let anomaly: Splice
-        if let field = sample.anomalyField {
+        if let field = own.anomaly {
             anomaly = Splice(start: field.valueStart, end: field.valueEnd, edit: .anomalyValue)
         } else {
             let close = closingBrace(line)
             anomaly = Splice(start: close, end: close, edit: .anomalyField)
         }
         spliced.removeAll()
-        guard promote, let status = sample.statusField else {
+        guard promote else {
             apply(anomaly, to: line, from: 0)
             spliced.append(line, anomaly.end..<line.count)
             return
         }
         // A promotion: at most five edits, applied in byte order.
+        let status = reader.statusField
+        let reasonField = reader.reasonField
         var edits = [anomaly, Splice(start: status.valueStart, end: status.valueEnd, edit: .status)]
-        if let reason = sample.reasonField { edits.append(Splice(start: reason.valueStart, end: reason.valueEnd, edit: .reason)) }
-        if let message = sample.messageField {
+        if let reason = reasonField { edits.append(Splice(start: reason.valueStart, end: reason.valueEnd, edit: .reason)) }
+        if let message = own.message {
             edits.append(Splice(start: message.valueStart, end: message.valueEnd, edit: .message(message)))
         }
-        if sample.reasonField == nil || sample.messageField == nil {
+        if reasonField == nil || own.message == nil {
             edits.append(Splice(start: status.valueEnd, end: status.valueEnd,
-                                edit: .missingReasonAndMessage(reason: sample.reasonField == nil, message: sample.messageField == nil)))
+                                edit: .missingReasonAndMessage(reason: reasonField == nil, message: own.message == nil)))
         }
         edits.sort { $0.start < $1.start }
         apply(edits, to: line)
@@ -186,4 +213,66 @@ final class AnomalyFilter<Detector: MonitorDetector> {
         while index > 0, line[index] != UInt8(ascii: "}") { index -= 1 }
         return index
     }
+}
+
+/// detect-anomaly's own fields of a sample, read in the spine reader's pass: the judged value,
+/// and what a promotion or the anomaly object rewrites.
+struct AnomalyFields: SampleFieldReader {
+    /// The judged field's name; nil when it is `latency_ms`, a spine field the reader reads.
+    let valueKey: UnsafeBufferPointer<UInt8>?
+    var value: FieldRange?
+    var message: FieldRange?
+    var anomaly: FieldRange?
+    /// `simulated` is `true` (the last one given).
+    var simulatedFlag = false
+
+    init(valueKey: UnsafeBufferPointer<UInt8>?) { self.valueKey = valueKey }
+
+    @inline(__always)
+    mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
+        if let valueKey, count == valueKey.count, memcmp(key, valueKey.baseAddress!, count) == 0 {
+            value = field
+            return
+        }
+        switch (count, key[0]) {
+        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
+        case (9, UInt8(ascii: "s")) where SampleLine.key(key, is: "simulated"):
+            // The line starts `keyStart` bytes before the key.
+            simulatedFlag = field.valueEnd - field.valueStart == 4 && (key - field.keyStart)[field.valueStart] == UInt8(ascii: "t")
+        default: break
+        }
+    }
+
+    /// Whether the sample is simulated: `simulated` is true, or its message says "simulated".
+    func isSimulated(_ line: UnsafeBufferPointer<UInt8>) -> Bool {
+        if simulatedFlag { return true }
+        guard let message, line[message.valueStart] == UInt8(ascii: "\"") else { return false }
+        if memchr(line.baseAddress! + message.valueStart, Int32(UInt8(ascii: "\\")), message.valueEnd - message.valueStart) == nil {
+            return bytes(UnsafeBufferPointer(rebasing: line[(message.valueStart + 1)..<(message.valueEnd - 1)]), contain: Self.simulatedWord)
+        }
+        guard var text = (try? JSONParser.parse(UnsafeBufferPointer(rebasing: line[message.valueStart..<message.valueEnd])))?.stringValue else {
+            return false
+        }
+        return text.withUTF8 { bytes($0, contain: Self.simulatedWord) }
+    }
+
+    private static let simulatedWord = Array("simulated".utf8)
+}
+
+/// Whether `haystack` contains `needle` as a contiguous run of bytes.
+func bytes(_ haystack: UnsafeBufferPointer<UInt8>, contain needle: [UInt8]) -> Bool {
+    guard haystack.count >= needle.count else { return false }
+    guard let first = needle.first else { return true }
+    var start = 0
+    let last = haystack.count - needle.count
+    outer: while start <= last {
+        if haystack[start] != first { start += 1; continue }
+        for offset in 1..<needle.count where haystack[start + offset] != needle[offset] {
+            start += 1
+            continue outer
+        }
+        return true
+    }
+    return false
 }

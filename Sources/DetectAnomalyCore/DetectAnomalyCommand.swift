@@ -108,7 +108,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         let settings = configuration.settings
         let monitors = MonitorTable<Detector>()
         if let path = configuration.statePath {
-            try StateFile.load(path, settings: settings, into: monitors)
+            try AnomalyStateFile.load(path, settings: settings, into: monitors)
         }
         let filter = AnomalyFilter(settings: settings, promotes: settings.promotes && !configuration.keepStatus, monitors: monitors)
         let output = context.output
@@ -120,7 +120,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         func save() {
             guard let path = configuration.statePath else { return }
             do {
-                try StateFile.save(path, settings: settings, table: monitors)
+                try AnomalyStateFile.save(path, settings: settings, table: monitors)
             } catch {
                 diagnostics.error(error.message)
             }
@@ -136,12 +136,10 @@ public enum DetectAnomalyCommand: VitalsCommand {
                     guard let event = reader.next() else { break }
                     switch event {
                     case .tooLong(let length):
-                        diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
+                        diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
                     case .line(let line):
-                        do {
-                            try filter.process(line, to: output)
-                        } catch let error as JSONSyntaxError {
-                            diagnostics.error("not a valid JSON record: \(error); skipped", source: reader.source, line: reader.lineNumber)
+                        if let problem = try filter.process(line, to: output) {
+                            diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                         }
                     }
                     if let checkpointNs, Clock.monotonicNanoseconds() &- lastSave >= checkpointNs {

@@ -53,8 +53,19 @@ public struct DigestCache {
         return cachedDay == day && cachedKey == key ? .hit(output) : .miss
     }
 
-    /// Stores `output` made at `generatedAt` on `day` with options `key`: a temporary file beside
-    /// it, fsync, rename; mode 0600.
+    /// Removes the cache (isitup's "clear history"). An absent file is already clear; a file
+    /// that is not a digest cache is left alone and refused.
+    public func clear() throws(ToolError) {
+        if case .unusable(let why) = lookup(day: "", key: "") {
+            if access(path, F_OK) != 0, errno == ENOENT { return }
+            throw ToolError("\(why); not removed")
+        }
+        if unlink(path) != 0, errno != ENOENT {
+            throw ToolError("cannot remove \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Stores `output` made at `generatedAt` on `day` with options `key`, atomically, mode 0600.
     public func store(output: String, generatedAt: Int64, day: String, key: String) throws(ToolError) {
         let record = JSONValue.object(JSONObject([
             JSONField("type", .string("digest_cache")),
@@ -65,18 +76,6 @@ public struct DigestCache {
         ]))
         var bytes = record.encoded()
         bytes.append(0x0A)
-        var template = Array((path + ".tmp.XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw ToolError("cannot write the cache beside \(path): \(String(cString: strerror(errno)))") }
-        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        _ = fchmod(fd, 0o600)
-        let ok = bytes.withUnsafeBytes { Streams.writeAll(fd, $0) } && fsync(fd) == 0
-        let problem = String(cString: strerror(errno))
-        close(fd)
-        guard ok, rename(temporary, path) == 0 else {
-            let reason = ok ? String(cString: strerror(errno)) : problem
-            unlink(temporary)
-            throw ToolError("cannot write the cache \(path): \(reason)")
-        }
+        try AtomicFile.write(bytes, to: path)
     }
 }

@@ -25,12 +25,13 @@ public enum DigestCommand: VitalsCommand {
             .now("end the window at TIME (RFC 3339, or 'now') instead of at the newest sample"),
             .duration("bucket", short: "b", default: "5m", range: 1...86_400_000, help: "outages beginning in the same bucket this wide are correlated"),
             OptionSpec("max-services", value: "N", default: "20", help: "list at most N services, worst first, and summarize the rest in one line (0: all)"),
-            OptionSpec("trend-samples", value: "N", default: "10", help: "compare the newest N latencies with the N before them for the trend"),
+            OptionSpec("trend-samples", value: "N", default: "10", help: "for a history under an hour, compare the newest N latencies with the N before them for the trend"),
             OptionSpec("tz", value: "ZONE", default: "local", aliases: ["timezone"], help: "write times and decide 'today' in ZONE: local, UTC, +HH:MM or a zone name"),
             OptionSpec("llm-command", value: "CMD", help: "with --format text, pipe the prompt to CMD (split into words, no shell) and print its answer"),
             .duration("llm-timeout", default: "60s", range: 1...86_400_000, help: "give --llm-command this long before falling back to the built-in text"),
             OptionSpec("cache", value: "FILE", help: "print the digest made today with the same options from FILE, or make one and keep it there"),
             OptionSpec("force", help: "with --cache, make the digest again even if one was made today"),
+            OptionSpec("clear-cache", help: "remove the --cache FILE (isitup's clear history) and read no samples"),
         ],
         examples: [
             "digest samples.ndjson",
@@ -40,6 +41,7 @@ public enum DigestCommand: VitalsCommand {
             "probe-http targets.ndjson | digest --window 1h --tz UTC",
             "digest --llm-command 'ollama run llama3.2' --llm-timeout 2m samples.ndjson",
             "digest --cache digest.cache samples.ndjson",
+            "digest --cache digest.cache --clear-cache",
         ],
         exitStatuses: [
             (.success, "the digest was written (with no data, it says so)"),
@@ -72,6 +74,11 @@ public enum DigestCommand: VitalsCommand {
         }
         let llmTimeout = try options.duration("llm-timeout")!
         if options.has("force") && !options.has("cache") { throw UsageError("--force only applies with --cache") }
+        if options.has("clear-cache") {
+            guard let path = options.value("cache") else { throw UsageError("--clear-cache needs --cache FILE") }
+            try DigestCache(path: path).clear()
+            return .success
+        }
 
         // The daily cache: a digest made today with the same options is printed as it is.
         let cache = options.value("cache").map(DigestCache.init(path:))
@@ -96,7 +103,7 @@ public enum DigestCommand: VitalsCommand {
 
         // One pass over the samples.
         let services = ServiceTable()
-        var scanner = SampleScanner(services: services, notAfter: now)
+        var samples = SampleRowReader(services: services, notAfter: now)
         let aggregator = Aggregator(services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket,
                                     temporaryDirectory: context.environment["TMPDIR"])
         let diagnostics = context.diagnostics
@@ -104,13 +111,13 @@ public enum DigestCommand: VitalsCommand {
             while let event = reader.next() {
                 switch event {
                 case .line(let line):
-                    switch scanner.scan(line) {
+                    switch samples.read(line) {
                     case .sample(let row): aggregator.add(row)
                     case .skipped: break
-                    case .invalid(let message): diagnostics.error(message, source: reader.source, line: reader.lineNumber)
+                    case .invalid(let problem): diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                     }
                 case .tooLong(let length):
-                    diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
+                    diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
                 }
             }
         }
@@ -126,9 +133,9 @@ public enum DigestCommand: VitalsCommand {
         case "prompt":
             output = PromptFormat.render(facts, zone: zone)
         case "markdown":
-            output = MarkdownFormat.render(facts, zone: zone, summary: TextFormat.render(facts, zone: zone))
+            output = MarkdownFormat.render(facts, zone: zone, summary: DigestText.render(facts, zone: zone))
         case "html":
-            output = HTMLFormat.render(facts, zone: zone, summary: TextFormat.render(facts, zone: zone))
+            output = HTMLFormat.render(facts, zone: zone, summary: DigestText.render(facts, zone: zone))
         default:
             if let llmWords {
                 try context.output.flush()
@@ -138,11 +145,11 @@ public enum DigestCommand: VitalsCommand {
                 case .failure(let failure):
                     if let stop = Signals.stopStatus { return stop }
                     diagnostics.warning("--llm-command gave no digest (\(failure.description)); writing digest's own text instead")
-                    output = TextFormat.render(facts, zone: zone)
+                    output = DigestText.render(facts, zone: zone)
                     fellBack = true
                 }
             } else {
-                output = TextFormat.render(facts, zone: zone)
+                output = DigestText.render(facts, zone: zone)
             }
         }
         try context.output.write(String(output.dropLast()))

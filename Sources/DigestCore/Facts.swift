@@ -1,20 +1,62 @@
 import VitalsKit
 
-/// The trend of a service's latency: the newest N latencies against the N before them.
+/// The trend of a service's latency over the day: the last quarter of the service's span
+/// against its typical level; for a short history, the newest N latencies against the N before them.
 public struct Trend: Equatable {
     /// `increasing`, `decreasing` or `stable`.
     public enum Label: String, Sendable { case increasing, decreasing, stable }
     /// The label.
     public var label: Label
-    /// The mean of the newer and of the older half, ms (nil with fewer than two latencies).
+    /// The recent and the earlier (or typical) level, ms (nil with fewer than two latencies):
+    /// over the day, the medians of the last quarter and of the whole span; for a short history,
+    /// the means of the newer and the older half.
     public var recentMs: Double?
     public var earlierMs: Double?
-    /// Latencies in each half.
+    /// Latencies in each half (over the day: in the last quarter).
     public var samples: Int
 
     /// The relative change that counts, and the least absolute change (ms).
     public static let relativeThreshold = 0.20
     public static let absoluteThresholdMs = 5.0
+
+    /// Chart bins with latencies a span needs for the trend over the day, and the time it must cover.
+    public static let dayMinimumBins = 8
+    public static let dayMinimumSpanMs: Int64 = 3_600_000
+
+    /// The trend over the day, from a service's chart bins (time order, `step` ms wide), or nil
+    /// for a history too short (fewer than 8 bins with latencies, or under an hour from the
+    /// first to the last of them). Each bin's level is its mean latency. The span runs from the
+    /// first bin with latencies to the last; its last quarter (by time) is the recent level's,
+    /// and the median of its bins' levels is compared with the median over the whole span, the
+    /// typical level. Increasing when the recent level is at least 20% and 5 ms above the typical
+    /// one, decreasing when at least 20% and 5 ms below it, stable otherwise. Medians, so one
+    /// slow bin does not move the trend.
+    public static func overDay(_ bins: [ChartBin], step: Int64) -> Trend? {
+        let levels = bins.filter { $0.latencyCount > 0 }
+        guard levels.count >= dayMinimumBins, let first = levels.first?.index, let last = levels.last?.index,
+              (last - first + 1) * step >= dayMinimumSpanMs else { return nil }
+        func level(_ bin: ChartBin) -> Double { Double(bin.latencySumMicros) / 1000 / Double(bin.latencyCount) }
+        let quarterStart = first + (last - first + 1) * 3 / 4
+        let recentBins = levels.filter { $0.index >= quarterStart }
+        let recent = median(recentBins.map(level))
+        let typical = median(levels.map(level))
+        let label: Label
+        if recent >= typical * (1 + relativeThreshold) && recent - typical >= absoluteThresholdMs {
+            label = .increasing
+        } else if recent <= typical * (1 - relativeThreshold) && typical - recent >= absoluteThresholdMs {
+            label = .decreasing
+        } else {
+            label = .stable
+        }
+        return Trend(label: label, recentMs: recent, earlierMs: typical,
+                     samples: recentBins.reduce(0) { $0 + Int($1.latencyCount) })
+    }
+
+    private static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
 
     /// Compares the newest `n` latencies (µs, time order) with the `n` before them; with fewer
     /// than `2n`, the newer and the older half of what there is (the oldest left out when odd).
@@ -235,7 +277,7 @@ public struct DigestFacts: Equatable {
                 latencyMinMs: hasLatency ? ms(acc.latencyMinMicros) : nil,
                 latencyMaxMs: hasLatency ? ms(acc.latencyMaxMicros) : nil,
                 latencyChecks: acc.latencyCount,
-                trend: Trend.compute(acc.trendLatencies, n: trendSamples),
+                trend: Trend.overDay(acc.bins, step: step) ?? Trend.compute(acc.trendLatencies, n: trendSamples),
                 outages: acc.outageCount, outageMs: acc.outageTotal,
                 longestOutage: acc.longestOutage.map { OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration) },
                 outageSince: acc.openOutageStart,

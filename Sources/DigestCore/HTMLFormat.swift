@@ -87,10 +87,10 @@ public enum HTMLFormat {
         html += "<li>Services: \(Words.grouped(overall.services)) (\(Words.statusCounts(overall.byStatus)))</li>\n"
         html += "<li>Checks: \(Words.grouped(overall.checks)), \(Words.percent(overall.uptimePercent ?? 0)) up</li>\n"
         html += "<li>Outages: \(Words.grouped(overall.outages))"
-            + (overall.outages > 0 ? ", \(Words.duration(overall.outageMs)) in total" : "") + "</li>\n"
+            + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : "") + "</li>\n"
         html += "<li>Worst service: " + (facts.worst.map { "\(escape($0.name)) (\($0.status.rawValue), \(Words.percent($0.uptimePercent)) up)" } ?? "none") + "</li>\n"
         html += "<li>Longest outage: " + (facts.longestOutage.map {
-            "\(escape($0.name)), \(Words.duration($0.durationMs)) from \(escape(words.time($0.start)))" + ($0.end == nil ? " (ongoing)" : "")
+            "\(escape($0.name)), \(Words.outage($0.durationMs)) from \(escape(words.time($0.start)))" + ($0.end == nil ? " (ongoing)" : "")
         } ?? "none") + "</li>\n</ul>\n"
         return html + "</body>\n</html>\n"
     }

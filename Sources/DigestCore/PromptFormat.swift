@@ -28,7 +28,7 @@ public enum PromptFormat {
             line += "; average latency " + (s.latencyAvgMs.map(Words.latency) ?? "none")
             line += "; latest latency " + (s.latencyLatestMs.map(Words.latency) ?? "none")
             line += "; trend \(s.trend.label.rawValue)"
-            line += "; outages \(s.outages)" + (s.outages > 0 ? " (\(Words.duration(s.outageMs)) in total)" : "")
+            line += "; outages \(s.outages)" + (s.outages > 0 ? " (\(Words.outage(s.outageMs)) in total)" : "")
             if let speed = s.speedAvgMbps { line += "; average speed \(Words.speed(speed))" }
             lines.append(line)
         }

@@ -34,6 +34,11 @@ public struct Words {
     /// `14m`, `2h 5m`, `4.2s`.
     public static func duration(_ ms: Int64) -> String { DurationText.describe(milliseconds: ms) }
 
+    /// An outage's length, in minutes as every other outage is (`14m`, `2h 5m`), and `<1m`
+    /// under a minute: an outage that has only just begun (one down sample, length 0) is
+    /// not "0ms".
+    public static func outage(_ ms: Int64) -> String { ms < 60_000 ? "<1m" : duration(ms) }
+
     /// `24 hours`, `7 days`, `30 minutes`, `90 seconds` (or the short form for odd values).
     public static func span(_ ms: Int64) -> String {
         let units: [(Int64, String)] = [(86_400_000, "day"), (3_600_000, "hour"), (60_000, "minute"), (1000, "second")]
@@ -163,7 +168,7 @@ public struct Words {
         cells.append(s.trend.label.rawValue)
         cells.append(grouped(s.outages))
         if s.outages > 0 {
-            cells.append(duration(s.outageMs) + (s.ongoingOutage ? " (ongoing)" : ""))
+            cells.append(outage(s.outageMs) + (s.ongoingOutage ? " (ongoing)" : ""))
         } else {
             cells.append(none)
         }

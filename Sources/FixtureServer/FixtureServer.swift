@@ -59,6 +59,7 @@ public final class FixtureServer: Sendable {
         ("/hang", "reads the request and never answers"),
         ("/endless", "200 with a body that never ends"),
         ("/huge-headers", "200 with 4 MiB of headers"),
+        ("/huge-header-line", "200 with one header line of 4 MiB"),
         ("/reset", "resets the connection"),
         ("/close", "closes the connection without an answer"),
         ("/garbage", "answers bytes that are not HTTP"),
@@ -265,6 +266,11 @@ public final class FixtureServer: Sendable {
                 head.append(contentsOf: "X-Filler-\(index): \(filler)\r\n".utf8)
             }
             head.append(contentsOf: "Content-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8)
+            _ = sendAll(fd, head)
+        case "huge-header-line":
+            var head = Array("HTTP/1.1 200 OK\r\nX-Filler: ".utf8)
+            head.append(contentsOf: repeatElement(UInt8(ascii: "f"), count: 4 << 20))
+            head.append(contentsOf: "\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8)
             _ = sendAll(fd, head)
         case "reset":
             reset(fd)

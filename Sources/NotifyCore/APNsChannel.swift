@@ -152,8 +152,9 @@ final class APNsChannel: Channel {
 }
 
 /// OnlineTracker's push payload: `aps.alert.title/body`, `sound`, `badge`, then `monitor_id`
-/// (an integer when the monitor id is one, as the app reads it), `monitor_name`, `status`,
-/// `details`. Shortened to fit 4 KB.
+/// (the integer id of store-samples' views, as the app reads it with `as? Int`: the samples'
+/// `monitor_id`, else the monitor id when it is a whole number, else null), `monitor_name`,
+/// `status` in the app's words only, `details`. Shortened to fit 4 KB.
 enum APNsPayload {
     static func encode(_ notification: Notification, sound: String, badge: Int?) -> [UInt8] {
         var details = notification.single?.message ?? (notification.grouped ? Notification.nameList(notification.monitors.map(\.name)) : "")
@@ -181,6 +182,16 @@ enum APNsPayload {
         }
     }
 
+    /// The app's `MonitorStatus` has up, down, degraded and unknown: isitup's `error` (a check
+    /// that could not complete) is `down` to it, anything else `unknown`.
+    static func appStatus(_ status: String) -> String {
+        switch status {
+        case "up", "down", "degraded", "unknown": return status
+        case "error": return "down"
+        default: return "unknown"
+        }
+    }
+
     private static func render(_ notification: Notification, title: String, body: String, name: String, details: String,
                                monitors: [String], sound: String, badge: Int?) -> [UInt8] {
         var alert = JSONObject()
@@ -193,14 +204,15 @@ enum APNsPayload {
         var payload = JSONObject()
         payload["aps"] = .object(aps)
         if let single = notification.single {
-            payload["monitor_id"] = Int(single.monitor).map { .integer($0) } ?? .string(single.monitor)
+            payload["monitor_id"] = (single.monitorID ?? Int(single.monitor)).map { .integer($0) } ?? .null
             payload["monitor_name"] = .string(name)
+            payload["monitor"] = .string(single.monitor)
         } else {
             payload["monitor_id"] = .null
             payload["monitor_name"] = .null
             payload["monitors"] = .array(monitors.map { .string($0) })
         }
-        payload["status"] = .string(notification.status)
+        payload["status"] = .string(appStatus(notification.status))
         payload["details"] = .string(details)
         payload["event"] = .string(notification.event.rawValue)
         return JSONValue.object(payload).encoded()

@@ -26,6 +26,8 @@ struct MonitorTrack: Codable, Equatable {
     var message: String?
     var reason: String?
     var target: String?
+    /// The integer id store-samples gave the monitor, from its latest sample that had one.
+    var monitorID: Int?
 }
 
 /// What one channel has been told about each monitor, its cooldowns and its open groups.
@@ -57,7 +59,9 @@ struct Decision {
 ///
 /// Everything runs on event time, so a replay, one long stream and many short runs decide
 /// the same notifications. A channel is told what changed since it was last told: a change
-/// held back by a cooldown or a maintenance window is told when they end, if it still holds.
+/// held back by a maintenance window is told when it ends, if it still holds; a change a
+/// cooldown blocks is dropped (isitup's rule), or with `deferHeldBack` told when the
+/// cooldown ends, if it still holds.
 final class Decider {
     let policy: Policy
     /// The channels, `stdout` first.
@@ -118,6 +122,7 @@ final class Decider {
         track.message = sample.message
         track.reason = sample.reason
         track.target = sample.target
+        if let id = sample.monitorID { track.monitorID = id }
         switch sample.status {
         case .down, .error:
             if track.failStreak == 0 { track.failStart = sample.at }
@@ -219,7 +224,7 @@ final class Decider {
         let previous = told.flatMap { $0.status == "new" ? nil : $0.status }
         return MonitorChange(monitor: monitor, name: track.name, status: track.confirmed, previousStatus: previous,
                              since: track.confirmed == "up" ? track.endedSince : track.since,
-                             message: track.message, reason: track.reason, target: track.target)
+                             message: track.message, reason: track.reason, target: track.target, monitorID: track.monitorID)
     }
 
     private func coolingDown(_ view: ChannelView, _ key: String, at: Int64) -> Bool {
@@ -266,20 +271,31 @@ final class Decider {
             }
             out.append(notification)
         }
-        // Leaving a group: a member no longer told failing (or degraded) is out of it.
+        // Leaving a group: a member no longer failing (or degraded) is out of it, by what this
+        // round tells (a member recovering now is out before anyone newly failing is grouped
+        // with it), else by what the channel was last told.
+        var roundSeverity: [String: Int] = [:]
+        for monitor in failing { roundSeverity[monitor] = 2 }
+        for monitor in degraded { roundSeverity[monitor] = 1 }
+        for monitor in recovered { roundSeverity[monitor] = 0 }
         func prune() {
             let toldNow = view.told
-            view.outageGroup.removeAll { Decider.severity(toldNow[$0]?.status) != 2 }
-            view.degradedGroup.removeAll { Decider.severity(toldNow[$0]?.status) != 1 }
+            func severity(_ monitor: String) -> Int { roundSeverity[monitor] ?? Decider.severity(toldNow[monitor]?.status) }
+            view.outageGroup.removeAll { severity($0) != 2 }
+            view.degradedGroup.removeAll { severity($0) != 1 }
         }
 
         prune()
         // Into down or error, then into degraded.
         for (list, group, groupKey, suffix, event) in [(failing, \ChannelView.outageGroup, "groupedOutage", "", NotificationEvent.down),
                                                         (degraded, \ChannelView.degradedGroup, "groupedDegrading", ".degrading", .degraded)] {
-            let (notifications, members) = decideImpact(newly: list, open: view[keyPath: group], groupKey: groupKey, keySuffix: suffix,
-                                                        event: event, view: view, told: told, lastAt: lastAt)
+            let (notifications, members, blocked) = decideImpact(newly: list, open: view[keyPath: group], groupKey: groupKey, keySuffix: suffix,
+                                                                 event: event, view: view, told: told, lastAt: lastAt)
             notifications.forEach(tell)
+            if !policy.deferHeldBack {
+                // isitup: a notification the cooldown blocks is dropped; the change counts as told.
+                for monitor in blocked { view.told[monitor] = Told(status: monitors[monitor]!.confirmed, at: lastAt([monitor])) }
+            }
             if let members { view[keyPath: group] = members }
             prune()
         }
@@ -314,28 +330,32 @@ final class Decider {
 
     /// Into down (or degraded): an open group that grows is told again at once; enough newly
     /// impacted monitors make a grouped notification under the group key; fewer go one by one,
-    /// each under its own key. A key cooling down holds its news back. Returns the
-    /// notifications and the group's new members (nil: unchanged).
+    /// each under its own key. A key cooling down blocks its news. Returns the notifications,
+    /// the group's new members (nil: unchanged) and the monitors whose news was blocked.
     private func decideImpact(newly: [String], open: [String], groupKey: String, keySuffix: String, event: NotificationEvent,
-                              view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64) -> ([Notification], [String]?) {
-        guard !newly.isEmpty else { return ([], nil) }
+                              view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64) -> ([Notification], [String]?, [String]) {
+        guard !newly.isEmpty else { return ([], nil, []) }
         if !open.isEmpty {
             // The set grows: Alertmanager's "new alerts in the group" rule, inside the cooldown too.
             let members = open + newly.filter { !open.contains($0) }
             let changes = members.map { change($0, told: told[$0] ?? view.told[$0]) }
-            return ([Notification(event: event, grouped: true, key: groupKey, at: lastAt(newly), monitors: changes, added: newly)], members)
+            return ([Notification(event: event, grouped: true, key: groupKey, at: lastAt(newly), monitors: changes, added: newly)], members, [])
         }
         if newly.count >= policy.groupMin {
             let at = lastAt(newly)
-            if coolingDown(view, groupKey, at: at) { return ([], nil) }
-            return ([Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], newly)
+            if coolingDown(view, groupKey, at: at) { return ([], nil, newly) }
+            return ([Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], newly, [])
         }
         var out: [Notification] = []
+        var blocked: [String] = []
         for monitor in newly {
             let at = lastAt([monitor])
-            if coolingDown(view, monitor + keySuffix, at: at) { continue }
+            if coolingDown(view, monitor + keySuffix, at: at) {
+                blocked.append(monitor)
+                continue
+            }
             out.append(Notification(event: event, grouped: false, key: monitor + keySuffix, at: at, monitors: [change(monitor, told: told[monitor])]))
         }
-        return (out, nil)
+        return (out, nil, blocked)
     }
 }

@@ -8,7 +8,7 @@ enum DevicesCommand {
         }
         guard let action = operands.first else { throw UsageError("devices wants add TOKEN, remove TOKEN, count or list") }
         let arguments = Array(operands.dropFirst())
-        let file = try StateFile(path: path, lock: true)
+        let file = try NotifyStateFile(path: path, lock: true)
         var state = try file.load()
         func output(_ object: JSONObject) throws { try context.output.write(JSONValue.object(object).encoded()) }
         switch action {

@@ -147,7 +147,7 @@ final class Dispatcher {
         if budgetStart == nil || start >= budgetStart! + budgetMs { budgetStart = start }
         let deadline = budgetStart! + budgetMs
         var active: [Int: (Job, Int)] = [:]          // token -> (job, leg index)
-        var processes: [(RunningProcess, Job, Int, Int64)] = []
+        var processes: [(RunningProcess, Job, Int)] = []
         var nextToken = 1
         let wallOffset = wallClock() - start          // wall = monotonic + offset, for this run
 
@@ -217,7 +217,7 @@ final class Dispatcher {
                         engine.submit(request, token: nextToken)
                         nextToken += 1
                     case .process(let request):
-                        processes.append((RunningProcess.start(request, environment: environment), job, index, monotonicNow + Int64(timeout)))
+                        processes.append((RunningProcess.start(request, environment: environment, timeoutMs: Int64(timeout)), job, index))
                     case .resolved(let verdict):
                         settle(job, leg: index, verdict: verdict)
                     }
@@ -236,9 +236,8 @@ final class Dispatcher {
                 guard let (job, index) = active.removeValue(forKey: completion.token), let channel = channels[job.channel] else { continue }
                 settle(job, leg: index, verdict: channel.judge(completion.result, leg: job.legs[index].target, state: state, nowMs: wallNow()))
             }
-            let monoAfter = Clock.monotonicMilliseconds()
-            processes.removeAll { process, job, index, killAt in
-                guard process.poll(nowMs: monoAfter, deadlineMs: killAt), let outcome = process.outcome,
+            processes.removeAll { process, job, index in
+                guard process.poll(), let outcome = process.outcome,
                       let channel = channels[job.channel] else { return false }
                 settle(job, leg: index, verdict: channel.judge(outcome))
                 return true
@@ -251,7 +250,7 @@ final class Dispatcher {
             if job.legs[index].nextAttemptAt <= wallNow() { job.legs[index].nextAttemptAt = wallNow() }
             job.lastError = job.lastError ?? "no answer within the delivery budget"
         }
-        for (_, job, index, _) in processes {
+        for (_, job, index) in processes {
             job.legs[index].inFlight = false
             job.lastError = job.lastError ?? "the command did not finish within the delivery budget"
         }

@@ -1,12 +1,21 @@
+import Synchronization
 import VitalsKit
 
 /// `desktop://`: a desktop notification, through notify-send on Linux and osascript on
 /// macOS; the words go as arguments, never into a script.
+///
+/// With `check=COMMAND` (and `check_arg=` words) or `open=COMMAND` (and `open_arg=`), a
+/// notification carries isitup's actions, Check now and Open, where notify-send can offer
+/// them (`--action`): notify-send waits in the background for the user's choice, and the
+/// chosen action's command runs then, with `{monitor}` and `{target}` in its words replaced.
 final class DesktopChannel: Channel {
     let id: String
     let tags: [String]
     private let urgency: String?
     private let command: String?
+    /// The Check now and Open commands, as words (empty: no such action).
+    private let check: [String]
+    private let open: [String]
 
     init(_ parsed: ChannelURL) throws(UsageError) {
         id = parsed.display
@@ -16,6 +25,11 @@ final class DesktopChannel: Channel {
         }
         urgency = parsed.parameter("urgency")
         command = parsed.parameter("command")
+        check = parsed.parameter("check").map { [$0] + parsed.parameters("check_arg") } ?? []
+        open = parsed.parameter("open").map { [$0] + parsed.parameters("open_arg") } ?? []
+        if check.isEmpty && !parsed.parameters("check_arg").isEmpty || open.isEmpty && !parsed.parameters("open_arg").isEmpty {
+            throw UsageError("'\(parsed.display)': check_arg and open_arg need check=COMMAND and open=COMMAND")
+        }
     }
 
     func attempt(_ notification: Notification, leg: String?, state: StateBox, nowMs: Int64, timeoutMs: Int) -> AttemptRequest {
@@ -26,9 +40,22 @@ final class DesktopChannel: Channel {
                                        arguments: script.flatMap { ["-e", $0] } + [notification.title, notification.text], input: []))
         #else
         let level = urgency ?? (notification.status == "up" ? "normal" : (notification.status == "degraded" ? "normal" : "critical"))
-        return .process(ProcessRequest(executable: command ?? "notify-send",
-                                       arguments: ["--app-name=vitals", "--urgency=\(level)", "--category=vitals.\(notification.event.rawValue)",
-                                                   "--", notification.title, notification.text], input: []))
+        let send = ["--app-name=vitals", "--urgency=\(level)", "--category=vitals.\(notification.event.rawValue)"]
+        let words = ["--", notification.title, notification.text]
+        let executable = command ?? "notify-send"
+        guard !check.isEmpty || !open.isEmpty, DesktopChannel.offersActions(executable) else {
+            return .process(ProcessRequest(executable: executable, arguments: send + words, input: []))
+        }
+        var actions: [String] = []
+        if !check.isEmpty { actions.append("--action=check=Check now") }
+        if !open.isEmpty { actions.append("--action=open=Open") }
+        let notifySend = [executable] + send + ["--print-id"] + actions + words
+        let checkWords = DesktopChannel.fill(check, notification)
+        let openWords = DesktopChannel.fill(open, notification)
+        return .process(ProcessRequest(executable: "/bin/sh",
+                                       arguments: ["-c", DesktopChannel.actionScript, "sh", String(notifySend.count), String(checkWords.count),
+                                                   String(openWords.count)] + notifySend + checkWords + openWords,
+                                       input: []))
         #endif
     }
 
@@ -37,6 +64,90 @@ final class DesktopChannel: Channel {
         if status == 0 { return .accepted(code: 0) }
         return .failed(code: status, error: "exit status \(status)" + (outcome.error.map { ": " + $0 } ?? ""))
     }
+
+    /// An action's words with `{monitor}` and `{target}` replaced; in a grouped notification a
+    /// word that is exactly `{monitor}` (or `{target}`) becomes one word per monitor.
+    static func fill(_ words: [String], _ notification: Notification) -> [String] {
+        var out: [String] = []
+        for word in words {
+            if word == "{monitor}" || word == "{target}" {
+                out += notification.monitors.compactMap { word == "{monitor}" ? $0.monitor : $0.target }
+                continue
+            }
+            let single = notification.single
+            out.append(word.replacingOccurrences(of: "{monitor}", with: single?.monitor ?? "")
+                           .replacingOccurrences(of: "{target}", with: single?.target ?? ""))
+        }
+        return out
+    }
+
+    /// Whether `executable`'s notify-send offers `--action` and `--print-id` (libnotify 0.7.10 and later).
+    static func offersActions(_ executable: String) -> Bool {
+        actionSupport.withLock { known in
+            if let answer = known[executable] { return answer }
+            let result = try? ChildProcess.run([executable, "--help"], timeoutMs: 5000)
+            let help = result.map { String(decoding: $0.output + $0.error, as: UTF8.self) } ?? ""
+            let answer = help.contains("--action") && help.contains("--print-id")
+            known[executable] = answer
+            return answer
+        }
+    }
+
+    private static let actionSupport = Mutex<[String: Bool]>([:])
+
+    /// Shows the notification with notify-send (the first N words) in the background and
+    /// exits once notify-send has printed the notification's id (0) or failed (1). In the
+    /// background notify-send waits for the user's choice and prints it: `check` runs the next
+    /// C words, `open` the O words after them. Every word is an argument; none is read as shell.
+    static let actionScript = #"""
+    range_exec() {
+        from=$1 count=$2
+        shift 2
+        total=$#
+        i=0
+        for word do
+            if [ "$i" -ge "$from" ] && [ "$i" -lt $((from + count)) ]; then set -- "$@" "$word"; fi
+            i=$((i + 1))
+        done
+        shift "$total"
+        exec ${prefix:-} "$@"
+    }
+    sends=$1 checks=$2 opens=$3
+    shift 3
+    shown=$(mktemp "${TMPDIR:-/tmp}/vitals-desktop.XXXXXX") || exit 1
+    # notify-send prints the id at once only with its output line-buffered; without stdbuf,
+    # a notify-send still waiting after a second has shown its notification.
+    lined=
+    patience=600
+    if command -v stdbuf >/dev/null 2>&1; then lined="stdbuf -oL"; else patience=20; fi
+    {
+        action=$( (prefix=$lined; range_exec 0 "$sends" "$@") 2>/dev/null | {
+            IFS= read -r id || id=
+            printf '%s\n' "$id" >"$shown"
+            IFS= read -r chosen || chosen=
+            printf '%s' "$chosen"
+            cat >/dev/null
+        })
+        case $action in
+            check) [ "$checks" -gt 0 ] && (range_exec "$sends" "$checks" "$@") ;;
+            open) [ "$opens" -gt 0 ] && (range_exec $((sends + checks)) "$opens" "$@") ;;
+        esac
+    } </dev/null >/dev/null 2>&1 &
+    waiting=$!
+    tries=0
+    while [ ! -s "$shown" ]; do
+        kill -0 "$waiting" 2>/dev/null || break
+        tries=$((tries + 1))
+        if [ "$tries" -ge "$patience" ]; then
+            [ -z "$lined" ] && { rm -f "$shown"; exit 0; }
+            break
+        fi
+        sleep 0.05
+    done
+    id=$(cat "$shown" 2>/dev/null)
+    rm -f "$shown"
+    [ -n "$id" ]
+    """#
 }
 
 /// `exec://COMMAND` (a name looked up in PATH) or `exec:///PATH/TO/COMMAND`, with `?arg=`

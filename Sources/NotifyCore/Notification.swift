@@ -29,6 +29,8 @@ struct MonitorChange: Codable, Equatable, Sendable {
     var message: String?
     var reason: String?
     var target: String?
+    /// The integer id of store-samples' views, when the samples came through store-samples.
+    var monitorID: Int? = nil
 }
 
 /// One notification: decided once, delivered to one or more channels.

@@ -12,7 +12,7 @@ public enum NotifyCommand: VitalsCommand {
         description: """
         Sample records are read from the FILEs (or standard input; - is standard input). A monitor going down \
         (or error), degraded, or back up is a notification, decided on the samples' own times with isitup's \
-        60-second cooldown per key and channel and its grouping (two or more monitors impacted in one round make \
+        60-second cooldown per key and channel (a change it blocks is dropped) and its grouping (two or more monitors impacted in one round make \
         one notification). One notification record per notification is written to standard output, with the \
         result of each channel named by --to or --config. With --state, what was decided and delivered is kept, \
         so runs from cron behave like one long stream and undelivered notifications are retried by the next run. \
@@ -24,6 +24,7 @@ public enum NotifyCommand: VitalsCommand {
             OptionSpec("tag", value: "TAG", repeatable: true, help: "use only the configured channels with this tag; repeatable"),
             OptionSpec("state", value: "FILE", help: "keep monitors, cooldowns, pending deliveries, push tokens and devices in FILE (JSON, mode 0600; default: none, every run starts afresh)"),
             .duration("cooldown", default: "60s", range: 0...Int64.max / 4, help: "quiet time per key and channel after a notification"),
+            OptionSpec("cooldown-mode", value: "MODE", default: "drop", help: "drop: a change the cooldown blocks is not told (isitup's rule); defer: it is told when the cooldown ends, if it still holds"),
             OptionSpec("group-min", value: "N", default: "2", help: "monitors newly impacted in one round that make one grouped notification (0 never groups)"),
             .duration("group-wait", default: "2s", range: 1...86_400_000, help: "the length of a round, by the samples' times, and the pause in input that ends one"),
             OptionSpec("failure-threshold", value: "N", default: "1", help: "consecutive failing samples before a monitor is down"),
@@ -43,7 +44,7 @@ public enum NotifyCommand: VitalsCommand {
         ],
         subcommands: [
             SubcommandSpec("deliver", operands: 0...Int.max, "[FILE...]",
-                           options: ["to", "config", "tag", "cooldown", "group-min", "group-wait", "failure-threshold", "success-threshold",
+                           options: ["to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
                                      "repeat-interval", "notify-initial", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
                                      "exit-status", "summary"],
                            summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
@@ -84,7 +85,7 @@ public enum NotifyCommand: VitalsCommand {
         let budget = try options.duration("deliver-timeout")!
         let giveUp = try options.duration("give-up-after")!
 
-        let stateFile = try options.value("state").map { try StateFile(path: $0, lock: !dryRun) }
+        let stateFile = try options.value("state").map { try NotifyStateFile(path: $0, lock: !dryRun) }
         let loaded = try stateFile?.load() ?? NotifyState()
         let box = StateBox(loaded)
         let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -134,6 +135,7 @@ public enum NotifyCommand: VitalsCommand {
     static func readPolicy(_ options: ParsedOptions) throws -> Policy {
         var policy = Policy()
         policy.cooldownMs = try options.duration("cooldown")!
+        policy.deferHeldBack = try options.choice("cooldown-mode", of: ["drop", "defer"]) == "defer"
         policy.groupMin = try options.integer("group-min", in: 0...1_000_000)
         if policy.groupMin == 0 { policy.groupMin = Int.max }
         policy.groupWaitMs = try options.duration("group-wait")!

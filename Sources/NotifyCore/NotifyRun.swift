@@ -6,7 +6,7 @@ final class NotifyRun {
     let decider: Decider
     let dispatcher: Dispatcher
     let box: StateBox
-    let stateFile: StateFile?
+    let stateFile: NotifyStateFile?
     let output: RecordWriter
     let diagnostics: Diagnostics
     let dryRun: Bool
@@ -24,8 +24,10 @@ final class NotifyRun {
     /// Notifications decided and not yet written, with their jobs and dry-run channels.
     private var unwritten: [(notification: Notification, jobs: [Job], dryRunChannels: [String])] = []
     private var resolvedJobs: [Job] = []
+    /// The one sample reader, kept from line to line.
+    private var sampleReader = SampleLine()
 
-    init(decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: StateFile?, output: RecordWriter,
+    init(decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: NotifyStateFile?, output: RecordWriter,
          diagnostics: Diagnostics, dryRun: Bool) {
         self.decider = decider
         self.dispatcher = dispatcher
@@ -47,18 +49,18 @@ final class NotifyRun {
             if writeProblem != nil { return }
             switch event {
             case .tooLong(let length):
-                diagnostics.error("line of \(length) bytes is longer than the limit", source: reader.source, line: reader.lineNumber)
+                diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
             case .line(let bytes):
-                if bytes.isEmpty { continue }
-                switch SampleEvent.parse(bytes) {
-                case .sample(let sample):
+                var own = NotifyFields()
+                switch sampleReader.read(bytes, extra: &own) {
+                case .sample:
                     samples += 1
-                    let decisions = decider.add(sample)
+                    let decisions = decider.add(SampleEvent(sampleReader, own))
                     if !decisions.isEmpty { handle(decisions) }
-                case .otherRecord:
+                case .otherRecord, .blank:
                     continue
-                case .invalid(let message):
-                    diagnostics.error(message, source: reader.source, line: reader.lineNumber)
+                case .problem(let problem):
+                    diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                 }
             }
         }

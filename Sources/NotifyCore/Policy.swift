@@ -10,6 +10,9 @@ import VitalsKit
 struct Policy {
     /// isitup's cooldown per key and channel: 60 s.
     var cooldownMs: Int64 = 60_000
+    /// isitup drops a notification its cooldown blocks (the default); with `deferHeldBack`, the
+    /// change is told when the cooldown ends, if it still holds (`--cooldown-mode defer`).
+    var deferHeldBack = false
     /// isitup's grouping: two or more monitors newly impacted in one round make one notification.
     var groupMin = 2
     /// The length of a round, from its first sample's `at`.

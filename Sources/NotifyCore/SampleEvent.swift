@@ -1,6 +1,6 @@
 import VitalsKit
 
-/// What notify needs of one `sample` record, read from its bytes without building a JSON tree.
+/// What notify needs of one `sample` record (read by the shared `SampleLine` reader).
 struct SampleEvent: Equatable {
     /// The monitor id.
     var monitor: String
@@ -16,69 +16,39 @@ struct SampleEvent: Equatable {
     var reason: String?
     /// The URL probed (already redacted by the prober).
     var target: String?
+    /// The integer id store-samples gave the monitor (`monitor_id`, which it adds to the samples it passes on).
+    var monitorID: Int? = nil
+}
 
-    /// What a line turned out to be.
-    enum Parsed {
-        case sample(SampleEvent)
-        /// A record of another type: not notify's business, skipped silently.
-        case otherRecord
-        case invalid(String)
+extension SampleEvent {
+    /// The sample `reader` read last, with notify's own fields `own` read in its pass.
+    init(_ reader: SampleLine, _ own: NotifyFields) {
+        monitor = reader.monitor
+        let name = reader.text(own.name)
+        self.name = name.flatMap { $0.isEmpty ? nil : $0 } ?? monitor
+        at = reader.atMs
+        status = reader.status
+        message = reader.text(own.message)
+        reason = reader.reason
+        target = reader.text(own.target)
+        monitorID = own.monitorID.flatMap { Int(String(decoding: reader.raw($0), as: UTF8.self)) }
     }
+}
 
-    /// Reads one NDJSON line.
-    static func parse(_ line: UnsafeBufferPointer<UInt8>) -> Parsed {
-        let fields: [FieldRange]
-        do {
-            fields = try JSONParser.scanObject(line)
-        } catch {
-            return .invalid("not a JSON object: \(error)")
-        }
-        var type: String?
-        var monitor: String?
-        var name: String?
-        var atText: String?
-        var statusText: String?
-        var message: String?
-        var reason: String?
-        var target: String?
-        var atField: FieldRange?
-        for field in fields {
-            let key = UnsafeBufferPointer(rebasing: line[field.keyStart..<field.keyEnd])
-            func value() -> String? { stringValue(line, field) }
-            switch key.count {
-            case 2 where equals(key, "at"): atText = value(); atField = field
-            case 4 where equals(key, "type"): type = value()
-            case 4 where equals(key, "name"): name = value()
-            case 6 where equals(key, "status"): statusText = value()
-            case 6 where equals(key, "reason"): reason = value()
-            case 6 where equals(key, "target"): target = value()
-            case 7 where equals(key, "monitor"): monitor = value()
-            case 7 where equals(key, "message"): message = value()
-            default: break
-            }
-        }
-        if let type, type != "sample" { return .otherRecord }
-        guard let monitor, !monitor.isEmpty else { return .invalid("a sample needs a non-empty string 'monitor'") }
-        guard let atText, atField != nil else { return .invalid("a sample needs 'at' (an RFC 3339 time)") }
-        guard let at = Timestamp.parse(atText) else { return .invalid("'at' is not an RFC 3339 time: '\(atText)'") }
-        guard let statusText else { return .invalid("a sample needs 'status'") }
-        guard let status = SampleStatus(rawValue: statusText) else {
-            return .invalid("unknown status '\(statusText)' (up, degraded, down, error or unknown)")
-        }
-        return .sample(SampleEvent(monitor: monitor, name: name.flatMap { $0.isEmpty ? nil : $0 } ?? monitor, at: at,
-                                   status: status, message: message, reason: reason, target: target))
-    }
+/// The fields notify reads beyond the spine, found in the reader's pass.
+struct NotifyFields: SampleFieldReader {
+    var name: FieldRange?
+    var message: FieldRange?
+    var target: FieldRange?
+    var monitorID: FieldRange?
 
-    private static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
-        text.withUTF8Buffer { $0.elementsEqual(bytes) }
-    }
-
-    /// The string value of a field, unescaped; nil when it is not a string.
-    private static func stringValue(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> String? {
-        guard field.valueEnd - field.valueStart >= 2, line[field.valueStart] == UInt8(ascii: "\"") else { return nil }
-        let inner = UnsafeBufferPointer(rebasing: line[(field.valueStart + 1)..<(field.valueEnd - 1)])
-        if !inner.contains(UInt8(ascii: "\\")) { return String(decoding: inner, as: UTF8.self) }
-        let raw = UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
-        return (try? JSONParser.parse(raw))?.stringValue
+    mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
+        switch (count, key[0]) {
+        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
+        case (6, UInt8(ascii: "t")) where SampleLine.key(key, is: "target"): target = field
+        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (10, UInt8(ascii: "m")) where SampleLine.key(key, is: "monitor_id"): monitorID = field
+        default: break
+        }
     }
 }

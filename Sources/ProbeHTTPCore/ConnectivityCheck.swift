@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 #if canImport(Glibc)
 import Glibc
@@ -93,7 +94,7 @@ public final class ConnectivityCheck {
         request.tls = pageTarget.tls
         request.bodyPolicy = .collect(limit: 64 * 1024)
         guard let page = fetch(request) else { return nil }
-        let verdict = VerdictRules.decide(target: pageTarget, result: page, method: "GET", fallbackNote: nil, inspection: nil,
+        let verdict = HTTPVerdictRules.decide(target: pageTarget, result: page, method: "GET", fallbackNote: nil, inspection: nil,
                                           nowSeconds: Clock.wallMilliseconds() / 1000, simulatedMs: 0)
         let online = !verdict.status.isFailure
         let route = network.route(of: page, host: pageTarget.host) ?? (online ? nil : network.defaultRoute(family: settings.family == .v6 ? .v6 : .v4))
@@ -113,7 +114,7 @@ public final class ConnectivityCheck {
                 let measured = answered || (download.failure == .timeout && download.bodyBytes > 0)
                 if measured {
                     let seconds = max(0, download.timings.total - download.timings.preTransfer) / 1000
-                    (answer.speedMbps, answer.speedConfidence) = VerdictRules.speed(bytes: download.bodyBytes, seconds: seconds)
+                    (answer.speedMbps, answer.speedConfidence) = HTTPVerdictRules.speed(bytes: download.bodyBytes, seconds: seconds)
                     answer.speedBytes = download.bodyBytes
                     if let speed = answer.speedMbps { answer.message += ", " + ConnectivityCheck.mbps(speed) }
                 } else {

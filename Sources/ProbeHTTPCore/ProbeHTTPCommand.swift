@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// `probe-http`: probe HTTP(S) targets concurrently and write one `sample` record per probe.

@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// Settings for a run, from the command line.
@@ -18,33 +19,6 @@ public struct ProbeSettings: Sendable {
     public init() {}
 }
 
-/// Counts kept for `--summary` and `--exit-status`.
-public struct ProbeTally: Sendable {
-    /// Samples by status.
-    public var byStatus: [SampleStatus: Int] = [:]
-    /// The slowest answering target and its latency.
-    public var slowest: (name: String, latencyMs: Double)?
-    /// Samples written.
-    public var total: Int { byStatus.values.reduce(0, +) }
-    /// No samples yet.
-    public init() {}
-
-    /// Whether any sample was not `up`.
-    public var anyNotUp: Bool { byStatus.contains { $0.key != .up && $0.value > 0 } }
-
-    /// One line for people: `12 probes: 10 up, 1 degraded, 1 down; slowest api (812ms)`.
-    public var line: String {
-        let parts = SampleStatus.allCases.compactMap { status -> String? in
-            guard let count = byStatus[status], count > 0 else { return nil }
-            return "\(count) \(status.rawValue)"
-        }
-        var text = "\(total) probe\(total == 1 ? "" : "s")"
-        if !parts.isEmpty { text += ": " + parts.joined(separator: ", ") }
-        if let slowest { text += "; slowest \(slowest.name) (\(VerdictRules.milliseconds(slowest.latencyMs)))" }
-        return text
-    }
-}
-
 /// Runs probes on one `HTTPEngine`: once through every target, or forever on each target's interval.
 public final class ProbeRunner {
     private enum Stage { case primary, fallback, inspect }
@@ -58,6 +32,8 @@ public final class ProbeRunner {
         var deadlineMs: Int64 = 0
         var method = "HEAD"
         var fallbackNote: String?
+        /// Why the HEAD failed, when a GET followed it (a sample `reason`, or `http_status` for 405 and 501).
+        var headReason: String?
         var answerMethod = "HEAD"
     }
 
@@ -120,6 +96,7 @@ public final class ProbeRunner {
         probe.startWallMs = Clock.wallMilliseconds()
         probe.deadlineMs = now + Int64(targets[probe.targetIndex].timeoutMs)
         probe.fallbackNote = nil
+        probe.headReason = nil
         answers[index] = nil
         let target = targets[probe.targetIndex]
         if target.kind == .ssl {
@@ -170,12 +147,17 @@ public final class ProbeRunner {
         let remaining = Int(probe.deadlineMs - now)
         switch probe.stage {
         case .primary:
-            if probe.method == "HEAD", targets[probe.targetIndex].method == nil, let note = ProbeRunner.fallbackNote(for: result), remaining > 0 {
+            let target = targets[probe.targetIndex]
+            if probe.method == "HEAD", target.method == nil,
+               let (note, reason) = ProbeRunner.fallback(for: result, timeoutMs: target.timeoutMs) {
+                // isitup: on a failed HEAD, a GET with a time budget of its own.
                 probe.stage = .fallback
                 probe.fallbackNote = note
+                probe.headReason = reason
                 probe.method = "GET"
+                probe.deadlineMs = now + Int64(target.timeoutMs)
                 probes[index] = probe
-                engine.submit(request(for: probe, method: "GET", timeoutMs: remaining), token: index)
+                engine.submit(request(for: probe, method: "GET", timeoutMs: target.timeoutMs), token: index)
                 return
             }
             fallthrough
@@ -199,15 +181,16 @@ public final class ProbeRunner {
         scheduler.finish(index)
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
-        var verdict = VerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
+        var verdict = HTTPVerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
                                           fallbackNote: probe.fallbackNote, inspection: inspection,
                                           nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
         if settings.simulatedLatencyMs > 0 {
-            verdict.message += " +\(VerdictRules.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
+            verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
         }
         let record = SampleRecord.encode(target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
                                          atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
-                                         route: network.route(of: result, host: targets[probe.targetIndex].host), simulatedMs: settings.simulatedLatencyMs)
+                                         route: network.route(of: result, host: targets[probe.targetIndex].host), headReason: probe.headReason,
+                                         simulatedMs: settings.simulatedLatencyMs)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probe.targetIndex].name, latency)
@@ -215,17 +198,23 @@ public final class ProbeRunner {
         try output.write(record)
     }
 
-    /// Why a HEAD should be retried as GET, or nil: a 405 or 501 answer, or a connection
-    /// that broke after it was made (reset, empty or garbled reply), which some servers do for HEAD.
-    static func fallbackNote(for result: HTTPResult) -> String? {
+    /// Why a HEAD should be retried as GET (words for the message, and the sample's `head_reason`),
+    /// or nil. isitup's rule: on any failure, GET. Failures before a request is sent (the name,
+    /// the connection, the TLS handshake) and a redirect loop are left out: the method cannot
+    /// change them, and a GET would only repeat them. A 405 or 501 answer is a HEAD the server
+    /// does not do.
+    static func fallback(for result: HTTPResult, timeoutMs: Int) -> (note: String, reason: String)? {
         if let failure = result.failure {
+            let reason = TransportRules.reason(for: failure).rawValue
             switch failure {
-            case .reset: return "HEAD was reset"
-            case .protocol: return result.curlCode == 52 ? "HEAD got an empty reply" : "HEAD got a bad reply"
-            default: return nil
+            case .dns, .connect, .tls, .redirects: return nil
+            case .reset: return ("HEAD was reset", reason)
+            case .timeout: return ("HEAD timed out after \(DurationText.describe(milliseconds: Int64(timeoutMs)))", reason)
+            case .tooLarge: return ("HEAD got headers too large", reason)
+            case .protocol: return (result.curlCode == 52 ? "HEAD got an empty reply" : "HEAD got a bad reply", reason)
             }
         }
-        if result.httpCode == 405 || result.httpCode == 501 { return "HEAD answered \(result.httpCode)" }
+        if result.httpCode == 405 || result.httpCode == 501 { return ("HEAD answered \(result.httpCode)", SampleReason.httpStatus.rawValue) }
         return nil
     }
 

@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// Writes `sample` records: field order and meaning as in vitals-records(7).
@@ -8,6 +9,7 @@ public enum SampleRecord {
         "type", "monitor", "name", "kind", "target", "at", "method", "status", "reason", "message", "code",
         "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version", "online",
         "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
+        "head_failed", "head_reason", "check_interval", "enabled", "config",
     ]
 
     /// Encodes one sample.
@@ -18,22 +20,12 @@ public enum SampleRecord {
     ///   - method: the method that answered (`CONNECT` for a handshake-only `ssl` check).
     ///   - route: the interface the request left by, and its link type.
     ///   - online: the connectivity check's answer (`--connectivity` only).
+    ///   - headReason: why the HEAD failed, when a GET answered after it.
     public static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
-                              verdict: Verdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
-                              simulatedMs: Double) -> [UInt8] {
-        var record = JSONObjectBuilder(capacity: 640)
-        record.string("type", "sample")
-        record.string("monitor", monitor)
-        record.string("name", target.name)
-        record.string("kind", target.kind.rawValue)
-        record.string("target", target.displayURL)
-        var at: [UInt8] = []
-        Timestamp.append(milliseconds: atMs, to: &at)
-        record.string("at", String(decoding: at, as: UTF8.self))
-        record.string("method", method)
-        record.string("status", verdict.status.rawValue)
-        record.string("reason", verdict.reason?.rawValue)
-        record.string("message", verdict.message)
+                              verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
+                              headReason: String? = nil, simulatedMs: Double) -> [UInt8] {
+        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
+                                      atMs: atMs, method: method, verdict: verdict, capacity: 640)
         let code = result.map(\.httpCode) ?? 0
         record.int("code", code > 0 ? code : nil)
         record.fixed("latency_ms", verdict.latencyMs)
@@ -62,18 +54,12 @@ public enum SampleRecord {
         }
         if let result, result.stoppedAtLimit, target.speedTestBytes == nil { record.bool("truncated", true) }
         if simulatedMs > 0 { record.bool("simulated", true) }
+        if let headReason {
+            record.bool("head_failed", true)
+            record.string("head_reason", headReason)
+        }
+        MonitorSettings.write(target.monitorSettings, to: &record)
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
-    }
-}
-
-extension NetworkView {
-    /// The interface a request left by: the one holding the local address it connected from,
-    /// else the route to the address it tried (or to `host` when that is an address literal);
-    /// nil when it got no address (a failed lookup).
-    public func route(of result: HTTPResult, host: String) -> NetworkRoute? {
-        if let local = result.localIP.flatMap(IPAddress.init), let route = route(fromLocal: local) { return route }
-        if let remote = result.remoteIP.flatMap(IPAddress.init) ?? IPAddress(host) { return route(to: remote) }
-        return nil
     }
 }

@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// What a target checks, OnlineTracker's monitor types for HTTP.
@@ -9,15 +10,6 @@ public enum TargetKind: String, Sendable, CaseIterable {
     case https
     /// A TLS handshake only: the certificate's expiry decides the status.
     case ssl
-}
-
-/// Which address families to probe.
-public enum IPChoice: String, Sendable {
-    case any
-    case v4 = "4"
-    case v6 = "6"
-    /// One sample per family.
-    case both
 }
 
 /// A set of expected HTTP status codes: codes and inclusive ranges.
@@ -82,7 +74,7 @@ public struct Target: Sendable {
     public var expectedStatus: StatusSet = .default
     /// A substring the body must contain.
     public var expectedContent: String?
-    /// The SHA-256 (lowercase hex) the body must have.
+    /// The SHA-256 (64 lowercase hex digits) or MD5 (32) the body must have.
     public var expectedBodyHash: String?
     /// The probe's time budget.
     public var timeoutMs: Int = 5000
@@ -126,6 +118,26 @@ public struct Target: Sendable {
         self.kind = kind
         self.host = parts.host
         self.port = parts.port ?? (parts.scheme == "http" ? 80 : 443)
+    }
+
+    /// `check_interval`, `enabled` and `config` as the target's samples write them (OnlineTracker's monitor fields).
+    public var monitorSettings: MonitorSettings {
+        var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
+        if expectedStatus.ranges.count == 1, expectedStatus.ranges[0].count == 1 {
+            settings.set("expected_status", expectedStatus.ranges[0].lowerBound)
+        }
+        settings.set("expected_body_hash", expectedBodyHash)
+        settings.set("expected_content", expectedContent)
+        settings.set("timeout_seconds", Double(timeoutMs) / 1000)
+        if kind != .ssl {
+            settings.set("http_ok_threshold_ms", okThresholdMs)
+            settings.set("http_degraded_threshold_ms", degradedThresholdMs)
+        }
+        if kind != .http {
+            settings.set("ssl_ok_threshold_days", sslOkDays)
+            settings.set("ssl_warning_threshold_days", sslWarningDays)
+        }
+        return settings
     }
 
     /// Whether a GET is needed to read the body (content or hash checks, speed test).

@@ -1,4 +1,5 @@
 import HTTPTransport
+import ProbeKit
 import VitalsKit
 
 /// Defaults for target fields, set by command-line options.
@@ -70,7 +71,7 @@ public struct TargetParser: TargetSink {
 
     /// Validates one target object and adds it (with a unique id), or reports why not.
     public mutating func add(_ object: JSONObject, source: String, line: Int) {
-        let object = TargetParser.readingMonitorType(object)
+        let object = TargetFields.readingMonitorType(object)
         if let skipped = TargetParser.otherProbeKind(object) {
             diagnostics.warning("kind '\(skipped)' is probed by probe-ping; skipped", source: source, line: line)
             return
@@ -86,19 +87,6 @@ public struct TargetParser: TargetSink {
             target.id = ids.unique(target.id, source: source, line: line, diagnostics: diagnostics)
             targets.append(target)
         }
-    }
-
-    /// OnlineTracker's monitor types, which its monitors carry as `type`.
-    public static let monitorTypes: Set<String> = ["http", "https", "ssl", "ping", "tcp"]
-
-    /// An OnlineTracker monitor (`store-samples monitors`, `GET /api/monitors`) names its kind
-    /// in `type`: read it as `kind` (unless `kind` is given), so such a list feeds both probes.
-    public static func readingMonitorType(_ object: JSONObject) -> JSONObject {
-        guard case .string(let type)? = object["type"], monitorTypes.contains(type) else { return object }
-        var copy = object
-        copy["type"] = nil
-        if copy["kind"] == nil { copy["kind"] = .string(type) }
-        return copy
     }
 
     /// `ping` or `tcp` for a target of probe-ping's: its kind, or a `tcp://` URL.
@@ -125,7 +113,7 @@ public struct TargetParser: TargetSink {
     }
 
     private static func buildThrowing(_ object: JSONObject, defaults: TargetDefaults) throws -> Target? {
-        let object = readingMonitorType(object)
+        let object = TargetFields.readingMonitorType(object)
         if case .string(let type)? = object["type"], type != "target" {
             throw Problem("a '\(type)' record is not a target")
         }
@@ -240,9 +228,10 @@ public struct TargetParser: TargetSink {
             target.expectedContent = content
         }
         if var hash = try fields.string("expected_body_hash")?.trimmingSpaces.lowercased() {
-            if hash.hasPrefix("sha256:") { hash.removeFirst(7) }
-            guard hash.count == 64, hash.allSatisfy({ $0.isHexDigit }) else {
-                throw Problem("field 'expected_body_hash' must be a SHA-256 in 64 hex digits")
+            if hash.hasPrefix("sha256:") { hash.removeFirst(7) } else if hash.hasPrefix("md5:") { hash.removeFirst(4) }
+            // 64 hex digits are a SHA-256; 32 are an MD5, as OnlineTracker's servers store it.
+            guard hash.count == 64 || hash.count == 32, hash.allSatisfy({ $0.isHexDigit }) else {
+                throw Problem("field 'expected_body_hash' must be a SHA-256 in 64 hex digits or an MD5 in 32")
             }
             target.expectedBodyHash = hash
         }

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ProbeKit
 import VitalsKit
 
 /// Which ICMP sockets to use (`--socket`).

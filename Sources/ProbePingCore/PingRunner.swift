@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 import HTTPTransport
-import ProbeHTTPCore
+import ProbeKit
 import VitalsKit
 
 /// Settings for a run, from the command line.
@@ -251,11 +251,13 @@ public final class PingRunner {
 
     private func startTCP(_ index: Int, target: PingTarget) {
         if engine == nil { engine = HTTPEngine(maxInFlight: settings.limits.concurrency) }
-        let probeTarget = PingVerdictRules.httpTarget(for: target)
-        var request = HTTPRequest(url: probeTarget.url, method: "GET", timeoutMs: target.timeoutMs, userAgent: settings.userAgent)
+        // A connection only, to http://host:port/ or, with TLS, https://host:port/ with the
+        // certificate read whether or not it is trusted.
+        let url = (target.tls ? "https://" : "http://") + PingTarget.hostPort(target.host, target.port ?? 0) + "/"
+        var request = HTTPRequest(url: url, method: "GET", timeoutMs: target.timeoutMs, userAgent: settings.userAgent)
         request.connectOnly = true
         request.maxRedirects = 0
-        request.tls = probeTarget.tls
+        request.tls.verify = false
         request.tls.collectCertificates = target.tls
         switch probes[index].family {
         case .v4?: request.ipFamily = .v4
@@ -431,7 +433,7 @@ public final class PingRunner {
         }
     }
 
-    private func emit(_ index: Int, record: [UInt8], verdict: Verdict) throws {
+    private func emit(_ index: Int, record: [UInt8], verdict: ProbeVerdict) throws {
         runs[index].active = false
         scheduler.finish(index)
         tally.byStatus[verdict.status, default: 0] += 1

@@ -1,5 +1,5 @@
 import HTTPTransport
-import ProbeHTTPCore
+import ProbeKit
 import VitalsKit
 
 /// Writes probe-ping's `sample` records: field order and meaning as in vitals-records(7).
@@ -8,11 +8,11 @@ public enum PingSampleRecord {
     public static let ownFields: Set<String> = [
         "type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent", "received",
         "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "dns_ms", "connect_ms", "tls_ms",
-        "remote_ip", "interface", "link", "tls_expiry_days", "ip",
+        "remote_ip", "interface", "link", "tls_expiry_days", "ip", "check_interval", "enabled", "config",
     ]
 
     /// A ping sample.
-    public static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: Verdict,
+    public static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                   statistics: PingStatistics, remote: IPAddress?, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         record.int("sent", statistics.sent)
@@ -27,7 +27,7 @@ public enum PingSampleRecord {
     }
 
     /// A tcp sample.
-    public static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: Verdict,
+    public static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                  result: HTTPResult, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         let timings = result.timings
@@ -39,19 +39,9 @@ public enum PingSampleRecord {
         return finish(&record, target: target, family: family, route: route)
     }
 
-    private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: Verdict) -> JSONObjectBuilder {
-        var record = JSONObjectBuilder(capacity: 512)
-        record.string("type", "sample")
-        record.string("monitor", monitor)
-        record.string("name", target.name)
-        record.string("kind", target.kind.rawValue)
-        record.string("target", target.display)
-        var at: [UInt8] = []
-        Timestamp.append(milliseconds: atMs, to: &at)
-        record.string("at", String(decoding: at, as: UTF8.self))
-        record.string("status", verdict.status.rawValue)
-        record.string("reason", verdict.reason?.rawValue)
-        record.string("message", verdict.message)
+    private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: ProbeVerdict) -> JSONObjectBuilder {
+        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.display,
+                                      atMs: atMs, method: nil, verdict: verdict, capacity: 512)
         record.fixed("latency_ms", verdict.latencyMs)
         return record
     }
@@ -61,6 +51,7 @@ public enum PingSampleRecord {
         record.string("interface", route?.interface)
         record.string("link", route?.link.rawValue)
         if let family { record.string("ip", family == .v4 ? "4" : "6") }
+        MonitorSettings.write(target.monitorSettings, to: &record)
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
     }

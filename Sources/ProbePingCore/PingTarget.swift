@@ -1,4 +1,4 @@
-import ProbeHTTPCore
+import ProbeKit
 import VitalsCrypto
 import VitalsKit
 
@@ -123,5 +123,21 @@ public struct PingTarget: Sendable {
             return String(decoding: Array(id.utf8)[0..<71], as: UTF8.self) + "-" + String(SHA256.hexDigest(Array(id.utf8)).prefix(8))
         }
         return id
+    }
+}
+
+extension PingTarget {
+    /// `check_interval`, `enabled` and `config` as the target's samples write them (OnlineTracker's monitor fields).
+    public var monitorSettings: MonitorSettings {
+        var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
+        settings.set("timeout_seconds", Double(timeoutMs) / 1000)
+        if kind == .ping { settings.set("ping_count", count) }
+        settings.set("ping_ok_threshold_ms", okThresholdMs)
+        settings.set("ping_degraded_threshold_ms", degradedThresholdMs)
+        if tls {
+            settings.set("ssl_ok_threshold_days", sslOkDays)
+            settings.set("ssl_warning_threshold_days", sslWarningDays)
+        }
+        return settings
     }
 }

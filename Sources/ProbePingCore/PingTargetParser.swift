@@ -1,4 +1,4 @@
-import ProbeHTTPCore
+import ProbeKit
 import VitalsKit
 
 /// Reads probe-ping targets: one per line as a bare host (`192.0.2.1`, `::1`, `db.example`),
@@ -54,7 +54,7 @@ public struct PingTargetParser: TargetSink {
 
     /// Builds a target; nil for one that is switched off or belongs to probe-http (after `warn`).
     public static func build(_ object: JSONObject, defaults: PingDefaults, warn: (String) -> Void = { _ in }) throws -> PingTarget? {
-        let object = TargetParser.readingMonitorType(object)
+        let object = TargetFields.readingMonitorType(object)
         if case .string(let type)? = object["type"], type != "target" {
             throw TargetProblem("a '\(type)' record is not a target")
         }

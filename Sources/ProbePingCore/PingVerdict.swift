@@ -1,5 +1,5 @@
 import HTTPTransport
-import ProbeHTTPCore
+import ProbeKit
 import VitalsKit
 
 /// Round-trip statistics of one sample, as ping(8) computes them: duplicates and late replies
@@ -59,37 +59,37 @@ public enum PingFailure: Sendable, Equatable {
 public enum PingVerdictRules {
     /// A ping sample's verdict. `icmpError` is the first ICMP error that came back (in ping(8)'s
     /// words), `failure` what stopped the sample before it measured anything.
-    public static func decide(target: PingTarget, statistics: PingStatistics, failure: PingFailure?, icmpError: String?) -> Verdict {
+    public static func decide(target: PingTarget, statistics: PingStatistics, failure: PingFailure?, icmpError: String?) -> ProbeVerdict {
         if statistics.received == 0 {
             switch failure {
-            case .permission(let words)?: return Verdict(status: .error, reason: .permission, message: words)
-            case .dns(let words)?: return Verdict(status: .error, reason: .dns, message: words)
-            case .connect(let words)?: return Verdict(status: .error, reason: .connect, message: words)
+            case .permission(let words)?: return ProbeVerdict(status: .error, reason: .permission, message: words)
+            case .dns(let words)?: return ProbeVerdict(status: .error, reason: .dns, message: words)
+            case .connect(let words)?: return ProbeVerdict(status: .error, reason: .connect, message: words)
             case nil: break
             }
             let counts = "0/\(statistics.sent) pings succeeded (0%)"
-            if let icmpError { return Verdict(status: .error, reason: .connect, message: counts + ": " + icmpError) }
-            return Verdict(status: .error, reason: .timeout,
+            if let icmpError { return ProbeVerdict(status: .error, reason: .connect, message: counts + ": " + icmpError) }
+            return ProbeVerdict(status: .error, reason: .timeout,
                            message: counts + ", no reply within " + DurationText.describe(milliseconds: Int64(target.timeoutMs)))
         }
         let average = statistics.averageMs ?? 0
         let loss = statistics.lossPercent ?? 0
         var message: String
         if statistics.received == statistics.sent {
-            message = "\(statistics.received)/\(statistics.sent) packets received, avg \(VerdictRules.milliseconds(average))"
+            message = "\(statistics.received)/\(statistics.sent) packets received, avg \(LatencyWords.milliseconds(average))"
         } else {
             let succeeded = Double(statistics.received) * 100 / Double(statistics.sent)
-            message = "\(statistics.received)/\(statistics.sent) pings succeeded (\(percent(succeeded))), avg \(VerdictRules.milliseconds(average))"
+            message = "\(statistics.received)/\(statistics.sent) pings succeeded (\(percent(succeeded))), avg \(LatencyWords.milliseconds(average))"
         }
-        var verdict: Verdict
+        var verdict: ProbeVerdict
         if loss > target.maxLossPercent {
-            verdict = Verdict(status: .down, reason: .loss, message: message + "; over \(percent(target.maxLossPercent)) lost")
+            verdict = ProbeVerdict(status: .down, reason: .loss, message: message + "; over \(percent(target.maxLossPercent)) lost")
         } else if average > target.degradedThresholdMs {
-            verdict = Verdict(status: .down, reason: .latency, message: message + ", above \(plainNumber(target.degradedThresholdMs))ms")
+            verdict = ProbeVerdict(status: .down, reason: .latency, message: message + ", above \(plainNumber(target.degradedThresholdMs))ms")
         } else if average > target.okThresholdMs {
-            verdict = Verdict(status: .degraded, reason: .latency, message: message + ", above \(plainNumber(target.okThresholdMs))ms")
+            verdict = ProbeVerdict(status: .degraded, reason: .latency, message: message + ", above \(plainNumber(target.okThresholdMs))ms")
         } else {
-            verdict = Verdict(status: .up, reason: nil, message: message)
+            verdict = ProbeVerdict(status: .up, reason: nil, message: message)
         }
         if let icmpError, statistics.received < statistics.sent { verdict.message += " (\(icmpError))" }
         verdict.latencyMs = average
@@ -98,25 +98,25 @@ public enum PingVerdictRules {
 
     /// A TCP sample's verdict: the connection (and handshake) made or not, the certificate's
     /// expiry for TLS as probe-http's `ssl` kind judges it, and the thresholds on the connect time.
-    public static func decideTCP(target: PingTarget, result: HTTPResult, nowSeconds: Int64) -> Verdict {
-        let probeTarget = httpTarget(for: target)
+    public static func decideTCP(target: PingTarget, result: HTTPResult, nowSeconds: Int64) -> ProbeVerdict {
         let connectMs = max(0, result.timings.connect - result.timings.nameLookup)
-        var verdict: Verdict
-        if target.tls {
-            verdict = VerdictRules.decide(target: probeTarget, result: result, method: "CONNECT", fallbackNote: nil,
-                                          inspection: nil, nowSeconds: nowSeconds, simulatedMs: 0)
-            if verdict.status == .up {
-                let handshake = max(0, result.timings.appConnect - result.timings.connect)
-                verdict.message = "Connected in \(VerdictRules.milliseconds(connectMs)), TLS in \(VerdictRules.milliseconds(handshake)); "
-                    + verdict.message.prefix(1).lowercased() + verdict.message.dropFirst()
+        var verdict: ProbeVerdict
+        if let failure = result.failure {
+            let expiry = CertificateExpiry(expiries: result.certificateExpiries, nowSeconds: nowSeconds)
+            if target.tls, expiry.refusedHandshake(result) {
+                verdict = ProbeVerdict(status: .down, reason: .certExpiry, message: expiry.message)
+            } else {
+                verdict = ProbeVerdict(status: .error, reason: TransportRules.reason(for: failure),
+                                       message: TransportRules.message(failure, result: result, host: target.host, port: target.port ?? 0,
+                                                                       tls: target.tls, timeoutMs: target.timeoutMs, maxRedirects: 0))
             }
-        } else if let failure = result.failure {
-            verdict = Verdict(status: .error, reason: VerdictRules.reason(for: failure),
-                              message: VerdictRules.transportMessage(failure, result: result, target: probeTarget))
+            if target.tls { verdict.tlsExpiryDays = expiry.days }
+        } else if target.tls {
+            verdict = decideHandshake(target: target, result: result, nowSeconds: nowSeconds, connectMs: connectMs)
         } else {
             let endpoint = result.remoteIP ?? target.host
-            verdict = Verdict(status: .up, reason: nil,
-                              message: "Connected to \(endpoint) port \(target.port ?? 0) in \(VerdictRules.milliseconds(connectMs))")
+            verdict = ProbeVerdict(status: .up, reason: nil,
+                                   message: "Connected to \(endpoint) port \(target.port ?? 0) in \(LatencyWords.milliseconds(connectMs))")
         }
         guard result.failure == nil, result.timings.connect > 0 else { return verdict }
         verdict.latencyMs = connectMs
@@ -134,17 +134,26 @@ public enum PingVerdictRules {
         return verdict
     }
 
-    /// The probe-http target a `tcp` target is connected as: `http://host:port/` (connect only)
-    /// or, with TLS, an `ssl` target whose certificate is read whether or not it is trusted.
-    static func httpTarget(for target: PingTarget) -> Target {
-        let hostPort = PingTarget.hostPort(target.host, target.port ?? 0)
-        let url = (target.tls ? "https://" : "http://") + hostPort + "/"
-        var probe = Target(id: target.id, name: target.name, url: url, kind: target.tls ? .ssl : .http)
-        probe.timeoutMs = target.timeoutMs
-        probe.sslOkDays = target.sslOkDays
-        probe.sslWarningDays = target.sslWarningDays
-        probe.tls.verify = false
-        return probe
+    /// A completed TLS handshake: the certificate's expiry against the target's days, as
+    /// probe-http's `ssl` kind judges it (no certificate at all is an error).
+    private static func decideHandshake(target: PingTarget, result: HTTPResult, nowSeconds: Int64, connectMs: Double) -> ProbeVerdict {
+        let expiry = CertificateExpiry(expiries: result.certificateExpiries, nowSeconds: nowSeconds)
+        let latency = result.timings.appConnect > 0 ? result.timings.appConnect : result.timings.total
+        var verdict: ProbeVerdict
+        if let days = expiry.days {
+            if let status = expiry.status(okDays: target.sslOkDays, warningDays: target.sslWarningDays) {
+                verdict = ProbeVerdict(status: status, reason: .certExpiry, message: expiry.message, latencyMs: latency)
+            } else {
+                let handshake = max(0, result.timings.appConnect - result.timings.connect)
+                let words = "Connected in \(LatencyWords.milliseconds(connectMs)), TLS in \(LatencyWords.milliseconds(handshake)); "
+                    + "certificate valid for \(days) more days"
+                verdict = ProbeVerdict(status: .up, reason: nil, message: words, latencyMs: latency)
+            }
+        } else {
+            verdict = ProbeVerdict(status: .error, reason: .tls, message: "No certificate received", latencyMs: latency)
+        }
+        verdict.tlsExpiryDays = expiry.days
+        return verdict
     }
 
     /// `60%`, `66.7%`.

@@ -1,4 +1,4 @@
-import ProbeHTTPCore
+import ProbeKit
 import VitalsKit
 
 /// `probe-ping`: ICMP echo and TCP connect probes, one `sample` record per target.

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import ProbeKit
 import VitalsKit
 
 /// Name lookups off the probing thread: `getaddrinfo` blocks, so a few helper threads run it

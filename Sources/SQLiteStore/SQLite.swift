@@ -178,36 +178,45 @@ public final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
+    /// The first bind that failed since the last step or reset: `step` throws it, so no
+    /// statement runs with a parameter missing.
+    private var bindFailure: SQLiteError?
+
+    private func check(_ code: Int32, _ index: Int32) {
+        if code != SQLITE_OK && bindFailure == nil { bindFailure = connection.error(code, "bind parameter \(index)") }
+    }
+
     /// Binds an integer (1-based index).
-    public func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
+    public func bind(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(handle, index, value), index) }
     /// Binds an integer or NULL.
     public func bind(_ index: Int32, _ value: Int64?) {
-        if let value { sqlite3_bind_int64(handle, index, value) } else { sqlite3_bind_null(handle, index) }
+        check(value.map { sqlite3_bind_int64(handle, index, $0) } ?? sqlite3_bind_null(handle, index), index)
     }
     /// Binds a double or NULL.
     public func bind(_ index: Int32, _ value: Double?) {
-        if let value { sqlite3_bind_double(handle, index, value) } else { sqlite3_bind_null(handle, index) }
+        check(value.map { sqlite3_bind_double(handle, index, $0) } ?? sqlite3_bind_null(handle, index), index)
     }
     /// Binds text (copied) or NULL.
     public func bind(_ index: Int32, _ value: String?) {
-        guard let value else { sqlite3_bind_null(handle, index); return }
+        guard let value else { check(sqlite3_bind_null(handle, index), index); return }
         var copy = value
         copy.withUTF8 { bind(index, bytes: $0) }
     }
     /// Binds UTF-8 bytes as text (copied).
     public func bind(_ index: Int32, bytes: UnsafeBufferPointer<UInt8>) {
-        bytes.withMemoryRebound(to: CChar.self) { chars in
-            if let base = chars.baseAddress {
-                _ = csqlite_bind_text_transient(handle, index, base, Int32(bytes.count))
-            } else {
-                _ = csqlite_bind_text_transient(handle, index, SQLiteStatement.emptyText, 0)
-            }
+        let code = bytes.withMemoryRebound(to: CChar.self) { chars in
+            csqlite_bind_text_transient(handle, index, chars.baseAddress ?? SQLiteStatement.emptyText, Int32(bytes.count))
         }
+        check(code, index)
     }
 
     /// Steps once: true when a row is available, false when done.
     @discardableResult
     public func step() throws -> Bool {
+        if let failure = bindFailure {
+            bindFailure = nil
+            throw failure
+        }
         let code = sqlite3_step(handle)
         if code == SQLITE_ROW { return true }
         if code == SQLITE_DONE { return false }
@@ -218,6 +227,7 @@ public final class SQLiteStatement {
 
     /// Resets for another run and clears bindings.
     public func reset() {
+        bindFailure = nil
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
     }

@@ -64,7 +64,9 @@ public enum AnomalyDetector {
             let before = max(type.countBefore ?? 0, 0)
             let after = max(type.countAfter ?? 0, 0)
             let change = type.countDelta
-            let percent: Double? = before > 0 ? Double(change) / Double(before) * 100 : nil
+            // Multiplied before dividing, so a change of exactly a threshold compares equal to it
+            // (7 / 100 * 100 is 7.000000000000001; 7 * 100 / 100 is 7).
+            let percent: Double? = before > 0 ? Double(change) * 100 / Double(before) : nil
             let old = previous.type(type.typeIdentifier)
             let new = current.type(type.typeIdentifier)
             let name = type.typeIdentifier
@@ -79,7 +81,7 @@ public enum AnomalyDetector {
                      "\(name): \(change) samples added and \(why): samples were inserted into the past")
             }
             if change < 0 {
-                let lost = before > 0 ? Double(-change) / Double(before) * 100 : 100
+                let lost = before > 0 ? Double(-change) * 100 / Double(before) : 100
                 let severity: Severity = lost >= rules.deletionCriticalPercent ? .critical
                     : lost >= rules.deletionWarningPercent ? .warning : .info
                 make(.deletion, severity, type, percent: percent,

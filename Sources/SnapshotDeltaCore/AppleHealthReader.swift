@@ -48,11 +48,11 @@ public final class AppleHealthReader {
     /// Reads the whole input. Returns true when it parsed without an error (record errors
     /// are counted by the sink); reports what went wrong otherwise. Throws when the
     /// archive behind the sink fails.
-    public func read(_ input: ByteInput) throws -> Bool {
+    public func read(_ input: LineReader) throws -> Bool {
         xmlInitParser()
         var head: [UInt8] = []
         var prolog: [UInt8]?
-        while prolog == nil, let chunk = input.next() {
+        while prolog == nil, let chunk = input.nextChunk() {
             head.append(contentsOf: chunk)
             if case .done(let bytes, let version) = ExportHead.scan(head, atEnd: false) {
                 prolog = bytes
@@ -118,7 +118,7 @@ public final class AppleHealthReader {
             }
             if !ok { return try finish(input) }
         }
-        while let chunk = input.next() {
+        while let chunk = input.nextChunk() {
             if !feed(chunk) { return try finish(input) }
         }
         if input.interrupted || input.readError != nil { return try finish(input) }
@@ -141,7 +141,7 @@ public final class AppleHealthReader {
         return true
     }
 
-    private func finish(_ input: ByteInput) throws -> Bool {
+    private func finish(_ input: LineReader) throws -> Bool {
         if let thrown { throw thrown }
         if input.interrupted { return false }
         if let problem = input.readError {
@@ -191,50 +191,9 @@ public final class AppleHealthReader {
         }
     }
 
-    private enum Attribute {
-        case type, value, unit, sourceName, sourceVersion, device, creationDate, startDate, endDate
-        case workoutActivityType, dateComponents, activeEnergyBurned, activeEnergyBurnedUnit
-        case identifier, receivedDate, dateIssued, other
-    }
-
-    @inline(__always)
-    private static func attribute(_ name: UnsafePointer<xmlChar>) -> Attribute {
-        func equals(_ literal: StaticString) -> Bool {
-            literal.withUTF8Buffer { text in
-                memcmp(name, text.baseAddress!, text.count) == 0 && name[text.count] == 0
-            }
-        }
-        switch name[0] {
-        case UInt8(ascii: "t"): return equals("type") ? .type : .other
-        case UInt8(ascii: "v"): return equals("value") ? .value : .other
-        case UInt8(ascii: "u"): return equals("unit") ? .unit : .other
-        case UInt8(ascii: "s"):
-            if equals("startDate") { return .startDate }
-            if equals("sourceName") { return .sourceName }
-            if equals("sourceVersion") { return .sourceVersion }
-            return .other
-        case UInt8(ascii: "e"): return equals("endDate") ? .endDate : .other
-        case UInt8(ascii: "d"):
-            if equals("device") { return .device }
-            if equals("dateComponents") { return .dateComponents }
-            if equals("dateIssued") { return .dateIssued }
-            return .other
-        case UInt8(ascii: "c"): return equals("creationDate") ? .creationDate : .other
-        case UInt8(ascii: "w"): return equals("workoutActivityType") ? .workoutActivityType : .other
-        case UInt8(ascii: "a"):
-            if equals("activeEnergyBurned") { return .activeEnergyBurned }
-            if equals("activeEnergyBurnedUnit") { return .activeEnergyBurnedUnit }
-            return .other
-        case UInt8(ascii: "i"): return equals("identifier") ? .identifier : .other
-        case UInt8(ascii: "r"): return equals("receivedDate") ? .receivedDate : .other
-        default: return .other
-        }
-    }
-
-    private enum Element { case record, correlation, workout, activitySummary, clinicalRecord, audiogram, visionPrescription }
 
     private func topLevel(_ name: UnsafePointer<xmlChar>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
-        let element: Element
+        let element: ExportVocabulary.Element
         if strcmp(name, "Record") == 0 { element = .record }
         else if strcmp(name, "Workout") == 0 { element = .workout }
         else if strcmp(name, "Correlation") == 0 { element = .correlation }
@@ -266,7 +225,7 @@ public final class AppleHealthReader {
             guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
                   let valueEnd = attributes[5 * index + 4] else { continue }
             let text = UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart)
-            switch AppleHealthReader.attribute(attributeName) {
+            switch ExportVocabulary.attribute(attributeName) {
             case .type: type = text
             case .startDate: startText = text
             case .endDate: endText = text
@@ -295,9 +254,9 @@ public final class AppleHealthReader {
             }
             sample.type = type
         case .workout:
-            sample.type = AppleHealthReader.workoutType
+            sample.type = ExportVocabulary.workoutType
         case .activitySummary:
-            sample.type = AppleHealthReader.activitySummaryType
+            sample.type = ExportVocabulary.activitySummaryType
             guard let dayText, let day = AppleDate.parseDay(dayText) else {
                 sink.recordError("<ActivitySummary> without a valid dateComponents (YYYY-MM-DD)", source: source, line: line)
                 return
@@ -306,7 +265,7 @@ public final class AppleHealthReader {
             sample.end = day.start + 86_400_000
             sample.calendarYear = day.year
         case .visionPrescription:
-            sample.type = AppleHealthReader.visionPrescriptionType
+            sample.type = ExportVocabulary.visionPrescriptionType
             // A prescription's own type (glasses, contacts) is its value.
             sample.value = type
         case .clinicalRecord:
@@ -360,17 +319,8 @@ public final class AppleHealthReader {
         guard let attributes else { return }
         for index in 0..<count {
             guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
-                  let valueEnd = attributes[5 * index + 4], AppleHealthReader.attribute(attributeName) == .value else { continue }
+                  let valueEnd = attributes[5 * index + 4], ExportVocabulary.attribute(attributeName) == .value else { continue }
             exportDate = AppleDate.parse(UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart))
         }
-    }
-
-    /// The identifiers given to elements that carry no type attribute (HealthKit's own names).
-    static var workoutType: UnsafeBufferPointer<UInt8> { staticBytes("HKWorkoutTypeIdentifier") }
-    static var activitySummaryType: UnsafeBufferPointer<UInt8> { staticBytes("HKActivitySummaryTypeIdentifier") }
-    static var visionPrescriptionType: UnsafeBufferPointer<UInt8> { staticBytes("HKVisionPrescriptionTypeIdentifier") }
-
-    private static func staticBytes(_ text: StaticString) -> UnsafeBufferPointer<UInt8> {
-        UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }
 }

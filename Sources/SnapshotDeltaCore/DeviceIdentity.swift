@@ -42,20 +42,3 @@ public struct DeviceIdentity: Sendable {
         return DeviceIdentity(id: id, existed: false)
     }
 }
-
-/// Writes a file whole or not at all: a temporary file beside it, fsync, rename, mode 0600.
-enum AtomicFile {
-    static func write(_ bytes: [UInt8], to path: String) throws {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ToolError("cannot write \(path): \(String(cString: strerror(errno)))") }
-        let written = bytes.withUnsafeBytes { Streams.writeAll(fd, $0) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written, synced, rename(temporary, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary)
-            throw ToolError("cannot write \(path): \(reason)")
-        }
-    }
-}

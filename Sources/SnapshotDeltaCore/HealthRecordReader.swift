@@ -25,53 +25,19 @@ public struct HealthRecordReader {
     /// The longest line read (as `LineReader`'s limit).
     static let maxLineBytes = LineReader.defaultMaxLineBytes
 
-    /// Reads every line of `input`; throws only when the archive fails.
-    public func read(_ input: ByteInput) throws {
-        var pending: [UInt8] = []
-        var lineNumber = 0
-        var skipping = false
-        func handle(_ line: UnsafeBufferPointer<UInt8>) throws {
-            lineNumber += 1
-            var bytes = line
-            if lineNumber == 1, bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF {
-                bytes = UnsafeBufferPointer(rebasing: bytes[3...])
-            }
-            if let last = bytes.last, last == 0x0D { bytes = UnsafeBufferPointer(rebasing: bytes.dropLast()) }
-            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return }
-            if let problem = try readLine(bytes) {
-                sink.recordError(problem, source: input.source, line: lineNumber)
-            }
-        }
-        while let chunk = input.next() {
-            var start = 0
-            while start < chunk.count {
-                guard let newline = chunk[start...].firstIndex(of: 0x0A) else {
-                    if !skipping { pending.append(contentsOf: chunk[start...]) }
-                    if pending.count > HealthRecordReader.maxLineBytes {
-                        skipping = true
-                        pending.removeAll()
-                    }
-                    break
+    /// Reads every line of `reader`; throws only when the archive fails.
+    public func read(_ reader: LineReader) throws {
+        while let event = reader.next() {
+            if Signals.stopRequested { return }
+            switch event {
+            case .tooLong:
+                sink.recordError("line longer than \(HealthRecordReader.maxLineBytes >> 20) MiB", source: reader.source, line: reader.lineNumber)
+            case .line(let bytes):
+                if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+                if let problem = try readLine(bytes) {
+                    sink.recordError(problem, source: reader.source, line: reader.lineNumber)
                 }
-                if skipping {
-                    skipping = false
-                    lineNumber += 1
-                    sink.recordError("line longer than \(HealthRecordReader.maxLineBytes >> 20) MiB", source: input.source, line: lineNumber)
-                } else if pending.isEmpty {
-                    try handle(UnsafeBufferPointer(rebasing: chunk[start..<newline]))
-                } else {
-                    pending.append(contentsOf: chunk[start..<newline])
-                    try pending.withUnsafeBufferPointer { try handle($0) }
-                    pending.removeAll(keepingCapacity: true)
-                }
-                start = newline + 1
             }
-        }
-        if skipping {
-            lineNumber += 1
-            sink.recordError("line longer than \(HealthRecordReader.maxLineBytes >> 20) MiB", source: input.source, line: lineNumber)
-        } else if !pending.isEmpty {
-            try pending.withUnsafeBufferPointer { try handle($0) }
         }
     }
 

@@ -96,9 +96,10 @@ public final class Taker {
         do {
             for path in paths {
                 if Signals.stopRequested { break }
-                let input: ByteInput
+                let input: LineReader
                 do {
-                    input = try ByteInput.open(path, stdin: stdin)
+                    // Large reads: an Apple Health export is read in chunks for libxml2.
+                    input = try LineReader.open(path, stdin: stdin, chunkSize: 1 << 20)
                 } catch {
                     diagnostics.error(error.message)
                     ok = false
@@ -106,7 +107,7 @@ public final class Taker {
                 }
                 var format = settings.format
                 if format == .auto {
-                    switch input.firstSignificantByte() {
+                    switch input.peekFirstSignificantByte() {
                     case UInt8(ascii: "<")?: format = .appleHealth
                     case UInt8(ascii: "{")?: format = .ndjson
                     case nil:

@@ -19,7 +19,8 @@ final class Ingester {
     private var pending: [UInt8] = []
     private var batchCount = 0
     private var batchStartedMs: Int64 = 0
-    private var fieldScratch: [FieldRange] = []
+    /// The one sample reader, kept from line to line.
+    private var sampleReader = SampleLine()
     /// The first failure to commit; ingesting stops there.
     private(set) var failure: Error?
     /// Samples stored.
@@ -42,30 +43,38 @@ final class Ingester {
         reader.onIdle = { [unowned self] in self.commit() }
         defer { reader.onIdle = nil }
         while failure == nil {
-            reader.idleAfterMs = batchCount == 0 ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
+            reader.idleAfterMs = batchCount == 0 && pending.isEmpty ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
             guard let event = reader.next() else { break }
             switch event {
             case .tooLong(let length):
-                diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
+                diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
             case .line(let line):
-                if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-                do {
-                    let sample = try SampleLine.read(line, fields: &fieldScratch)
-                    if batchCount == 0 { batchStartedMs = Clock.monotonicMilliseconds() }
-                    try store.add(sample)
-                    batchCount += 1
-                    if passThrough {
-                        pending.append(contentsOf: line)
-                        pending.append(0x0A)
-                    }
-                } catch let problem as SampleLine.Problem {
+                var own = StoredFields()
+                switch sampleReader.read(line, extra: &own) {
+                case .blank:
+                    continue
+                case .otherRecord:
+                    passOn(line)
+                case .problem(let problem):
                     diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
-                } catch {
-                    // The store failed (full disk, lock): the open batch is gone; stop here.
-                    batchCount = 0
-                    pending.removeAll(keepingCapacity: true)
-                    failure = error
-                    break
+                    if problem.lineIsRecord { passOn(line) }
+                case .sample:
+                    do {
+                        let sample = try StorableSample(sampleReader, own)
+                        if batchCount == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
+                        let monitorID = try store.add(sample)
+                        batchCount += 1
+                        passOn(line, monitorID: monitorID)
+                    } catch let problem as SampleProblem {
+                        diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
+                        passOn(line)
+                    } catch {
+                        // The store failed (full disk, lock): the open batch is gone; stop here.
+                        batchCount = 0
+                        pending.removeAll(keepingCapacity: true)
+                        failure = error
+                        break
+                    }
                 }
                 if batchCount >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     commit()
@@ -76,13 +85,58 @@ final class Ingester {
         return failure == nil && !reader.interrupted
     }
 
+    /// Appends `line` as it is passed on: with `"monitor_id":ID` (the integer id of the views) added
+    /// as its last field, so notify and other tools downstream can name the monitor as the views
+    /// do. A line that already has a `monitor_id` field is passed on as it is.
+    static func appendPassingOn(_ line: UnsafeBufferPointer<UInt8>, monitorID: Int64, to out: inout [UInt8]) {
+        var end = line.count
+        while end > 0, line[end - 1] == 0x20 || line[end - 1] == 0x09 || line[end - 1] == 0x0D { end -= 1 }
+        let key = Array(#""monitor_id""#.utf8)
+        guard end > 1, line[end - 1] == UInt8(ascii: "}"), !contains(line, key) else {
+            out.append(contentsOf: line)
+            return
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: line[0..<(end - 1)]))
+        out.append(UInt8(ascii: ","))
+        out.append(contentsOf: key)
+        out.append(UInt8(ascii: ":"))
+        out.append(contentsOf: String(monitorID).utf8)
+        out.append(UInt8(ascii: "}"))
+    }
+
+    private static func contains(_ haystack: UnsafeBufferPointer<UInt8>, _ needle: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count else { return false }
+        var index = 0
+        while index <= haystack.count - needle.count {
+            if haystack[index] == needle[0], needle.indices.allSatisfy({ haystack[index + $0] == needle[$0] }) { return true }
+            index += 1
+        }
+        return false
+    }
+
+    /// Keeps a record to pass on after the open batch commits, in input order (samples, and
+    /// the records that are not samples, which filters keep).
+    /// A sample goes on with its `monitorID` added (see `appendPassingOn`).
+    private func passOn(_ line: UnsafeBufferPointer<UInt8>, monitorID: Int64? = nil) {
+        guard passThrough else { return }
+        if batchCount == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
+        if let monitorID {
+            Ingester.appendPassingOn(line, monitorID: monitorID, to: &pending)
+        } else {
+            pending.append(contentsOf: line)
+        }
+        pending.append(0x0A)
+    }
+
     /// Commits the open batch, then passes its records on.
     func commit() {
-        guard batchCount > 0, failure == nil else { return }
+        guard batchCount > 0 || !pending.isEmpty, failure == nil else { return }
         do {
-            try store.commitBatch(retention: retention, now: now())
-            stored += batchCount
-            batchCount = 0
+            if batchCount > 0 {
+                try store.commitBatch(retention: retention, now: now())
+                stored += batchCount
+                batchCount = 0
+            }
             do {
                 if passThrough, !pending.isEmpty {
                     pending.removeLast()  // the writer adds the last newline itself

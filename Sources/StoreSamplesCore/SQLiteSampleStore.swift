@@ -14,7 +14,7 @@ import Darwin
 /// is one `BEGIN IMMEDIATE` transaction, waiting for the others with a busy timeout.
 public final class SQLiteSampleStore: SampleStore {
     /// The schema version this build writes; older files are migrated forward, newer refused.
-    public static let schemaVersion: Int64 = 1
+    public static var schemaVersion: Int64 { versionedSchema.currentVersion }
 
     /// The page cache, KiB (bounded: part of the memory a long ingest may use).
     static let cacheKiB = 32768
@@ -57,6 +57,9 @@ public final class SQLiteSampleStore: SampleStore {
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
     static let migrations: [String] = [schema]
 
+    /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
+    static let versionedSchema = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)
+
     /// Status codes in the `status` column: up and degraded are below 2, so `status < 2` is uptime.
     static func code(_ status: SampleStatus) -> Int64 {
         switch status {
@@ -94,35 +97,21 @@ public final class SQLiteSampleStore: SampleStore {
         if !create, access(path, F_OK) != 0 {
             throw ToolError("no database at \(path) (store samples in it first, or name another with --db or VITALS_DB)")
         }
+        // Commits come every 1,000 rows at most, so the same index pages are written to the WAL
+        // again and again: a larger cache keeps them from being read back, and a larger checkpoint
+        // interval copies each page to the database once instead of many times. Queries read the
+        // file through a memory map instead of copying each page.
+        let pragmas = (create ? ["PRAGMA journal_mode=WAL"] : []) + [
+            "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)",
+            "PRAGMA wal_autocheckpoint=\(SQLiteSampleStore.checkpointPages)",
+        ] + (create ? [] : ["PRAGMA mmap_size=\(SQLiteSampleStore.mapBytes)"])
         do {
-            db = try SQLiteConnection(path: path, create: create)
+            db = try SQLiteConnection.openVersioned(path: path, create: create, schema: SQLiteSampleStore.versionedSchema,
+                                                    pragmas: pragmas)
         } catch let error as SQLiteError {
             throw SQLiteSampleStore.explain(error, path: path)
-        }
-        db.setBusyTimeout(10_000)
-        do {
-            let version = try db.scalarInt("PRAGMA user_version") ?? 0
-            if version > SQLiteSampleStore.schemaVersion {
-                throw ToolError("\(path) has schema version \(version); this store-samples knows versions up to \(SQLiteSampleStore.schemaVersion) (use a newer vitals)")
-            }
-            if create {
-                try db.execute("PRAGMA journal_mode=WAL", context: "WAL")
-            }
-            try db.execute("PRAGMA synchronous=NORMAL", context: "synchronous")
-            // Commits come every 1,000 rows at most, so the same index pages are written to the
-            // WAL again and again: a larger cache keeps them from being read back, and a larger
-            // checkpoint interval copies each page to the database once instead of many times.
-            try db.execute("PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)", context: "cache size")
-            try db.execute("PRAGMA wal_autocheckpoint=\(SQLiteSampleStore.checkpointPages)", context: "checkpoint interval")
-            if !create {
-                // Queries read the file through a memory map instead of copying each page.
-                try db.execute("PRAGMA mmap_size=\(SQLiteSampleStore.mapBytes)", context: "memory map")
-            }
-            if version < SQLiteSampleStore.schemaVersion {
-                try db.migrate(SQLiteSampleStore.migrations)
-            }
-        } catch let error as SQLiteError {
-            throw SQLiteSampleStore.explain(error, path: path)
+        } catch let error as SQLiteSchemaError {
+            throw ToolError(error.description)
         }
     }
 
@@ -136,7 +125,8 @@ public final class SQLiteSampleStore: SampleStore {
     private var batchMonitors: Set<Int64> = []
     private var batchAgents: [String: Int64] = [:]
 
-    public func add(_ sample: SampleLine) throws {
+    @discardableResult
+    public func add(_ sample: StorableSample) throws -> Int64 {
         do {
             if !db.inTransaction { try db.beginImmediate() }
             guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
@@ -162,6 +152,7 @@ public final class SQLiteSampleStore: SampleStore {
             if sample.metaRanges[3] != nil, let agent = sample.agent, sample.at > batchAgents[agent] ?? Int64.min {
                 batchAgents[agent] = sample.at
             }
+            return monitorID
         } catch {
             abortBatch()
             throw translate(error)
@@ -211,7 +202,7 @@ public final class SQLiteSampleStore: SampleStore {
     /// The integer id of a sample's monitor, registering it, or refreshing its name, kind,
     /// target, agent, description and interval when the sample states other ones (compared
     /// as raw bytes, so an unchanged monitor costs no allocation).
-    private func monitorID(for sample: SampleLine) throws -> Int64 {
+    private func monitorID(for sample: StorableSample) throws -> Int64 {
         if let id = monitorIDs[sample.monitor] {
             if metaChanged(id, sample) { try refresh(id, sample) }
             return id
@@ -237,7 +228,7 @@ public final class SQLiteSampleStore: SampleStore {
         return id
     }
 
-    private func metaChanged(_ id: Int64, _ sample: SampleLine) -> Bool {
+    private func metaChanged(_ id: Int64, _ sample: StorableSample) -> Bool {
         guard let known = monitorMeta[id] else { return true }
         for index in 0..<5 {
             guard let raw = sample.raw(sample.metaRanges[index]) else { continue }
@@ -247,7 +238,7 @@ public final class SQLiteSampleStore: SampleStore {
         return false
     }
 
-    private func refresh(_ id: Int64, _ sample: SampleLine) throws {
+    private func refresh(_ id: Int64, _ sample: StorableSample) throws {
         let update = try db.prepare("""
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
                 agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval)

@@ -70,8 +70,10 @@ public struct Retention: Sendable, Equatable {
 /// every view works unchanged.
 public protocol SampleStore: AnyObject {
     /// Adds one sample (and its line, kept whole for export) to the open batch, opening one
-    /// when none is open. Nothing is visible to readers until `commitBatch`.
-    func add(_ sample: SampleLine) throws
+    /// when none is open. Nothing is visible to readers until `commitBatch`. Returns the
+    /// monitor's integer id, the `id` the views show.
+    @discardableResult
+    func add(_ sample: StorableSample) throws -> Int64
     /// Applies retention to the monitors the batch touched and commits it atomically.
     func commitBatch(retention: Retention, now: Int64) throws
     /// Drops the open batch, if any.

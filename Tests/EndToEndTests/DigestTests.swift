@@ -56,17 +56,84 @@ struct DigestTests {
         GoldenCase(golden: "trends-5.text", trace: "trends", arguments: ["--trend-samples", "5"]),
     ]
 
-    @Test("each format of each trace matches its golden file", arguments: goldenCases)
+    /// The key figures of each golden, worked out by hand from its trace (not read off the output):
+    /// each must appear in the output, so a golden recorded again cannot carry a wrong figure in.
+    ///
+    /// basic.ndjson, 18 samples at 10:00-10:25 (the 19th line is an anomaly record):
+    /// - up or degraded: api 6 + pay 2 (10:00, 10:15) + web 5 (all but the 10:05 error) = 13 of 18 = 72.2%.
+    /// - pay: up, down, down, up, error, error: 2 of 6 = 33.3%; down 10:05-10:15 = 10m, and failing from
+    ///   10:20 to the window's end 10:25 = 5m, ongoing: 15m in 2 outages; latencies 100 30 30 100: avg 260/4
+    ///   = 65 ms, p95 rank ⌈0.95 × 4⌉ = 4 → 100 ms; latest none; older half (100, 30) = 65 and newer (30, 100)
+    ///   = 65: stable; status now error.
+    /// - web: error at 10:05, up at 10:10: 1 outage of 5m; 5 of 6 = 83.3%; latencies 20 20 300 20 22: avg
+    ///   382/5 = 76.4 → 76 ms, p95 300 ms, latest 22 ms; odd count, oldest left out: (20 + 300)/2 = 160
+    ///   against (20 + 22)/2 = 21: -87% and -139 ms: decreasing.
+    /// - api: 40 42 44 46 48 50, all up: 100%, avg 270/6 = 45 ms, p95 50, latest 50; (40+42+44)/3 = 42
+    ///   against (46+48+50)/3 = 48: +14%, under 20%: stable.
+    /// - overall: 3 outages, 15m + 5m = 20m; longest pay's 10m from 10:05; pay and web both began failing
+    ///   in the 10:05-10:10 bucket; now 2 up (web, api) and 1 error (pay).
+    /// - Europe/Paris in January is UTC+1: 10:25 → 11:25, 10:20 → 11:20, 10:05 → 11:05.
+    ///
+    /// many.ndjson, 23 services × 2 samples (10:00, 10:01), all up but s09 and s12 down at 10:00, s05 down
+    /// and s17 degraded at 10:01: 43 of 46 up or degraded = 93.478 → 93.5%; s09 and s12: down 10:00 → up
+    /// 10:01, 1 outage of 1m each, 1 of 2 = 50.0%; s05: down since 10:01, the window's end, so an ongoing
+    /// outage of 0 → <1m; outages 3, 1m + 1m + 0 = 2m; now 21 up, 1 degraded, 1 down; 20 listed, s21-s23
+    /// (3 up) not.
+    ///
+    /// trends.ndjson, 4 services × 20 samples one a minute from 09:00 (so to 09:19), all up: 80 checks,
+    /// 100%. rising 10 × 50 then 10 × 80 ms: +60%, +30 ms: increasing; falling 100 then 60: -40%, -40 ms:
+    /// decreasing; flat 100 then 119: +19%: stable; tiny 2 then 4: +100% but only 2 ms: stable. With
+    /// --trend-samples 5 the newest 5 and the 5 before them all fall in the second half: stable everywhere.
+    static let handFigures: [String: [String]] = [
+        "basic.text": ["3 services, 18 checks, 72.2% up", "Payments was down twice for 15m in total (33.3% up)",
+                       "failing again since 10:20", "Web was down once for 5m (83.3% up)", "Payments and Web between 10:05 and 10:10",
+                       "from 160 ms to 21 ms", "The longest outage: Payments, 10m from 10:05."],
+        "basic.markdown": ["| Payments (`pay`) | **error** | 33.3% | 6 | 65 ms | 100 ms | – | stable | 2 | 15m (ongoing) | – |",
+                           "| Web (`web`) | up | 83.3% | 6 | 76 ms | 300 ms | 22 ms | decreasing | 1 | 5m | – |",
+                           "| API (`api`) | up | 100% | 6 | 45 ms | 50 ms | 50 ms | stable | 0 | – | – |",
+                           "- 10:05-10:10: Payments, Web", "- Services: 3 (2 up and 1 error)", "- Checks: 18, 72.2% up",
+                           "- Outages: 3, 20m in total", "- Longest outage: Payments, 10m from 10:05"],
+        "basic.html": ["72.2% up", "<td>33.3%</td>", "<td>65 ms</td>", "<td>15m (ongoing)</td>", "<td>83.3%</td>", "<td>76 ms</td>",
+                       "<td>300 ms</td>", "20m in total", "Payments, 10m from 10:05"],
+        "basic.json": [#""checks":18,"uptime_percent":72.222,"outages":3,"outage_ms":1200000"#,
+                       #""uptime_percent":33.333,"latency_avg_ms":65"#, #""outage_ms":900000,"outage_ongoing":true"#,
+                       #""latency_avg_ms":76.4"#, #""trend_recent_ms":21,"trend_earlier_ms":160"#, #""monitors":["pay","web"]"#],
+        "basic.prompt": ["Overall: 3 services, 18 checks, 72.2% up; now 2 up and 1 error.",
+                         "- Payments: status error; uptime 33.3%; average latency 65 ms; latest latency none; trend stable; outages 2 (15m in total)",
+                         "- Web: status up; uptime 83.3%; average latency 76 ms; latest latency 22 ms; trend decreasing; outages 1 (5m in total)",
+                         "- API: status up; uptime 100%; average latency 45 ms; latest latency 50 ms; trend stable; outages 0",
+                         "- 10:05-10:10: Payments, Web"],
+        "basic-paris.text": ["the 24 hours to 2026-01-27 11:25 +01:00: 3 services, 18 checks, 72.2% up", "failing again since 11:20",
+                             "Payments and Web between 11:05 and 11:10", "The longest outage: Payments, 10m from 11:05."],
+        "many.text": ["23 services, 46 checks, 93.5% up", "4 of the 20 listed services had trouble", "s05 has been down since 10:01 (50.0% up)",
+                      "s17 was degraded at 1 of 2 checks", "s09 was down once for 1m (50.0% up)", "s12 was down once for 1m (50.0% up)",
+                      "s09, s12 and s05 between 10:00 and 10:05", "The longest outage: s09, 1m from 10:00.", "Not listed: 3 more services (3 up)."],
+        "many.markdown": ["| s05 | **down** | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | <1m (ongoing) | – |",
+                          "| s09 | up | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | 1m | – |",
+                          "- Services: 23 (21 up, 1 degraded and 1 down)", "- Checks: 46, 93.5% up", "- Outages: 3, 2m in total"],
+        "many.prompt": ["Overall: 23 services, 46 checks, 93.5% up; now 21 up, 1 degraded and 1 down.",
+                        "- s05: status down; uptime 50.0%;", "outages 1 (<1m in total)", "- s09: status up; uptime 50.0%;", "outages 1 (1m in total)"],
+        "trends.text": ["the 24 hours to 2026-01-27 09:19 UTC: 4 services, 80 checks, 100% up",
+                        "Latency rose for rising (from 50 ms to 80 ms) and fell for falling (from 100 ms to 60 ms); it was stable for the others."],
+        "trends-5.text": ["4 services, 80 checks, 100% up", "Latency was stable for every service."],
+    ]
+
+    @Test("each format of each trace matches its golden file, and carries the figures worked out by hand", arguments: goldenCases)
     func golden(_ test: GoldenCase) throws {
         let result = try run("digest", test.arguments + [DigestFixtures.trace(test.trace)])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty)
+        let figures = try #require(DigestTests.handFigures[test.golden], "\(test.golden) has no figures worked out by hand")
+        for figure in figures {
+            #expect(result.stdout.contains(figure), "\(test.golden): \(figure)")
+        }
         try DigestFixtures.check(result.stdout, golden: test.golden)
     }
 
     @Test("the basic trace in words: every number is one worked out by hand from the trace")
     func basicText() throws {
         let lines = try run("digest", [DigestFixtures.trace("basic")]).lines
+        try #require(lines.count == 5, "\(lines)")
         // 18 samples, 13 of them up or degraded (api 6, pay 2, web 5): 72.2%.
         #expect(lines[0] == "Digest of the 24 hours to 2026-01-27 10:25 UTC: 3 services, 18 checks, 72.2% up.")
         // pay: down 10:05-10:15 (10m), failing from 10:20 to the window's end 10:25 (5m); 2 of 6 up.
@@ -103,9 +170,9 @@ struct DigestTests {
         {"type":"sample","monitor":"gone","at":"2026-01-25T11:00:00.000Z","status":"up","latency_ms":1}
 
         """
-        let expected = try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).records()[0]
+        let expected = try #require(try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).records().first)
         for input in [old + basic, basic + old] {
-            let record = try run("digest", ["-f", "json"], stdin: input).records()[0]
+            let record = try #require(try run("digest", ["-f", "json"], stdin: input).records().first)
             #expect(record.int("samples_read") == 20)
             #expect(record.int("samples_in_window") == 18)
             #expect(record["services"] == expected["services"])
@@ -116,7 +183,7 @@ struct DigestTests {
 
     @Test("--now ends the window: later samples are left out and an outage goes on to --now")
     func nowOption() throws {
-        let record = try run("digest", ["-f", "json", "--now", "2026-01-27T10:12:00Z", DigestFixtures.trace("basic")]).records()[0]
+        let record = try #require(try run("digest", ["-f", "json", "--now", "2026-01-27T10:12:00Z", DigestFixtures.trace("basic")]).records().first)
         #expect(record.string("window_end") == "2026-01-27T10:12:00.000Z")
         #expect(record.string("window_start") == "2026-01-26T10:12:00.000Z")
         #expect(record.int("samples_in_window") == 9) // 10:00, 10:05, 10:10 for three services
@@ -137,7 +204,7 @@ struct DigestTests {
         #expect(empty.stdout == "No data: the input held no samples, so there is nothing to summarize.\n")
         let others = try run("digest", [], stdin: #"{"type":"anomaly","monitor":"a"}"# + "\n\n")
         #expect(others.stdout == empty.stdout)
-        let json = try run("digest", ["-f", "json"]).records()[0]
+        let json = try #require(try run("digest", ["-f", "json"]).records().first)
         #expect(json.int("services_total") == 0)
         #expect(json["window_end"] == .null)
         let html = try run("digest", ["-f", "html"])
@@ -160,12 +227,12 @@ struct DigestTests {
         let result = try run("digest", ["-f", "json", path])
         #expect(result.status == 2)
         let errors = result.stderr.split(separator: "\n").map(String.init)
-        #expect(errors.count == 5, "\(result.stderr)")
-        #expect(errors[0].hasPrefix("digest: \(path):2: not valid JSON"))
-        #expect(errors[1] == "digest: \(path):3: sample without 'monitor'")
-        #expect(errors[2] == "digest: \(path):4: 'at' is not an RFC 3339 time: \"yesterday\"")
-        #expect(errors[3].hasPrefix("digest: \(path):5: 'status' is \"healthy\""))
-        #expect(errors[4].hasPrefix("digest: \(path):6: 'latency_ms' is -3"))
+        try #require(errors.count == 5, "\(result.stderr)")
+        #expect(errors[0] == "digest: \(path):2: not valid JSON: expected a JSON object at column 1")
+        #expect(errors[1] == "digest: \(path):3: sample has no 'monitor'")
+        #expect(errors[2] == "digest: \(path):4: sample 'at' is \"yesterday\"; expected an RFC 3339 time")
+        #expect(errors[3] == "digest: \(path):5: sample 'status' is \"healthy\"; expected up, degraded, down, error or unknown")
+        #expect(errors[4] == "digest: \(path):6: sample 'latency_ms' is -3; expected a number, 0 or more, or null")
         let record = try #require(result.records().first)
         #expect(record.int("samples_read") == 2)
         let api = try #require(record["services"]?.arrayValue?.first?.objectValue)
@@ -204,6 +271,7 @@ struct DigestFactsTests {
         #expect(record.int("samples_read") == 18) // 19 lines, one an anomaly record
         // Worst first: pay is failing now; web had an outage, api none.
         #expect(services.map { $0.string("monitor") } == ["pay", "web", "api"])
+        try #require(services.count == 3)
         let pay = services[0], web = services[1], api = services[2]
         // api: 40 42 44 46 48 50 ms, all up.
         #expect(api.int("checks") == 6)
@@ -241,7 +309,7 @@ struct DigestFactsTests {
         #expect(web.int("outage_ms") == 300_000)
         // Correlation: pay and web both began failing at 10:05.
         let correlated = objects(record["correlated"])
-        #expect(correlated.count == 1)
+        try #require(correlated.count == 1)
         #expect(correlated[0].string("bucket_start_at") == "2026-01-27T10:05:00.000Z")
         #expect(correlated[0]["monitors"] == .array([.string("pay"), .string("web")]))
         // Overall: 13 of 18 checks up or degraded; 3 outages, 20 minutes.
@@ -299,7 +367,7 @@ struct DigestFactsTests {
         {"type":"sample","monitor":"home","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":10,"speed_mbps":95.5}
         """
         let result = try run("digest", ["-f", "json"], stdin: input + "\n")
-        let home = try #require(result.records()[0]["services"]?.arrayValue?.first?.objectValue)
+        let home = try #require(result.records().first?["services"]?.arrayValue?.first?.objectValue)
         #expect(home.double("speed_avg_mbps") == 93)
         #expect(home.int("speed_checks") == 2)
         let text = try run("digest", [], stdin: input + "\n").stdout
@@ -468,7 +536,7 @@ struct DigestRecordDocumentationTests {
         var written = Set<String>()
         // basic has outages and a worst service; many has hidden services; speed has speeds.
         for trace in ["basic", "many"] {
-            let record = try run("digest", ["-f", "json", DigestFixtures.trace(trace)]).records()[0]
+            let record = try #require(try run("digest", ["-f", "json", DigestFixtures.trace(trace)]).records().first)
             written.formUnion(keys(.object(record)))
         }
         #expect(written.isSuperset(of: ["hidden", "worst_service", "longest_outage", "outage_since", "start_at", "bucket_start_at"]))

@@ -151,9 +151,9 @@ struct DocumentationTests {
         }
     }
 
-    @Test("every field probe-ping writes is documented in vitals-records(7) and probe-ping(1)",
-          .enabled(if: runningAsRoot, "raw ICMP sockets need root"))
+    @Test("every field probe-ping writes is documented in vitals-records(7) and probe-ping(1)")
     func pingSampleFields() throws {
+        guard try requireGate(runningAsRoot, "raw ICMP sockets need root") else { return }
         let server = try FixtureServer()
         let certificates = try TestCertificates()
         let (cert, key) = try certificates.selfSigned(named: "fields", daysLeft: 40)
@@ -300,7 +300,9 @@ struct OptionDefaultsDocumentationTests {
 }
 
 /// Runs the examples of the man pages and the README: each `$ ` line, with example.com
-/// pointed at local servers and --watch bounded by timeout(1).
+/// pointed at local servers and --watch bounded by timeout(1), in bash with `set -o pipefail`
+/// (so a tool failing upstream of `jq` or `tee` fails the example), and checks what each prints
+/// against `Fixtures/examples/<page>.expected` (format and masking rule: the README there).
 @Suite("documented examples run", .serialized, .timeLimit(.minutes(3)))
 struct ExampleTests {
     static func examples(in text: String, roff: Bool) -> [String] {
@@ -318,11 +320,38 @@ struct ExampleTests {
     static let sources = ["man/man1/probe-http.1", "man/man1/probe-ping.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1",
                           "man/man1/digest.1", "man/man1/notify.1", "man/man1/snapshot-delta.1", "man/man7/vitals.7", "README.md"]
 
+    /// Whether this process may send ICMP echo requests: root (raw sockets), or a group inside
+    /// net.ipv4.ping_group_range (datagram ICMP sockets).
+    static var icmpAllowed: Bool {
+        if geteuid() == 0 { return true }
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ping_group_range", encoding: .utf8) else { return false }
+        let bounds = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int64($0) }
+        guard bounds.count == 2 else { return false }
+        var groups = [gid_t](repeating: 0, count: 256)
+        let count = getgroups(Int32(groups.count), &groups)
+        let mine = [getgid(), getegid()] + groups.prefix(max(0, Int(count)))
+        return mine.contains { Int64($0) >= bounds[0] && Int64($0) <= bounds[1] }
+    }
+
+    /// What the gates an expected-output file names stand for: whether each holds here, and why it is needed.
+    static func gate(_ name: String) -> (holds: Bool, why: String)? {
+        switch name {
+        case "icmp": return (icmpAllowed, "probe-ping's ICMP echo requests need root or a group in net.ipv4.ping_group_range")
+        default: return nil
+        }
+    }
+
     @Test("examples", arguments: sources)
     func run(source: String) throws {
         let text = try readPage(source)
         let commands = ExampleTests.examples(in: text, roff: !source.hasSuffix(".md"))
         #expect(!commands.isEmpty, "\(source) has examples")
+        let expectedName = "examples/" + URL(fileURLWithPath: source).lastPathComponent + ".expected"
+        let expectations = try ExpectedOutput.parse(
+            String(contentsOf: Binaries.fixtures.appendingPathComponent(expectedName), encoding: .utf8))
+        // The file follows the page: the same commands, in the same order.
+        try #require(expectations.map(\.command) == commands,
+                     "\(expectedName) does not list \(source)'s examples in order: \(expectations.map(\.command)) vs \(commands)")
         let server = try FixtureServer()
         let scratch = try ScratchDirectory()
         try scratch.write("targets.ndjson", """
@@ -347,17 +376,103 @@ struct ExampleTests {
         let tlsHostPort = tls.url.replacingOccurrences(of: "https://", with: "")
         // Health exports for snapshot-delta's examples, and a home of their own for its device id.
         try HealthExport.writeExamples(into: scratch)
-        for command in commands {
+        for expectation in expectations {
+            let command = expectation.command
+            if let name = expectation.gate {
+                let gate = try #require(ExampleTests.gate(name), "\(expectedName): unknown gate \(name)")
+                guard try requireGate(gate.holds, "\(source): `\(command)`: \(gate.why)") else { continue }
+            }
             let local = command
                 .replacingOccurrences(of: "ssl://example.com:443", with: "ssl://\(tlsHostPort)")
                 .replacingOccurrences(of: "tcp://example.com:443", with: "tcp://\(tlsHostPort)")
                 .replacingOccurrences(of: "https://example.com", with: server.baseURL)
-                .replacingOccurrences(of: "probe-http --watch", with: "timeout -s INT 2 probe-http --watch")
-                .replacingOccurrences(of: "probe-ping --watch", with: "timeout -s INT 2 probe-ping --watch")
-            let result = try shell(local, environment: HealthExport.exampleEnvironment(scratch), directory: scratch.url)
-            #expect(result.status == 0, "\(source): `\(command)` exited \(result.status): \(result.stderr)")
-            #expect(!result.stderr.contains("unknown option"), "\(source): `\(command)`: \(result.stderr)")
+                .replacingOccurrences(of: "probe-http --watch", with: "timeout --preserve-status -s INT 2 probe-http --watch")
+                .replacingOccurrences(of: "probe-ping --watch", with: "timeout --preserve-status -s INT 2 probe-ping --watch")
+            // /bin/sh is dash here, which has no pipefail: bash runs the examples.
+            let result = try runProcess("/bin/bash", ["-c", "set -o pipefail\n" + local], stdin: "",
+                                        environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
+            #expect(result.status == expectation.status,
+                    "\(source): `\(command)` exited \(result.status), not \(expectation.status): \(result.stderr)")
+            let stdoutMismatch = expectation.mismatch(stdout: result.stdout, stderr: result.stderr)
+            #expect(stdoutMismatch == nil, "\(source): `\(command)`: \(stdoutMismatch ?? "")")
         }
+    }
+}
+
+/// One example's expected output, from `Fixtures/examples/<page>.expected`:
+///
+///     $ command, as the page prints it (roff escapes removed)
+///     @gate icmp                   optional: run only where the gate holds (see ExampleTests.gate)
+///     @unordered                   optional: the lines may come in any order (concurrent probes)
+///     @exit 130                    optional: the exit status, when not 0 (a --watch the test stops with SIGINT)
+///     stdout line                  what it writes on stdout, line by line
+///     2> stderr line               what it writes on stderr, line by line
+///
+/// Lines before the first `$ ` are comments. In an expected line `<*>` stands for one volatile
+/// value: it matches any run of characters other than space, tab, `"` and `,`; `<...>` stands
+/// for a volatile phrase and matches anything up to the end of the line.
+struct ExpectedOutput {
+    var command: String
+    var gate: String?
+    var unordered = false
+    var status: Int32 = 0
+    var stdout: [String] = []
+    var stderr: [String] = []
+
+    static func parse(_ text: String) throws -> [ExpectedOutput] {
+        var result: [ExpectedOutput] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if line.hasPrefix("$ ") {
+                result.append(ExpectedOutput(command: String(line.dropFirst(2))))
+                continue
+            }
+            guard !result.isEmpty else { continue }
+            if line.hasPrefix("@gate ") { result[result.count - 1].gate = String(line.dropFirst(6)) }
+            else if line == "@unordered" { result[result.count - 1].unordered = true }
+            else if line.hasPrefix("@exit "), let status = Int32(line.dropFirst(6)) { result[result.count - 1].status = status }
+            else if line.hasPrefix("2> ") { result[result.count - 1].stderr.append(String(line.dropFirst(3))) }
+            else { result[result.count - 1].stdout.append(line) }
+        }
+        // A trailing empty line of the file is not an expected empty line of the last example.
+        for index in result.indices {
+            while result[index].stdout.last == "" { result[index].stdout.removeLast() }
+        }
+        return result
+    }
+
+    /// Whether an actual line is an expected one, `<*>` matching one volatile value.
+    static func matches(_ actual: String, _ expected: String) -> Bool {
+        guard expected.contains("<*>") || expected.contains("<...>") else { return actual == expected }
+        let pattern = "^" + expected.components(separatedBy: "<...>").map { phrase in
+            phrase.components(separatedBy: "<*>").map(NSRegularExpression.escapedPattern(for:)).joined(separator: "[^ \t\",]*")
+        }.joined(separator: ".*") + "$"
+        return actual.range(of: pattern, options: .regularExpression) != nil
+    }
+
+    static func linesMatch(_ actual: [String], _ expected: [String], unordered: Bool) -> Bool {
+        guard actual.count == expected.count else { return false }
+        if !unordered { return zip(actual, expected).allSatisfy { matches($0, $1) } }
+        var left = expected
+        for line in actual {
+            guard let index = left.firstIndex(where: { matches(line, $0) }) else { return false }
+            left.remove(at: index)
+        }
+        return true
+    }
+
+    /// Nil when the output is the expected one; otherwise both, for the failure message.
+    func mismatch(stdout: String, stderr: String) -> String? {
+        func lines(_ text: String) -> [String] {
+            var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            while lines.last == "" { lines.removeLast() }
+            return lines
+        }
+        let out = lines(stdout)
+        let err = lines(stderr)
+        if ExpectedOutput.linesMatch(out, self.stdout, unordered: unordered)
+            && ExpectedOutput.linesMatch(err, self.stderr, unordered: unordered) { return nil }
+        return "expected\n" + (self.stdout + self.stderr.map { "2> " + $0 }).joined(separator: "\n")
+            + "\n--- got\n" + (out + err.map { "2> " + $0 }).joined(separator: "\n")
     }
 }
 

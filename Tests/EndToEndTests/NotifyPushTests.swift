@@ -9,6 +9,7 @@ struct NotifyPushTests {
     static let certificates: TestCertificates? = try? TestCertificates()
     static let deviceA = "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad"
     static let deviceB = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+    static let deviceC = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
     static let topic = "com.example.tracker"
 
     struct Fake {
@@ -78,18 +79,22 @@ struct NotifyPushTests {
 
     @Test("410 removes the device; 429 is retried; a bad device token fails that device only")
     func answers() throws {
-        let fake = try fakeAPNs(scripts: ["\(NotifyPushTests.deviceA)=429:TooManyRequests,200", "\(NotifyPushTests.deviceB)=410:Unregistered"])
+        let fake = try fakeAPNs(scripts: ["\(NotifyPushTests.deviceA)=429:TooManyRequests,200", "\(NotifyPushTests.deviceB)=410:Unregistered",
+                                          "\(NotifyPushTests.deviceC)=400:BadDeviceToken"],
+                                devices: [NotifyPushTests.deviceA, NotifyPushTests.deviceB, NotifyPushTests.deviceC])
         let result = try run("notify", ["--state", fake.state, "--to", fake.channel], stdin: NotifyWebhookTests.outage)
         #expect(result.status == 0, "\(result.stderr)")
         let outcome = try delivery(result)
         #expect(outcome.string("result") == "delivered")
         #expect(outcome.int("devices_sent") == 1)
         #expect(outcome.int("devices_removed") == 1)
+        // A got it after the retry; B is gone for good (410, removed); C's token was refused (400 BadDeviceToken):
+        // that device failed, the others did not, and C stays registered (a refusal is not an unregistration).
         let count = try run("notify", ["--state", fake.state, "devices", "count"])
-        #expect(count.stdout == "{\"count\":1}\n")
+        #expect(count.stdout == "{\"count\":2}\n")
         let listed = try run("notify", ["--state", fake.state, "devices", "list"]).records()
-        #expect(listed.map { $0.string("device_token") } == [NotifyPushTests.deviceA])
-        #expect(try fake.server.log().map { $0.int("answered") }.sorted { ($0 ?? 0) < ($1 ?? 0) } == [200, 410, 429])
+        #expect(listed.map { $0.string("device_token") } == [NotifyPushTests.deviceA, NotifyPushTests.deviceC])
+        #expect(try fake.server.log().map { $0.int("answered") }.sorted { ($0 ?? 0) < ($1 ?? 0) } == [200, 400, 410, 429])
     }
 
     @Test("a provider token Apple refuses (403 InvalidProviderToken) fails for good; no devices means nothing to send")

@@ -52,7 +52,7 @@ struct NotifyDecisionTests {
         #expect(records.first?.string("previous_status") == nil)
     }
 
-    @Test("cooldown: 60 s per key; a change held back is told when the key's cooldown ends, if it still holds")
+    @Test("--cooldown-mode defer: 60 s per key; a change held back is told when the key's cooldown ends, if it still holds")
     func cooldown() throws {
         let result = try notify([
             sampleLine("api", 0, "up"),
@@ -64,7 +64,7 @@ struct NotifyDecisionTests {
             sampleLine("api", 75, "down"),      // 75 - 10 = 65 >= 60: told now
             sampleLine("api", 80, "degraded"),  // down -> degraded; key api.degrading used at 40: held back
             sampleLine("api", 100, "degraded"), // 100 - 40 = 60: told
-        ])
+        ], ["--cooldown-mode", "defer"])
         #expect(try result.events() == ["down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
                                         "down api \(traceTime(75))", "degraded api \(traceTime(100))"])
         let records = try result.records()
@@ -178,8 +178,8 @@ struct NotifyDecisionTests {
         ].joined(separator: "\n") + "\n")
         let result = try run("notify", [file])
         #expect(result.status == 2)
-        #expect(result.stderr.contains("notify: \(file):2: not a JSON object"))
-        #expect(result.stderr.contains("notify: \(file):3: a sample needs a non-empty string 'monitor'"))
+        #expect(result.stderr.contains("notify: \(file):2: not valid JSON: expected a field name in double quotes at column 2\n"))
+        #expect(result.stderr.contains("notify: \(file):3: sample has no 'monitor'\n"))
         #expect(!result.stderr.contains(":4:"), "records of other types are skipped silently")
         #expect(try result.events() == ["down api \(traceTime(10))"])
     }

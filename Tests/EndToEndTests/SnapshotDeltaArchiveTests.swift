@@ -21,10 +21,11 @@ struct SnapshotDeltaArchiveTests {
         let window = try archive.run(["samples", "--type", heart, "--from", "2026-01-10T08:03:00Z", "--to", "2026-01-10T08:05:00Z"]).records()
         #expect(window.map { $0.string("start") } == ["2026-01-10T08:04:00.000Z", "2026-01-10T08:03:00.000Z"], "from inclusive, to exclusive")
         let csv = try archive.run(["samples", "--type", steps, "--format", "csv"])
-        #expect(csv.lines.count == 4 && csv.lines[0] == "type_identifier,start,end,value,unit,source,source_version,device,uuid,created,first_seen_snapshot_id,verified_at")
+        try #require(csv.lines.count == 4)
+        #expect(csv.lines[0] == "type_identifier,start,end,value,unit,source,source_version,device,uuid,created,first_seen_snapshot_id,verified_at")
         #expect(csv.lines[1].hasPrefix("\(steps),2026-01-10T08:02:00.000Z,2026-01-10T08:02:00.000Z,1,count,Collector,,,,,"))
         let log = try archive.run(["log"]).records().filter { $0.string("operation") == "samples" }
-        #expect(log.count == 3)
+        try #require(log.count == 3)
         #expect(log[0]["detail"]?.objectValue?["returned"] == .number("3") && log[0]["detail"]?.objectValue?["offset"] == .number("2"))
         let missing = try archive.run(["samples"])
         #expect(missing.status == 64 && missing.stderr.contains("samples wants --type TYPE"))
@@ -98,24 +99,25 @@ struct SnapshotDeltaArchiveTests {
         #expect(plan["samples_removed"] == .null && plan["will_break_chain"] == .bool(false))
         #expect(try archive.sql(dump) == before, "a preview writes nothing, not even the log")
 
-        let oldest = try archive.run(["delete", a.id]).records()
-        #expect(oldest[0].string("position") == "oldest" && oldest[0]["removed_delta_ids"] == .array([.string(b.delta!.string("id")!)]))
+        let oldest = try #require(try archive.run(["delete", a.id]).records().first)
+        let removedDelta = try #require(b.delta?.string("id"))
+        #expect(oldest.string("position") == "oldest" && oldest["removed_delta_ids"] == .array([.string(removedDelta)]))
         #expect(try archive.sql("SELECT is_chain_start || ' ' || coalesce(previous_snapshot_id, 'none') FROM snapshots WHERE id = '\(b.id)'") == "1 none")
         #expect(try archive.sql("SELECT count(*) FROM samples WHERE first_seen = 1") == "0")
         #expect(try archive.run(["verify"]).status == 0)
 
-        let latest = try archive.run(["delete", "latest"]).records()
-        #expect(latest[0].string("position") == "latest" && latest[0].string("snapshot_id") == c.id)
+        let latest = try #require(try archive.run(["delete", "latest"]).records().first)
+        #expect(latest.string("position") == "latest" && latest.string("snapshot_id") == c.id)
         // The sample first seen by the deleted latest snapshot (08:04) goes with it.
-        #expect(latest[0]["samples_removed"] == .number("1"))
+        #expect(latest["samples_removed"] == .number("1"))
         #expect(try archive.sql("SELECT count(*) || ' ' || sum(present) FROM samples") == "4 4")
         #expect(try archive.run(["verify"]).status == 0)
-        let only = try archive.run(["delete", b.id]).records()
-        #expect(only[0].string("position") == "only")
+        let only = try #require(try archive.run(["delete", b.id]).records().first)
+        #expect(only.string("position") == "only")
         #expect(try archive.sql("SELECT count(*) FROM snapshots; SELECT count(*) FROM samples") == "0\n0")
         let log = try archive.run(["log"]).records().filter { $0.string("operation") == "delete" }
         #expect(log.map { $0["detail"]?.objectValue?["position"]?.stringValue } == ["oldest", "latest", "only"])
-        #expect(log[0]["snapshot_ids"] == .array([.string(a.id), .string(b.id)]))
+        #expect(log.first?["snapshot_ids"] == .array([.string(a.id), .string(b.id)]))
     }
 
     @Test("deleting from a broken chain is refused unless forced, and the operation log cannot be rewritten")
@@ -128,7 +130,7 @@ struct SnapshotDeltaArchiveTests {
         #expect(refused.status == 2 && refused.stderr.contains("would leave a chain that does not verify"))
         let forced = try archive.run(["delete", b.id, "--force"])
         #expect(forced.status == 0)
-        #expect(try forced.records()[0]["will_break_chain"] == .bool(true))
+        #expect(try #require(try forced.records().first)["will_break_chain"] == .bool(true))
         let tamper = try runProcess("/usr/bin/env", ["sqlite3", archive.db, "DELETE FROM operations"], stdin: "", environment: toolEnvironment())
         #expect(tamper.status != 0 && tamper.stderr.contains("the operation log is append-only"))
         let rewrite = try runProcess("/usr/bin/env", ["sqlite3", archive.db, "UPDATE operations SET operation = 'x'"], stdin: "", environment: toolEnvironment())
@@ -140,20 +142,60 @@ struct SnapshotDeltaArchiveTests {
         let a = try archive.take(HealthLines.records(heart, 10) + HealthLines.records(steps, 10))
         let b = try archive.take(HealthLines.records(heart, 4) + HealthLines.records(steps, 10), ["--trigger", "cron"])
         let list = try archive.run(["list"]).records()
-        #expect(list.map { $0.string("id") } == [a.id, b.id] && list.allSatisfy { $0["types"] == nil && $0.int("type_count") == 2 })
+        try #require(list.map { $0.string("id") } == [a.id, b.id])
+        #expect(list.allSatisfy { $0["types"] == nil && $0.int("type_count") == 2 })
         #expect(list[1].string("trigger") == "cron")
         let text = try archive.run(["list", "--format", "text"]).lines
-        #expect(text.count == 3 && text[0].hasPrefix("#") && text[2].contains("trigger: cron"))
-        let shown = try archive.run(["show", String(b.id.prefix(8))]).records()
-        #expect(shown.map { $0.string("type") } == ["snapshot", "delta", "anomaly"])
+        try #require(text.count == 3)
+        #expect(text[0].hasPrefix("#") && text[2].contains("trigger: cron"))
+        let show = try archive.run(["show", String(b.id.prefix(8))])
+        let shown = try show.records()
+        try #require(shown.map { $0.string("type") } == ["snapshot", "delta", "anomaly"], "\(show.stderr)")
         #expect(shown[2].string("kind") == "deletion" && shown[2].string("severity") == "critical")
         let diff = try archive.run(["diff", b.id, a.id, "--exit-status"])
         #expect(diff.status == 1, "backwards, 4 samples become 10 within the same minutes: duplicates")
         let records = try diff.records()
+        try #require(records.count >= 2)
         #expect(records[0]["ephemeral"] == .bool(true) && records[1].string("kind") == "duplication")
         #expect(try archive.sql("SELECT count(*) FROM deltas") == "1", "diff stores nothing")
         let unknown = try archive.run(["show", "ffff"])
         #expect(unknown.status == 2 && unknown.stderr.contains("no snapshot 'ffff'"))
+    }
+
+    @Test("show: an id prefix of digits only is an id prefix; a number that is also another's prefix is an error naming both")
+    func digitReferences() throws {
+        let a = try archive.take(HealthLines.records(heart, 10))
+        let b = try archive.take(HealthLines.records(heart, 4))
+        // Ids are random hexadecimal: give them digit-only beginnings, as about 2% of real ids have.
+        let digitID = "12345678" + b.id.dropFirst(8)
+        let twoID = "0002" + a.id.dropFirst(4)
+        _ = try archive.sql("""
+            UPDATE snapshots SET id = '\(digitID)' WHERE id = '\(b.id)';
+            UPDATE snapshots SET previous_snapshot_id = '\(digitID)' WHERE previous_snapshot_id = '\(b.id)';
+            UPDATE deltas SET to_snapshot_id = '\(digitID)' WHERE to_snapshot_id = '\(b.id)';
+            UPDATE anomalies SET snapshot_id = '\(digitID)' WHERE snapshot_id = '\(b.id)';
+            UPDATE snapshots SET id = '\(twoID)' WHERE id = '\(a.id)';
+            UPDATE snapshots SET previous_snapshot_id = '\(twoID)' WHERE previous_snapshot_id = '\(a.id)';
+            UPDATE deltas SET from_snapshot_id = '\(twoID)' WHERE from_snapshot_id = '\(a.id)';
+            UPDATE anomalies SET previous_snapshot_id = '\(twoID)' WHERE previous_snapshot_id = '\(a.id)';
+            """)
+        // What `list --format text` prints for b is its first 8 characters: all digits, no snapshot has that number.
+        let listed = try archive.run(["list", "--format", "text"]).stdout
+        #expect(listed.contains("12345678"))
+        let shown = try archive.run(["show", "12345678"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let first = try #require(try shown.records().first)
+        #expect(first.string("id") == digitID && first.int("seq") == 2)
+        // Short digits are a number only.
+        #expect(try #require(try archive.run(["show", "2"]).records().first).string("id") == digitID)
+        // "0002" is snapshot number 2 (b) and the start of a's id: neither is picked.
+        let ambiguous = try archive.run(["show", "0002"])
+        #expect(ambiguous.status == 2)
+        #expect(ambiguous.stderr.contains("'0002' is both snapshot number 2 (id \(digitID))"), "\(ambiguous.stderr)")
+        #expect(ambiguous.stderr.contains("snapshot 1's id \(twoID)"))
+        #expect(try #require(try archive.run(["show", String(twoID.prefix(9))]).records().first).string("id") == twoID)
+        let missing = try archive.run(["show", "98765432"])
+        #expect(missing.status == 2 && missing.stderr.contains("no snapshot number 98765432"))
     }
 
     @Test("take --exit-status: 1 when an anomaly is found, 0 otherwise")
@@ -170,7 +212,7 @@ struct SnapshotDeltaArchiveTests {
         let files = try (0..<2).map { index in
             try archive.scratch.write("in\(index).ndjson", HealthLines.records(heart, 200 + index).joined(separator: "\n") + "\n")
         }
-        _ = try archive.run(["take"], stdin: HealthLines.records(heart, 1)[0])
+        _ = try archive.run(["take"], stdin: HealthLines.records(heart, 1).joined(separator: "\n"))
         let tools = try files.map { try RunningTool("snapshot-delta", ["--db", archive.db, "take", "--device-id-file", archive.deviceFile, $0]) }
         for tool in tools {
             try tool.input.fileHandleForWriting.close()

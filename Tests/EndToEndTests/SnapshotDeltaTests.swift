@@ -45,7 +45,8 @@ struct SnapshotDeltaReadingTests {
         #expect(taken.type(heart)?.string("earliest") == "2019-05-10T15:30:00.000Z")
         #expect(taken.type(heart)?.string("latest") == "2019-11-10T16:30:00.000Z")
         let summary = try archive.run(["samples", "--type", "HKActivitySummaryTypeIdentifier"]).records()
-        #expect(summary.count == 1 && summary[0]["value"] == .number("590.252") && summary[0].string("start") == "2019-05-11T00:00:00.000Z")
+        let activity = try #require(summary.first)
+        #expect(summary.count == 1 && activity["value"] == .number("590.252") && activity.string("start") == "2019-05-11T00:00:00.000Z")
         let workout = try archive.run(["samples", "--type", "HKWorkoutTypeIdentifier"]).records()
         #expect(workout.first?.string("value") == "HKWorkoutActivityTypeRunning")
     }
@@ -194,7 +195,7 @@ struct SnapshotDeltaReadingTests {
         #expect(taken.snapshot.string("type_set_hash") == (try sha256sum("HKQuantityTypeIdentifierBodyMass\n\(heart)")))
         #expect(try archive.sql("SELECT count(*) FROM samples") == "2")
         let empty = try archive.scratch.write("empty", "# nothing\n")
-        let refused = try archive.run(["take", "--registry", empty], stdin: HealthLines.records(heart, 1)[0])
+        let refused = try archive.run(["take", "--registry", empty], stdin: HealthLines.records(heart, 1).joined(separator: "\n"))
         #expect(refused.status == 2 && refused.stderr.contains("names no type"))
     }
 

@@ -36,7 +36,10 @@ struct StoreSamplesTests {
         try run("store-samples", ["--db", db, "--now", testNow] + arguments)
     }
 
-    @Test("ingest stores samples and passes each on unchanged; bad lines are reported and skipped")
+    /// A sample line as store-samples passes it on: with the monitor's id in its views added last.
+    func passedOn(_ line: String, id: Int) -> String { String(line.dropLast()) + #","monitor_id":\#(id)}"# }
+
+    @Test("ingest stores samples and passes every record on, samples with their monitor_id added; bad lines are reported and not stored")
     func ingest() throws {
         let lines = [
             sample("api", minute: 1),
@@ -48,12 +51,12 @@ struct StoreSamplesTests {
         ]
         let result = try store(lines.joined(separator: "\n") + "\n")
         #expect(result.status == 2)
-        #expect(result.lines == [lines[0], lines[3], lines[5]], "valid records pass through byte for byte")
+        #expect(result.lines == [passedOn(lines[0], id: 1), lines[2], passedOn(lines[3], id: 2), lines[4], passedOn(lines[5], id: 1)],
+                "every JSON object passes through byte for byte, in order: other records and bad samples too; stored samples with monitor_id")
         let errors = result.stderr.split(separator: "\n").map(String.init)
-        #expect(errors.count == 3)
-        #expect(errors[0].hasPrefix("store-samples: <stdin>:2: not valid JSON"))
-        #expect(errors[1] == "store-samples: <stdin>:3: a 'target' record is not a sample; only samples are stored")
-        #expect(errors[2] == "store-samples: <stdin>:5: sample has no 'at'")
+        try #require(errors.count == 2, "a record of another type is no error")
+        #expect(errors[0] == "store-samples: <stdin>:2: not valid JSON: expected a JSON object at column 1")
+        #expect(errors[1] == "store-samples: <stdin>:5: sample has no 'at'")
         #expect(try sqlite(db, "SELECT count(*) FROM samples") == "3")
         #expect(try sqlite(db, "SELECT monitor FROM monitors ORDER BY id") == "api\nweb")
         #expect(try sqlite(db, "PRAGMA journal_mode") == "wal")
@@ -68,11 +71,11 @@ struct StoreSamplesTests {
         let line = sample("api", minute: 1)
         try tool.input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
         // Reading the record back while stdin stays open is the proof: it was committed on idle.
-        #expect(tool.readLine() == line)
+        #expect(tool.readLine() == passedOn(line, id: 1))
         #expect(try sqlite(db, "SELECT count(*) FROM samples") == "1")
         let second = sample("api", minute: 2)
         try tool.input.fileHandleForWriting.write(contentsOf: Data((second + "\n").utf8))
-        #expect(tool.readLine() == second)
+        #expect(tool.readLine() == passedOn(second, id: 1))
         let (status, rest, stderr) = tool.stop(SIGINT)
         #expect(status == 130)
         #expect(rest.isEmpty && stderr.isEmpty)
@@ -150,6 +153,7 @@ struct StoreSamplesTests {
         #expect(overview.monitors.first { $0.name == "WEB" }?.status == .down, "error is down to the client")
         let monitors = try decode([OTMonitor].self, try query(["monitors"]).stdout)
         #expect(monitors.map(\.name) == ["API", "WEB", "PING1"])
+        try #require(monitors.count == 3)
         let api = monitors[0]
         #expect(api.id == 1 && api.agentId == "office" && api.type == .https && api.checkInterval == 30)
         #expect(api.latestStatus?.status == .degraded && api.latestStatus?.responseTimeMs == 250)
@@ -158,9 +162,23 @@ struct StoreSamplesTests {
         let byInteger = try decode(OTMonitor.self, try query(["monitor", "2"]).stdout)
         let byName = try decode(OTMonitor.self, try query(["monitor", "web"]).stdout)
         #expect(byInteger.id == 2 && byName.id == 2)
-        _ = try decode([OTStatusHistoryPoint].self, try query(["history", "api"]).stdout)
-        _ = try decode(OTResultsPage.self, try query(["results", "api"]).stdout)
+        // api: up in 10 ms at 10:00 and degraded in 250 ms at 10:01: one 15-minute bucket, worst-of status
+        // degraded, both count as up (100.0), average (10 + 250) / 2 = 130 ms.
+        let history = try decode([OTStatusHistoryPoint].self, try query(["history", "api"]).stdout)
+        let bucket = try #require(history.first)
+        #expect(history.count == 1)
+        #expect(bucket.timestamp == "2026-01-27T10:00:00Z" && bucket.status == .degraded)
+        #expect(bucket.uptimePercent == 100.0 && bucket.responseTimeAvgMs == 130)
+        // Its two checks, newest first; the first one carried the certificate's 41 days.
+        let results = try decode(OTResultsPage.self, try query(["results", "api"]).stdout)
+        #expect(results.total == 2 && results.page == 1 && results.totalPages == 1)
+        try #require(results.items.count == 2)
+        #expect(results.items[0].checkedAt == "2026-01-27T10:01:00Z" && results.items[0].status == .degraded)
+        #expect(results.items[0].responseTimeMs == 250 && results.items[0].details == "degraded at 1")
+        #expect(results.items[1].checkedAt == "2026-01-27T10:00:00Z" && results.items[1].status == .up)
+        #expect(results.items[1].responseTimeMs == 10 && results.items[1].sslExpiryDays == 41)
         let agents = try decode([OTAgent].self, try query(["agents"]).stdout)
+        try #require(agents.count == 1)
         #expect(agents.map(\.id) == ["office"] && agents[0].status == .approved && agents[0].monitorCount == 1)
         let rejected = try query(["agents", "reject", "office"])
         #expect(rejected.status == 0)
@@ -185,7 +203,7 @@ struct StoreSamplesTests {
         #expect(try store(input).status == 0)
         let result = try query(["history", "api", "--hours", "3", "--ndjson"])
         let buckets = try result.records()
-        #expect(buckets.count == 3)
+        try #require(buckets.count == 3)
         #expect(buckets[0].string("timestamp") == "2026-01-27T10:00:00Z")
         #expect(buckets[0].string("status") == "down")
         #expect(buckets[0].double("uptime_percent") == 75)
@@ -255,6 +273,7 @@ struct StoreSamplesTests {
         // --since 100m from 12:00 is 10:20.
         #expect(try query(["export", "--since", "100m"]).lines == [lines[2]])
         let csv = try query(["export", "--format", "csv", "--monitor", "a"]).lines
+        try #require(csv.count >= 2)
         #expect(csv[0] == "monitor,name,at,status,reason,code,latency_ms,message,tls_expiry_days,speed_mbps")
         #expect(csv[1] == #"a,A,2026-01-27T10:01:00.000Z,up,,,10.0,"x, ""y""",,"#)
         #expect(try query(["export", "--page", "2"]).status == 64, "options of other subcommands are refused")
@@ -340,6 +359,7 @@ struct StoreSamplesTests {
             """, environment: ["BASE": server.url, "DB": db])
         let lines = result.lines
         #expect(lines.first?.trimmingCharacters(in: .whitespaces) == "2")
+        try #require(lines.count >= 2, "\(result.stderr)")
         let overview = try decode(OTStatusOverview.self, lines[1])
         #expect(overview.monitorsUp == 1 && overview.monitorsDown == 1)
     }

@@ -117,7 +117,10 @@ struct NotifyCoreTests {
         let object = try #require(try JSONParser.parse(payload).objectValue)
         #expect(object["monitor_id"] == .number("7"))
         #expect(APNsChannel.collapseID(String(repeating: "k", count: 100)).utf8.count == 64)
-        #expect(APNsChannel.uuid("a") == APNsChannel.uuid("a"))
+        // SHA-256("a") = ca978112 ca1b bdca fac2 31b39a23dc4d...: the first 32 hex digits, with the version
+        // nibble (13th) set to 4 and the variant nibble (17th) to 8: a stable apns-id per notification.
+        #expect(APNsChannel.uuid("a") == "CA978112-CA1B-4DCA-8AC2-31B39A23DC4D")
+        #expect(APNsChannel.uuid("b") != APNsChannel.uuid("a"))
         #expect(APNsChannel.uuid("a").split(separator: "-").map(\.count) == [8, 4, 4, 4, 12])
     }
 

@@ -1,6 +1,7 @@
 import HTTPTransport
 import Foundation
 import Testing
+import ProbeKit
 @testable import ProbeHTTPCore
 import VitalsKit
 
@@ -112,7 +113,7 @@ struct TargetParsingTests {
     @Test("bad fields are errors that say what is expected", arguments: [
         (#"{"url":"https://a","timeout_seconds":0}"#, "field 'timeout_seconds' must be a number from 0.001 to 86400, not 0"),
         (#"{"url":"https://a","expected_status":"abc"}"#, #"field 'expected_status' must look like 200, "200-299", "2xx" or "200,204", not 'abc'"#),
-        (#"{"url":"https://a","expected_body_hash":"abc"}"#, "field 'expected_body_hash' must be a SHA-256 in 64 hex digits"),
+        (#"{"url":"https://a","expected_body_hash":"abc"}"#, "field 'expected_body_hash' must be a SHA-256 in 64 hex digits or an MD5 in 32"),
         (#"{"url":"https://a","http_ok_threshold_ms":300,"http_degraded_threshold_ms":100}"#, "http_degraded_threshold_ms (100) is below http_ok_threshold_ms (300)"),
         (#"{"url":"https://a","headers":{"Bad Name":"x"}}"#, "header name 'Bad Name' is not a valid HTTP header name"),
         (#"{"url":"https://a","headers":{"X":"a\r\nInjected: 1"}}"#, "header 'X' has a line break in its value"),
@@ -150,67 +151,5 @@ struct TargetParsingTests {
         defaults.intervalOverrideMs = 500
         let t = try target(#"{"url":"https://a.example","check_interval":60}"#, defaults: defaults)
         #expect(t.timeoutMs == 1234 && t.okThresholdMs == 10 && t.ip == .both && t.checkIntervalMs == 500)
-    }
-}
-
-@Suite("monitor ids")
-struct TargetIDTests {
-    @Test("derived ids are readable slugs without secrets", arguments: [
-        ("https://example.com/", "example.com"),
-        ("https://Example.com:8443/a/b?x=1", "example.com-8443-a-b-x-1"),
-        ("http://example.com/health", "http-example.com-health"),
-        ("https://user:pw@example.com/?token=abc", "example.com-token"),
-    ])
-    func derived(url: String, id: String) {
-        #expect(TargetIDs.derive(from: url) == id)
-    }
-
-    @Test("long derived ids end in a hash so they stay unique")
-    func long() {
-        let a = TargetIDs.derive(from: "https://example.com/" + String(repeating: "x", count: 200) + "a")
-        let b = TargetIDs.derive(from: "https://example.com/" + String(repeating: "x", count: 200) + "b")
-        #expect(a.count == 80 && b.count == 80 && a != b)
-    }
-
-    @Test("ids are trimmed; duplicates get -2, -3 and name the first")
-    func duplicates() {
-        #expect(TargetIDs.normalize("  a b ") == "a b")
-        #expect(TargetIDs.normalize("   ") == nil)
-        var ids = TargetIDs()
-        #expect(ids.register("x", source: "f", line: 1).id == "x")
-        let second = ids.register("x", source: "f", line: 4)
-        #expect(second.id == "x-2" && second.firstSeen?.line == 1)
-        #expect(ids.register("x-3", source: "f", line: 5).id == "x-3")
-        #expect(ids.register("x", source: "f", line: 6).id == "x-4", "a suffix already taken is skipped")
-    }
-}
-
-@Suite("isitup name matching")
-struct NameMatcherTests {
-    let targets: [(name: String, host: String)] = [
-        ("Spidey's Arcade", "arcade.example.com"),
-        ("Portfolio", "me.example.com"),
-        ("Port", "port.example.net"),
-        ("IoTHINC VITC", "vitc.example.org"),
-    ]
-
-    @Test("normalization: lowercase, trimmed, non-alphanumerics to one space")
-    func normalize() {
-        #expect(NameMatcher.normalize("  Spidey's  Arcade! ") == "spidey s arcade")
-        #expect(NameMatcher.normalize("me.example.com") == "me example com")
-    }
-
-    @Test("order: exact name, exact host, partial name, partial host", arguments: [
-        ("port", 2), ("PORTFOLIO", 1), ("me.example.com", 1), ("spidey", 0), ("vitc", 3), ("example org", 3), ("arcade example", 0),
-    ])
-    func order(query: String, index: Int) {
-        #expect(NameMatcher.bestMatch(query, in: targets) == index)
-    }
-
-    @Test("no match, and the closest names for the message")
-    func none() {
-        #expect(NameMatcher.bestMatch("zzz", in: targets) == nil)
-        #expect(NameMatcher.bestMatch("  ", in: targets) == nil)
-        #expect(NameMatcher.closestNames("portfolo", among: targets.map(\.name)).first == "Portfolio")
     }
 }

@@ -1,5 +1,6 @@
 import HTTPTransport
 import Testing
+@testable import ProbeKit
 @testable import ProbeHTTPCore
 import VitalsKit
 
@@ -25,8 +26,8 @@ func response(code: Int = 200, ttfb: Double = 20, body: String = "", failure: Tr
 let now: Int64 = 1_800_000_000
 let day: Int64 = 86_400
 
-func decide(_ target: Target, _ result: HTTPResult, simulated: Double = 0) -> Verdict {
-    VerdictRules.decide(target: target, result: result, method: "GET", fallbackNote: nil, inspection: nil, nowSeconds: now, simulatedMs: simulated)
+func decide(_ target: Target, _ result: HTTPResult, simulated: Double = 0) -> ProbeVerdict {
+    HTTPVerdictRules.decide(target: target, result: result, method: "GET", fallbackNote: nil, inspection: nil, nowSeconds: now, simulatedMs: simulated)
 }
 
 @Suite("status mapping")
@@ -80,7 +81,7 @@ struct VerdictTests {
 
     @Test("a handshake refused for an expired certificate is down/cert_expiry, not error")
     func expiredHandshake() {
-        let verdict = decide(https, response(code: 0, failure: .tls, curlCode: 60, verify: VerdictRules.certificateExpiredCode,
+        let verdict = decide(https, response(code: 0, failure: .tls, curlCode: 60, verify: CertificateExpiry.expiredVerifyCode,
                                              expiries: [now - day - 5]))
         #expect(verdict.status == .down && verdict.reason == .certExpiry)
         let untrusted = decide(https, response(code: 0, failure: .tls, curlCode: 60, verify: 18, expiries: [now + 90 * day]))
@@ -112,11 +113,11 @@ struct VerdictTests {
 
     @Test("speed: Online Now's formula, capped at 1000, with a confidence")
     func speed() {
-        let (mbps, confidence) = VerdictRules.speed(bytes: 512_000, seconds: 0.5)
+        let (mbps, confidence) = HTTPVerdictRules.speed(bytes: 512_000, seconds: 0.5)
         #expect(mbps == 8.192 && confidence == "medium")
-        #expect(VerdictRules.speed(bytes: 2_000_000, seconds: 1).1 == "high")
-        #expect(VerdictRules.speed(bytes: 100_000, seconds: 1).1 == "low")
-        #expect(VerdictRules.speed(bytes: 512_000_000, seconds: 1) == (1000, "low"))
-        #expect(VerdictRules.speed(bytes: 0, seconds: 1).0 == nil)
+        #expect(HTTPVerdictRules.speed(bytes: 2_000_000, seconds: 1).1 == "high")
+        #expect(HTTPVerdictRules.speed(bytes: 100_000, seconds: 1).1 == "low")
+        #expect(HTTPVerdictRules.speed(bytes: 512_000_000, seconds: 1) == (1000, "low"))
+        #expect(HTTPVerdictRules.speed(bytes: 0, seconds: 1).0 == nil)
     }
 }

@@ -1,4 +1,4 @@
-import ProbeHTTPCore
+import ProbeKit
 import Testing
 import VitalsKit
 @testable import ProbePingCore

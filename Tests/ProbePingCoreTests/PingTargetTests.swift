@@ -1,5 +1,5 @@
 import Foundation
-import ProbeHTTPCore
+import ProbeKit
 import Testing
 import VitalsKit
 @testable import ProbePingCore

@@ -106,25 +106,26 @@ struct DeltaTests {
     }
 
     @Test("the time-zone guard: yearly deltas 0 and a note when the time zone changed")
-    func timezoneGuard() {
+    func timezoneGuard() throws {
         let a = snapshot("a", [type("A", 2, 1, 2, yearly: [YearlyCount(year: 2019, count: 2, isApproximate: false)])], timezone: "America/Los_Angeles")
         let b = snapshot("b", [type("A", 2, 1, 2, yearly: [YearlyCount(year: 2019, count: 1, isApproximate: false),
                                                            YearlyCount(year: 2020, count: 1, isApproximate: false)])], timezone: "UTC")
         let delta = DeltaBuilder.delta(id: "d", from: a, to: b, at: 0)
-        #expect(delta.types[0].yearly.map(\.delta) == [0, 0])
-        #expect(delta.types[0].yearly.map(\.before) == [2, 0] && delta.types[0].yearly.map(\.after) == [1, 1])
-        #expect(delta.types[0].yearlyCountNote?.contains("America/Los_Angeles") == true)
+        let zoned = try #require(delta.types.first)
+        #expect(zoned.yearly.map(\.delta) == [0, 0])
+        #expect(zoned.yearly.map(\.before) == [2, 0] && zoned.yearly.map(\.after) == [1, 1])
+        #expect(zoned.yearlyCountNote?.contains("America/Los_Angeles") == true)
     }
 
     @Test("merge: B-only types dropped, disappeared-then-appeared compared A to C, B's impairment kept")
-    func merge() {
+    func merge() throws {
         let a = snapshot("a", [type("Gone", 5, 1, 2), type("Back", 3, 1, 2), type("Flaky", 10, 1, 2)])
         let b = snapshot("b", [type("OnlyB", 2, 1, 2), type("Flaky", -1, nil, nil, .failed)])
         let c = snapshot("c", [type("Back", 4, 1, 5), type("Flaky", 6, 1, 2)])
         let first = DeltaBuilder.delta(id: "ab", from: a, to: b, at: 0)
         let second = DeltaBuilder.delta(id: "bc", from: b, to: c, at: 0)
         let merged = DeltaBuilder.merge(first, second, id: "ac", from: a, to: c, at: 0)
-        #expect(merged.types.map(\.typeIdentifier) == ["Back", "Flaky", "Gone"])
+        try #require(merged.types.map(\.typeIdentifier) == ["Back", "Flaky", "Gone"])
         #expect(merged.mergedFrom == ["ab", "bc"])
         let back = merged.types[0]
         #expect(back.transition == .increased && back.countDelta == 1 && back.reason == .normal)
@@ -176,14 +177,15 @@ struct AnomalyTests {
     }
 
     @Test("sync anomaly: at least 4 types changing by more than 10%, critical, one record")
-    func sync() {
+    func sync() throws {
         let names = ["A", "B", "C", "D", "E"]
         let base = snapshot("a", names.map { type($0, 100, 0, day) })
         let three = detect(base, snapshot("b", names.enumerated().map { type($1, $0 < 3 ? 120 : 100, 0, day + Int64($0) + 1) }))
         #expect(!three.anomalies.contains { $0.kind == .syncAnomaly })
         let four = detect(base, snapshot("b", names.enumerated().map { type($1, $0 < 4 ? 120 : 105, 0, day + 10 * day) }))
         let sync = four.anomalies.filter { $0.kind == .syncAnomaly }
-        #expect(sync.count == 1 && sync[0].severity == .critical && sync[0].types == ["A", "B", "C", "D"] && sync[0].typeIdentifier == nil)
+        try #require(sync.count == 1)
+        #expect(sync[0].severity == .critical && sync[0].types == ["A", "B", "C", "D"] && sync[0].typeIdentifier == nil)
     }
 
     @Test("gates: the quality gate, the -1 guard, the registry gate")

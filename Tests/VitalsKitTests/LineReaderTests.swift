@@ -4,15 +4,7 @@ import Testing
 
 /// Feeds `bytes` through a pipe into a LineReader and collects what it yields.
 func readAll(_ bytes: [UInt8], maxLine: Int = LineReader.defaultMaxLineBytes, chunk: Int = 256 * 1024) -> [String] {
-    var fds: [Int32] = [0, 0]
-    pipe(&fds)
-    let writeEnd = fds[1]
-    let writer = Thread {
-        bytes.withUnsafeBytes { _ = Streams.writeAll(writeEnd, $0) }
-        close(writeEnd)
-    }
-    writer.start()
-    let reader = LineReader(fd: fds[0], source: "test", ownsDescriptor: true, maxLineBytes: maxLine, chunkSize: chunk)
+    let reader = pipeReader(bytes, maxLine: maxLine, chunk: chunk)
     var out: [String] = []
     while let event = reader.next() {
         switch event {
@@ -21,6 +13,19 @@ func readAll(_ bytes: [UInt8], maxLine: Int = LineReader.defaultMaxLineBytes, ch
         }
     }
     return out
+}
+
+/// A reader over `bytes` written into a pipe by another thread (so reads come in pieces).
+func pipeReader(_ bytes: [UInt8], maxLine: Int = LineReader.defaultMaxLineBytes, chunk: Int = 256 * 1024) -> LineReader {
+    var fds: [Int32] = [0, 0]
+    pipe(&fds)
+    let writeEnd = fds[1]
+    let writer = Thread {
+        bytes.withUnsafeBytes { _ = Streams.writeAll(writeEnd, $0) }
+        close(writeEnd)
+    }
+    writer.start()
+    return LineReader(fd: fds[0], source: "test", ownsDescriptor: true, maxLineBytes: maxLine, chunkSize: chunk)
 }
 
 @Suite("NDJSON line reader")
@@ -58,7 +63,7 @@ struct LineReaderTests {
         #expect(readAll(Array("\(exact)\n".utf8), maxLine: 1000, chunk: 128) == ["1:\(exact)"])
     }
 
-    @Test("memory stays bounded: a million short lines through a small buffer")
+    @Test("100,000 short lines through a 4 KB chunk: every one, in order (its memory is measured end to end in ConventionTests)")
     func many() {
         var bytes: [UInt8] = []
         for index in 0..<100_000 { bytes.append(contentsOf: "\(index)\n".utf8) }
@@ -136,5 +141,46 @@ struct LineReaderWillReadTests {
         }
         #expect(lines == ["a", "b", "c"])
         #expect(idleCalls == 1)
+    }
+}
+
+@Suite("NDJSON line reader: peeking and raw chunks")
+struct LineReaderPeekTests {
+    @Test("the first significant byte is seen past a byte order mark and blank lines, and nothing is consumed")
+    func peek() {
+        let reader = pipeReader([0xEF, 0xBB, 0xBF] + Array("\n \r\n\t{\"a\":1}\nx".utf8))
+        #expect(reader.peekFirstSignificantByte() == UInt8(ascii: "{"))
+        #expect(reader.peekFirstSignificantByte() == UInt8(ascii: "{"), "peeking twice sees the same byte")
+        var lines: [String] = []
+        while case .line(let line)? = reader.next() { lines.append("\(reader.lineNumber):" + String(decoding: line, as: UTF8.self)) }
+        #expect(lines == ["1:", "2: ", "3:\t{\"a\":1}", "4:x"])
+    }
+
+    @Test("an input of blanks only, or nothing, has no significant byte")
+    func blank() {
+        #expect(pipeReader(Array(" \n\n\t".utf8)).peekFirstSignificantByte() == nil)
+        #expect(pipeReader([]).peekFirstSignificantByte() == nil)
+        #expect(pipeReader([0xEF, 0xBB, 0xBF]).peekFirstSignificantByte() == nil)
+    }
+
+    @Test("blanks longer than a chunk are looked past")
+    func longBlanks() {
+        let reader = pipeReader(Array(String(repeating: " ", count: 10_000).utf8) + Array("<x/>".utf8), chunk: 64)
+        #expect(reader.peekFirstSignificantByte() == UInt8(ascii: "<"))
+    }
+
+    @Test("after a peek, the raw chunks are every byte as written, byte order mark included")
+    func chunks() {
+        let bytes = [0xEF, 0xBB, 0xBF] + (0..<300_000).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        let reader = pipeReader(bytes, chunk: 4096)
+        #expect(reader.peekFirstSignificantByte() != nil)
+        var seen: [UInt8] = []
+        var count = 0
+        while let chunk = reader.nextChunk() {
+            seen.append(contentsOf: chunk)
+            count += 1
+        }
+        #expect(seen == bytes)
+        #expect(count > 1 && reader.readError == nil && !reader.interrupted)
     }
 }

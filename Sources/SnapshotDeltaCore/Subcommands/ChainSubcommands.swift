@@ -8,7 +8,7 @@ extension Run {
         let archive = try Archive(path: path, create: false)
         let snapshots = try archive.snapshots(types: true)
         if format == "text" {
-            try writer.write(TextFormat.list(snapshots, anomalies: try snapshots.map { try anomalyCount(archive, into: $0) }))
+            try writer.write(SnapshotText.list(snapshots, anomalies: try snapshots.map { try anomalyCount(archive, into: $0) }))
         } else {
             for snapshot in snapshots { try write(Records.snapshot(snapshot, types: false)) }
         }
@@ -27,7 +27,7 @@ extension Run {
         let delta = try archive.storedDelta(to: snapshot.id)?.delta
         let anomalies = try delta.map { try archive.anomalies(deltaID: $0.id) } ?? []
         if format == "text" {
-            try writer.write(TextFormat.show(snapshot, delta: delta, anomalies: anomalies))
+            try writer.write(SnapshotText.show(snapshot, delta: delta, anomalies: anomalies))
             return .success
         }
         try write(Records.snapshot(snapshot, types: true))
@@ -46,7 +46,7 @@ extension Run {
         let detection = AnomalyDetector.detect(previous: a, current: b, delta: delta, rules: rules, at: time,
                                                newID: { UUID().uuidString.lowercased() })
         if format == "text" {
-            try writer.write(TextFormat.delta(delta, anomalies: detection.anomalies))
+            try writer.write(SnapshotText.delta(delta, anomalies: detection.anomalies))
         } else {
             try write(Records.delta(delta, ephemeral: true))
             for anomaly in detection.anomalies { try write(Records.anomaly(anomaly)) }

@@ -67,9 +67,9 @@ public final class LineReader {
         if ownsDescriptor { close(fd) }
     }
 
-    /// Opens `path` for reading; `-` means `stdin`.
-    public static func open(_ path: String, stdin: Int32 = 0) throws(ToolError) -> LineReader {
-        if path == "-" { return LineReader(fd: stdin, source: "<stdin>") }
+    /// Opens `path` for reading; `-` means `stdin`. `chunkSize` is how much each `read(2)` asks for.
+    public static func open(_ path: String, stdin: Int32 = 0, chunkSize: Int = 256 * 1024) throws(ToolError) -> LineReader {
+        if path == "-" { return LineReader(fd: stdin, source: "<stdin>", chunkSize: chunkSize) }
         let fd = openReadOnly(path)
         if fd < 0 {
             throw ToolError("cannot open \(path): \(String(cString: strerror(errno)))")
@@ -79,7 +79,7 @@ public final class LineReader {
             close(fd)
             throw ToolError("cannot read \(path): it is a directory")
         }
-        return LineReader(fd: fd, source: path, ownsDescriptor: true)
+        return LineReader(fd: fd, source: path, ownsDescriptor: true, chunkSize: chunkSize)
     }
 
     /// The next line, a too-long line, or nil at the end of input (or on interrupt or error).
@@ -122,12 +122,7 @@ public final class LineReader {
                 start = 0
                 end = 0
             }
-            if start > 0 {
-                let pending = end - start
-                if pending > 0 { memmove(buffer, buffer + start, pending) }
-                start = 0
-                end = pending
-            }
+            compact()
             if capacity - end < chunkSize / 2 {
                 let newCapacity = min(max(capacity * 2, end + chunkSize), maxLineBytes + 2 * chunkSize)
                 if newCapacity > capacity {
@@ -148,21 +143,106 @@ public final class LineReader {
                     return nil
                 }
             }
-            let count = read(fd, buffer + end, capacity - end)
-            if count > 0 {
-                end += count
-            } else if count == 0 {
-                atEOF = true
-            } else if errno == EINTR {
-                if Signals.stopRequested {
-                    interrupted = true
-                    return nil
+            if !readOnce() { return nil }
+        }
+    }
+
+    /// The first byte that is not blank (space, tab, CR, LF), after a UTF-8 byte order mark,
+    /// without consuming anything: what kind of input this is (`<` XML, `{` NDJSON) before
+    /// choosing how to read it. Nil for an input of blanks only, on a read error or on interrupt.
+    public func peekFirstSignificantByte() -> UInt8? {
+        while true {
+            var index = start
+            let buffered = end - start
+            if atStreamStart, buffered > 0, buffer[start] == 0xEF {
+                // A byte order mark, or the start of one still to be read.
+                if buffered >= 3, buffer[start + 1] == 0xBB, buffer[start + 2] == 0xBF {
+                    index += 3
+                } else if buffered < 3, !atEOF {
+                    if !readMore() { return nil }
+                    continue
                 }
-            } else {
-                readError = String(cString: strerror(errno))
-                atEOF = true
+            }
+            while index < end, buffer[index] == 0x20 || buffer[index] == 0x0A || buffer[index] == 0x0D || buffer[index] == 0x09 {
+                index += 1
+            }
+            if index < end { return buffer[index] }
+            if atEOF || !readMore() { return nil }
+        }
+    }
+
+    /// The input's next bytes as they come, with no line splitting (valid until the next call):
+    /// first what is buffered (after `peekFirstSignificantByte`), then one `read(2)` at a time.
+    /// Nil at the end, on a read error (`readError`) or on interrupt (`interrupted`). For a
+    /// consumer with its own parser (a libxml2 push parser); do not mix with `next()`.
+    public func nextChunk() -> UnsafeBufferPointer<UInt8>? {
+        if start < end {
+            let chunk = UnsafeBufferPointer(start: buffer + start, count: end - start)
+            start = end
+            return chunk
+        }
+        start = 0
+        end = 0
+        while !atEOF {
+            if Signals.stopRequested {
+                interrupted = true
+                return nil
+            }
+            if !readOnce() { return nil }
+            if end > 0 {
+                start = end
+                return UnsafeBufferPointer(start: buffer, count: end)
             }
         }
+        return nil
+    }
+
+    /// Reads once more after what is buffered, keeping it (moved to the front, the buffer
+    /// doubled when less than half a chunk is free). False at the end, on error or on interrupt.
+    private func readMore() -> Bool {
+        compact()
+        if capacity - end < chunkSize / 2 {
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity * 2)
+            grown.update(from: buffer, count: end)
+            buffer.deallocate()
+            buffer = grown
+            capacity *= 2
+        }
+        let before = end
+        while true {
+            if !readOnce() { return false }
+            if end > before { return true }
+            if atEOF { return false }
+        }
+    }
+
+    /// Moves what is buffered to the front of the buffer.
+    private func compact() {
+        guard start > 0 else { return }
+        let pending = end - start
+        if pending > 0 { memmove(buffer, buffer + start, pending) }
+        start = 0
+        end = pending
+    }
+
+    /// One `read(2)` into the free part of the buffer. False only when a stop signal
+    /// interrupted it (`interrupted` is set); the end and errors set `atEOF`.
+    private func readOnce() -> Bool {
+        let count = read(fd, buffer + end, capacity - end)
+        if count > 0 {
+            end += count
+        } else if count == 0 {
+            atEOF = true
+        } else if errno == EINTR {
+            if Signals.stopRequested {
+                interrupted = true
+                return false
+            }
+        } else {
+            readError = String(cString: strerror(errno))
+            atEOF = true
+        }
+        return true
     }
 
     private func emit(from lineStart: Int, to lineEnd: Int) -> Event {

@@ -49,65 +49,88 @@ public enum Timestamp {
     }
 
     /// Parses timestamp bytes; see `parse(_:)`.
+    ///
+    /// A struct cursor rather than nested functions capturing a local index: those cost
+    /// dynamic exclusivity checks, and every sample reader parses its `at` here.
     public static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
-        var cursor = 0
-        func digits(_ count: Int) -> Int? {
-            guard cursor + count <= bytes.count else { return nil }
-            var value = 0
-            for offset in 0..<count {
-                let byte = bytes[cursor + offset]
-                guard byte >= 0x30, byte <= 0x39 else { return nil }
-                value = value * 10 + Int(byte - 0x30)
-            }
-            cursor += count
-            return value
-        }
-        func expect(_ byte: UInt8) -> Bool {
-            guard cursor < bytes.count, bytes[cursor] == byte else { return false }
-            cursor += 1
-            return true
-        }
-        guard let year = digits(4), expect(UInt8(ascii: "-")), let month = digits(2), expect(UInt8(ascii: "-")),
-              let day = digits(2) else { return nil }
-        guard cursor < bytes.count else { return nil }
-        let separator = bytes[cursor]
-        guard separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == 0x20 else { return nil }
-        cursor += 1
-        guard let hour = digits(2), expect(UInt8(ascii: ":")), let minute = digits(2), expect(UInt8(ascii: ":")),
-              let second = digits(2) else { return nil }
+        if let canonical = parseCanonical(bytes) { return canonical }
+        var cursor = TimestampCursor(bytes: bytes)
+        guard let year = cursor.digits(4), cursor.expect(UInt8(ascii: "-")), let month = cursor.digits(2),
+              cursor.expect(UInt8(ascii: "-")), let day = cursor.digits(2) else { return nil }
+        guard let separator = cursor.peek(),
+              separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == 0x20 else { return nil }
+        cursor.index += 1
+        guard let hour = cursor.digits(2), cursor.expect(UInt8(ascii: ":")), let minute = cursor.digits(2),
+              cursor.expect(UInt8(ascii: ":")), let second = cursor.digits(2) else { return nil }
         guard (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month),
               hour < 24, minute < 60, second < 61 else { return nil }
         var milliseconds = 0
-        if cursor < bytes.count, bytes[cursor] == UInt8(ascii: ".") || bytes[cursor] == UInt8(ascii: ",") {
-            cursor += 1
+        if let mark = cursor.peek(), mark == UInt8(ascii: ".") || mark == UInt8(ascii: ",") {
+            cursor.index += 1
             var places = 0
-            while cursor < bytes.count, bytes[cursor] >= 0x30, bytes[cursor] <= 0x39 {
-                if places < 3 { milliseconds = milliseconds * 10 + Int(bytes[cursor] - 0x30) }
+            while let byte = cursor.peek(), byte >= 0x30, byte <= 0x39 {
+                if places < 3 { milliseconds = milliseconds * 10 + Int(byte - 0x30) }
                 places += 1
-                cursor += 1
+                cursor.index += 1
             }
             guard places > 0 else { return nil }
             for _ in places..<max(places, 3) { milliseconds *= 10 }
         }
-        if cursor < bytes.count, bytes[cursor] == 0x20 { cursor += 1 }
-        guard cursor < bytes.count else { return nil }
+        if cursor.peek() == 0x20 { cursor.index += 1 }
+        guard let zone = cursor.peek() else { return nil }
         var offsetMinutes = 0
-        let zone = bytes[cursor]
         if zone == UInt8(ascii: "Z") || zone == UInt8(ascii: "z") {
-            cursor += 1
+            cursor.index += 1
         } else if zone == UInt8(ascii: "+") || zone == UInt8(ascii: "-") {
-            cursor += 1
-            guard let offsetHours = digits(2) else { return nil }
-            _ = expect(UInt8(ascii: ":"))
-            guard let offsetMins = digits(2), offsetHours < 24, offsetMins < 60 else { return nil }
+            cursor.index += 1
+            guard let offsetHours = cursor.digits(2) else { return nil }
+            _ = cursor.expect(UInt8(ascii: ":"))
+            guard let offsetMins = cursor.digits(2), offsetHours < 24, offsetMins < 60 else { return nil }
             offsetMinutes = (offsetHours * 60 + offsetMins) * (zone == UInt8(ascii: "-") ? -1 : 1)
         } else {
             return nil
         }
-        guard cursor == bytes.count else { return nil }
+        guard cursor.index == bytes.count else { return nil }
         let days = Self.days(fromCivil: year, month, day)
         let seconds = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - Int64(offsetMinutes * 60)
         return seconds * 1000 + Int64(milliseconds)
+    }
+
+    /// The form the tools write, `2026-01-27T10:30:00.000Z` (and without the fraction), read
+    /// at fixed positions: the common case of every sample's `at`. Nil for anything else (the
+    /// general parser then decides).
+    @inline(__always)
+    private static func parseCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        let count = bytes.count
+        guard count == 24 || count == 20, bytes[count - 1] == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
+              bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+              bytes[16] == UInt8(ascii: ":"), count == 20 || bytes[19] == UInt8(ascii: ".") else { return nil }
+        let base = bytes.baseAddress!
+        let year100 = twoDigits(base, 0), year1 = twoDigits(base, 2)
+        let month = twoDigits(base, 5), day = twoDigits(base, 8)
+        let hour = twoDigits(base, 11), minute = twoDigits(base, 14), second = twoDigits(base, 17)
+        var milliseconds = 0
+        if count == 24 {
+            let hundreds = Int(base[20]) &- 0x30
+            milliseconds = twoDigits(base, 21)
+            guard UInt(bitPattern: hundreds) <= 9, milliseconds < 100 else { return nil }
+            milliseconds += hundreds * 100
+        }
+        guard year100 < 100, year1 < 100 else { return nil }
+        let year = year100 * 100 + year1
+        guard month >= 1, month <= 12, day >= 1, day <= daysInMonth(year: year, month: month),
+              hour < 24, minute < 60, second < 61 else { return nil }
+        let seconds = Int64(days(fromCivil: year, month, day)) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59))
+        return seconds * 1000 + Int64(milliseconds)
+    }
+
+    /// The two decimal digits at `index` as a number, or 1000 when either is not a digit (so
+    /// every range check after refuses it).
+    @inline(__always)
+    private static func twoDigits(_ base: UnsafePointer<UInt8>, _ index: Int) -> Int {
+        let tens = UInt(base[index]) &- 0x30
+        let ones = UInt(base[index + 1]) &- 0x30
+        return tens > 9 || ones > 9 ? 1000 : Int(tens * 10 + ones)
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date.
@@ -161,5 +184,38 @@ public enum Timestamp {
             rest %= divisor
             divisor /= 10
         }
+    }
+}
+
+/// A position in timestamp bytes, for `Timestamp.parse(bytes:)`.
+private struct TimestampCursor {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    @inline(__always)
+    func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    /// `count` decimal digits as a number, or nil (the cursor then stays where it was).
+    @inline(__always)
+    mutating func digits(_ count: Int) -> Int? {
+        guard index + count <= bytes.count else { return nil }
+        var value = 0
+        for offset in 0..<count {
+            let byte = bytes[index + offset]
+            guard byte >= 0x30, byte <= 0x39 else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        index += count
+        return value
+    }
+
+    /// Steps over `byte` when it is next.
+    @inline(__always)
+    mutating func expect(_ byte: UInt8) -> Bool {
+        guard index < bytes.count, bytes[index] == byte else { return false }
+        index += 1
+        return true
     }
 }

@@ -63,7 +63,7 @@ def main():
         headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
         token = scope["path"].rsplit("/", 1)[-1]
         entry = {"http_version": scope["http_version"], "method": scope["method"], "path": scope["path"],
-                 "token": token, "headers": headers, "size": len(body)}
+                 "token": token, "headers": headers, "size": len(body), "body": body.decode("utf-8", "replace")}
         code, reason = 200, None
         try:
             entry["payload"] = json.loads(body)

@@ -35,9 +35,12 @@ pids="$pids $(head -n 1 "$work/bus-pid")"
 wait_for dbus-daemon test -s "$work/bus-address"
 DBUS_SESSION_BUS_ADDRESS=$(head -n 1 "$work/bus-address")
 export DBUS_SESSION_BUS_ADDRESS
+# With DESKTOP_DMENU set, dunst's context menu (dunstctl context) asks that command which
+# action to invoke: it reads the menu's lines and prints the chosen one.
 cat >"$work/dunstrc" <<CONFIG
 [global]
     monitor = 0
+    dmenu = ${DESKTOP_DMENU:-/usr/bin/dmenu}
 [record]
     appname = vitals
     script = $work/record.sh

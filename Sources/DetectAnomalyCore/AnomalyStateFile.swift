@@ -1,0 +1,261 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import VitalsKit
+
+/// The monitors of one run, in the order first seen, each with its detector state.
+///
+/// Looked up by the monitor id's UTF-8 bytes in an open-addressing table, so a sample's id is
+/// never turned into a String (only a new monitor's is).
+final class MonitorTable<Detector: MonitorDetector> {
+    private(set) var names: [String] = []
+    /// Changed in place for every sample: exempt from dynamic exclusivity checks (one thread).
+    @exclusivity(unchecked) private(set) var detectors: [Detector] = []
+    private var keys: [[UInt8]] = []
+    /// Positions in `names` + 1, 0 for an empty slot; the count is a power of two, at most half full.
+    private var slots = [Int32](repeating: 0, count: 64)
+
+    /// The number of monitors.
+    var count: Int { names.count }
+
+    /// Judges `observation` with the detector of the monitor whose id is `id` (created empty
+    /// when the monitor is new), changing it in place.
+    func judge(_ observation: Observation, of id: UnsafeBufferPointer<UInt8>, settings: DetectorSettings) -> Detector.Report {
+        let position: Int
+        switch find(id) {
+        case .found(let known):
+            position = known
+        case .empty:
+            position = names.count
+            add(String(decoding: id, as: UTF8.self), Detector(settings: settings))
+        }
+        return detectors[position].judge(observation, settings: settings)
+    }
+
+    /// Adds a monitor (from a state file); it must not be present.
+    func add(_ monitor: String, _ detector: Detector) {
+        var name = monitor
+        let key = name.withUTF8 { Array($0) }
+        names.append(monitor)
+        detectors.append(detector)
+        keys.append(key)
+        if names.count * 2 > slots.count { grow() }
+        key.withUnsafeBufferPointer { insert(names.count - 1, hash: Self.hash($0)) }
+    }
+
+    /// Whether `monitor` is present.
+    func contains(_ monitor: String) -> Bool {
+        var name = monitor
+        return name.withUTF8 { if case .found = find($0) { return true } else { return false } }
+    }
+
+    private enum Lookup { case found(Int), empty }
+
+    private func find(_ id: UnsafeBufferPointer<UInt8>) -> Lookup {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: Self.hash(id)) & mask
+        while true {
+            let entry = Int(slots[slot])
+            if entry == 0 { return .empty }
+            let matches = keys[entry - 1].withUnsafeBufferPointer { key in
+                key.count == id.count && (key.count == 0 || memcmp(key.baseAddress!, id.baseAddress!, key.count) == 0)
+            }
+            if matches { return .found(entry - 1) }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    private func insert(_ position: Int, hash: UInt64) {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] != 0 { slot = (slot + 1) & mask }
+        slots[slot] = Int32(position + 1)
+    }
+
+    private func grow() {
+        slots = [Int32](repeating: 0, count: slots.count * 2)
+        for (position, key) in keys.enumerated() {
+            key.withUnsafeBufferPointer { insert(position, hash: Self.hash($0)) }
+        }
+    }
+
+    /// FNV-1a over the bytes, then a final mix so the low bits spread.
+    private static func hash(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        hash ^= hash >> 29
+        hash = hash &* 0xbf58_476d_1ce4_e5b9
+        return hash ^ (hash >> 32)
+    }
+}
+
+/// The state file behind `--state`: every monitor's window and detector state, as JSON,
+/// versioned, written atomically (a temporary file in the same directory, fsync, rename,
+/// mode 0600). A file that is not one, is of another version, or was written with other
+/// settings is an error naming it; it is never silently replaced.
+enum AnomalyStateFile {
+    /// The `format` every state file names.
+    static let format = "vitals detect-anomaly state"
+    /// The version this build reads and writes.
+    static let version = 1
+
+    /// Reads the monitors saved in `path`; a file that does not exist yet gives none.
+    static func load<Detector: MonitorDetector>(_ path: String, settings: DetectorSettings,
+                                                into table: MonitorTable<Detector>) throws(ToolError) {
+        let bytes: [UInt8]
+        switch readFile(path) {
+        case .missing:
+            // A first run: the file will be created at the end, so its directory must take it.
+            let directory = AtomicFile.directoryName(path)
+            if access(directory, W_OK) != 0 {
+                throw ToolError("state file \(path) cannot be created: \(directory): \(String(cString: strerror(errno)))")
+            }
+            return
+        case .failure(let reason): throw ToolError("cannot read state file \(path): \(reason)")
+        case .contents(let contents): bytes = contents
+        }
+        func fail(_ message: String) -> ToolError {
+            ToolError("state file \(path): \(message); it was left as it is (fix or remove it, or name another --state file)")
+        }
+        // The header's fields are read as values; the monitors are found as byte ranges and read one
+        // at a time, so memory stays near the file's size however many monitors there are.
+        let result: Result<Void, ToolError> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(ToolError) {
+                try load(buffer, path: path, settings: settings, into: table, fail: fail)
+                return .success(())
+            } catch {
+                return .failure(error)
+            }
+        }
+        try result.get()
+    }
+
+    private static func load<Detector: MonitorDetector>(_ bytes: UnsafeBufferPointer<UInt8>, path: String, settings: DetectorSettings,
+                                                        into table: MonitorTable<Detector>,
+                                                        fail: (String) -> ToolError) throws(ToolError) {
+        var object = JSONObject()
+        var monitorsRange: Range<Int>?
+        do {
+            for field in try JSONParser.scanObject(bytes) {
+                let key = try JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[(field.keyStart - 1)..<(field.keyEnd + 1)]))
+                guard let name = key.stringValue else { continue }
+                if name == "monitors" {
+                    monitorsRange = field.valueStart..<field.valueEnd
+                } else {
+                    object[name] = try JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[field.valueStart..<field.valueEnd]))
+                }
+            }
+        } catch {
+            throw fail("not a detect-anomaly state file (not JSON: \(error))")
+        }
+        guard object["format"]?.stringValue == format else {
+            throw fail("not a detect-anomaly state file (no \"format\": \"\(format)\")")
+        }
+        guard let fileVersion = object["version"]?.intValue else { throw fail("no version number") }
+        guard fileVersion == version else {
+            throw ToolError("state file \(path) is version \(fileVersion); this detect-anomaly reads version \(version) "
+                            + "(use the detect-anomaly that wrote it, or name another --state file)")
+        }
+        for (key, expected) in settingsFields(settings) where object[key] != expected {
+            let found = object[key].map(\.jsonText) ?? "nothing"
+            throw ToolError("state file \(path) was written with --\(key.replacingUnderscores) \(found.unquoted); "
+                            + "this run has --\(key.replacingUnderscores) \(expected.jsonText.unquoted) "
+                            + "(run with the same options, or name another --state file)")
+        }
+        guard let monitorsRange, let monitors = try? JSONParser.scanArray(UnsafeBufferPointer(rebasing: bytes[monitorsRange])) else {
+            throw fail("\"monitors\" is not an array")
+        }
+        for (position, range) in monitors.enumerated() {
+            let start = monitorsRange.lowerBound + range.lowerBound
+            let entry = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[start..<(start + range.count)]))
+            guard let state = entry?.objectValue, let name = state["monitor"]?.stringValue else {
+                throw fail("monitor \(position + 1) has no \"monitor\" name")
+            }
+            guard !table.contains(name) else { throw fail("monitor '\(name)' is listed twice") }
+            do {
+                table.add(name, try Detector(state: state, settings: settings))
+            } catch {
+                throw fail("monitor '\(name)': \(error.message)")
+            }
+        }
+    }
+
+    /// Writes the monitors to `path` atomically.
+    static func save<Detector: MonitorDetector>(_ path: String, settings: DetectorSettings,
+                                                table: MonitorTable<Detector>) throws(ToolError) {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + table.count * (settings.window * 12 + 64))
+        JSONText.appendLiteral("{\"format\":", to: &out)
+        JSONText.appendString(format, to: &out)
+        JSONText.appendLiteral(",\"version\":", to: &out)
+        JSONText.appendInt(version, to: &out)
+        for (key, value) in settingsFields(settings) {
+            out.append(UInt8(ascii: ","))
+            JSONText.appendString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONText.append(value, to: &out)
+        }
+        JSONText.appendLiteral(",\"monitors\":[", to: &out)
+        for (position, name) in table.names.enumerated() {
+            out.append(contentsOf: position == 0 ? [0x0A] : [UInt8(ascii: ","), 0x0A])
+            JSONText.appendLiteral("{\"monitor\":", to: &out)
+            JSONText.appendString(name, to: &out)
+            table.detectors[position].encodeState(to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        JSONText.appendLiteral("\n]}\n", to: &out)
+        try AtomicFile.write(out, to: path)
+    }
+
+    /// The settings a state file records, with the values it must hold.
+    private static func settingsFields(_ settings: DetectorSettings) -> [(String, JSONValue)] {
+        [("detector", .string(settings.detector.rawValue)),
+         ("field", .string(settings.field)),
+         ("direction", .string(settings.direction.rawValue)),
+         ("window", .integer(settings.window)),
+         ("min_samples", .integer(settings.minSamples)),
+         ("threshold", .number(exactText(settings.threshold)))]
+    }
+
+    private static func exactText(_ value: Double) -> String {
+        var out: [UInt8] = []
+        StateText.exact(value, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    // MARK: - Files
+
+    private enum ReadResult {
+        case missing
+        case failure(String)
+        case contents([UInt8])
+    }
+
+    private static func readFile(_ path: String) -> ReadResult {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            return errno == ENOENT ? .missing : .failure(String(cString: strerror(errno)))
+        }
+        defer { close(fd) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            contents.append(contentsOf: chunk[0..<count])
+        }
+        return .contents(contents)
+    }
+
+}
+
+private extension String {
+    var replacingUnderscores: String { String(map { $0 == "_" ? "-" : $0 }) }
+    var unquoted: String { hasPrefix("\"") && hasSuffix("\"") && count >= 2 ? String(dropFirst().dropLast()) : self }
+}

@@ -1,0 +1,168 @@
+import VitalsKit
+
+/// Turns `sample` lines into rows: the shared reader checks the line and its spine, and in the
+/// same pass finds the few fields digest adds (name, speed, message); nothing is built per line
+/// but the row.
+///
+/// Records of another `type` are skipped without a word (a mixed stream is fine); an object
+/// without `type`, and a sample with a bad field, are errors in the one wording of
+/// `SampleProblem`.
+public struct SampleRowReader {
+    /// What one line turned out to be.
+    public enum Outcome: Equatable {
+        /// A valid sample.
+        case sample(SampleRow)
+        /// A record of another type, or a blank line.
+        case skipped
+        /// Not a valid sample.
+        case invalid(SampleProblem)
+    }
+
+    /// The monitors seen so far.
+    public let services: ServiceTable
+    /// Samples after this instant are left out (`--now`); nil for no limit.
+    let notAfter: Int64?
+    private var sequence: UInt64 = 0
+    private var scratch: [UInt8] = []
+    /// The one sample reader, kept from line to line.
+    private var reader = SampleLine()
+
+    /// Creates a reader adding monitors to `services`.
+    public init(services: ServiceTable, notAfter: Int64?) {
+        self.services = services
+        self.notAfter = notAfter
+    }
+
+    /// Reads one line.
+    public mutating func read(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
+        var own = DigestFields()
+        switch reader.read(line, extra: &own) {
+        case .sample: break
+        case .otherRecord, .blank: return .skipped
+        case .problem(let problem): return .invalid(problem)
+        }
+        let service = reader.monitorIsPlain
+            ? services.intern(UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]))
+            : reader.withMonitor { services.intern($0) }
+        let instant = reader.atMs
+        let statusIndex: UInt8
+        switch reader.status {
+        case .up: statusIndex = StatusIndex.up
+        case .degraded: statusIndex = StatusIndex.degraded
+        case .down: statusIndex = StatusIndex.down
+        case .error: statusIndex = StatusIndex.error
+        case .unknown: statusIndex = StatusIndex.unknown
+        }
+        // latency_ms (checked by the reader) and speed_mbps: numbers 0 or more, or null
+        var latencyMicros = SampleRow.none
+        if let latency = reader.latencyField, line[latency.valueStart] != UInt8(ascii: "n") {
+            guard let value = Self.thousandths(line, latency), value >= 0 else {
+                return .invalid(SampleProblem.bad("latency_ms", line, latency, expected: .nonNegativeNumber))
+            }
+            latencyMicros = value
+        }
+        var speedMilli = SampleRow.none
+        if let speed = own.speed, line[speed.valueStart] != UInt8(ascii: "n") {
+            guard let value = Self.thousandths(line, speed), value >= 0 else {
+                return .invalid(SampleProblem.bad("speed_mbps", line, speed, expected: .nonNegativeNumber))
+            }
+            speedMilli = value
+        }
+        if let name = own.name, line[name.valueStart] == UInt8(ascii: "\"") {
+            if let raw = Self.rawString(line, name) {
+                services.noteName(service, at: instant, name: raw)
+            } else if let decoded = Self.decodedString(line, name) {
+                decoded.withUnsafeBufferPointer { services.noteName(service, at: instant, name: $0) }
+            }
+        }
+        if notAfter.map({ instant <= $0 }) ?? true, services.isLatest(service, at: instant) {
+            let reasonBytes = reader.reasonField.flatMap { Self.rawString(line, $0) }
+            scratch.removeAll(keepingCapacity: true)
+            if let message = own.message, line[message.valueStart] == UInt8(ascii: "\"") {
+                if let raw = Self.rawString(line, message) {
+                    scratch.append(contentsOf: raw)
+                } else if let decoded = Self.decodedString(line, message) {
+                    scratch.append(contentsOf: decoded)
+                }
+            }
+            services.noteLatest(service, at: instant, reason: reasonBytes, message: scratch)
+        }
+        sequence += 1
+        return .sample(SampleRow(at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
+                                 sequence: sequence, service: service, status: statusIndex))
+    }
+
+    // MARK: - Bytes
+
+    /// The content of a string value without escapes, or nil when it has escapes (or is not a string).
+    private static func rawString(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> UnsafeBufferPointer<UInt8>? {
+        guard line[field.valueStart] == UInt8(ascii: "\"") else { return nil }
+        let content = UnsafeBufferPointer(rebasing: line[(field.valueStart + 1)..<(field.valueEnd - 1)])
+        if content.contains(UInt8(ascii: "\\")) { return nil }
+        return content
+    }
+
+    /// A string value with its escapes decoded.
+    private static func decodedString(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> [UInt8]? {
+        let value = UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
+        guard let parsed = try? JSONParser.parse(value), let text = parsed.stringValue else { return nil }
+        return Array(text.utf8)
+    }
+
+    /// A JSON number as an integer count of thousandths, rounded half away from zero; nil if not a number.
+    static func thousandths(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Int64? {
+        var index = field.valueStart
+        let end = field.valueEnd
+        var negative = false
+        if line[index] == UInt8(ascii: "-") { negative = true; index += 1 }
+        guard index < end, line[index] >= 0x30, line[index] <= 0x39 else { return nil }
+        var whole: Int64 = 0
+        var simple = true
+        while index < end, line[index] >= 0x30, line[index] <= 0x39 {
+            if whole > 900_000_000_000_000 { simple = false; break }
+            whole = whole * 10 + Int64(line[index] - 0x30)
+            index += 1
+        }
+        var fraction: Int64 = 0
+        var places = 0
+        var roundUp = false
+        if simple, index < end, line[index] == UInt8(ascii: ".") {
+            index += 1
+            while index < end, line[index] >= 0x30, line[index] <= 0x39 {
+                if places < 3 {
+                    fraction = fraction * 10 + Int64(line[index] - 0x30)
+                } else if places == 3 {
+                    roundUp = line[index] >= UInt8(ascii: "5")
+                }
+                places += 1
+                index += 1
+            }
+        }
+        if simple && index == end {
+            while places < 3 { fraction *= 10; places += 1 }
+            let value = whole * 1000 + fraction + (roundUp ? 1 : 0)
+            return negative ? -value : value
+        }
+        // Exponents and huge numbers: the slow, general way.
+        let text = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite, abs(value) < 9.0e12 else { return nil }
+        return Int64((value * 1000).rounded())
+    }
+}
+
+/// The fields digest reads beyond the spine, found in the reader's pass.
+struct DigestFields: SampleFieldReader {
+    var name: FieldRange?
+    var speed: FieldRange?
+    var message: FieldRange?
+
+    @inline(__always)
+    mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
+        switch (count, key[0]) {
+        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
+        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
+        default: break
+        }
+    }
+}

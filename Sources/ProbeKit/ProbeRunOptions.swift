@@ -1,0 +1,72 @@
+import VitalsKit
+
+/// The options every probe shares: how many at once (`--concurrency`, `--per-host`, `--rate`),
+/// `--watch` and `--interval`, `--only`, `--summary` and `--exit-status`.
+public struct ProbeRunOptions: Sendable {
+    /// The limits on starting probes.
+    public var limits: ProbeLimits
+    /// Probe forever, each target every `check_interval`.
+    public var watch: Bool
+    /// `--interval`: overrides every target's `check_interval`.
+    public var intervalOverrideMs: Int64?
+
+    /// `--concurrency`, `--per-host` and `--rate`, for a tool whose probes are `noun`
+    /// (`probes`, `samples`); `short` gives `--concurrency` a short form.
+    public static func limitOptions(noun: String, concurrency: Int, short: Character?) -> [OptionSpec] {
+        [
+            OptionSpec("concurrency", short: short, value: "N", default: String(concurrency), help: "\(noun) in flight at once"),
+            OptionSpec("per-host", value: "N", help: "\(noun) in flight at once against one host (default: no limit)"),
+            OptionSpec("rate", value: "R", help: "new \(noun) started per second at most, overall (default: no limit)"),
+        ]
+    }
+
+    /// `--only`, `--watch`, `--interval`, `--exit-status` and `--summary`.
+    public static let runOptions: [OptionSpec] = [
+        OptionSpec("only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"),
+        OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
+        .duration("interval", short: "i", help: "with --watch, probe every target this often instead of its check_interval"),
+        OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
+        OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
+    ]
+
+    /// Reads the shared options (the defaults are the option table's).
+    public init(_ options: ParsedOptions) throws(UsageError) {
+        limits = ProbeLimits(concurrency: try options.integer("concurrency", in: 1...65_536))
+        if options.has("per-host") { limits.perHost = try options.integer("per-host", default: 0, in: 1...65_536) }
+        if options.has("rate") { limits.ratePerSecond = try options.number("rate", default: 0, in: 0.001...1_000_000) }
+        watch = options.has("watch")
+        if options.has("interval") {
+            guard watch else { throw UsageError("--interval only applies with --watch") }
+            intervalOverrideMs = try options.duration("interval")
+        }
+    }
+
+    /// `--only NAME`: the one target best matching NAME (isitup's "check one service"), or all of
+    /// them without the option; no match is a usage error listing the closest names.
+    public static func only<Item>(_ options: ParsedOptions, _ items: [Item], name: (Item) -> String, host: (Item) -> String) throws(UsageError) -> [Item] {
+        guard let query = options.value("only") else { return items }
+        guard let index = NameMatcher.bestMatch(query, in: items.map { (name: name($0), host: host($0)) }) else {
+            let near = NameMatcher.closestNames(query, among: items.map(name))
+            let hint = near.isEmpty ? "there are no targets" : "closest: " + near.joined(separator: ", ")
+            throw UsageError("no target matches '\(query)' (\(hint))")
+        }
+        return [items[index]]
+    }
+
+    /// Runs `body` (a probe run) to its end; a reader that went away (`| head`) ends it cleanly.
+    /// Then the exit status from what was written: `--summary` on standard error, 1 for a sample
+    /// not up with `--exit-status`, 2 after errors.
+    public static func finish(_ options: ParsedOptions, _ context: ToolContext, tally: () -> ProbeTally,
+                              running body: () throws -> Void) throws -> ExitStatus {
+        do {
+            try body()
+        } catch is BrokenPipe {
+            // The reader downstream has what it wanted.
+        }
+        var status = ExitStatus.success
+        if options.has("summary") { context.diagnostics.note(tally().line) }
+        if options.has("exit-status"), tally().anyNotUp { status = .verdict }
+        if context.diagnostics.errorCount > 0 { status = status.worst(.failure) }
+        return status
+    }
+}

@@ -1,0 +1,173 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import VitalsKit
+
+/// One sample as the store keeps it: the spine the shared reader checked, plus the columns
+/// only the store reads. Text fields are byte ranges into the line, decoded only when needed,
+/// so a value is valid only while the line's bytes are (until the reader's next line).
+public struct StorableSample {
+    /// The line itself.
+    public let line: UnsafeBufferPointer<UInt8>
+    /// The monitor id.
+    public let monitor: String
+    /// When the check started, ms since the epoch.
+    public let at: Int64
+    /// The status.
+    public let status: SampleStatus
+    /// Latency in ms.
+    public let latencyMs: Double?
+    /// The HTTP code.
+    public var code: Int64?
+    /// Certificate days left.
+    public var tlsExpiryDays: Int64?
+    /// Speed test result.
+    public var speedMbps: Double?
+    /// The monitor's check interval, seconds.
+    public var checkInterval: Int64?
+    /// Raw value ranges of the text fields (strings or null).
+    var reasonRange: FieldRange?
+    var messageRange: FieldRange?
+    /// Monitor metadata, as raw value ranges: name, kind, target, agent, description.
+    var metaRanges: [FieldRange?] = [nil, nil, nil, nil, nil]
+
+    /// The sample `reader` read last, with the store's own fields `own` read in its pass;
+    /// throws when one of those has the wrong type.
+    init(_ reader: SampleLine, _ own: StoredFields) throws(SampleProblem) {
+        let line = reader.line
+        self.line = line
+        monitor = reader.monitor
+        at = reader.atMs
+        status = reader.status
+        latencyMs = reader.latencyMs
+        reasonRange = Self.stringOnly(line, reader.reasonField)
+        metaRanges[3] = Self.stringOnly(line, reader.agentField)
+        code = try Self.integer(line, own.code, "code")
+        tlsExpiryDays = try Self.integer(line, own.tlsExpiryDays, "tls_expiry_days")
+        speedMbps = try Self.number(line, own.speedMbps, "speed_mbps", .nonNegativeNumber)
+        checkInterval = try Self.number(line, own.checkInterval, "check_interval", .number).map { Int64($0.rounded()) }
+        messageRange = try Self.text(line, own.message, "message")
+        metaRanges[0] = try Self.text(line, own.name, "name")
+        metaRanges[1] = try Self.text(line, own.kind, "kind")
+        metaRanges[2] = try Self.text(line, own.target, "target")
+        metaRanges[4] = try Self.text(line, own.description, "description")
+    }
+
+    /// The raw JSON bytes of a field's value.
+    func raw(_ range: FieldRange?) -> UnsafeBufferPointer<UInt8>? {
+        guard let range else { return nil }
+        return UnsafeBufferPointer(rebasing: line[range.valueStart..<range.valueEnd])
+    }
+
+    /// A text field decoded (nil when absent or null).
+    func text(_ range: FieldRange?) -> String? {
+        guard let bytes = raw(range), bytes.first == UInt8(ascii: "\"") else { return nil }
+        let inner = UnsafeBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
+        if !inner.contains(UInt8(ascii: "\\")) { return String(decoding: inner, as: UTF8.self) }
+        return (try? JSONParser.parse(bytes))?.stringValue
+    }
+
+    /// Calls `body` with a text field's UTF-8 bytes, decoding escapes only when there are
+    /// any; nil bytes when absent or null.
+    func withText<R>(_ range: FieldRange?, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+        guard let bytes = raw(range), bytes.first == UInt8(ascii: "\"") else { return try body(nil) }
+        let inner = UnsafeBufferPointer(rebasing: bytes[1..<(bytes.count - 1)])
+        if !inner.contains(UInt8(ascii: "\\")) { return try body(inner) }
+        var decoded = text(range) ?? ""
+        return try decoded.withUTF8 { try body($0) }
+    }
+
+    /// The reason.
+    public var reason: String? { text(reasonRange) }
+    /// The message.
+    public var message: String? { text(messageRange) }
+    /// The name the sample gives its monitor.
+    public var name: String? { text(metaRanges[0]) }
+    /// The kind.
+    public var kind: String? { text(metaRanges[1]) }
+    /// The target.
+    public var target: String? { text(metaRanges[2]) }
+    /// The agent.
+    public var agent: String? { text(metaRanges[3]) }
+    /// The description.
+    public var description: String? { text(metaRanges[4]) }
+
+    /// Reads one line the way `store-samples` ingests it (for tests and one-off callers).
+    static func read(_ line: UnsafeBufferPointer<UInt8>) throws(SampleProblem) -> StorableSample? {
+        var reader = SampleLine()
+        var own = StoredFields()
+        switch reader.read(line, extra: &own) {
+        case .sample: return try StorableSample(reader, own)
+        case .otherRecord, .blank: return nil
+        case .problem(let problem): throw problem
+        }
+    }
+
+    // MARK: - Checking the store's own fields
+
+    /// A string-or-null field the reader checked, as nil when null.
+    private static func stringOnly(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?) -> FieldRange? {
+        guard let field, line[field.valueStart] == UInt8(ascii: "\"") else { return nil }
+        return field
+    }
+
+    private static func isNull(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Bool {
+        line[field.valueStart] == UInt8(ascii: "n")
+    }
+
+    /// The field if it is a string; nil for null or absent; any other type is a problem.
+    private static func text(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> FieldRange? {
+        guard let field, !isNull(line, field) else { return nil }
+        guard line[field.valueStart] == UInt8(ascii: "\"") else { throw SampleProblem.bad(key, line, field, expected: .text) }
+        return field
+    }
+
+    /// A number (nil for null or absent).
+    private static func number(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String,
+                               _ kind: SampleValueKind) throws(SampleProblem) -> Double? {
+        guard let field, !isNull(line, field) else { return nil }
+        guard let number = JSONNumber.value(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])),
+              kind != .nonNegativeNumber || number >= 0 else {
+            throw SampleProblem.bad(key, line, field, expected: kind)
+        }
+        return number
+    }
+
+    /// A whole number (nil for null or absent).
+    private static func integer(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> Int64? {
+        guard let number = try number(line, field, key, .wholeNumber) else { return nil }
+        guard number == number.rounded(), abs(number) < 9e15 else { throw SampleProblem.bad(key, line, field!, expected: .wholeNumber) }
+        return Int64(number)
+    }
+}
+
+/// The fields only the store reads, found in the spine reader's pass over a line.
+struct StoredFields: SampleFieldReader {
+    var code: FieldRange?
+    var tlsExpiryDays: FieldRange?
+    var speedMbps: FieldRange?
+    var checkInterval: FieldRange?
+    var message: FieldRange?
+    var name: FieldRange?
+    var kind: FieldRange?
+    var target: FieldRange?
+    var description: FieldRange?
+
+    @inline(__always)
+    mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
+        switch SampleLine.tag(key, count) {
+        case 0x4_63 where SampleLine.key(key, is: "code"): code = field
+        case 0x4_6E where SampleLine.key(key, is: "name"): name = field
+        case 0x4_6B where SampleLine.key(key, is: "kind"): kind = field
+        case 0x6_74 where SampleLine.key(key, is: "target"): target = field
+        case 0x7_6D where SampleLine.key(key, is: "message"): message = field
+        case 0xA_73 where SampleLine.key(key, is: "speed_mbps"): speedMbps = field
+        case 0xB_64 where SampleLine.key(key, is: "description"): description = field
+        case 0xE_63 where SampleLine.key(key, is: "check_interval"): checkInterval = field
+        case 0xF_74 where SampleLine.key(key, is: "tls_expiry_days"): tlsExpiryDays = field
+        default: break
+        }
+    }
+}

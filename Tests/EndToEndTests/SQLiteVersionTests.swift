@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+import VitalsKit
+
+/// The one versioned open both SQLite tools share (SQLiteStore's openVersioned).
+@Suite("SQLite files: one versioned open for store-samples and snapshot-delta", .timeLimit(.minutes(2)))
+struct SQLiteVersionTests {
+    let scratch: ScratchDirectory
+    init() throws { scratch = try ScratchDirectory() }
+
+    let heart = "HKQuantityTypeIdentifierHeartRate"
+
+    func storeSamples(_ db: String) throws -> RunResult {
+        try run("store-samples", ["--db", db], stdin: sample("a") + "\n")
+    }
+
+    func snapshotDelta(_ db: String) throws -> RunResult {
+        try run("snapshot-delta", ["--db", db, "take", "--device-id-file", scratch.path("device-id")],
+                stdin: HealthLines.records(heart, 2).joined(separator: "\n") + "\n")
+    }
+
+    @Test("a file newer than the code is refused by both tools in the same words, and left as it was")
+    func newer() throws {
+        var messages: [String] = []
+        for (tool, open) in [("store-samples", storeSamples), ("snapshot-delta", snapshotDelta)] {
+            let db = scratch.path("\(tool)-newer.db")
+            _ = try sqlite(db, "PRAGMA user_version = 7")
+            let result = try open(db)
+            #expect(result.status == 2, "\(tool)")
+            #expect(result.stderr.contains("\(db) has schema version 7; this \(tool) knows versions up to 1 (use a newer vitals)"),
+                    "\(result.stderr)")
+            messages.append(result.stderr.replacingOccurrences(of: db, with: "FILE").replacingOccurrences(of: tool, with: "TOOL"))
+            #expect(try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM sqlite_master") == "7\n0", "nothing was created")
+        }
+        try #require(messages.count == 2)
+        #expect(messages[0] == messages[1])
+    }
+
+    @Test("a version-0 file (SQLite, no tables yet) is migrated to the current version, with mode 0600 when created")
+    func versionZero() throws {
+        for (tool, open) in [("store-samples", storeSamples), ("snapshot-delta", snapshotDelta)] {
+            let db = scratch.path("\(tool)-zero.db")
+            _ = try sqlite(db, "PRAGMA user_version = 0; VACUUM")
+            #expect(FileManager.default.fileExists(atPath: db))
+            let result = try open(db)
+            #expect(result.status == 0, "\(tool): \(result.stderr)")
+            #expect(try sqlite(db, "PRAGMA user_version") == "1", "\(tool)")
+            let fresh = scratch.path("\(tool)-fresh.db")
+            #expect(try open(fresh).status == 0)
+            let mode = try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(tool)")
+        }
+        #expect(try sqlite(scratch.path("store-samples-zero.db"), "SELECT count(*) FROM samples") == "1")
+        #expect(try sqlite(scratch.path("snapshot-delta-zero.db"), "SELECT count(*) FROM snapshots") == "1")
+    }
+
+    @Test("a version-0 file that holds someone else's tables is refused by both")
+    func foreign() throws {
+        for (tool, open) in [("store-samples", storeSamples), ("snapshot-delta", snapshotDelta)] {
+            let db = scratch.path("\(tool)-foreign.db")
+            _ = try sqlite(db, "CREATE TABLE notes (x)")
+            let result = try open(db)
+            #expect(result.status == 2 && result.stderr.contains("\(db) is a SQLite database but not a \(tool) "), "\(result.stderr)")
+        }
+    }
+}
