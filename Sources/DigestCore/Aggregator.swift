@@ -9,16 +9,16 @@ import VitalsKit
 /// (1s, 5s, 10s, 30s, 1m, 5m, 10m, 30m, 1h, 2h, 6h, 12h, 1d, 7d, then doubling) that puts
 /// the samples in at most `maxBins` bins. Each step divides the next, so bins merge cleanly
 /// when it grows.
-public struct ChartScale {
+struct ChartScale {
     /// The most bins a chart has.
-    public static let maxBins: Int64 = 160
+    static let maxBins: Int64 = 160
     static let steps: [Int64] = [1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000,
                                  7_200_000, 21_600_000, 43_200_000, 86_400_000, 604_800_000]
     /// The bin width in milliseconds.
-    public private(set) var step: Int64 = steps[0]
+    private(set) var step: Int64 = steps[0]
     /// The earliest and latest sample seen.
-    public private(set) var minAt = Int64.max
-    public private(set) var maxAt = Int64.min
+    private(set) var minAt = Int64.max
+    private(set) var maxAt = Int64.min
 
     /// Notes a sample time; returns the factor the step grew by, if it did.
     mutating func observe(_ at: Int64) -> Int64? {
@@ -33,17 +33,17 @@ public struct ChartScale {
     }
 
     /// The first and last bin numbers, or nil before any sample.
-    public var binRange: ClosedRange<Int64>? {
+    var binRange: ClosedRange<Int64>? {
         minAt <= maxAt ? floorDivide(minAt, step)...floorDivide(maxAt, step) : nil
     }
 }
 
 /// Outage starts by correlation bucket: which services began failing in each.
-public struct CorrelationBuckets {
+struct CorrelationBuckets {
     /// The bucket width in milliseconds.
-    public let bucket: Int64
+    let bucket: Int64
     /// Per bucket number, each service once with its first outage start in the bucket.
-    public private(set) var starts: [Int64: [(service: UInt32, at: Int64)]] = [:]
+    private(set) var starts: [Int64: [(service: UInt32, at: Int64)]] = [:]
 
     init(bucket: Int64) { self.bucket = bucket }
 
@@ -58,23 +58,23 @@ public struct CorrelationBuckets {
 }
 
 /// What one pass over the samples of the window produced.
-public struct Aggregate {
+struct Aggregate {
     /// Every monitor read (some may have no sample in the window).
-    public let services: ServiceTable
+    let services: ServiceTable
     /// Per monitor (by index), its accumulator; nil when it had no sample in the window.
-    public let accumulators: [ServiceAccumulator?]
+    let accumulators: [ServiceAccumulator?]
     /// The window; nil bounds when there were no samples and no `--now`.
-    public let windowStart: Int64?
-    public let windowEnd: Int64?
+    let windowStart: Int64?
+    let windowEnd: Int64?
     /// The chart axis.
-    public let scale: ChartScale
+    let scale: ChartScale
     /// Outage starts by bucket.
-    public let correlation: CorrelationBuckets
+    let correlation: CorrelationBuckets
     /// Valid samples read, and how many fell in the window.
-    public let samplesRead: Int
-    public let samplesInWindow: Int
+    let samplesRead: Int
+    let samplesInWindow: Int
     /// Whether a second pass was needed (out-of-order samples, or more than a window of input).
-    public let secondPass: Bool
+    let secondPass: Bool
 }
 
 /// Summarizes samples in one pass with memory fixed per service.
@@ -87,13 +87,13 @@ public struct Aggregate {
 /// probe-http's output), the result stands. Otherwise the kept samples are read back from the
 /// file, filtered by the final window, sorted by service and time when needed, and summarized
 /// again: the same answer as sorted input would give.
-public final class Aggregator {
+final class Aggregator {
     let window: Int64
     let now: Int64?
     let trendSamples: Int
     let bucket: Int64
     /// The monitors seen, shared with the scanner.
-    public let services: ServiceTable
+    let services: ServiceTable
 
     private var accumulators: [ServiceAccumulator?] = []
     private var lastAccepted: [Int64] = []
@@ -108,7 +108,7 @@ public final class Aggregator {
     private var spoolProblem: String?
 
     /// Creates an aggregator for a window of `window` ms ending at `now` (or the newest sample).
-    public init(services: ServiceTable, window: Int64, now: Int64?, trendSamples: Int, bucket: Int64, temporaryDirectory: String? = nil) {
+    init(services: ServiceTable, window: Int64, now: Int64?, trendSamples: Int, bucket: Int64, temporaryDirectory: String? = nil) {
         self.services = services
         self.window = window
         self.now = now
@@ -123,7 +123,7 @@ public final class Aggregator {
     }
 
     /// Takes one valid sample.
-    public func add(_ row: SampleRow) {
+    func add(_ row: SampleRow) {
         samplesRead += 1
         if row.at > maxAt { maxAt = row.at }
         if let now {
@@ -172,7 +172,7 @@ public final class Aggregator {
     }
 
     /// Ends the input and returns the summary, making the second pass when needed.
-    public func finish() throws -> Aggregate {
+    func finish() throws -> Aggregate {
         let end = now ?? (samplesRead > 0 ? maxAt : nil)
         let start = end.map { $0 - window }
         var secondPass = false

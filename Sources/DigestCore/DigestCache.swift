@@ -8,15 +8,15 @@ import VitalsKit
 /// `--cache FILE`: the digest made today, kept so a second run the same day prints it again
 /// instead of reading the samples (isitup's daily cache). One JSON object:
 /// `{"type":"digest_cache","generated_at":…,"day":"2026-01-27","key":…,"output":…}`.
-public struct DigestCache {
+struct DigestCache {
     /// The file.
-    public let path: String
+    let path: String
 
     /// Creates a cache on `path`.
-    public init(path: String) { self.path = path }
+    init(path: String) { self.path = path }
 
     /// What the file holds, or why it cannot be used.
-    public enum Lookup: Equatable {
+    enum Lookup: Equatable {
         /// Made on `day` with the same options: the output to print.
         case hit(String)
         /// Absent, from another day, or made with other options.
@@ -26,7 +26,7 @@ public struct DigestCache {
     }
 
     /// Looks up a digest made on `day` (a `YYYY-MM-DD` in the chosen zone) with options `key`.
-    public func lookup(day: String, key: String) -> Lookup {
+    func lookup(day: String, key: String) -> Lookup {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             return errno == ENOENT ? .miss : .unusable("cannot read \(path): \(String(cString: strerror(errno)))")
@@ -55,7 +55,7 @@ public struct DigestCache {
 
     /// Removes the cache (isitup's "clear history"). An absent file is already clear; a file
     /// that is not a digest cache is left alone and refused.
-    public func clear() throws(ToolError) {
+    func clear() throws(ToolError) {
         if case .unusable(let why) = lookup(day: "", key: "") {
             if access(path, F_OK) != 0, errno == ENOENT { return }
             throw ToolError("\(why); not removed")
@@ -66,7 +66,7 @@ public struct DigestCache {
     }
 
     /// Stores `output` made at `generatedAt` on `day` with options `key`, atomically, mode 0600.
-    public func store(output: String, generatedAt: Int64, day: String, key: String) throws(ToolError) {
+    func store(output: String, generatedAt: Int64, day: String, key: String) throws(ToolError) {
         let record = JSONValue.object(JSONObject([
             JSONField("type", .string("digest_cache")),
             JSONField("generated_at", .string(Timestamp.format(milliseconds: generatedAt))),

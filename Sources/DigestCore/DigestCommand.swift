@@ -4,7 +4,7 @@ import VitalsKit
 /// facts or a prompt for a language model.
 public enum DigestCommand: VitalsCommand {
     /// The formats `--format` takes.
-    public static let formats = ["text", "markdown", "html", "json", "prompt"]
+    static let formats = ["text", "markdown", "html", "json", "prompt"]
 
     /// The option table: parsing, `--help` and the man-page test all read it.
     public static let spec = CommandSpec(

@@ -5,9 +5,9 @@ import VitalsKit
 /// Deterministic: the same facts give the same words. Every number in it is a fact, rounded
 /// for reading (latencies to whole ms from 10 ms, percentages to one decimal, durations to
 /// minutes from a minute).
-public enum DigestText {
+enum DigestText {
     /// The digest, lines ending in newlines.
-    public static func render(_ facts: DigestFacts, zone: Zone) -> String {
+    static func render(_ facts: DigestFacts, zone: Zone) -> String {
         let words = Words(zone: zone, reference: facts.windowEnd)
         guard !facts.isEmpty else { return noData(facts, words) + "\n" }
         var lines: [String] = []

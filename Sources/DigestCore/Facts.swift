@@ -2,26 +2,26 @@ import VitalsKit
 
 /// The trend of a service's latency over the day: the last quarter of the service's span
 /// against its typical level; for a short history, the newest N latencies against the N before them.
-public struct Trend: Equatable {
+struct Trend: Equatable {
     /// `increasing`, `decreasing` or `stable`.
-    public enum Label: String, Sendable { case increasing, decreasing, stable }
+    enum Label: String, Sendable { case increasing, decreasing, stable }
     /// The label.
-    public var label: Label
+    var label: Label
     /// The recent and the earlier (or typical) level, ms (nil with fewer than two latencies):
     /// over the day, the medians of the last quarter and of the whole span; for a short history,
     /// the means of the newer and the older half.
-    public var recentMs: Double?
-    public var earlierMs: Double?
+    var recentMs: Double?
+    var earlierMs: Double?
     /// Latencies in each half (over the day: in the last quarter).
-    public var samples: Int
+    var samples: Int
 
     /// The relative change that counts, and the least absolute change (ms).
-    public static let relativeThreshold = 0.20
-    public static let absoluteThresholdMs = 5.0
+    static let relativeThreshold = 0.20
+    static let absoluteThresholdMs = 5.0
 
     /// Chart bins with latencies a span needs for the trend over the day, and the time it must cover.
-    public static let dayMinimumBins = 8
-    public static let dayMinimumSpanMs: Int64 = 3_600_000
+    static let dayMinimumBins = 8
+    static let dayMinimumSpanMs: Int64 = 3_600_000
 
     /// The trend over the day, from a service's chart bins (time order, `step` ms wide), or nil
     /// for a history too short (fewer than 8 bins with latencies, or under an hour from the
@@ -31,7 +31,7 @@ public struct Trend: Equatable {
     /// typical level. Increasing when the recent level is at least 20% and 5 ms above the typical
     /// one, decreasing when at least 20% and 5 ms below it, stable otherwise. Medians, so one
     /// slow bin does not move the trend.
-    public static func overDay(_ bins: [ChartBin], step: Int64) -> Trend? {
+    static func overDay(_ bins: [ChartBin], step: Int64) -> Trend? {
         let levels = bins.filter { $0.latencyCount > 0 }
         guard levels.count >= dayMinimumBins, let first = levels.first?.index, let last = levels.last?.index,
               (last - first + 1) * step >= dayMinimumSpanMs else { return nil }
@@ -62,7 +62,7 @@ public struct Trend: Equatable {
     /// than `2n`, the newer and the older half of what there is (the oldest left out when odd).
     /// Increasing when the newer mean is at least 20% and at least 5 ms above the older one,
     /// decreasing when at least 20% and 5 ms below it, stable otherwise.
-    public static func compute(_ latencies: [Int64], n: Int) -> Trend {
+    static func compute(_ latencies: [Int64], n: Int) -> Trend {
         let half = min(n, latencies.count / 2)
         guard half >= 1 else { return Trend(label: .stable, recentMs: nil, earlierMs: nil, samples: 0) }
         let recent = latencies.suffix(half).reduce(Int64(0), +)
@@ -82,83 +82,83 @@ public struct Trend: Equatable {
 }
 
 /// One outage as the facts report it.
-public struct OutageFact: Equatable {
+struct OutageFact: Equatable {
     /// The monitor and its name.
-    public var monitor: String
-    public var name: String
+    var monitor: String
+    var name: String
     /// When it began and ended (nil while it goes on), and how long it lasted.
-    public var start: Int64
-    public var end: Int64?
-    public var durationMs: Int64
+    var start: Int64
+    var end: Int64?
+    var durationMs: Int64
 }
 
 /// The facts about one service over the window.
-public struct ServiceFacts: Equatable {
-    public var monitor: String
-    public var name: String
+struct ServiceFacts: Equatable {
+    var monitor: String
+    var name: String
     /// The newest sample's status, time, reason and message.
-    public var status: SampleStatus
-    public var lastAt: Int64
-    public var lastReason: String?
-    public var lastMessage: String?
+    var status: SampleStatus
+    var lastAt: Int64
+    var lastReason: String?
+    var lastMessage: String?
     /// Checks, by status.
-    public var checks: Int
-    public var counts: [SampleStatus: Int]
+    var checks: Int
+    var counts: [SampleStatus: Int]
     /// Share of checks that were up or degraded, percent.
-    public var uptimePercent: Double
+    var uptimePercent: Double
     /// Latency figures, ms (nil without latencies).
-    public var latencyAvgMs: Double?
-    public var latencyLatestMs: Double?
-    public var latencyP95Ms: Double?
-    public var p95Exact: Bool
-    public var latencyMinMs: Double?
-    public var latencyMaxMs: Double?
-    public var latencyChecks: Int
-    public var trend: Trend
+    var latencyAvgMs: Double?
+    var latencyLatestMs: Double?
+    var latencyP95Ms: Double?
+    var p95Exact: Bool
+    var latencyMinMs: Double?
+    var latencyMaxMs: Double?
+    var latencyChecks: Int
+    var trend: Trend
     /// Outages that began in the window, their total time, the longest, and whether one goes on.
-    public var outages: Int
-    public var outageMs: Int64
-    public var longestOutage: OutageFact?
-    public var ongoingOutage: Bool { outageSince != nil }
+    var outages: Int
+    var outageMs: Int64
+    var longestOutage: OutageFact?
+    var ongoingOutage: Bool { outageSince != nil }
     /// When the outage going on at the end of the window began.
-    public var outageSince: Int64?
+    var outageSince: Int64?
     /// Average speed over the checks that measured one (Mbit/s).
-    public var speedAvgMbps: Double?
-    public var speedChecks: Int
+    var speedAvgMbps: Double?
+    var speedChecks: Int
     /// The chart: per bin of the digest's axis, mean latency (nil when none), checks, failed, degraded.
-    public var seriesLatencyMs: [Double?]
-    public var seriesChecks: [Int]
-    public var seriesFailed: [Int]
-    public var seriesDegraded: [Int]
+    var seriesLatencyMs: [Double?]
+    var seriesChecks: [Int]
+    var seriesFailed: [Int]
+    var seriesDegraded: [Int]
     /// Per bin, whether an outage covers part of it (from a failed check to the next check that did not fail).
-    public var seriesOutage: [Bool]
+    var seriesOutage: [Bool]
 
     /// Checks that were up or degraded.
-    public var available: Int { (counts[.up] ?? 0) + (counts[.degraded] ?? 0) }
+    var available: Int { (counts[.up] ?? 0) + (counts[.degraded] ?? 0) }
     /// Whether anything at all was wrong in the window.
-    public var hadTrouble: Bool { status != .up || outages > 0 || (counts[.up] ?? 0) < checks }
+    var hadTrouble: Bool { status != .up || outages > 0 || (counts[.up] ?? 0) < checks }
 }
 
 /// A correlation bucket where two or more services began failing.
-public struct CorrelatedFailure: Equatable {
+struct CorrelatedFailure: Equatable {
     /// The bucket's start and end.
-    public var start: Int64
-    public var end: Int64
+    var start: Int64
+    var end: Int64
     /// The services, by when they began failing in the bucket, then by monitor id.
-    public var monitors: [String]
-    public var names: [String]
+    var monitors: [String]
+    var names: [String]
 }
 
 /// What the services beyond `--max-services` add up to.
-public struct GroupSummary: Equatable {
-    public var services: Int
-    public var byStatus: [SampleStatus: Int]
-    public var checks: Int
-    public var available: Int
-    public var outages: Int
-    public var outageMs: Int64
+struct GroupSummary: Equatable {
+    var services: Int
+    var byStatus: [SampleStatus: Int]
+    var checks: Int
+    var available: Int
+    var outages: Int
+    var outageMs: Int64
     /// Share of checks up or degraded, percent (nil without checks).
-    public var uptimePercent: Double? { checks > 0 ? Double(available) * 100 / Double(checks) : nil }
+    var uptimePercent: Double? { checks > 0 ? Double(available) * 100 / Double(checks) : nil }
 
     init(_ services: ArraySlice<ServiceFacts>) {
         self.services = services.count
@@ -173,38 +173,38 @@ public struct GroupSummary: Equatable {
 }
 
 /// The digest's facts: what `--format json` writes and every other format is made from.
-public struct DigestFacts: Equatable {
-    public var windowMs: Int64
-    public var bucketMs: Int64
-    public var trendSamples: Int
-    public var windowStart: Int64?
-    public var windowEnd: Int64?
-    public var samplesRead: Int
-    public var samplesInWindow: Int
+struct DigestFacts: Equatable {
+    var windowMs: Int64
+    var bucketMs: Int64
+    var trendSamples: Int
+    var windowStart: Int64?
+    var windowEnd: Int64?
+    var samplesRead: Int
+    var samplesInWindow: Int
     /// Every service with a sample in the window, worst first.
-    public var services: [ServiceFacts]
+    var services: [ServiceFacts]
     /// How many of them are shown (`--max-services`).
-    public var shown: Int
-    public var correlated: [CorrelatedFailure]
+    var shown: Int
+    var correlated: [CorrelatedFailure]
     /// The worst service (nil when none had any trouble) and the longest outage.
-    public var worst: ServiceFacts?
-    public var longestOutage: OutageFact?
+    var worst: ServiceFacts?
+    var longestOutage: OutageFact?
     /// The chart axis: first bin's start, bin width, number of bins.
-    public var seriesStart: Int64?
-    public var seriesStepMs: Int64
-    public var seriesBins: Int
+    var seriesStart: Int64?
+    var seriesStepMs: Int64
+    var seriesBins: Int
 
     /// The services shown, and a summary of the rest (nil when none are hidden).
-    public var shownServices: ArraySlice<ServiceFacts> { services.prefix(shown) }
-    public var hidden: GroupSummary? { shown < services.count ? GroupSummary(services[shown...]) : nil }
+    var shownServices: ArraySlice<ServiceFacts> { services.prefix(shown) }
+    var hidden: GroupSummary? { shown < services.count ? GroupSummary(services[shown...]) : nil }
     /// Every service together.
-    public var overall: GroupSummary { GroupSummary(services[...]) }
+    var overall: GroupSummary { GroupSummary(services[...]) }
     /// Whether there was no sample in the window.
-    public var isEmpty: Bool { services.isEmpty }
+    var isEmpty: Bool { services.isEmpty }
 
     /// The worst-first order: current status (error, down, degraded, unknown, up), then more
     /// outages, more outage time, lower uptime, more checks not up, then monitor id.
-    public static func worstFirst(_ a: ServiceFacts, _ b: ServiceFacts) -> Bool {
+    static func worstFirst(_ a: ServiceFacts, _ b: ServiceFacts) -> Bool {
         if a.status.severity != b.status.severity { return a.status.severity > b.status.severity }
         if a.outages != b.outages { return a.outages > b.outages }
         if a.outageMs != b.outageMs { return a.outageMs > b.outageMs }
@@ -217,7 +217,7 @@ public struct DigestFacts: Equatable {
     }
 
     /// Builds the facts from an aggregate.
-    public static func build(_ aggregate: Aggregate, window: Int64, bucket: Int64, trendSamples: Int, maxServices: Int) -> DigestFacts {
+    static func build(_ aggregate: Aggregate, window: Int64, bucket: Int64, trendSamples: Int, maxServices: Int) -> DigestFacts {
         let table = aggregate.services
         let bins = aggregate.scale.binRange
         let step = aggregate.scale.step

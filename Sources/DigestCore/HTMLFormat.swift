@@ -3,21 +3,21 @@ import VitalsKit
 /// `--format html`: one self-contained page (inline CSS and SVG, no scripts, nothing fetched):
 /// the summary, a table of the services, one latency chart per service with failed time
 /// shaded red and degraded time amber, the correlated failures and the overall figures.
-public enum HTMLFormat {
+enum HTMLFormat {
     /// Colours the page uses (the rendering test looks for them).
-    public static let failedFill = "#f4b4b4"
-    public static let degradedFill = "#fbe0a6"
-    public static let lineColour = "#1f5fbf"
-    public static let downBadge = "#c62828"
-    public static let upBadge = "#2e7d32"
-    public static let degradedBadge = "#b26a00"
+    static let failedFill = "#f4b4b4"
+    static let degradedFill = "#fbe0a6"
+    static let lineColour = "#1f5fbf"
+    static let downBadge = "#c62828"
+    static let upBadge = "#2e7d32"
+    static let degradedBadge = "#b26a00"
 
     /// Chart size in CSS pixels.
     static let chartWidth = 640.0
     static let chartHeight = 90.0
 
     /// The page.
-    public static func render(_ facts: DigestFacts, zone: Zone, summary: String) -> String {
+    static func render(_ facts: DigestFacts, zone: Zone, summary: String) -> String {
         let words = Words(zone: zone, reference: facts.windowEnd)
         let title = "Service digest: " + words.window(facts)
         var html = """
@@ -151,7 +151,7 @@ public enum HTMLFormat {
     static func f(_ value: Double) -> String { Words.fixed(value, decimals: 1).replacingOccurrences(of: ",", with: "") }
 
     /// Escapes text for HTML element content and attribute values.
-    public static func escape(_ text: String) -> String {
+    static func escape(_ text: String) -> String {
         var out = ""
         for character in text {
             switch character {

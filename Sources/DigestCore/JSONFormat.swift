@@ -1,9 +1,9 @@
 import VitalsKit
 
 /// `--format json`: the facts as one `digest` record (vitals-records(7), DIGEST).
-public enum JSONFormat {
+enum JSONFormat {
     /// The record, one line without its newline.
-    public static func render(_ facts: DigestFacts) -> String {
+    static func render(_ facts: DigestFacts) -> String {
         var fields: [JSONField] = [
             JSONField("type", .string("digest")),
             JSONField("window_start", time(facts.windowStart)),

@@ -7,21 +7,21 @@ import VitalsKit
 
 /// Runs `--llm-command`: the prompt on its standard input, its standard output (trimmed) as the
 /// digest. No shell is involved; the command line is split into words by `split`.
-public enum LLMCommand {
+enum LLMCommand {
     /// Why the command gave no digest.
-    public struct Failure: Error, Equatable, CustomStringConvertible {
+    struct Failure: Error, Equatable, CustomStringConvertible {
         /// In words, for the diagnostic.
-        public let description: String
+        let description: String
     }
 
     /// The most output read from the command.
-    public static let maxOutputBytes = 1 << 20
+    static let maxOutputBytes = 1 << 20
 
     /// Splits a command line into words like a POSIX shell does, without running one:
     /// blanks separate words; '…' keeps everything inside literally; "…" keeps everything
     /// inside except that \" \\ \$ and \` stand for the character; outside quotes a backslash
     /// keeps the next character. Nothing is expanded: no variables, globs, pipes or redirections.
-    public static func split(_ line: String) throws(UsageError) -> [String] {
+    static func split(_ line: String) throws(UsageError) -> [String] {
         var words: [String] = []
         var current = ""
         var inWord = false
@@ -67,7 +67,7 @@ public enum LLMCommand {
     /// Its standard error is ours. It runs in its own process group (`ChildProcess`), which is
     /// ended (SIGTERM, then SIGKILL two seconds later) when `timeout` passes, when it writes more
     /// than `maxOutputBytes`, or when we are interrupted.
-    public static func run(_ words: [String], prompt: String, timeoutMs: Int64) -> Result<String, Failure> {
+    static func run(_ words: [String], prompt: String, timeoutMs: Int64) -> Result<String, Failure> {
         let child: ChildProcess
         do {
             child = try ChildProcess(words, input: Array(prompt.utf8), output: .capture(limit: maxOutputBytes),

@@ -7,9 +7,9 @@ import Foundation
 /// logarithmic histogram (buckets of ratio γ = 1.02, as in DDSketch): the reported value is
 /// within 1% of the exact nearest-rank value, and the histogram holds at most a few thousand
 /// counters whatever the number of samples.
-public struct LatencySketch {
+struct LatencySketch {
     /// Values kept exactly before the histogram takes over.
-    public static let exactLimit = 512
+    static let exactLimit = 512
     /// The bucket ratio; the relative error of an estimate is at most (γ−1)/(γ+1) < 1%.
     static let gamma = 1.02
     static let logGamma = log(gamma)
@@ -23,15 +23,15 @@ public struct LatencySketch {
     private var minimum = Double.infinity
     private var maximum = -Double.infinity
     /// The number of values added.
-    public private(set) var count = 0
+    private(set) var count = 0
     /// Whether `percentile` is still exact.
-    public var isExact: Bool { counts.isEmpty && zeroCount == 0 }
+    var isExact: Bool { counts.isEmpty && zeroCount == 0 }
 
     /// Creates an empty sketch.
-    public init() {}
+    init() {}
 
     /// Adds a latency in milliseconds (not negative).
-    public mutating func add(_ value: Double) {
+    mutating func add(_ value: Double) {
         count += 1
         minimum = min(minimum, value)
         maximum = max(maximum, value)
@@ -66,7 +66,7 @@ public struct LatencySketch {
     }
 
     /// The value at quantile `q` (0 < q ≤ 1) by nearest rank, or nil when empty.
-    public func percentile(_ q: Double) -> Double? {
+    func percentile(_ q: Double) -> Double? {
         guard count > 0 else { return nil }
         let rank = max(1, Int((q * Double(count)).rounded(.up)))
         if isExact {

@@ -2,9 +2,9 @@ import VitalsKit
 
 /// `--format markdown`: the digest for chat and issue bodies: the plain-text summary, a table
 /// of the services, the correlated failures and the overall figures.
-public enum MarkdownFormat {
+enum MarkdownFormat {
     /// The document, lines ending in newlines.
-    public static func render(_ facts: DigestFacts, zone: Zone, summary: String) -> String {
+    static func render(_ facts: DigestFacts, zone: Zone, summary: String) -> String {
         let words = Words(zone: zone, reference: facts.windowEnd)
         var lines = ["# Service digest: \(escape(words.window(facts)))", ""]
         lines.append(contentsOf: summary.split(separator: "\n").map { escape(String($0)) })

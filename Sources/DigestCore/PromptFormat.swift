@@ -3,9 +3,9 @@ import VitalsKit
 /// `--format prompt`: what isitup gives its language model, for any model: an instruction,
 /// one line per service (status, uptime, average and latest latency, trend, outages), the
 /// summary of the services not listed, and the correlated failures.
-public enum PromptFormat {
+enum PromptFormat {
     /// The prompt, lines ending in newlines.
-    public static func render(_ facts: DigestFacts, zone: Zone) -> String {
+    static func render(_ facts: DigestFacts, zone: Zone) -> String {
         let words = Words(zone: zone, reference: facts.windowEnd)
         var lines = [
             "Write a short daily digest of the health of these services for the people who run them:",

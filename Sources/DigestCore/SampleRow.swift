@@ -1,25 +1,25 @@
 import VitalsKit
 
 /// One sample as digest keeps it: fixed size, so rows can be spooled to disk and read back.
-public struct SampleRow: Equatable {
+struct SampleRow: Equatable {
     /// When the check started, milliseconds since the epoch.
-    public var at: Int64
+    var at: Int64
     /// Latency in thousandths of a millisecond (microseconds), or `SampleRow.none`.
-    public var latencyMicros: Int64
+    var latencyMicros: Int64
     /// Download speed in thousandths of a Mbit/s, or `SampleRow.none`.
-    public var speedMilli: Int64
+    var speedMilli: Int64
     /// Arrival order, the tie-break between samples of one service at the same instant.
-    public var sequence: UInt64
+    var sequence: UInt64
     /// The service's index in the `ServiceTable`.
-    public var service: UInt32
+    var service: UInt32
     /// The status, as an index into `SampleStatus.allCases`.
-    public var status: UInt8
+    var status: UInt8
 
     /// The marker for a missing number.
-    public static let none = Int64.min
+    static let none = Int64.min
 
     /// Creates a row.
-    public init(at: Int64, latencyMicros: Int64, speedMilli: Int64, sequence: UInt64, service: UInt32, status: UInt8) {
+    init(at: Int64, latencyMicros: Int64, speedMilli: Int64, sequence: UInt64, service: UInt32, status: UInt8) {
         self.at = at
         self.latencyMicros = latencyMicros
         self.speedMilli = speedMilli
@@ -29,9 +29,9 @@ public struct SampleRow: Equatable {
     }
 
     /// The status as a `SampleStatus`.
-    public var sampleStatus: SampleStatus { SampleStatus.allCases[Int(status)] }
+    var sampleStatus: SampleStatus { SampleStatus.allCases[Int(status)] }
     /// Whether the status is `down` or `error`.
-    public var isFailure: Bool { sampleStatus.isFailure }
+    var isFailure: Bool { sampleStatus.isFailure }
 }
 
 /// The status indexes rows use.

@@ -7,9 +7,9 @@ import VitalsKit
 /// Records of another `type` are skipped without a word (a mixed stream is fine); an object
 /// without `type`, and a sample with a bad field, are errors in the one wording of
 /// `SampleProblem`.
-public struct SampleRowReader {
+struct SampleRowReader {
     /// What one line turned out to be.
-    public enum Outcome: Equatable {
+    enum Outcome: Equatable {
         /// A valid sample.
         case sample(SampleRow)
         /// A record of another type, or a blank line.
@@ -19,7 +19,7 @@ public struct SampleRowReader {
     }
 
     /// The monitors seen so far.
-    public let services: ServiceTable
+    let services: ServiceTable
     /// Samples after this instant are left out (`--now`); nil for no limit.
     let notAfter: Int64?
     private var sequence: UInt64 = 0
@@ -28,13 +28,13 @@ public struct SampleRowReader {
     private var reader = SampleLine()
 
     /// Creates a reader adding monitors to `services`.
-    public init(services: ServiceTable, notAfter: Int64?) {
+    init(services: ServiceTable, notAfter: Int64?) {
         self.services = services
         self.notAfter = notAfter
     }
 
     /// Reads one line.
-    public mutating func read(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
+    mutating func read(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
         var own = DigestFields()
         switch reader.read(line, extra: &own) {
         case .sample: break

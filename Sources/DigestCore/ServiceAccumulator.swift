@@ -1,20 +1,20 @@
 import VitalsKit
 
 /// One time bin of a service's chart: its checks, failures, degraded checks and latency.
-public struct ChartBin: Equatable {
+struct ChartBin: Equatable {
     /// The bin's number: its start is `index × step`.
-    public var index: Int64
+    var index: Int64
     /// Checks in the bin.
-    public var checks: UInt32 = 0
+    var checks: UInt32 = 0
     /// Checks that were down or error.
-    public var failed: UInt32 = 0
+    var failed: UInt32 = 0
     /// Checks that were degraded.
-    public var degraded: UInt32 = 0
+    var degraded: UInt32 = 0
     /// Checks with a latency, and their sum in microseconds.
-    public var latencyCount: UInt32 = 0
-    public var latencySumMicros: Int64 = 0
+    var latencyCount: UInt32 = 0
+    var latencySumMicros: Int64 = 0
     /// Whether the bin's last check failed (an outage then goes on into the next bins).
-    public var endsFailed = false
+    var endsFailed = false
 
     mutating func merge(_ other: ChartBin) {
         endsFailed = other.endsFailed
@@ -28,61 +28,61 @@ public struct ChartBin: Equatable {
 
 /// An outage: from a failing sample after a sample that was not failing (or the service's
 /// first sample in the window) to the next sample that is not failing.
-public struct Outage: Equatable {
+struct Outage: Equatable {
     /// Its first failing sample.
-    public var start: Int64
+    var start: Int64
     /// The first sample after it that was not failing; nil while it goes on.
-    public var end: Int64?
+    var end: Int64?
     /// Milliseconds from start to end (to the window's end while it goes on).
-    public var duration: Int64
+    var duration: Int64
 }
 
 /// Everything digest learns about one service, fed its samples in time order.
 ///
 /// Memory is fixed per service: counters, a `LatencySketch`, the last 2N latencies for the
 /// trend, and at most `ChartScale.maxBins` chart bins.
-public struct ServiceAccumulator {
+struct ServiceAccumulator {
     /// Checks by status, indexed like `SampleStatus.allCases`.
-    public private(set) var statusCounts = [Int](repeating: 0, count: SampleStatus.allCases.count)
+    private(set) var statusCounts = [Int](repeating: 0, count: SampleStatus.allCases.count)
     /// Checks in the window.
-    public private(set) var checks = 0
+    private(set) var checks = 0
     /// Checks with a latency; their sum, least and most (microseconds).
-    public private(set) var latencyCount = 0
-    public private(set) var latencySumMicros: Int64 = 0
-    public private(set) var latencyMinMicros = Int64.max
-    public private(set) var latencyMaxMicros = Int64.min
+    private(set) var latencyCount = 0
+    private(set) var latencySumMicros: Int64 = 0
+    private(set) var latencyMinMicros = Int64.max
+    private(set) var latencyMaxMicros = Int64.min
     /// The 95th percentile structure.
-    public private(set) var sketch = LatencySketch()
+    private(set) var sketch = LatencySketch()
     /// Checks with a speed, and their sum (thousandths of Mbit/s).
-    public private(set) var speedCount = 0
-    public private(set) var speedSumMilli: Int64 = 0
+    private(set) var speedCount = 0
+    private(set) var speedSumMilli: Int64 = 0
     /// The first and the last sample's time.
-    public private(set) var firstAt = Int64.max
-    public private(set) var lastAt = Int64.min
+    private(set) var firstAt = Int64.max
+    private(set) var lastAt = Int64.min
     /// The last sample's status and latency (`SampleRow.none` when it had none).
-    public private(set) var lastStatus = StatusIndex.unknown
-    public private(set) var lastLatencyMicros = SampleRow.none
+    private(set) var lastStatus = StatusIndex.unknown
+    private(set) var lastLatencyMicros = SampleRow.none
     /// Outages that began in the window, their total and the longest (ongoing ones count to the window's end).
-    public private(set) var outageCount = 0
-    public private(set) var outageTotal: Int64 = 0
-    public private(set) var longestOutage: Outage?
+    private(set) var outageCount = 0
+    private(set) var outageTotal: Int64 = 0
+    private(set) var longestOutage: Outage?
     /// The outage going on after the last sample, if any (its start).
-    public private(set) var openOutageStart: Int64?
+    private(set) var openOutageStart: Int64?
     /// Chart bins, in time order, only those with checks.
-    public private(set) var bins: [ChartBin] = []
+    private(set) var bins: [ChartBin] = []
     /// The newest latencies, oldest first once `trendValues` is full (a ring).
     private var trendValues: [Int64] = []
     private var trendNext = 0
     private let trendCapacity: Int
 
     /// Creates an accumulator keeping `2 × trendSamples` latencies for the trend.
-    public init(trendSamples: Int) {
+    init(trendSamples: Int) {
         trendCapacity = max(2, 2 * trendSamples)
     }
 
     /// Adds the next sample (in time order). Returns true when an outage begins with it.
     @discardableResult
-    public mutating func add(_ row: SampleRow, binStep: Int64) -> Bool {
+    mutating func add(_ row: SampleRow, binStep: Int64) -> Bool {
         checks += 1
         statusCounts[Int(row.status)] += 1
         if checks == 1 { firstAt = row.at }
@@ -137,14 +137,14 @@ public struct ServiceAccumulator {
     }
 
     /// Ends the window at `end`: an outage still going on lasts until then.
-    public mutating func finish(windowEnd end: Int64) {
+    mutating func finish(windowEnd end: Int64) {
         if let start = openOutageStart {
             closeOutage(Outage(start: start, end: nil, duration: max(0, end - start)))
         }
     }
 
     /// Re-bins the chart when the step grows `factor` times (steps divide each other, bins stay aligned).
-    public mutating func rebin(factor: Int64) {
+    mutating func rebin(factor: Int64) {
         var merged: [ChartBin] = []
         merged.reserveCapacity(bins.count)
         for var bin in bins {
@@ -159,7 +159,7 @@ public struct ServiceAccumulator {
     }
 
     /// The newest latencies in time order (at most 2N).
-    public var trendLatencies: [Int64] {
+    var trendLatencies: [Int64] {
         if trendValues.count < trendCapacity { return trendValues }
         return Array(trendValues[trendNext...] + trendValues[..<trendNext])
     }

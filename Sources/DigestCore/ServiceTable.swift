@@ -5,38 +5,38 @@ import VitalsKit
 /// Monitor ids are interned from the raw bytes of each line (an open-addressing table keyed by
 /// the bytes, no `String` per line); names and the newest sample's reason and message are kept
 /// as bytes and turned into strings once, at the end.
-public final class ServiceTable {
+final class ServiceTable {
     /// What the table knows about one monitor.
-    public struct Entry {
+    struct Entry {
         /// The monitor id.
-        public var monitor: [UInt8]
+        var monitor: [UInt8]
         /// The human name from the newest sample that had one.
-        public var name: [UInt8] = []
+        var name: [UInt8] = []
         /// When that name was seen (its sample's `at`), to keep the newest.
         var nameAt = Int64.min
         /// The newest sample's `at` (within `--now`), its reason and its message.
-        public var latestAt = Int64.min
+        var latestAt = Int64.min
         /// The newest sample's reason (raw bytes of the string), empty when null.
-        public var latestReason: [UInt8] = []
+        var latestReason: [UInt8] = []
         /// The newest sample's message, as a decoded string's bytes.
-        public var latestMessage: [UInt8] = []
+        var latestMessage: [UInt8] = []
     }
 
     /// The monitors in order of first appearance.
-    public private(set) var entries: [Entry] = []
+    private(set) var entries: [Entry] = []
     private var slots: [Int32]
     private var hashes: [UInt64] = []
 
     /// Creates an empty table.
-    public init() {
+    init() {
         slots = [Int32](repeating: -1, count: 1024)
     }
 
     /// The number of monitors.
-    public var count: Int { entries.count }
+    var count: Int { entries.count }
 
     /// The index of the monitor whose id is `bytes`, adding it when new.
-    public func intern(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
+    func intern(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)
@@ -96,9 +96,9 @@ public final class ServiceTable {
     }
 
     /// The monitor id as text.
-    public func monitor(_ service: Int) -> String { String(decoding: entries[service].monitor, as: UTF8.self) }
+    func monitor(_ service: Int) -> String { String(decoding: entries[service].monitor, as: UTF8.self) }
     /// The display name: the newest name, or the monitor id.
-    public func name(_ service: Int) -> String {
+    func name(_ service: Int) -> String {
         entries[service].name.isEmpty ? monitor(service) : String(decoding: entries[service].name, as: UTF8.self)
     }
 }

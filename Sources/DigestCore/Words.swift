@@ -1,26 +1,26 @@
 import VitalsKit
 
 /// How the human formats write numbers, times and lists, the same way everywhere.
-public struct Words {
+struct Words {
     /// The zone times are written in.
-    public let zone: Zone
+    let zone: Zone
     /// The window's end: times on its local day are written as `HH:MM` alone.
-    public let reference: Int64?
+    let reference: Int64?
 
     /// Creates the writer.
-    public init(zone: Zone, reference: Int64?) {
+    init(zone: Zone, reference: Int64?) {
         self.zone = zone
         self.reference = reference
     }
 
     /// `48 ms`, `4.2 ms`, `1,250 ms`: whole milliseconds from 10 up, one decimal below.
-    public static func latency(_ ms: Double) -> String {
+    static func latency(_ ms: Double) -> String {
         if ms < 9.95 { return fixed(ms, decimals: 1) + " ms" }
         return grouped(Int64(ms.rounded())) + " ms"
     }
 
     /// A percentage with one decimal, never rounded up to 100 or down to 0: `99.7%`, `>99.9%`, `<0.1%`, `100%`.
-    public static func percent(_ value: Double) -> String {
+    static func percent(_ value: Double) -> String {
         if value >= 100 { return "100%" }
         if value <= 0 { return "0%" }
         if value >= 99.95 { return ">99.9%" }
@@ -29,18 +29,18 @@ public struct Words {
     }
 
     /// `93.2 Mbit/s`.
-    public static func speed(_ mbps: Double) -> String { fixed(mbps, decimals: 1) + " Mbit/s" }
+    static func speed(_ mbps: Double) -> String { fixed(mbps, decimals: 1) + " Mbit/s" }
 
     /// `14m`, `2h 5m`, `4.2s`.
-    public static func duration(_ ms: Int64) -> String { DurationText.describe(milliseconds: ms) }
+    static func duration(_ ms: Int64) -> String { DurationText.describe(milliseconds: ms) }
 
     /// An outage's length, in minutes as every other outage is (`14m`, `2h 5m`), and `<1m`
     /// under a minute: an outage that has only just begun (one down sample, length 0) is
     /// not "0ms".
-    public static func outage(_ ms: Int64) -> String { ms < 60_000 ? "<1m" : duration(ms) }
+    static func outage(_ ms: Int64) -> String { ms < 60_000 ? "<1m" : duration(ms) }
 
     /// `24 hours`, `7 days`, `30 minutes`, `90 seconds` (or the short form for odd values).
-    public static func span(_ ms: Int64) -> String {
+    static func span(_ ms: Int64) -> String {
         let units: [(Int64, String)] = [(86_400_000, "day"), (3_600_000, "hour"), (60_000, "minute"), (1000, "second")]
         if ms == 86_400_000 { return "24 hours" }
         for (size, unit) in units where ms >= size && ms % size == 0 {
@@ -51,7 +51,7 @@ public struct Words {
     }
 
     /// `5-minute bucket`, `1-hour bucket`, or `bucket of 90s` for odd widths.
-    public static func unit(_ ms: Int64) -> String {
+    static func unit(_ ms: Int64) -> String {
         let units: [(Int64, String)] = [(86_400_000, "day"), (3_600_000, "hour"), (60_000, "minute"), (1000, "second")]
         for (size, unit) in units where ms >= size && ms % size == 0 {
             return "\(grouped(ms / size))-\(unit) bucket"
@@ -60,7 +60,7 @@ public struct Words {
     }
 
     /// `1,440`.
-    public static func grouped(_ value: Int64) -> String {
+    static func grouped(_ value: Int64) -> String {
         let digits = String(value.magnitude)
         var out = ""
         for (index, digit) in digits.enumerated() {
@@ -71,10 +71,10 @@ public struct Words {
     }
 
     /// `1,440`.
-    public static func grouped(_ value: Int) -> String { grouped(Int64(value)) }
+    static func grouped(_ value: Int) -> String { grouped(Int64(value)) }
 
     /// `once`, `twice`, `3 times`.
-    public static func times(_ count: Int) -> String {
+    static func times(_ count: Int) -> String {
         switch count {
         case 1: return "once"
         case 2: return "twice"
@@ -83,12 +83,12 @@ public struct Words {
     }
 
     /// `1 outage`, `3 outages`.
-    public static func count(_ value: Int, _ singular: String, _ plural: String? = nil) -> String {
+    static func count(_ value: Int, _ singular: String, _ plural: String? = nil) -> String {
         "\(grouped(value)) " + (value == 1 ? singular : plural ?? singular + "s")
     }
 
     /// `a`, `a and b`, `a, b and c`.
-    public static func list(_ items: [String]) -> String {
+    static func list(_ items: [String]) -> String {
         switch items.count {
         case 0: return ""
         case 1: return items[0]
@@ -97,7 +97,7 @@ public struct Words {
     }
 
     /// `value` rounded to `decimals` places, trailing zeros kept (`4.0`).
-    public static func fixed(_ value: Double, decimals: Int) -> String {
+    static func fixed(_ value: Double, decimals: Int) -> String {
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
         let units = Int64((value * scale).rounded())
@@ -109,7 +109,7 @@ public struct Words {
     }
 
     /// `03:15` on the reference's local day, `2026-01-26 23:10` otherwise.
-    public func time(_ ms: Int64) -> String {
+    func time(_ ms: Int64) -> String {
         let p = zone.parts(of: ms)
         let clock = Zone.two(p.hour) + ":" + Zone.two(p.minute)
         if let reference, zone.day(of: reference) == zone.day(of: ms) { return clock }
@@ -117,17 +117,17 @@ public struct Words {
     }
 
     /// `10:05 and 10:10`: a correlation bucket's bounds.
-    public func bucket(_ failure: CorrelatedFailure) -> String {
+    func bucket(_ failure: CorrelatedFailure) -> String {
         time(failure.start) + " and " + time(failure.end)
     }
 
     /// `10:05-10:10`: a correlation bucket, short.
-    public func bucketRange(_ failure: CorrelatedFailure) -> String {
+    func bucketRange(_ failure: CorrelatedFailure) -> String {
         time(failure.start) + "-" + time(failure.end)
     }
 
     /// `2026-01-27 10:30 UTC` (or `+02:00`): a full time with its offset.
-    public func fullTime(_ ms: Int64) -> String {
+    func fullTime(_ ms: Int64) -> String {
         let p = zone.parts(of: ms)
         return date(p) + " " + Zone.two(p.hour) + ":" + Zone.two(p.minute) + " " + Zone.offsetText(p.offset)
     }
@@ -137,13 +137,13 @@ public struct Words {
     }
 
     /// `the 24 hours to 2026-01-27 10:30 UTC`.
-    public func window(_ facts: DigestFacts) -> String {
+    func window(_ facts: DigestFacts) -> String {
         guard let end = facts.windowEnd else { return "the last \(Words.span(facts.windowMs))" }
         return "the \(Words.span(facts.windowMs)) to \(fullTime(end))"
     }
 
     /// `3 up, 1 degraded and 1 down`, in severity order from up.
-    public static func statusCounts(_ counts: [SampleStatus: Int]) -> String {
+    static func statusCounts(_ counts: [SampleStatus: Int]) -> String {
         let order: [SampleStatus] = [.up, .degraded, .down, .error, .unknown]
         return list(order.compactMap { status in
             guard let count = counts[status], count > 0 else { return nil }
@@ -152,10 +152,10 @@ public struct Words {
     }
 
     /// The column titles of the service tables (Markdown, HTML), after Service and Now.
-    public static let tableTitles = ["Uptime", "Checks", "Avg", "p95", "Latest", "Trend", "Outages", "Outage time", "Speed"]
+    static let tableTitles = ["Uptime", "Checks", "Avg", "p95", "Latest", "Trend", "Outages", "Outage time", "Speed"]
 
     /// One service's cells under `tableTitles`.
-    public static func tableCells(_ s: ServiceFacts) -> [String] {
+    static func tableCells(_ s: ServiceFacts) -> [String] {
         let none = "–"
         var cells: [String] = [percent(s.uptimePercent), grouped(s.checks)]
         cells.append(s.latencyAvgMs.map(latency) ?? none)

@@ -8,7 +8,7 @@ import VitalsKit
 
 /// The time zone digest writes times in and decides "today" in (`--tz`): local time, UTC,
 /// a fixed offset (`+02:00`, `-0530`) or a zone name from the system's database (`Europe/Paris`).
-public struct Zone: Sendable {
+struct Zone: Sendable {
     private enum Kind: Sendable {
         case local
         case fixed(Int)
@@ -16,12 +16,12 @@ public struct Zone: Sendable {
     }
     private let kind: Kind
     /// How the option was given, normalized (`local`, `UTC`, `+02:00`, `Europe/Paris`), for the cache key.
-    public let name: String
+    let name: String
 
     /// Local time, as the `TZ` environment variable or the system says.
-    public static let local = Zone(kind: .local, name: "local")
+    static let local = Zone(kind: .local, name: "local")
     /// UTC.
-    public static let utc = Zone(kind: .fixed(0), name: "UTC")
+    static let utc = Zone(kind: .fixed(0), name: "UTC")
 
     private init(kind: Kind, name: String) {
         self.kind = kind
@@ -29,7 +29,7 @@ public struct Zone: Sendable {
     }
 
     /// The zone for `text`, or nil when it is not one.
-    public static func parse(_ text: String) -> Zone? {
+    static func parse(_ text: String) -> Zone? {
         let trimmed = text.trimmingSpaces
         switch trimmed.lowercased() {
         case "local": return .local
@@ -49,7 +49,7 @@ public struct Zone: Sendable {
     }
 
     /// The offset from UTC at instant `ms`, seconds.
-    public func offsetSeconds(at ms: Int64) -> Int {
+    func offsetSeconds(at ms: Int64) -> Int {
         switch kind {
         case .fixed(let seconds): return seconds
         case .named(let zone): return zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000))
@@ -62,12 +62,12 @@ public struct Zone: Sendable {
     }
 
     /// The local calendar day of `ms` (days since 1970-01-01 in this zone).
-    public func day(of ms: Int64) -> Int64 {
+    func day(of ms: Int64) -> Int64 {
         floorDivide(ms + Int64(offsetSeconds(at: ms)) * 1000, 86_400_000)
     }
 
     /// Local date and time parts of `ms`.
-    public func parts(of ms: Int64) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, offset: Int) {
+    func parts(of ms: Int64) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, offset: Int) {
         let offset = offsetSeconds(at: ms)
         let local = ms + Int64(offset) * 1000
         let days = floorDivide(local, 86_400_000)
@@ -77,7 +77,7 @@ public struct Zone: Sendable {
     }
 
     /// `UTC` or `+02:00`: the label of the offset at `ms`.
-    public func label(at ms: Int64) -> String { Self.offsetText(offsetSeconds(at: ms)) }
+    func label(at ms: Int64) -> String { Self.offsetText(offsetSeconds(at: ms)) }
 
     static func offsetText(_ seconds: Int) -> String {
         if seconds == 0 { return "UTC" }

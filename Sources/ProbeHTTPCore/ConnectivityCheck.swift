@@ -8,51 +8,51 @@ import Darwin
 #endif
 
 /// What `--connectivity` checks, from the command line.
-public struct ConnectivitySettings: Sendable {
+struct ConnectivitySettings: Sendable {
     /// Online Now's reachability page.
-    public static let defaultURL = "https://www.apple.com/library/test/success.html"
+    static let defaultURL = "https://www.apple.com/library/test/success.html"
     /// The word that page says when nothing stands in between (a captive portal answers otherwise).
-    public static let defaultExpected = "Success"
+    static let defaultExpected = "Success"
 
     /// The success page.
-    public var url = ConnectivitySettings.defaultURL
+    var url = ConnectivitySettings.defaultURL
     /// What the page must contain.
-    public var expected = ConnectivitySettings.defaultExpected
+    var expected = ConnectivitySettings.defaultExpected
     /// Where to download the speed test from; nil for no speed test.
-    public var speedURL: String?
+    var speedURL: String?
     /// Bytes to download for the speed test (Online Now's 512 KB).
-    public var speedBytes = 512_000
+    var speedBytes = 512_000
     /// The time budget of each of the two requests.
-    public var timeoutMs = 5000
+    var timeoutMs = 5000
     /// With `watch`: how often to check.
-    public var intervalMs: Int64 = 60_000
+    var intervalMs: Int64 = 60_000
     /// Check again every `intervalMs` until interrupted.
-    public var watch = false
+    var watch = false
     /// Address family.
-    public var family: IPFamily = .any
+    var family: IPFamily = .any
     /// Skip certificate verification.
-    public var insecure = false
+    var insecure = false
     /// The User-Agent header.
-    public var userAgent = "vitals-probe-http/\(Vitals.version)"
+    var userAgent = "vitals-probe-http/\(Vitals.version)"
 
     /// Defaults.
-    public init() {}
+    init() {}
 }
 
 /// Online Now's "am I online, and how fast" as one sample: the success page fetched with GET
 /// and checked for its word, the interface and link type the request left by, and a speed
 /// test from `speedURL` when online. Offline is an answer (`online: false`), not a failure.
-public final class ConnectivityCheck {
+final class ConnectivityCheck {
     private let settings: ConnectivitySettings
     private let output: RecordWriter
     private let engine = HTTPEngine(maxInFlight: 1)
     private let network = NetworkView(refreshAfterMs: 0)
     private let pageTarget: Target
     /// What was written so far.
-    public private(set) var tally = ProbeTally()
+    private(set) var tally = ProbeTally()
 
     /// Prepares the check.
-    public init(settings: ConnectivitySettings, output: RecordWriter) throws(TargetProblem) {
+    init(settings: ConnectivitySettings, output: RecordWriter) throws(TargetProblem) {
         self.settings = settings
         self.output = output
         let parts = URLText(settings.url)
@@ -69,7 +69,7 @@ public final class ConnectivityCheck {
     }
 
     /// Checks once, or with `watch` every interval until interrupted, writing one sample each time.
-    public func run() throws {
+    func run() throws {
         var nextMs = Clock.monotonicMilliseconds()
         repeat {
             let startMs = Clock.monotonicMilliseconds()

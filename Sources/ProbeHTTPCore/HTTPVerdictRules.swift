@@ -4,9 +4,9 @@ import VitalsCrypto
 import VitalsKit
 
 /// The rules that turn a response into a verdict (documented in probe-http(1), STATUS).
-public enum HTTPVerdictRules {
+enum HTTPVerdictRules {
     /// The highest speed reported (Online Now caps its figure to avoid outliers).
-    public static let speedCapMbps = 1000.0
+    static let speedCapMbps = 1000.0
 
     /// Decides the verdict of a probe.
     /// - Parameters:
@@ -16,7 +16,7 @@ public enum HTTPVerdictRules {
     ///   - inspection: a certificate-only handshake made after a verification failure.
     ///   - nowSeconds: the time certificates are judged against.
     ///   - simulatedMs: isitup's debug latency added to the measurement.
-    public static func decide(target: Target, result: HTTPResult, method: String, fallbackNote: String?,
+    static func decide(target: Target, result: HTTPResult, method: String, fallbackNote: String?,
                               inspection: HTTPResult?, nowSeconds: Int64, simulatedMs: Double) -> ProbeVerdict {
         let expiry = CertificateExpiry(expiries: inspection?.certificateExpiries.isEmpty == false ? inspection!.certificateExpiries : result.certificateExpiries,
                                        nowSeconds: nowSeconds)
@@ -109,7 +109,7 @@ public enum HTTPVerdictRules {
     /// Online Now's speed: bytes × 8 / 10⁶ / seconds, capped at 1000 Mbps, with a confidence:
     /// `high` for at least 1 MiB over at least 0.5 s, `low` under 256 KiB, under 50 ms, or at the
     /// cap, `medium` otherwise. Nil speed when nothing was timed.
-    public static func speed(bytes: Int, seconds: Double) -> (Double?, String?) {
+    static func speed(bytes: Int, seconds: Double) -> (Double?, String?) {
         guard bytes > 0, seconds > 0 else { return (nil, bytes > 0 ? "low" : nil) }
         let raw = Double(bytes) * 8 / 1_000_000 / seconds
         let capped = min(raw, speedCapMbps)

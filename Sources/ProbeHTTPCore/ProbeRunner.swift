@@ -3,24 +3,24 @@ import ProbeKit
 import VitalsKit
 
 /// Settings for a run, from the command line.
-public struct ProbeSettings: Sendable {
+struct ProbeSettings: Sendable {
     /// Probes in flight at once, per host, and started per second.
-    public var limits = ProbeLimits(concurrency: 256)
+    var limits = ProbeLimits(concurrency: 256)
     /// Body bytes read at most for checks that need the body.
-    public var maxBodyBytes = 1 << 20
+    var maxBodyBytes = 1 << 20
     /// Added to each measured latency (isitup's debug simulation).
-    public var simulatedLatencyMs: Double = 0
+    var simulatedLatencyMs: Double = 0
     /// Probe forever, each target every `check_interval`.
-    public var watch = false
+    var watch = false
     /// The User-Agent header.
-    public var userAgent = "vitals-probe-http/\(Vitals.version)"
+    var userAgent = "vitals-probe-http/\(Vitals.version)"
 
     /// Defaults.
-    public init() {}
+    init() {}
 }
 
 /// Runs probes on one `HTTPEngine`: once through every target, or forever on each target's interval.
-public final class ProbeRunner {
+final class ProbeRunner {
     private enum Stage { case primary, fallback, inspect }
 
     private struct Probe {
@@ -47,10 +47,10 @@ public final class ProbeRunner {
     private var scheduler: ProbeScheduler
     private let network = NetworkView()
     /// What was written so far.
-    public private(set) var tally = ProbeTally()
+    private(set) var tally = ProbeTally()
 
     /// Prepares probes for `targets` (two per target for `ip: both`).
-    public init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
+    init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
         self.settings = settings
         self.output = output
         self.engine = HTTPEngine(maxInFlight: settings.limits.concurrency)
@@ -71,7 +71,7 @@ public final class ProbeRunner {
     /// intervals). A probe's start time (`at`) and its deadline are taken when it starts, not
     /// when it is queued, and its HEAD-to-GET fallback or certificate inspection runs in the
     /// slot it already holds.
-    public func run() throws {
+    func run() throws {
         while true {
             if Signals.stopRequested {
                 engine.cancelAll()

@@ -3,7 +3,7 @@ import ProbeKit
 import VitalsKit
 
 /// What a target checks, OnlineTracker's monitor types for HTTP.
-public enum TargetKind: String, Sendable, CaseIterable {
+enum TargetKind: String, Sendable, CaseIterable {
     /// An HTTP check over plain TCP.
     case http
     /// An HTTP check over TLS, with the certificate's expiry.
@@ -13,27 +13,27 @@ public enum TargetKind: String, Sendable, CaseIterable {
 }
 
 /// A set of expected HTTP status codes: codes and inclusive ranges.
-public struct StatusSet: Sendable, Equatable, CustomStringConvertible {
+struct StatusSet: Sendable, Equatable, CustomStringConvertible {
     /// The ranges, in the order given.
-    public var ranges: [ClosedRange<Int>]
+    var ranges: [ClosedRange<Int>]
 
     /// Creates a set.
-    public init(_ ranges: [ClosedRange<Int>]) { self.ranges = ranges }
+    init(_ ranges: [ClosedRange<Int>]) { self.ranges = ranges }
 
     /// isitup's rule: 200 to 399.
-    public static let `default` = StatusSet([200...399])
+    static let `default` = StatusSet([200...399])
 
     /// Whether `code` is expected.
-    public func contains(_ code: Int) -> Bool { ranges.contains { $0.contains(code) } }
+    func contains(_ code: Int) -> Bool { ranges.contains { $0.contains(code) } }
 
     /// `200-399`, `200,204`.
-    public var description: String {
+    var description: String {
         ranges.map { $0.lowerBound == $0.upperBound ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }
             .joined(separator: ",")
     }
 
     /// Parses `200`, `200-299`, `2xx`, `200,204,300-399`; nil if malformed.
-    public static func parse(_ text: String) -> StatusSet? {
+    static func parse(_ text: String) -> StatusSet? {
         var ranges: [ClosedRange<Int>] = []
         for part in text.split(separator: ",") {
             let item = String(part).trimmingSpaces.lowercased()
@@ -53,63 +53,63 @@ public struct StatusSet: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One target, validated, with every default applied.
-public struct Target: Sendable {
+struct Target: Sendable {
     /// The monitor id every later tool groups by.
-    public var id: String
+    var id: String
     /// The human name.
-    public var name: String
+    var name: String
     /// The URL as given, used for probing (may hold credentials).
-    public var url: String
+    var url: String
     /// The URL with secrets redacted, as written in samples.
-    public var displayURL: String
+    var displayURL: String
     /// The check kind.
-    public var kind: TargetKind
+    var kind: TargetKind
     /// The method asked for; nil means HEAD with a GET fallback.
-    public var method: String?
+    var method: String?
     /// Request headers, `Name: value`.
-    public var headers: [String] = []
+    var headers: [String] = []
     /// A request body.
-    public var body: [UInt8]?
+    var body: [UInt8]?
     /// Expected status codes.
-    public var expectedStatus: StatusSet = .default
+    var expectedStatus: StatusSet = .default
     /// A substring the body must contain.
-    public var expectedContent: String?
+    var expectedContent: String?
     /// The SHA-256 (64 lowercase hex digits) or MD5 (32) the body must have.
-    public var expectedBodyHash: String?
+    var expectedBodyHash: String?
     /// The probe's time budget.
-    public var timeoutMs: Int = 5000
+    var timeoutMs: Int = 5000
     /// Latency above this is `degraded`.
-    public var okThresholdMs: Double?
+    var okThresholdMs: Double?
     /// Latency above this is `down`.
-    public var degradedThresholdMs: Double?
+    var degradedThresholdMs: Double?
     /// Days of certificate validity at or above which the certificate is fine.
-    public var sslOkDays: Int = 30
+    var sslOkDays: Int = 30
     /// Days of validity below which the target is `down`.
-    public var sslWarningDays: Int = 14
+    var sslWarningDays: Int = 14
     /// Seconds between probes in `--watch`.
-    public var checkIntervalMs: Int64 = 60_000
+    var checkIntervalMs: Int64 = 60_000
     /// Redirects followed.
-    public var maxRedirects: Int = 5
+    var maxRedirects: Int = 5
     /// Address families.
-    public var ip: IPChoice = .any
+    var ip: IPChoice = .any
     /// Bytes to download for a speed test, if one is asked for.
-    public var speedTestBytes: Int?
+    var speedTestBytes: Int?
     /// TLS settings (mutual TLS, pinning, minimum version, trust).
-    public var tls = TLSOptions()
+    var tls = TLSOptions()
     /// Fields the target had that probe-http does not own; carried into each sample in order.
-    public var extraFields: [JSONField] = []
+    var extraFields: [JSONField] = []
     /// Where the target came from, for diagnostics.
-    public var source: String = "<stdin>"
+    var source: String = "<stdin>"
     /// The line it was on.
-    public var line: Int = 0
+    var line: Int = 0
 
     /// The URL's host, lowercased.
-    public let host: String
+    let host: String
     /// The URL's port, or the scheme's default.
-    public let port: Int
+    let port: Int
 
     /// Creates a target for `url` with defaults.
-    public init(id: String, name: String, url: String, kind: TargetKind, parts: URLText? = nil) {
+    init(id: String, name: String, url: String, kind: TargetKind, parts: URLText? = nil) {
         let parts = parts ?? URLText(url)
         self.id = id
         self.name = name
@@ -121,7 +121,7 @@ public struct Target: Sendable {
     }
 
     /// `check_interval`, `enabled` and `config` as the target's samples write them (OnlineTracker's monitor fields).
-    public var monitorSettings: MonitorSettings {
+    var monitorSettings: MonitorSettings {
         var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
         if expectedStatus.ranges.count == 1, expectedStatus.ranges[0].count == 1 {
             settings.set("expected_status", expectedStatus.ranges[0].lowerBound)
@@ -141,6 +141,6 @@ public struct Target: Sendable {
     }
 
     /// Whether a GET is needed to read the body (content or hash checks, speed test).
-    public var needsBody: Bool { expectedContent != nil || expectedBodyHash != nil || speedTestBytes != nil }
+    var needsBody: Bool { expectedContent != nil || expectedBodyHash != nil || speedTestBytes != nil }
 }
 

@@ -3,49 +3,49 @@ import ProbeKit
 import VitalsKit
 
 /// Defaults for target fields, set by command-line options.
-public struct TargetDefaults: Sendable {
+struct TargetDefaults: Sendable {
     /// `timeout_seconds` when a target has none (5 s, isitup's).
-    public var timeoutMs = 5000
+    var timeoutMs = 5000
     /// `http_ok_threshold_ms` when a target has none (none: latency alone never degrades).
-    public var okThresholdMs: Double?
+    var okThresholdMs: Double?
     /// `http_degraded_threshold_ms` when a target has none.
-    public var degradedThresholdMs: Double?
+    var degradedThresholdMs: Double?
     /// `ssl_ok_threshold_days` (30, OnlineTracker's).
-    public var sslOkDays = 30
+    var sslOkDays = 30
     /// `ssl_warning_threshold_days` (14, OnlineTracker's).
-    public var sslWarningDays = 14
+    var sslWarningDays = 14
     /// `ip` when a target has none.
-    public var ip: IPChoice = .any
+    var ip: IPChoice = .any
     /// `max_redirects` when a target has none.
-    public var maxRedirects = 5
+    var maxRedirects = 5
     /// A speed test for every target without `speed_test_bytes` (`--speed-test`).
-    public var speedTestBytes: Int?
+    var speedTestBytes: Int?
     /// Skip certificate verification for every target (`--insecure`).
-    public var insecure = false
+    var insecure = false
     /// `--interval`: overrides every target's `check_interval`.
-    public var intervalOverrideMs: Int64?
+    var intervalOverrideMs: Int64?
 
     /// The defaults of the seeds.
-    public init() {}
+    init() {}
 }
 
 /// Reads targets: one per line as a bare URL or a JSON object, or a file holding one JSON
 /// array of targets (isitup's `services.json`). Blank lines and lines starting with `#` are
 /// skipped. Every problem is a diagnostic naming the line; the other targets are kept.
-public struct TargetParser: TargetSink {
+struct TargetParser: TargetSink {
     /// A bare line is a URL.
-    public static let bareField = "url"
+    static let bareField = "url"
     /// A bare line is a URL.
-    public static let bareNoun = "URL"
+    static let bareNoun = "URL"
     /// The targets read so far, in input order.
-    public private(set) var targets: [Target] = []
+    private(set) var targets: [Target] = []
     private let defaults: TargetDefaults
     /// Where problems are reported.
-    public let diagnostics: Diagnostics
+    let diagnostics: Diagnostics
     private var ids = TargetIDs()
 
     /// Field names probe-http reads from a target.
-    public static let knownFields: Set<String> = [
+    static let knownFields: Set<String> = [
         "id", "name", "url", "target", "kind", "method", "headers", "body", "expected_status", "expected_content",
         "expected_body_hash", "timeout_seconds", "http_ok_threshold_ms", "http_degraded_threshold_ms",
         "ssl_ok_threshold_days", "ssl_warning_threshold_days", "check_interval", "max_redirects", "ip",
@@ -54,23 +54,23 @@ public struct TargetParser: TargetSink {
     ]
 
     /// Creates a parser.
-    public init(defaults: TargetDefaults, diagnostics: Diagnostics) {
+    init(defaults: TargetDefaults, diagnostics: Diagnostics) {
         self.defaults = defaults
         self.diagnostics = diagnostics
     }
 
     /// Reads every target from `reader`.
-    public mutating func read(_ reader: LineReader) {
+    mutating func read(_ reader: LineReader) {
         TargetListReader.read(reader, into: &self)
     }
 
     /// Reads one line (a bare URL or a JSON object).
-    public mutating func readLine(_ bytes: UnsafeBufferPointer<UInt8>, source: String, line: Int) {
+    mutating func readLine(_ bytes: UnsafeBufferPointer<UInt8>, source: String, line: Int) {
         TargetListReader.readLine(bytes, source: source, line: line, into: &self)
     }
 
     /// Validates one target object and adds it (with a unique id), or reports why not.
-    public mutating func add(_ object: JSONObject, source: String, line: Int) {
+    mutating func add(_ object: JSONObject, source: String, line: Int) {
         let object = TargetFields.readingMonitorType(object)
         if let skipped = TargetParser.otherProbeKind(object) {
             diagnostics.warning("kind '\(skipped)' is probed by probe-ping; skipped", source: source, line: line)
@@ -99,10 +99,10 @@ public struct TargetParser: TargetSink {
     }
 
     /// A problem with one target, in words.
-    public typealias Problem = TargetProblem
+    typealias Problem = TargetProblem
 
     /// Builds a target from an object; `.success(nil)` for a target that is switched off (`enabled: false`).
-    public static func build(_ object: JSONObject, defaults: TargetDefaults) -> Result<Target?, Problem> {
+    static func build(_ object: JSONObject, defaults: TargetDefaults) -> Result<Target?, Problem> {
         do {
             return .success(try buildThrowing(object, defaults: defaults))
         } catch let problem as Problem {
@@ -272,7 +272,7 @@ public struct TargetParser: TargetSink {
     }
 
     /// The name of a target without one: its URL without scheme, credentials, query or a trailing `/`.
-    public static func defaultName(for parts: URLText) -> String {
+    static func defaultName(for parts: URLText) -> String {
         var text = parts.hostPort + parts.path
         while text.hasSuffix("/") { text.removeLast() }
         return text.isEmpty ? parts.host : text

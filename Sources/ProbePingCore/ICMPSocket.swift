@@ -7,7 +7,7 @@ import ProbeKit
 import VitalsKit
 
 /// Which ICMP sockets to use (`--socket`).
-public enum ICMPSocketChoice: String, Sendable, CaseIterable {
+enum ICMPSocketChoice: String, Sendable, CaseIterable {
     /// Datagram sockets where the system allows them, else raw sockets.
     case auto
     /// Only unprivileged datagram sockets (`SOCK_DGRAM`, `IPPROTO_ICMP`/`IPPROTO_ICMPV6`).

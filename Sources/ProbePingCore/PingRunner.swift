@@ -8,18 +8,18 @@ import ProbeKit
 import VitalsKit
 
 /// Settings for a run, from the command line.
-public struct PingSettings: Sendable {
+struct PingSettings: Sendable {
     /// Samples in progress at once, per host, and started per second.
-    public var limits = ProbeLimits(concurrency: 1024)
+    var limits = ProbeLimits(concurrency: 1024)
     /// Probe forever, each target every `check_interval`.
-    public var watch = false
+    var watch = false
     /// Which ICMP sockets to use.
-    public var socketChoice: ICMPSocketChoice = .auto
+    var socketChoice: ICMPSocketChoice = .auto
     /// The User-Agent libcurl would send (no request is sent by tcp targets; kept for symmetry).
-    public var userAgent = "vitals-probe-ping/\(Vitals.version)"
+    var userAgent = "vitals-probe-ping/\(Vitals.version)"
 
     /// Defaults.
-    public init() {}
+    init() {}
 }
 
 /// Echo slots of one socket: the sequence number of a request is its slot, and a slot's
@@ -71,7 +71,7 @@ struct SlotTable {
 
 /// Runs ping and tcp samples, many at once on one thread: one ICMP socket per family, polled
 /// with the resolver's pipe and (for tcp targets) libcurl's sockets; timers in one heap.
-public final class PingRunner {
+final class PingRunner {
     private struct Probe {
         let targetIndex: Int
         let family: IPAddress.Family?
@@ -119,10 +119,10 @@ public final class PingRunner {
     private var sendsSinceDrain = 0
     private let cookie = UInt64.random(in: 1...UInt64.max)
     /// What was written so far.
-    public private(set) var tally = ProbeTally()
+    private(set) var tally = ProbeTally()
 
     /// Prepares samples for `targets` (two per target for `ip: both`).
-    public init(targets: [PingTarget], settings: PingSettings, output: RecordWriter, diagnostics: Diagnostics) {
+    init(targets: [PingTarget], settings: PingSettings, output: RecordWriter, diagnostics: Diagnostics) {
         self.targets = targets
         self.settings = settings
         self.output = output
@@ -142,7 +142,7 @@ public final class PingRunner {
     }
 
     /// Runs until every sample is written (or forever with `watch`), or a stop signal.
-    public func run() throws {
+    func run() throws {
         var waits: [WaitDescriptor] = []
         var pollfds: [pollfd] = []
         while !Signals.stopRequested {

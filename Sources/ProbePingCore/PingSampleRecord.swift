@@ -3,16 +3,16 @@ import ProbeKit
 import VitalsKit
 
 /// Writes probe-ping's `sample` records: field order and meaning as in vitals-records(7).
-public enum PingSampleRecord {
+enum PingSampleRecord {
     /// Field names a sample writes itself; a target's own field with one of these names is not carried.
-    public static let ownFields: Set<String> = [
+    static let ownFields: Set<String> = [
         "type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent", "received",
         "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "dns_ms", "connect_ms", "tls_ms",
         "remote_ip", "interface", "link", "tls_expiry_days", "ip", "check_interval", "enabled", "config",
     ]
 
     /// A ping sample.
-    public static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
+    static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                   statistics: PingStatistics, remote: IPAddress?, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         record.int("sent", statistics.sent)
@@ -27,7 +27,7 @@ public enum PingSampleRecord {
     }
 
     /// A tcp sample.
-    public static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
+    static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
                                  result: HTTPResult, route: NetworkRoute?) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         let timings = result.timings

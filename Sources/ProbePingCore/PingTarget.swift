@@ -3,7 +3,7 @@ import VitalsCrypto
 import VitalsKit
 
 /// What a probe-ping target checks: OnlineTracker's ping monitor, or a TCP connection.
-public enum PingKind: String, Sendable, CaseIterable {
+enum PingKind: String, Sendable, CaseIterable {
     /// ICMP echo requests (OnlineTracker's `ping` monitor type).
     case ping
     /// A TCP connection to host:port, with an optional TLS handshake.
@@ -11,80 +11,80 @@ public enum PingKind: String, Sendable, CaseIterable {
 }
 
 /// Defaults for target fields, set by command-line options; the numbers are OnlineTracker's.
-public struct PingDefaults: Sendable {
+struct PingDefaults: Sendable {
     /// `ping_count` (5; OnlineTracker clamps it to 1...10).
-    public var count = 5
+    var count = 5
     /// `ping_ok_threshold_ms`: average round trip at or below this is up (80).
-    public var okThresholdMs: Double = 80
+    var okThresholdMs: Double = 80
     /// `ping_degraded_threshold_ms`: at or below this degraded, above it down (200).
-    public var degradedThresholdMs: Double = 200
+    var degradedThresholdMs: Double = 200
     /// `max_loss_percent`: more loss than this is down (20).
-    public var maxLossPercent: Double = 20
+    var maxLossPercent: Double = 20
     /// `timeout_seconds`: how long to wait for each reply, or for a TCP connection (2 s).
-    public var timeoutMs = 2000
+    var timeoutMs = 2000
     /// Time between the echo requests of one sample (1 s, as ping(8)).
-    public var periodMs = 1000
+    var periodMs = 1000
     /// `ip` when a target has none.
-    public var ip: IPChoice = .any
+    var ip: IPChoice = .any
     /// `ssl_ok_threshold_days` for TLS targets.
-    public var sslOkDays = 30
+    var sslOkDays = 30
     /// `ssl_warning_threshold_days` for TLS targets.
-    public var sslWarningDays = 14
+    var sslWarningDays = 14
     /// `--interval`: overrides every target's `check_interval`.
-    public var intervalOverrideMs: Int64?
+    var intervalOverrideMs: Int64?
 
     /// The seeds' defaults.
-    public init() {}
+    init() {}
 
     /// OnlineTracker's bounds on `ping_count`.
-    public static let countRange = 1...10
+    static let countRange = 1...10
 }
 
 /// One probe-ping target, validated, with every default applied.
-public struct PingTarget: Sendable {
+struct PingTarget: Sendable {
     /// The monitor id every later tool groups by.
-    public var id: String
+    var id: String
     /// The human name.
-    public var name: String
+    var name: String
     /// What is checked.
-    public var kind: PingKind
+    var kind: PingKind
     /// The host name or address literal, lowercased, without brackets.
-    public var host: String
+    var host: String
     /// The port of a `tcp` target.
-    public var port: Int?
+    var port: Int?
     /// The address when `host` is a literal (nothing to resolve).
-    public var literal: IPAddress?
+    var literal: IPAddress?
     /// Make a TLS handshake after connecting (`tcp` only).
-    public var tls = false
+    var tls = false
     /// Echo requests per sample.
-    public var count: Int
+    var count: Int
     /// Average round trip (or TCP connect time) at or below which the sample is up.
-    public var okThresholdMs: Double
+    var okThresholdMs: Double
     /// At or below which it is degraded; above, down.
-    public var degradedThresholdMs: Double
+    var degradedThresholdMs: Double
     /// Loss above which the sample is down.
-    public var maxLossPercent: Double
+    var maxLossPercent: Double
     /// How long to wait for each reply (ping) or for the connection and handshake (tcp).
-    public var timeoutMs: Int
+    var timeoutMs: Int
     /// Time between echo requests.
-    public var periodMs: Int
+    var periodMs: Int
     /// Seconds between samples in `--watch`.
-    public var checkIntervalMs: Int64
+    var checkIntervalMs: Int64
     /// Address families.
-    public var ip: IPChoice
+    var ip: IPChoice
     /// Certificate days left at or above which TLS is fine.
-    public var sslOkDays: Int
+    var sslOkDays: Int
     /// Certificate days left below which the target is down.
-    public var sslWarningDays: Int
+    var sslWarningDays: Int
     /// Fields the target had that probe-ping does not own; carried into each sample in order.
-    public var extraFields: [JSONField] = []
+    var extraFields: [JSONField] = []
     /// Where the target came from, for diagnostics.
-    public var source = "<stdin>"
+    var source = "<stdin>"
     /// The line it was on.
-    public var line = 0
+    var line = 0
 
     /// Creates a target with `defaults` (OnlineTracker's unless given).
-    public init(id: String, name: String, kind: PingKind, host: String, port: Int? = nil, defaults: PingDefaults = PingDefaults()) {
+    init(id: String, name: String, kind: PingKind, host: String, port: Int? = nil, defaults: PingDefaults = PingDefaults()) {
         self.id = id
         self.name = name
         self.kind = kind
@@ -104,19 +104,19 @@ public struct PingTarget: Sendable {
     }
 
     /// The target as written in samples: the host (`192.0.2.1`, `::1`, `db.example`) or `tcp://host:port`.
-    public var display: String {
+    var display: String {
         guard kind == .tcp, let port else { return host }
         return "tcp://" + PingTarget.hostPort(host, port)
     }
 
     /// `host:port`, with brackets around an IPv6 literal.
-    public static func hostPort(_ host: String, _ port: Int) -> String {
+    static func hostPort(_ host: String, _ port: Int) -> String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// The derived id: `ping-HOST` or `tcp-HOST-PORT` (the kind keeps it apart from probe-http's
     /// id for the same host); over 80 characters, cut and ended with 8 hex digits of its SHA-256.
-    public static func derivedID(kind: PingKind, host: String, port: Int?) -> String {
+    static func derivedID(kind: PingKind, host: String, port: Int?) -> String {
         var id = kind.rawValue + "-" + host
         if kind == .tcp, let port { id += "-\(port)" }
         if id.utf8.count > 80 {
@@ -128,7 +128,7 @@ public struct PingTarget: Sendable {
 
 extension PingTarget {
     /// `check_interval`, `enabled` and `config` as the target's samples write them (OnlineTracker's monitor fields).
-    public var monitorSettings: MonitorSettings {
+    var monitorSettings: MonitorSettings {
         var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
         settings.set("timeout_seconds", Double(timeoutMs) / 1000)
         if kind == .ping { settings.set("ping_count", count) }

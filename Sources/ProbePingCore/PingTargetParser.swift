@@ -5,38 +5,38 @@ import VitalsKit
 /// `host:port` or `tcp://host:port`, or a JSON object; or one JSON array of them. The
 /// conventions are probe-http's (comments, blank lines, `config`, `enabled`, duplicate ids,
 /// carried fields); targets for probe-http (http, https, ssl) are skipped with a warning.
-public struct PingTargetParser: TargetSink {
+struct PingTargetParser: TargetSink {
     /// A bare line is a host.
-    public static let bareField = "target"
+    static let bareField = "target"
     /// A bare line is a host.
-    public static let bareNoun = "host"
+    static let bareNoun = "host"
     /// The targets read so far, in input order.
-    public private(set) var targets: [PingTarget] = []
+    private(set) var targets: [PingTarget] = []
     /// Where problems are reported.
-    public let diagnostics: Diagnostics
+    let diagnostics: Diagnostics
     private let defaults: PingDefaults
     private var ids = TargetIDs()
 
     /// Field names probe-ping reads from a target.
-    public static let knownFields: Set<String> = [
+    static let knownFields: Set<String> = [
         "id", "name", "target", "url", "kind", "ping_count", "ping_ok_threshold_ms", "ping_degraded_threshold_ms",
         "max_loss_percent", "timeout_seconds", "check_interval", "ip", "tls", "ssl_ok_threshold_days",
         "ssl_warning_threshold_days", "type", "enabled", "config",
     ]
 
     /// Creates a parser.
-    public init(defaults: PingDefaults, diagnostics: Diagnostics) {
+    init(defaults: PingDefaults, diagnostics: Diagnostics) {
         self.defaults = defaults
         self.diagnostics = diagnostics
     }
 
     /// Reads every target from `reader`.
-    public mutating func read(_ reader: LineReader) {
+    mutating func read(_ reader: LineReader) {
         TargetListReader.read(reader, into: &self)
     }
 
     /// Validates one target object and adds it (with a unique id), or reports why not.
-    public mutating func add(_ object: JSONObject, source: String, line: Int) {
+    mutating func add(_ object: JSONObject, source: String, line: Int) {
         do {
             guard var target = try PingTargetParser.build(object, defaults: defaults, warn: { message in
                 diagnostics.warning(message, source: source, line: line)
@@ -53,7 +53,7 @@ public struct PingTargetParser: TargetSink {
     }
 
     /// Builds a target; nil for one that is switched off or belongs to probe-http (after `warn`).
-    public static func build(_ object: JSONObject, defaults: PingDefaults, warn: (String) -> Void = { _ in }) throws -> PingTarget? {
+    static func build(_ object: JSONObject, defaults: PingDefaults, warn: (String) -> Void = { _ in }) throws -> PingTarget? {
         let object = TargetFields.readingMonitorType(object)
         if case .string(let type)? = object["type"], type != "target" {
             throw TargetProblem("a '\(type)' record is not a target")

@@ -5,26 +5,26 @@ import VitalsKit
 /// Round-trip statistics of one sample, as ping(8) computes them: duplicates and late replies
 /// are not counted, and `mdev` is the population standard deviation of the round trips,
 /// the square root of (the mean of the squares minus the square of the mean).
-public struct PingStatistics: Sendable, Equatable {
+struct PingStatistics: Sendable, Equatable {
     /// Echo requests sent.
-    public private(set) var sent = 0
+    private(set) var sent = 0
     /// Replies received (each request's first).
-    public private(set) var received = 0
+    private(set) var received = 0
     private var sumMs = 0.0
     private var sumSquaresMs = 0.0
     /// The fastest round trip.
-    public private(set) var minMs: Double?
+    private(set) var minMs: Double?
     /// The slowest round trip.
-    public private(set) var maxMs: Double?
+    private(set) var maxMs: Double?
 
     /// No requests yet.
-    public init() {}
+    init() {}
 
     /// Counts one request sent.
-    public mutating func countSent() { sent += 1 }
+    mutating func countSent() { sent += 1 }
 
     /// Counts one reply with its round trip.
-    public mutating func add(rttMs: Double) {
+    mutating func add(rttMs: Double) {
         received += 1
         sumMs += rttMs
         sumSquaresMs += rttMs * rttMs
@@ -33,20 +33,20 @@ public struct PingStatistics: Sendable, Equatable {
     }
 
     /// The mean round trip; nil with no replies.
-    public var averageMs: Double? { received > 0 ? sumMs / Double(received) : nil }
+    var averageMs: Double? { received > 0 ? sumMs / Double(received) : nil }
 
     /// ping(8)'s mdev; nil with no replies.
-    public var mdevMs: Double? {
+    var mdevMs: Double? {
         guard let average = averageMs else { return nil }
         return (max(0, sumSquaresMs / Double(received) - average * average)).squareRoot()
     }
 
     /// The share of requests without a reply, 0 to 100; nil when nothing was sent.
-    public var lossPercent: Double? { sent > 0 ? Double(sent - received) * 100 / Double(sent) : nil }
+    var lossPercent: Double? { sent > 0 ? Double(sent - received) * 100 / Double(sent) : nil }
 }
 
 /// Why a ping sample could not measure anything.
-public enum PingFailure: Sendable, Equatable {
+enum PingFailure: Sendable, Equatable {
     /// The system refused ICMP sockets; the words say how to allow them.
     case permission(String)
     /// The name did not resolve.
@@ -56,10 +56,10 @@ public enum PingFailure: Sendable, Equatable {
 }
 
 /// The status rules of probe-ping (documented in probe-ping(1), STATUS).
-public enum PingVerdictRules {
+enum PingVerdictRules {
     /// A ping sample's verdict. `icmpError` is the first ICMP error that came back (in ping(8)'s
     /// words), `failure` what stopped the sample before it measured anything.
-    public static func decide(target: PingTarget, statistics: PingStatistics, failure: PingFailure?, icmpError: String?) -> ProbeVerdict {
+    static func decide(target: PingTarget, statistics: PingStatistics, failure: PingFailure?, icmpError: String?) -> ProbeVerdict {
         if statistics.received == 0 {
             switch failure {
             case .permission(let words)?: return ProbeVerdict(status: .error, reason: .permission, message: words)
@@ -98,7 +98,7 @@ public enum PingVerdictRules {
 
     /// A TCP sample's verdict: the connection (and handshake) made or not, the certificate's
     /// expiry for TLS as probe-http's `ssl` kind judges it, and the thresholds on the connect time.
-    public static func decideTCP(target: PingTarget, result: HTTPResult, nowSeconds: Int64) -> ProbeVerdict {
+    static func decideTCP(target: PingTarget, result: HTTPResult, nowSeconds: Int64) -> ProbeVerdict {
         let connectMs = max(0, result.timings.connect - result.timings.nameLookup)
         var verdict: ProbeVerdict
         if let failure = result.failure {

@@ -1,4 +1,4 @@
-import DigestCore
+@testable import DigestCore
 import Foundation
 import Testing
 import VitalsKit

@@ -1,10 +1,10 @@
 import DetectAnomalyCore
-import DigestCore
+@testable import DigestCore
 import FixtureServer
 import Foundation
 import NotifyCore
-import ProbeHTTPCore
-import ProbePingCore
+@testable import ProbeHTTPCore
+@testable import ProbePingCore
 import SnapshotDeltaCore
 import StoreSamplesCore
 import Testing
