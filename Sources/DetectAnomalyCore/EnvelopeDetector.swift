@@ -11,9 +11,10 @@ import VitalsKit
 ///   0.1% of the median's size. The mean deviation keeps the scale above 0 on a series that is
 ///   mostly one value (mostly zeros), where the MAD is 0 and every other value would be an outlier;
 /// - an envelope: the highest and lowest values seen, each pulled back toward the median by 0.2%
-///   of the distance per sample (a half-life of about 350 samples), so it remembers the range the
-///   series has shown for a few hundred samples, and a value that rose to it once is not new;
-/// - evidence on the high side: min(z / threshold, (x - upper) / (0.1 spread)), with z the robust
+///   of the distance per sample that differs from the median (a half-life of about 350 such
+///   samples), so it remembers the range the series has shown for a few hundred samples, and a
+///   value that rose to it once is not new;
+/// - evidence on the high side: min(z / threshold, (x - upper) / (0.05 spread)), with z the robust
 ///   z-score and spread the larger of upper - lower and the scale; likewise below on the low side.
 ///   Both must exceed 1: far from the median in robust deviations, and beyond the envelope.
 /// A sample is degrading when the evidence of a judged side is over 1, and for the next 3 samples
@@ -38,7 +39,7 @@ struct EnvelopeDetector: MonitorDetector {
     /// How far the envelope moves back toward the median per sample.
     static let envelopeDecay = 0.002
     /// How far beyond the envelope, in spreads, a value must be (at the default threshold's limit).
-    static let envelopeMargin = 0.1
+    static let envelopeMargin = 0.05
     /// Samples that stay degrading after the last one over the limit.
     static let holdSamples = 3
     /// isitup's absolute rule for a simulated latency: more than this above the baseline.
@@ -125,8 +126,12 @@ struct EnvelopeDetector: MonitorDetector {
             deviationWeights = (1 - Self.deviationWeight) * deviationWeights + Self.deviationWeight
         }
         if let high = upper, let low = lower {
-            upper = max(x, high + Self.envelopeDecay * (median - high))
-            lower = min(x, low + Self.envelopeDecay * (median - low))
+            // A value equal to the median says nothing about the range: on a series that is mostly
+            // one value (mostly zeros) the envelope then keeps the size of the occasional others.
+            if x != median {
+                upper = max(x, high + Self.envelopeDecay * (median - high))
+                lower = min(x, low + Self.envelopeDecay * (median - low))
+            }
         } else {
             upper = x
             lower = x
