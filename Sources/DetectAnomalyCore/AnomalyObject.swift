@@ -18,6 +18,8 @@ struct AnomalyKeys {
     let threshold: [UInt8]
     let median: [UInt8]
     let level: [UInt8]
+    let upper: [UInt8]
+    let lower: [UInt8]
 
     init(unitSuffix: String) {
         func key(_ base: String) -> [UInt8] {
@@ -31,6 +33,8 @@ struct AnomalyKeys {
         threshold = key("threshold")
         median = key("median")
         level = key("level")
+        upper = key("upper")
+        lower = key("lower")
     }
 }
 

@@ -5,8 +5,11 @@ public enum DetectorKind: String, Sendable, CaseIterable {
     /// A point rule on robust statistics: median and MAD of the window, in log space.
     case mad
     /// Sustained changes: a CUSUM of robust z-scores against the higher of the recent median and a
-    /// day-long level, a drift rule, and hourly seasonal offsets. The default.
+    /// day-long level, a drift rule, and hourly seasonal offsets. The default before `envelope`.
     case robust
+    /// Values that break out of what the monitor has shown: far from the median in robust
+    /// deviations and beyond a slowly shrinking envelope of past values. The default.
+    case envelope
 
     /// The default `--threshold` of each detector.
     public var defaultThreshold: Double {
@@ -14,7 +17,13 @@ public enum DetectorKind: String, Sendable, CaseIterable {
         case .seed: return 2.5
         case .mad: return 3.5
         case .robust: return 7
+        case .envelope: return 6
         }
+    }
+
+    /// The default `--window` of each detector.
+    public var defaultWindow: Int {
+        self == .envelope ? 100 : 50
     }
 }
 
@@ -37,21 +46,22 @@ public enum Direction: String, Sendable, CaseIterable {
 /// which a run with other settings refuses.
 public struct DetectorSettings: Sendable, Equatable {
     /// The detector.
-    public var detector: DetectorKind = .robust
+    public var detector: DetectorKind = .envelope
     /// The record field judged.
     public var field: String = "latency_ms"
     /// The bad side.
     public var direction: Direction = .high
     /// Points kept per monitor (the current one included).
-    public var window: Int = 50
+    public var window: Int = 100
     /// Points needed in the window, the current one included, before a verdict other than unknown.
     public var minSamples: Int = 10
     /// The detector's threshold (see `DetectorKind.defaultThreshold`).
-    public var threshold: Double = 7
+    public var threshold: Double = 6
 
     /// Settings with each detector's defaults.
-    public init(detector: DetectorKind = .robust) {
+    public init(detector: DetectorKind = .envelope) {
         self.detector = detector
+        self.window = detector.defaultWindow
         self.threshold = detector.defaultThreshold
     }
 

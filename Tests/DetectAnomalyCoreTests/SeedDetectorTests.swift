@@ -212,3 +212,18 @@ func roundTrip<D: MonitorDetector>(_ detector: D, settings: DetectorSettings) th
     let value = try JSONParser.parse(bytes)
     return try D(state: value.objectValue!, settings: settings)
 }
+
+/// The reports of `values` judged by one detector, and by one saved and restored after every value;
+/// `(continuous, restored)`, equal when the state keeps everything.
+func reportsWithRoundTrips<D: MonitorDetector>(_: D.Type, _ observations: [Observation],
+                                               settings: DetectorSettings) throws -> ([D.Report], [D.Report]) {
+    var continuous = D(settings: settings)
+    let expected = observations.map { continuous.judge($0, settings: settings) }
+    var restored = D(settings: settings)
+    var got: [D.Report] = []
+    for observation in observations {
+        got.append(restored.judge(observation, settings: settings))
+        restored = try roundTrip(restored, settings: settings)
+    }
+    return (expected, got)
+}
