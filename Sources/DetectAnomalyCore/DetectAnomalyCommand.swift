@@ -155,7 +155,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         }
         save()
 
-        if configuration.summary { diagnostics.note(filter.tally.line(monitors: monitors.count)) }
+        if configuration.summary { diagnostics.note(filter.tally.line(monitors: monitors.judgedCount)) }
         if let stop = Signals.stopStatus { return stop }
         var status = ExitStatus.success
         if configuration.exitStatus, filter.tally.degrading > 0 { status = .verdict }
