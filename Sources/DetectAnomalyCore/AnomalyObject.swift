@@ -3,7 +3,7 @@ import VitalsKit
 /// A detector's judgement of one sample, written as the `anomaly` object.
 protocol AnomalyReport {
     /// The verdict.
-    var verdict: Verdict { get }
+    var verdict: AnomalyVerdict { get }
     /// The score in [0, 1]: 0.5 is where the detector's threshold lies; 0 when unknown.
     var score: Double { get }
     /// Appends the detector's own fields (after `verdict` and `detector`, before `score`).

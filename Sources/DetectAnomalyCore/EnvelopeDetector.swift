@@ -59,7 +59,7 @@ struct EnvelopeDetector: MonitorDetector {
 
     /// The judgement and the numbers behind it.
     struct Report: AnomalyReport, Equatable {
-        var verdict: Verdict
+        var verdict: AnomalyVerdict
         var baselineCount: Int
         /// The baseline median, in the field's unit.
         var median: Double?

@@ -53,7 +53,7 @@ struct SeedDetectorTests {
     func threshold() {
         let stddev = (4800.0 / 49).squareRoot()
         #expect(abs(stddev - 9.897433186) < 1e-8)
-        for (latest, verdict) in [(124.7, Verdict.stable), (124.8, .degrading), (50.0, .stable)] {
+        for (latest, verdict) in [(124.7, AnomalyVerdict.stable), (124.8, .degrading), (50.0, .stable)] {
             var detector = SeedDetector(settings: settings)
             _ = feed(&detector, Self.baseline)
             let report = detector.judge(Observation(value: latest), settings: settings)
@@ -118,7 +118,7 @@ struct SeedDetectorTests {
 
     @Test("simulated with no real baseline: the fallback, degrading at 1800 ms or more, else unknown")
     func fallback() {
-        for (latest, verdict) in [(1800.0, Verdict.degrading), (1799.9, .unknown), (5000, .degrading)] {
+        for (latest, verdict) in [(1800.0, AnomalyVerdict.degrading), (1799.9, .unknown), (5000, .degrading)] {
             // With no previous point at all.
             var empty = SeedDetector(settings: settings)
             let first = empty.judge(Observation(value: latest, simulated: true), settings: settings)
@@ -134,7 +134,7 @@ struct SeedDetectorTests {
 
     @Test("simulated under 10 points can still be degrading by the +500 rule; otherwise unknown")
     func simulatedFewPoints() {
-        for (latest, verdict) in [(601.0, Verdict.degrading), (600.0, .unknown)] {
+        for (latest, verdict) in [(601.0, AnomalyVerdict.degrading), (600.0, .unknown)] {
             var detector = SeedDetector(settings: settings)
             // Three real points of 100: mean 100, stddev 0; recent holds 4 < 10.
             _ = feed(&detector, [100, 100, 100])
