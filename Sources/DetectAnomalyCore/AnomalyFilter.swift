@@ -6,18 +6,18 @@ import Darwin
 import VitalsKit
 
 /// What a run saw, for `--summary` and `--exit-status`.
-public struct AnomalyTally: Sendable, Equatable {
+struct AnomalyTally: Sendable, Equatable {
     /// Records passed through without an anomaly object: other types, and objects that are not
     /// valid samples (those are reported too).
-    public var otherRecords = 0
+    var otherRecords = 0
     /// Samples whose verdict was unknown (not judged, or too few points).
-    public var unknown = 0
+    var unknown = 0
     /// Samples judged stable.
-    public var stable = 0
+    var stable = 0
     /// Samples judged degrading.
-    public var degrading = 0
+    var degrading = 0
     /// Samples whose status was changed from up to degraded.
-    public var promoted = 0
+    var promoted = 0
 
     /// The one-line summary.
     func line(monitors: Int) -> String {

@@ -3,7 +3,7 @@ import VitalsKit
 /// A detector's judgement of one sample, written as the `anomaly` object.
 protocol AnomalyReport {
     /// The verdict.
-    var verdict: Verdict { get }
+    var verdict: AnomalyVerdict { get }
     /// The score in [0, 1]: 0.5 is where the detector's threshold lies; 0 when unknown.
     var score: Double { get }
     /// Appends the detector's own fields (after `verdict` and `detector`, before `score`).
@@ -18,6 +18,8 @@ struct AnomalyKeys {
     let threshold: [UInt8]
     let median: [UInt8]
     let level: [UInt8]
+    let upper: [UInt8]
+    let lower: [UInt8]
 
     init(unitSuffix: String) {
         func key(_ base: String) -> [UInt8] {
@@ -31,6 +33,8 @@ struct AnomalyKeys {
         threshold = key("threshold")
         median = key("median")
         level = key("level")
+        upper = key("upper")
+        lower = key("lower")
     }
 }
 

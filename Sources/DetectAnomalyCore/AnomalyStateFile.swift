@@ -17,7 +17,12 @@ final class MonitorTable<Detector: MonitorDetector> {
     /// Positions in `names` + 1, 0 for an empty slot; the count is a power of two, at most half full.
     private var slots = [Int32](repeating: 0, count: 64)
 
-    /// The number of monitors.
+    /// Whether each monitor was judged in this run (a monitor only in the state file was not).
+    private var judged: [Bool] = []
+    /// How many monitors were judged in this run: the monitors `--summary` counts.
+    private(set) var judgedCount = 0
+
+    /// The number of monitors, from the state file and this run.
     var count: Int { names.count }
 
     /// Judges `observation` with the detector of the monitor whose id is `id` (created empty
@@ -31,6 +36,10 @@ final class MonitorTable<Detector: MonitorDetector> {
             position = names.count
             add(String(decoding: id, as: UTF8.self), Detector(settings: settings))
         }
+        if !judged[position] {
+            judged[position] = true
+            judgedCount += 1
+        }
         return detectors[position].judge(observation, settings: settings)
     }
 
@@ -40,6 +49,7 @@ final class MonitorTable<Detector: MonitorDetector> {
         let key = name.withUTF8 { Array($0) }
         names.append(monitor)
         detectors.append(detector)
+        judged.append(false)
         keys.append(key)
         if names.count * 2 > slots.count { grow() }
         key.withUnsafeBufferPointer { insert(names.count - 1, hash: Self.hash($0)) }

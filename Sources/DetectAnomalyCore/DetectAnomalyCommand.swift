@@ -15,13 +15,13 @@ public enum DetectAnomalyCommand: VitalsCommand {
         untouched. See detect-anomaly(1) for every rule, vitals-records(7) for the records.
         """,
         options: [
-            OptionSpec("detector", value: "NAME", default: DetectorKind.robust.rawValue,
-                       help: "robust (sustained shifts and drifts, seasonal), mad (robust point rule) or seed (isitup's AnomalyDetector, exactly)"),
-            OptionSpec("field", value: "NAME", default: DetectorSettings(detector: .robust).field, help: "the numeric sample field judged"),
+            OptionSpec("detector", value: "NAME", default: DetectorKind.envelope.rawValue,
+                       help: "envelope (values far from the median and beyond the range the monitor has shown), robust (sustained shifts and drifts, seasonal), mad (robust point rule) or seed (isitup's AnomalyDetector, exactly)"),
+            OptionSpec("field", value: "NAME", default: DetectorSettings().field, help: "the numeric sample field judged"),
             OptionSpec("direction", value: "SIDE", default: Direction.high.rawValue, help: "which side is bad: high, low (for speeds) or both"),
-            OptionSpec("window", value: "N", default: "50", help: "points kept per monitor, the current one included"),
+            OptionSpec("window", value: "N", help: "points kept per monitor, the current one included (default 100 for envelope, 50 for the others)"),
             OptionSpec("min-samples", value: "N", default: "10", help: "points needed, the current one included, before a verdict other than unknown"),
-            OptionSpec("threshold", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7)"),
+            OptionSpec("threshold", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7); envelope: robust deviations from the median (default 6)"),
             OptionSpec("state", value: "FILE", help: "load the monitors' windows from FILE at the start and save them there at the end"),
             .duration("checkpoint", help: "with --state, also save the state this often during a long run"),
             OptionSpec("keep-status", help: "never change status, reason or message; only add the anomaly object"),
@@ -61,7 +61,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
     /// Validates the raw options.
     static func configure(_ options: ParsedOptions) throws(UsageError) -> Configuration {
         let detectorName = try options.choice("detector", of: DetectorKind.allCases.map(\.rawValue))
-        var settings = DetectorSettings(detector: DetectorKind(rawValue: detectorName) ?? .robust)
+        var settings = DetectorSettings(detector: DetectorKind(rawValue: detectorName) ?? .envelope)
         if let field = options.value("field") {
             guard !field.isEmpty else { throw UsageError("--field wants a field name") }
             guard !reservedFields.contains(field) else {
@@ -71,7 +71,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         }
         let direction = try options.choice("direction", of: Direction.allCases.map(\.rawValue))
         settings.direction = Direction(rawValue: direction) ?? .high
-        settings.window = try options.integer("window", in: 2...100_000)
+        settings.window = try options.integer("window", default: settings.detector.defaultWindow, in: 2...100_000)
         settings.minSamples = try options.integer("min-samples", in: 2...100_000)
         guard settings.minSamples <= settings.window else {
             throw UsageError("--min-samples (\(settings.minSamples)) must not be more than --window (\(settings.window)): no verdict could ever be reached")
@@ -99,6 +99,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         case .seed: return try run(SeedDetector.self, configuration, options.operands, context)
         case .mad: return try run(MADDetector.self, configuration, options.operands, context)
         case .robust: return try run(RobustDetector.self, configuration, options.operands, context)
+        case .envelope: return try run(EnvelopeDetector.self, configuration, options.operands, context)
         }
     }
 
@@ -154,7 +155,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         }
         save()
 
-        if configuration.summary { diagnostics.note(filter.tally.line(monitors: monitors.count)) }
+        if configuration.summary { diagnostics.note(filter.tally.line(monitors: monitors.judgedCount)) }
         if let stop = Signals.stopStatus { return stop }
         var status = ExitStatus.success
         if configuration.exitStatus, filter.tally.degrading > 0 { status = .verdict }

@@ -1,25 +1,34 @@
 /// Which detector judges the samples.
-public enum DetectorKind: String, Sendable, CaseIterable {
+enum DetectorKind: String, Sendable, CaseIterable {
     /// isitup's AnomalyDetector, exactly: mean and population standard deviation of the window.
     case seed
     /// A point rule on robust statistics: median and MAD of the window, in log space.
     case mad
     /// Sustained changes: a CUSUM of robust z-scores against the higher of the recent median and a
-    /// day-long level, a drift rule, and hourly seasonal offsets. The default.
+    /// day-long level, a drift rule, and hourly seasonal offsets. The default before `envelope`.
     case robust
+    /// Values that break out of what the monitor has shown: far from the median in robust
+    /// deviations and beyond a slowly shrinking envelope of past values. The default.
+    case envelope
 
     /// The default `--threshold` of each detector.
-    public var defaultThreshold: Double {
+    var defaultThreshold: Double {
         switch self {
         case .seed: return 2.5
         case .mad: return 3.5
         case .robust: return 7
+        case .envelope: return 6
         }
+    }
+
+    /// The default `--window` of each detector.
+    var defaultWindow: Int {
+        self == .envelope ? 100 : 50
     }
 }
 
 /// Which side of the baseline is bad.
-public enum Direction: String, Sendable, CaseIterable {
+enum Direction: String, Sendable, CaseIterable {
     /// Higher is worse (latency).
     case high
     /// Lower is worse (speed).
@@ -35,23 +44,24 @@ public enum Direction: String, Sendable, CaseIterable {
 
 /// What shapes a detector's judgements and its per-monitor state; written into the state file,
 /// which a run with other settings refuses.
-public struct DetectorSettings: Sendable, Equatable {
+struct DetectorSettings: Sendable, Equatable {
     /// The detector.
-    public var detector: DetectorKind = .robust
+    var detector: DetectorKind = .envelope
     /// The record field judged.
-    public var field: String = "latency_ms"
+    var field: String = "latency_ms"
     /// The bad side.
-    public var direction: Direction = .high
+    var direction: Direction = .high
     /// Points kept per monitor (the current one included).
-    public var window: Int = 50
+    var window: Int = 100
     /// Points needed in the window, the current one included, before a verdict other than unknown.
-    public var minSamples: Int = 10
+    var minSamples: Int = 10
     /// The detector's threshold (see `DetectorKind.defaultThreshold`).
-    public var threshold: Double = 7
+    var threshold: Double = 6
 
     /// Settings with each detector's defaults.
-    public init(detector: DetectorKind = .robust) {
+    init(detector: DetectorKind = .envelope) {
         self.detector = detector
+        self.window = detector.defaultWindow
         self.threshold = detector.defaultThreshold
     }
 
@@ -67,16 +77,16 @@ public struct DetectorSettings: Sendable, Equatable {
 }
 
 /// One candidate point of a monitor: a sample that is up or degraded and has the field as a number.
-public struct Observation: Sendable, Equatable {
+struct Observation: Sendable, Equatable {
     /// The field's value.
-    public var value: Double
+    var value: Double
     /// Whether the sample is simulated (`simulated: true`, or "simulated" in its message).
-    public var simulated: Bool
+    var simulated: Bool
     /// The sample's `at`, in milliseconds since the epoch, when it has a valid one.
-    public var atMs: Int64?
+    var atMs: Int64?
 
     /// Creates an observation.
-    public init(value: Double, simulated: Bool = false, atMs: Int64? = nil) {
+    init(value: Double, simulated: Bool = false, atMs: Int64? = nil) {
         self.value = value
         self.simulated = simulated
         self.atMs = atMs
@@ -84,7 +94,7 @@ public struct Observation: Sendable, Equatable {
 }
 
 /// A detector's verdict on one sample, isitup's three.
-public enum Verdict: String, Sendable {
+enum AnomalyVerdict: String, Sendable {
     /// Not enough data, or nothing to judge.
     case unknown
     /// Within the baseline.

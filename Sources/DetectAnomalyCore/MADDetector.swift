@@ -31,7 +31,7 @@ struct MADDetector: MonitorDetector {
 
     /// The judgement and the numbers behind it.
     struct Report: AnomalyReport, Equatable {
-        var verdict: Verdict
+        var verdict: AnomalyVerdict
         var baselineCount: Int
         /// The window's median, in the field's unit.
         var median: Double?

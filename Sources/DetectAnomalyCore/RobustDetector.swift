@@ -52,7 +52,7 @@ struct RobustDetector: MonitorDetector {
 
     /// The judgement and the numbers behind it.
     struct Report: AnomalyReport, Equatable {
-        var verdict: Verdict
+        var verdict: AnomalyVerdict
         /// `shift` or `drift` when degrading.
         var rule: Rule?
         var baselineCount: Int

@@ -30,7 +30,7 @@ struct SeedDetector: MonitorDetector {
 
     /// The judgement and the numbers behind it.
     struct Report: AnomalyReport, Equatable {
-        var verdict: Verdict
+        var verdict: AnomalyVerdict
         /// Points the mean was taken over.
         var baselineCount: Int
         var mean: Double?

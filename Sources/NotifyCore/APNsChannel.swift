@@ -107,7 +107,7 @@ final class APNsChannel: Channel {
     /// is gone (removed from the devices); 403 ExpiredProviderToken renews the token (not
     /// sooner than 20 minutes after the last) and retries; 429 and 5xx are retried; the rest
     /// (bad token, topic, payload, provider token) are refused for good.
-    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> Verdict {
+    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> DeliveryVerdict {
         if let failure = result.failure {
             return .retry(code: nil, error: "\(failure.rawValue): \(result.curlMessage)", afterMs: nil)
         }

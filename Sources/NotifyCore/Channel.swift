@@ -24,7 +24,7 @@ enum AttemptRequest {
     case http(HTTPRequest)
     case process(ProcessRequest)
     /// Resolved without sending anything.
-    case resolved(Verdict)
+    case resolved(DeliveryVerdict)
 }
 
 /// How a command ended.
@@ -36,7 +36,7 @@ struct ProcessOutcome {
 }
 
 /// What an answer means for a delivery.
-enum Verdict: Equatable {
+enum DeliveryVerdict: Equatable {
     /// Accepted: done.
     case accepted(code: Int?)
     /// Not now: try again later (after `afterMs` when the server said so).
@@ -60,9 +60,9 @@ protocol Channel: AnyObject {
     /// The attempt for `notification` (to `leg`), given the wall clock and the time allowed.
     func attempt(_ notification: Notification, leg: String?, state: StateBox, nowMs: Int64, timeoutMs: Int) -> AttemptRequest
     /// The meaning of an HTTP (or SMTP) answer.
-    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> Verdict
+    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> DeliveryVerdict
     /// The meaning of a command's end.
-    func judge(_ outcome: ProcessOutcome) -> Verdict
+    func judge(_ outcome: ProcessOutcome) -> DeliveryVerdict
 }
 
 extension Channel {
@@ -70,11 +70,11 @@ extension Channel {
 
     func legs(_ state: StateBox) -> [String?] { [nil] }
 
-    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> Verdict {
+    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> DeliveryVerdict {
         HTTPJudgement.standard(result, nowMs: nowMs)
     }
 
-    func judge(_ outcome: ProcessOutcome) -> Verdict {
+    func judge(_ outcome: ProcessOutcome) -> DeliveryVerdict {
         ProcessJudgement.sysexits(outcome)
     }
 }
@@ -83,7 +83,7 @@ extension Channel {
 enum HTTPJudgement {
     /// 2xx accepted; network errors, 408, 425, 429 and 5xx retried (honouring Retry-After);
     /// anything else refused for good.
-    static func standard(_ result: HTTPResult, nowMs: Int64) -> Verdict {
+    static func standard(_ result: HTTPResult, nowMs: Int64) -> DeliveryVerdict {
         if let failure = result.failure {
             return .retry(code: nil, error: "\(failure.rawValue): \(result.curlMessage)", afterMs: nil)
         }
@@ -115,7 +115,7 @@ enum HTTPJudgement {
 /// The usual meaning of a command's exit status (sysexits(3)).
 enum ProcessJudgement {
     /// 0 accepted; 75 (EX_TEMPFAIL) retried; a signal or a command that could not start, refused; others refused.
-    static func sysexits(_ outcome: ProcessOutcome) -> Verdict {
+    static func sysexits(_ outcome: ProcessOutcome) -> DeliveryVerdict {
         guard let status = outcome.exitStatus else {
             return .failed(code: nil, error: outcome.error ?? "the command did not finish")
         }

@@ -153,7 +153,7 @@ final class Dispatcher {
 
         func wallNow() -> Int64 { Clock.monotonicMilliseconds() + wallOffset }
 
-        func settle(_ job: Job, leg index: Int, verdict: Verdict) {
+        func settle(_ job: Job, leg index: Int, verdict: DeliveryVerdict) {
             job.legs[index].inFlight = false
             let now = wallNow()
             switch verdict {

@@ -59,7 +59,7 @@ final class DesktopChannel: Channel {
         #endif
     }
 
-    func judge(_ outcome: ProcessOutcome) -> Verdict {
+    func judge(_ outcome: ProcessOutcome) -> DeliveryVerdict {
         guard let status = outcome.exitStatus else { return .failed(code: nil, error: outcome.error ?? "did not finish") }
         if status == 0 { return .accepted(code: 0) }
         return .failed(code: status, error: "exit status \(status)" + (outcome.error.map { ": " + $0 } ?? ""))

@@ -131,7 +131,7 @@ final class MailChannel: Channel {
         return .http(request)
     }
 
-    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> Verdict {
+    func judge(_ result: HTTPResult, leg: String?, state: StateBox, nowMs: Int64) -> DeliveryVerdict {
         let code = result.httpCode == 0 ? nil : result.httpCode
         if result.curlCode == 0 { return .accepted(code: code) }
         let words = result.curlMessage

@@ -16,7 +16,7 @@ struct MADDetectorTests {
         // Bound: ln 101 + 3.5 × 0.05 = ln 101 + 0.175; in ms, 101 × e^0.175 - 1 = 119.3159...
         let bound = 101 * exp(0.175) - 1
         #expect(abs(bound - 119.3159) < 1e-4)
-        for (latest, verdict) in [(119.3, Verdict.stable), (119.4, .degrading)] {
+        for (latest, verdict) in [(119.3, AnomalyVerdict.stable), (119.4, .degrading)] {
             var detector = MADDetector(settings: settings)
             for _ in 0..<9 { _ = detector.judge(Observation(value: 100), settings: settings) }
             let report = detector.judge(Observation(value: latest), settings: settings)

@@ -53,7 +53,7 @@ struct SeedDetectorTests {
     func threshold() {
         let stddev = (4800.0 / 49).squareRoot()
         #expect(abs(stddev - 9.897433186) < 1e-8)
-        for (latest, verdict) in [(124.7, Verdict.stable), (124.8, .degrading), (50.0, .stable)] {
+        for (latest, verdict) in [(124.7, AnomalyVerdict.stable), (124.8, .degrading), (50.0, .stable)] {
             var detector = SeedDetector(settings: settings)
             _ = feed(&detector, Self.baseline)
             let report = detector.judge(Observation(value: latest), settings: settings)
@@ -118,7 +118,7 @@ struct SeedDetectorTests {
 
     @Test("simulated with no real baseline: the fallback, degrading at 1800 ms or more, else unknown")
     func fallback() {
-        for (latest, verdict) in [(1800.0, Verdict.degrading), (1799.9, .unknown), (5000, .degrading)] {
+        for (latest, verdict) in [(1800.0, AnomalyVerdict.degrading), (1799.9, .unknown), (5000, .degrading)] {
             // With no previous point at all.
             var empty = SeedDetector(settings: settings)
             let first = empty.judge(Observation(value: latest, simulated: true), settings: settings)
@@ -134,7 +134,7 @@ struct SeedDetectorTests {
 
     @Test("simulated under 10 points can still be degrading by the +500 rule; otherwise unknown")
     func simulatedFewPoints() {
-        for (latest, verdict) in [(601.0, Verdict.degrading), (600.0, .unknown)] {
+        for (latest, verdict) in [(601.0, AnomalyVerdict.degrading), (600.0, .unknown)] {
             var detector = SeedDetector(settings: settings)
             // Three real points of 100: mean 100, stddev 0; recent holds 4 < 10.
             _ = feed(&detector, [100, 100, 100])
@@ -211,4 +211,19 @@ func roundTrip<D: MonitorDetector>(_ detector: D, settings: DetectorSettings) th
     bytes.append(UInt8(ascii: "}"))
     let value = try JSONParser.parse(bytes)
     return try D(state: value.objectValue!, settings: settings)
+}
+
+/// The reports of `values` judged by one detector, and by one saved and restored after every value;
+/// `(continuous, restored)`, equal when the state keeps everything.
+func reportsWithRoundTrips<D: MonitorDetector>(_: D.Type, _ observations: [Observation],
+                                               settings: DetectorSettings) throws -> ([D.Report], [D.Report]) {
+    var continuous = D(settings: settings)
+    let expected = observations.map { continuous.judge($0, settings: settings) }
+    var restored = D(settings: settings)
+    var got: [D.Report] = []
+    for observation in observations {
+        got.append(restored.judge(observation, settings: settings))
+        restored = try roundTrip(restored, settings: settings)
+    }
+    return (expected, got)
 }

@@ -70,7 +70,7 @@ struct DetectAnomalyTests {
         #expect(anomaly?["verdict"]?.stringValue == "unknown")
         #expect(anomaly?["score"] == .number("0"))
         #expect(anomaly?["baseline_n"] == .number("0"))
-        #expect(records[1]["anomaly"]?.objectValue?["detector"]?.stringValue == "robust", "robust is the default")
+        #expect(records[1]["anomaly"]?.objectValue?["detector"]?.stringValue == "envelope", "envelope is the default")
     }
 
     @Test("the seed detector promotes an up sample: status, reason and message rewritten in place")
@@ -181,7 +181,7 @@ struct DetectAnomalyTests {
 
     @Test("usage errors exit 64 with a hint")
     func usage() throws {
-        for arguments in [["--detector", "magic"], ["--min-samples", "60"], ["--checkpoint", "5m"], ["--field", "status"],
+        for arguments in [["--detector", "magic"], ["--min-samples", "120"], ["--checkpoint", "5m"], ["--field", "status"],
                           ["--threshold", "0"], ["--window", "1"], ["--direction", "up"]] {
             let result = try run("detect-anomaly", arguments)
             #expect(result.status == 64, "\(arguments)")
@@ -234,7 +234,7 @@ struct DetectAnomalyStateTests {
         return lines
     }()
 
-    @Test("the trace split into 100 runs gives byte-identical output to one run", arguments: ["robust", "seed", "mad"])
+    @Test("the trace split into 100 runs gives byte-identical output to one run", arguments: ["envelope", "robust", "seed", "mad"])
     func splitRuns(detector: String) throws {
         let scratch = try ScratchDirectory()
         let whole = try run("detect-anomaly", ["--detector", detector], stdin: Self.trace.joined(separator: "\n") + "\n")
@@ -267,14 +267,14 @@ struct DetectAnomalyStateTests {
         let good = try run("detect-anomaly", ["--state", scratch.path("good.json")], stdin: Self.trace.prefix(30).joined(separator: "\n") + "\n")
         #expect(good.status == 0)
         let saved = try String(contentsOfFile: scratch.path("good.json"), encoding: .utf8)
-        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":1,\"detector\":\"robust\""))
+        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":1,\"detector\":\"envelope\""))
         let cases: [(String, String, [String], String)] = [
             ("truncated.json", String(saved.prefix(saved.count / 2)), [], "not a detect-anomaly state file"),
             ("empty.json", "", [], "not a detect-anomaly state file"),
             ("foreign.json", "{\"monitors\":[]}", [], "not a detect-anomaly state file"),
             ("future.json", saved.replacingOccurrences(of: "\"version\":1", with: "\"version\":2"), [], "is version 2; this detect-anomaly reads version 1"),
-            ("window.json", saved, ["--window", "20"], "was written with --window 50; this run has --window 20"),
-            ("detector.json", saved, ["--detector", "seed"], "was written with --detector robust; this run has --detector seed"),
+            ("window.json", saved, ["--window", "20"], "was written with --window 100; this run has --window 20"),
+            ("detector.json", saved, ["--detector", "seed"], "was written with --detector envelope; this run has --detector seed"),
             ("values.json", saved.replacingOccurrences(of: "\"values\":[", with: "\"values\":[\"x\","), [], "'values' holds something other than a number"),
         ]
         for (name, content, options, message) in cases {

@@ -1,4 +1,4 @@
-import DetectAnomalyCore
+@testable import DetectAnomalyCore
 @testable import DigestCore
 import FixtureServer
 import Foundation

@@ -29,8 +29,10 @@ struct DetectAnomalyOptionTests {
     func minSamples() throws {
         #expect(try lastVerdict(["--min-samples", "11"], Self.alternatingThen130) == "degrading")
         #expect(try lastVerdict(["--min-samples", "12"], Self.alternatingThen130) == "unknown")
-        let result = try run("detect-anomaly", ["--min-samples", "60"], stdin: "")
-        #expect(result.status == 64, "more than --window (50): no verdict could ever be reached")
+        let result = try run("detect-anomaly", ["--min-samples", "120"], stdin: "")
+        #expect(result.status == 64, "more than --window (100 for the default): no verdict could ever be reached")
+        let seed = try run("detect-anomaly", ["--detector", "seed", "--min-samples", "60"], stdin: "")
+        #expect(seed.status == 64, "more than the seed's --window (50)")
     }
 
     @Test("--window: a 1000 ms point twelve back is outside a window of 11 and inside one of 12")

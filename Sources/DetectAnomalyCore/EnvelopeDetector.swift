@@ -1,0 +1,169 @@
+import VitalsKit
+
+/// Values that break out of what the monitor has shown: the default detector.
+///
+/// Per monitor, on the raw values (no logarithm: zeros, negative and [0, 1]-rescaled values are
+/// ordinary numbers here), in arrival order (the time of a sample is not read, so irregular
+/// cadence, repeated or backward timestamps change nothing):
+/// - the baseline: the median of the last `window - 1` values;
+/// - the scale: the larger of 1.4826 times their MAD, 1.2 times an exponentially weighted mean
+///   of past absolute deviations from the median (weight 1%, about the last 100 samples), and
+///   0.1% of the median's size. The mean deviation keeps the scale above 0 on a series that is
+///   mostly one value (mostly zeros), where the MAD is 0 and every other value would be an outlier;
+/// - an envelope: the highest and lowest values seen, each pulled back toward the median by 0.2%
+///   of the distance per sample that differs from the median (a half-life of about 350 such
+///   samples), so it remembers the range the series has shown for a few hundred samples, and a
+///   value that rose to it once is not new;
+/// - evidence on the high side: min(z / threshold, (x - upper) / (0.05 spread)), with z the robust
+///   z-score and spread the larger of upper - lower and the scale; likewise below on the low side.
+///   Both must exceed 1: far from the median in robust deviations, and beyond the envelope.
+/// A sample is degrading when the evidence of a judged side is over 1, and for the next 3 samples
+/// after one is (so one incident with a few normal-looking values inside it is one alarm, not
+/// several). The score is evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
+/// A sample after a sustained shift finds the envelope already at the new level, so the score
+/// falls back quickly instead of staying at 1 for the whole shift.
+///
+/// Simulated samples (isitup's rule): judged as any other, also degrading when more than 500 above
+/// the median on the latency field, and never learned, so they do not move the baseline.
+///
+/// Cost: as `SortedWindow` (O(log window) and a small memory move) plus O(1); memory is the window
+/// and six numbers per monitor.
+struct EnvelopeDetector: MonitorDetector {
+    static let madToSigma = 1.4826
+    /// The mean deviation's weight per sample.
+    static let deviationWeight = 0.01
+    /// The mean deviation times this is a floor of the scale.
+    static let deviationFactor = 1.2
+    /// The scale never goes below this share of the median's size.
+    static let relativeFloor = 0.001
+    /// How far the envelope moves back toward the median per sample.
+    static let envelopeDecay = 0.002
+    /// How far beyond the envelope, in spreads, a value must be (at the default threshold's limit).
+    static let envelopeMargin = 0.05
+    /// Samples that stay degrading after the last one over the limit.
+    static let holdSamples = 3
+    /// isitup's absolute rule for a simulated latency: more than this above the baseline.
+    static let simulatedMargin = 500.0
+
+    private var window: SortedWindow
+    /// Exponentially weighted sum of absolute deviations and of their weights (bias-corrected mean).
+    private var deviationSum = 0.0
+    private var deviationWeights = 0.0
+    private var upper: Double?
+    private var lower: Double?
+    private var hold = 0
+
+    init(settings: DetectorSettings) {
+        window = SortedWindow(capacity: settings.window - 1)
+    }
+
+    /// The judgement and the numbers behind it.
+    struct Report: AnomalyReport, Equatable {
+        var verdict: AnomalyVerdict
+        var baselineCount: Int
+        /// The baseline median, in the field's unit.
+        var median: Double?
+        /// The envelope before this sample.
+        var upper: Double?
+        var lower: Double?
+        /// The sample's robust z-score against the median (signed).
+        var z: Double?
+        var score: Double
+
+        func appendFields(to object: inout AnomalyObject) {
+            object.int("baseline_n", baselineCount)
+            object.number(key: object.keys.median, median)
+            object.number(key: object.keys.upper, upper)
+            object.number(key: object.keys.lower, lower)
+            object.number("z", z)
+        }
+    }
+
+    static var unjudged: Report {
+        Report(verdict: .unknown, baselineCount: 0, median: nil, upper: nil, lower: nil, z: nil, score: 0)
+    }
+
+    mutating func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
+        let x = observation.value
+        let n = window.count
+        guard n > 0, let high = upper, let low = lower else {
+            if !observation.simulated { learn(x, median: x) }
+            return Self.unjudged
+        }
+        let median = window.median
+        var report = Report(verdict: .unknown, baselineCount: n, median: median, upper: high, lower: low, z: nil, score: 0)
+        if n + 1 >= settings.minSamples {
+            var scale = max(Self.madToSigma * window.mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
+            if deviationWeights > 0 { scale = max(scale, Self.deviationFactor * deviationSum / deviationWeights) }
+            let z = (x - median) / scale
+            let spread = max(high - low, scale)
+            let k = settings.threshold
+            let margin = Self.envelopeMargin * spread
+            var evidence = 0.0
+            if settings.direction.judgesHigh { evidence = max(evidence, min(z / k, (x - high) / margin)) }
+            if settings.direction.judgesLow { evidence = max(evidence, min(-z / k, (low - x) / margin)) }
+            var over = evidence > 1
+            if observation.simulated, settings.promotes, x > median + Self.simulatedMargin { over = true }
+            if over {
+                hold = Self.holdSamples
+            } else if hold > 0 {
+                hold -= 1
+                over = true
+            }
+            report.verdict = over ? .degrading : .stable
+            report.z = z
+            report.score = evidenceScore(evidence, scale: 1)
+        }
+        if !observation.simulated { learn(x, median: median) }
+        return report
+    }
+
+    /// Learns a value: the mean deviation from `median` (the baseline it was judged against), the
+    /// envelope, the window.
+    private mutating func learn(_ x: Double, median: Double) {
+        if window.count > 0 {
+            deviationSum = (1 - Self.deviationWeight) * deviationSum + Self.deviationWeight * abs(x - median)
+            deviationWeights = (1 - Self.deviationWeight) * deviationWeights + Self.deviationWeight
+        }
+        if let high = upper, let low = lower {
+            // A value equal to the median says nothing about the range: on a series that is mostly
+            // one value (mostly zeros) the envelope then keeps the size of the occasional others.
+            if x != median {
+                upper = max(x, high + Self.envelopeDecay * (median - high))
+                lower = min(x, low + Self.envelopeDecay * (median - low))
+            }
+        } else {
+            upper = x
+            lower = x
+        }
+        window.append(x)
+    }
+
+    // MARK: - State
+
+    func encodeState(to out: inout [UInt8]) {
+        StateText.numbers("values", window.ring.inOrder, to: &out)
+        StateText.number("deviation_sum", deviationSum, to: &out)
+        StateText.number("deviation_weights", deviationWeights, to: &out)
+        StateText.optionalNumber("upper", upper, to: &out)
+        StateText.optionalNumber("lower", lower, to: &out)
+        StateText.optionalInteger("hold", Int64(hold), to: &out)
+    }
+
+    init(state: JSONObject, settings: DetectorSettings) throws(StateError) {
+        window = SortedWindow(capacity: settings.window - 1)
+        for value in try state.stateNumbers("values", limit: settings.window - 1) { window.append(value) }
+        deviationSum = try state.stateNumber("deviation_sum")
+        deviationWeights = try state.stateNumber("deviation_weights")
+        upper = try state.optionalStateNumber("upper")
+        lower = try state.optionalStateNumber("lower")
+        guard let held = try state.optionalStateInteger("hold"), (0...Int64(Self.holdSamples)).contains(held) else {
+            throw StateError("'hold' is not a whole number from 0 to \(Self.holdSamples)")
+        }
+        hold = Int(held)
+        guard deviationSum >= 0, (0...1).contains(deviationWeights) else { throw StateError("the mean deviation is out of range") }
+        guard (upper == nil) == (lower == nil), (upper == nil) == (window.count == 0) else {
+            throw StateError("the envelope does not match the values")
+        }
+    }
+}
