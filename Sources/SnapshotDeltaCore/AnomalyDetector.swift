@@ -46,6 +46,10 @@ public enum AnomalyDetector {
         guard previous.quality == .complete, current.quality == .complete else {
             return Detection(anomalies: [], consumedPostRestoreToken: false, suppressed: [])
         }
+        // The time-zone guard: the counts of two zones are not compared, so nothing fires.
+        guard previous.timezone == current.timezone else {
+            return Detection(anomalies: [], consumedPostRestoreToken: false, suppressed: [])
+        }
         var anomalies: [AnomalyRecord] = []
         var syncTypes: [String] = []
         func make(_ kind: AnomalyKind, _ severity: Severity, _ type: TypeDelta?, percent: Double?, types: [String] = [],

@@ -87,7 +87,7 @@ public final class AppleHealthReader {
         }
         handler.endElementNs = { context, _, _, _ in
             guard let context else { return }
-            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue().depth -= 1
+            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue().end()
         }
         handler.serror = { context, error in
             guard let context, let error else { return }
@@ -181,6 +181,8 @@ public final class AppleHealthReader {
         depth += 1
         if depth == 2 {
             topLevel(name, count, attributes)
+        } else if depth == 3 {
+            if strcmp(name, "MetadataEntry") == 0 { metadataEntry(count, attributes) }
         } else if depth == 1 {
             rootChecked = true
             if strcmp(name, "HealthData") != 0, fatal == nil {
@@ -191,6 +193,34 @@ public final class AppleHealthReader {
         }
     }
 
+
+    /// The end of an element: a top-level one hands its metadata entries to the sink.
+    @inline(__always)
+    private func end() {
+        if depth == 2, thrown == nil {
+            do {
+                try sink.endElement()
+            } catch {
+                thrown = error
+                if let parser { xmlStopParser(parser) }
+            }
+        }
+        depth -= 1
+    }
+
+    /// A `MetadataEntry` child of a top-level element: its key and value.
+    private func metadataEntry(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+        guard let attributes else { return }
+        var key: String?
+        var value: String?
+        for index in 0..<count {
+            guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
+                  let valueEnd = attributes[5 * index + 4] else { continue }
+            let text = String(decoding: UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart), as: UTF8.self)
+            if strcmp(attributeName, "key") == 0 { key = text } else if strcmp(attributeName, "value") == 0 { value = text }
+        }
+        if let key { sink.addMetadata(key: key, value: value ?? "") }
+    }
 
     private func topLevel(_ name: UnsafePointer<xmlChar>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
         let element: ExportVocabulary.Element

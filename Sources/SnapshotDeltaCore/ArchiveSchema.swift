@@ -147,8 +147,18 @@ extension Archive {
     CREATE INDEX sample_events_by_snapshot ON sample_events(snapshot_seq, kind);
     """
 
+    /// Version 2: anomalies can be resolved, as on HealthProbe's dashboard.
+    static let resolvableAnomalies = """
+    ALTER TABLE anomalies ADD COLUMN resolved_at INTEGER;
+    """
+
+    /// Version 3: a sample's metadata entries (`MetadataEntry` children in an export), as a JSON object.
+    static let sampleMetadata = """
+    ALTER TABLE samples ADD COLUMN metadata TEXT;
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [schema]
+    static let migrations: [String] = [schema, resolvableAnomalies, sampleMetadata]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versionedSchema = VersionedSchema(tool: "snapshot-delta", kind: "snapshot-delta archive", migrations: migrations)

@@ -36,7 +36,8 @@ public enum DeltaBuilder {
         let guarded = !comparable(before) || !comparable(after)
         let countBefore = before?.count
         let countAfter = after?.count
-        let delta = guarded ? 0 : (countAfter ?? 0) - (countBefore ?? 0)
+        // The time-zone guard, as HealthProbe has it: a changed time zone sets the count change to 0.
+        let delta = guarded || timezoneNote != nil ? 0 : (countAfter ?? 0) - (countBefore ?? 0)
         var years: [Int: (Int64, Int64)] = [:]
         for year in before?.yearly ?? [] { years[year.year, default: (0, 0)].0 = year.count }
         for year in after?.yearly ?? [] { years[year.year, default: (0, 0)].1 = year.count }

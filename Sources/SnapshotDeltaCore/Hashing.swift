@@ -28,10 +28,11 @@ public enum Hashing {
         return SHA256.hexDigest(text)
     }
 
-    /// SHA-256 of the registry's identifiers, sorted, one per line (`\n` between them);
-    /// with no registry (every type monitored) the hash of the empty text.
-    public static func typeSetHash(_ registry: [String]?) -> String {
-        let sorted = (registry ?? []).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    /// SHA-256 of the monitored types' identifiers, sorted, one per line (`\n` between them):
+    /// the registry's, or without one the types the snapshot counted (HealthProbe's "sorted
+    /// active typeIdentifiers").
+    public static func typeSetHash(_ monitored: [String]) -> String {
+        let sorted = monitored.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         return SHA256.hexDigest(Array(sorted.joined(separator: "\n").utf8))
     }
 }

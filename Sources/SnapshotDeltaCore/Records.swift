@@ -126,6 +126,13 @@ public enum Records {
         ])
     }
 
+    /// An `anomaly` record as `anomalies` lists it: with `resolved_at` (null while unresolved).
+    public static func anomaly(_ anomaly: AnomalyRecord, resolvedAt: Int64?) -> JSONObject {
+        var object = self.anomaly(anomaly)
+        object["resolved_at"] = time(resolvedAt)
+        return object
+    }
+
     /// An `operation` record (one entry of the log).
     public static func operation(_ entry: Archive.Operation) -> JSONObject {
         JSONObject([
@@ -161,6 +168,7 @@ public enum Records {
             JSONField("verified_at", time(sample.verifiedAt)),
             JSONField("disappeared_snapshot_id", string(sample.disappearedSnapshotID)),
             JSONField("disappeared_at", time(sample.disappearedAt)),
+            JSONField("metadata", sample.metadata.flatMap { try? JSONParser.parse($0) } ?? .null),
         ])
     }
 

@@ -20,8 +20,9 @@ final class SampleArchiveWriter {
     private var typeIDs: [Int64] = []
     private var fingerprintText: [UInt8] = []
     private let upsert: SQLiteStatement
-    /// Samples inserted for the first time by this take.
-    private(set) var inserted: Int64 = 0
+    /// The identity of the sample upserted last (type, start, fingerprint, occurrence), for
+    /// the metadata entries that follow it in an export.
+    private var lastIdentity: (type: Int64, start: Int64, fingerprint: Int64, occurrence: Int64)?
     /// Samples read by this take (every occurrence).
     private(set) var seen: Int64 = 0
 
@@ -104,11 +105,10 @@ final class SampleArchiveWriter {
             bindText(12, sample.uuid)
             upsert.bind(13, seq)
             upsert.bind(14, now)
-            let before = archive.db.lastInsertRowID
             defer { upsert.reset() }
             try upsert.step()
             if archive.db.changes > 0 {
-                if archive.db.lastInsertRowID != before { inserted += 1 }
+                lastIdentity = (type, sample.start, fingerprint, occurrence)
                 return
             }
             occurrence += 1
@@ -118,6 +118,30 @@ final class SampleArchiveWriter {
     @inline(__always)
     private func bindText(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>?) {
         if let bytes { upsert.bind(index, bytes: bytes) } else { upsert.bind(index, nil as String?) }
+    }
+
+    /// Keeps `metadata` (a JSON object's text) with the sample upserted last.
+    func attachMetadata(_ metadata: String) throws {
+        guard let identity = lastIdentity else { return }
+        let update = try archive.db.prepare("""
+            UPDATE samples SET metadata = ? WHERE type_id = ? AND start_ms = ? AND fingerprint = ? AND occurrence = ?
+            """)
+        update.bind(1, metadata)
+        update.bind(2, identity.type)
+        update.bind(3, identity.start)
+        update.bind(4, identity.fingerprint)
+        update.bind(5, identity.occurrence)
+        try update.step()
+    }
+
+    /// Forgets the last sample: what follows belongs to none.
+    func forgetLast() { lastIdentity = nil }
+
+    /// Samples this take archived for the first time, counted in the archive: comparing row ids
+    /// around each insert missed the first sample of a new archive, whose row id equals the
+    /// snapshot's placeholder row id, the last one inserted before it.
+    func newCount() throws -> Int64 {
+        try archive.db.scalarInt("SELECT count(*) FROM samples WHERE first_seen = \(seq)") ?? 0
     }
 
     /// What marking found.
@@ -176,19 +200,21 @@ extension Archive {
         public var verifiedAt: Int64
         public var disappearedSnapshotID: String?
         public var disappearedAt: Int64?
+        /// The export's metadata entries for the sample, as a JSON object's text.
+        public var metadata: String?
     }
 
     private static let sampleColumns = """
         t.identifier, s.start_ms, s.end_ms, s.created_ms, s.value, s.unit, s.source, s.source_version, s.device, s.uuid,
         (SELECT id FROM snapshots WHERE seq = s.first_seen), s.verified_at,
-        (SELECT id FROM snapshots WHERE seq = s.disappeared_in), s.disappeared_at
+        (SELECT id FROM snapshots WHERE seq = s.disappeared_in), s.disappeared_at, s.metadata
         """
 
     private func readSample(_ row: SQLiteStatement) -> ArchivedSample {
         ArchivedSample(typeIdentifier: row.text(0) ?? "", start: row.int64(1), end: row.int64(2), created: row.optionalInt64(3),
                        value: row.text(4), unit: row.text(5), source: row.text(6), sourceVersion: row.text(7),
                        device: row.text(8), uuid: row.text(9), firstSeenSnapshotID: row.text(10), verifiedAt: row.int64(11),
-                       disappearedSnapshotID: row.text(12), disappearedAt: row.optionalInt64(13))
+                       disappearedSnapshotID: row.text(12), disappearedAt: row.optionalInt64(13), metadata: row.text(14))
     }
 
     /// Health Sync's fetch: the present samples of one type starting in [from, to), newest first.

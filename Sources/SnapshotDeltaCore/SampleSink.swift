@@ -9,6 +9,8 @@ public final class SampleSink {
     /// Problems in the records (bad dates, missing fields): any one means no snapshot.
     public private(set) var recordErrors = 0
     private let diagnostics: Diagnostics
+    /// The metadata entries of the current element, in order.
+    private var metadata: [JSONField] = []
     /// Record errors reported in full before the rest are only counted.
     static let reportedErrors = 20
 
@@ -21,12 +23,26 @@ public final class SampleSink {
     /// Counts a sample (and archives it). Throws only when the archive cannot be written.
     @inline(__always)
     public func add(_ sample: inout RawSample) throws {
+        metadata.removeAll(keepingCapacity: true)
+        archive?.forgetLast()
         guard let index = tally.index(of: sample.type) else {
             tally.ignore()
             return
         }
         tally.add(index, sample)
         if let archive { try archive.upsert(typeIndex: index, tally: tally, sample) }
+    }
+
+    /// Adds one metadata entry (key and value as the export wrote them) to the sample added last.
+    public func addMetadata(key: String, value: String) {
+        metadata.append(JSONField(key, .string(value)))
+    }
+
+    /// Ends the element the metadata entries belonged to: archives them as one JSON object.
+    public func endElement() throws {
+        guard !metadata.isEmpty else { return }
+        defer { metadata.removeAll(keepingCapacity: true) }
+        try archive?.attachMetadata(JSONValue.object(JSONObject(metadata)).jsonText)
     }
 
     /// Reports a record that cannot be counted; the take will not make a snapshot.

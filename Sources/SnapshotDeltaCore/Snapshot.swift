@@ -97,7 +97,7 @@ public struct Snapshot: Sendable, Equatable {
     public var quality: Quality
     /// SHA-256 over the hashes of the complete types, in identifier order.
     public var checksum: String
-    /// SHA-256 of the sorted registry (of the empty text when every type is monitored).
+    /// SHA-256 of the sorted monitored types: the registry, or the types counted when there is none.
     public var typeSetHash: String
     /// The monitored types, or nil when every type in the input is monitored.
     public var registry: [String]?

@@ -8,7 +8,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         name: "snapshot-delta",
         summary: "Integrity snapshots of health records: a hash chain of per-type counts, deltas, anomaly rules and the samples themselves.",
         usage: ["[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | verify | log",
-                "[OPTIONS] delete ID [--preview]", "[OPTIONS] samples --type TYPE | disappeared A B"],
+                "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID", "[OPTIONS] samples --type TYPE | disappeared A B"],
         description: """
         take reads an Apple Health export.xml (streamed with libxml2, its DTD ignored) or NDJSON health_record \
         and type_status lines, counts the records per type, and adds a snapshot to the chain in the archive: \
@@ -24,10 +24,13 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("device-id-file", value: "FILE", help: "take: the stable device id, kept outside the archive (default $XDG_CONFIG_HOME/vitals/device-id)"),
             OptionSpec("tz", value: "ZONE", aliases: ["timezone"], help: "take: the time zone of the yearly counts (default $TZ, else the system's)"),
             OptionSpec("trigger", value: "WORD", default: "manual", help: "take: what asked for the snapshot, recorded with it"),
+            .duration("debounce", range: 1...Int64.max / 4,
+                      help: "take: skip a take whose --trigger is not manual while the latest snapshot is younger than this (HealthProbe's observer waits 10m); a manual take is never skipped"),
             OptionSpec("post-restore", help: "take: mark the snapshot as a baseline after a restore"),
             OptionSpec("no-samples", help: "take: count and chain only; do not archive the samples themselves"),
             OptionSpec("exit-status", short: "e", help: "take, diff: exit 1 when an anomaly is found"),
             .now(),
+            OptionSpec("unresolved", help: "anomalies: only those not resolved yet"),
             OptionSpec("preview", help: "delete: say what deleting would do, change nothing"),
             OptionSpec("force", help: "delete: delete even when the chain will not verify afterwards"),
             OptionSpec("type", value: "TYPE", help: "samples: the type identifier (required)"),
@@ -50,7 +53,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         ],
         subcommands: [
             SubcommandSpec("take", operands: 0...Int.max, "[FILE...]",
-                           options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "post-restore", "no-samples",
+                           options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "debounce", "post-restore", "no-samples",
                                                           "exit-status", "restore-records"]),
                            summary: "count an Apple Health export or NDJSON health records and add a snapshot to the chain"),
             SubcommandSpec("list", options: ["format"], summary: "the snapshots in the chain"),
@@ -61,6 +64,8 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("delete", operands: 1...1, "ID", options: ruleOptions.union(["preview", "force"]),
                            summary: "delete a snapshot from any position, merging the deltas around it"),
             SubcommandSpec("log", summary: "the audit log of every change and access"),
+            SubcommandSpec("anomalies", operands: 0...2, "[resolve ID]", options: ["unresolved"],
+                           summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
             SubcommandSpec("samples", options: ["type", "since", "until", "offset", "limit", "format"], summary: "the archived samples of one type"),
             SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"],
                            summary: "the samples archived with snapshot A that snapshot B no longer has"),
@@ -105,6 +110,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         case "verify": return try run.verify()
         case "delete": return try run.delete(operands[0])
         case "log": return try run.log()
+        case "anomalies": return try run.anomalies(operands)
         case "samples": return try run.samples()
         default: return try run.disappeared(operands[0], operands[1])
         }

@@ -33,9 +33,20 @@ public struct TakeSettings {
     public var deviceIDPath: String = ""
     /// The clock.
     public var now: () -> Int64 = { Clock.wallMilliseconds() }
+    /// HealthProbe's observer debounce: a take whose trigger is not `manual` is skipped while
+    /// the latest snapshot is younger than this, ms (nil: never skipped).
+    public var debounceMs: Int64?
 
     /// The defaults.
     public init() {}
+}
+
+/// A take skipped by the debounce: the latest snapshot is younger than the window.
+public struct TakeDebounced: Error {
+    /// The latest snapshot, which this take would have repeated.
+    public let latest: Snapshot
+    /// The window, ms.
+    public let windowMs: Int64
 }
 
 /// What a take produced.
@@ -70,6 +81,8 @@ public final class Taker {
             throw ToolError("unknown time zone \(settings.timezone)")
         }
         let now = settings.now()
+        // Checked before reading (an export can be large) and again under the write lock.
+        try checkDebounce(latest: try archive.latestSnapshot(), now: now)
         let id = UUID().uuidString.lowercased()
         let paths = operands.isEmpty ? ["-"] : operands
         let tally = Tally(calendar: calendar, registry: settings.registry)
@@ -186,10 +199,17 @@ public final class Taker {
         }
     }
 
+    /// Throws `TakeDebounced` when this take is not manual and `latest` is younger than the window.
+    private func checkDebounce(latest: Snapshot?, now: Int64) throws {
+        guard let window = settings.debounceMs, settings.trigger != "manual", let latest, now - latest.createdAt < window else { return }
+        throw TakeDebounced(latest: latest, windowMs: window)
+    }
+
     private func finish(seq: Int64, id: String, now: Int64, types: [TypeCount], device: DeviceIdentity, paths: [String],
                         exportVersion: String?, exportDate: Int64?, recordCount: Int64,
                         writer: SampleArchiveWriter?) throws -> (take: TakeResult, logID: Int64, logDetail: JSONObject) {
         let previous = try archive.latestSnapshot()
+        try checkDebounce(latest: previous, now: now)
         let finished = try archive.snapshotCount() - 1 // without this take's placeholder
         if let stored = try archive.meta("device_id"), stored != device.id {
             diagnostics.warning("this archive was started with device id \(stored); the device id file holds \(device.id)")
@@ -199,7 +219,7 @@ public final class Taker {
         let quality = Quality.aggregate(types.map(\.quality))
         var snapshot = Snapshot(
             seq: seq, id: id, createdAt: now, trigger: settings.trigger, quality: quality, checksum: Hashing.checksum(types),
-            typeSetHash: Hashing.typeSetHash(settings.registry), registry: settings.registry?.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
+            typeSetHash: Hashing.typeSetHash(settings.registry ?? types.map(\.typeIdentifier)), registry: settings.registry?.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
             timezone: settings.timezone, exportVersion: exportVersion, exportDate: exportDate,
             source: paths.map { $0 == "-" ? "<stdin>" : $0 }.joined(separator: ", "), previousSnapshotID: previous?.id,
             isChainStart: previous == nil, isPostRestore: false, isPostRestoreInferred: false, isPostRestoreForwarded: false,
@@ -247,7 +267,7 @@ public final class Taker {
                 return registry == nil
             }
             detail["samples"] = .object(JSONObject([
-                JSONField("read", .number(String(writer.seen))), JSONField("new", .number(String(writer.inserted))),
+                JSONField("read", .number(String(writer.seen))), JSONField("new", .number(String(try writer.newCount()))),
                 JSONField("reappeared", .number(String(marks.reappeared))),
                 JSONField("disappeared", .number(String(marks.disappeared))),
             ]))

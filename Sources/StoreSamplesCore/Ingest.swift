@@ -68,6 +68,9 @@ final class Ingester {
                     } catch let problem as SampleProblem {
                         diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                         passOn(line)
+                    } catch let refusal as StoreRefusal {
+                        diagnostics.error(refusal.message, source: reader.source, line: reader.lineNumber)
+                        passOn(line)
                     } catch {
                         // The store failed (full disk, lock): the open batch is gone; stop here.
                         batchCount = 0

@@ -54,13 +54,33 @@ public final class SQLiteSampleStore: SampleStore {
     );
     """
 
+    /// Version 2: the latest monitor config and enabled flag its samples stated.
+    static let monitorSettings = """
+    ALTER TABLE monitors ADD COLUMN config TEXT;
+    ALTER TABLE monitors ADD COLUMN enabled INTEGER;
+    """
+
+    /// Version 3: OnlineTracker's agent model. Each sample records its origin (0: the user's
+    /// own command line, 1: from elsewhere, through `--remote`), the agent a remote one came
+    /// from, and whether it is held (from an agent nobody approved: stored, not counted). Every
+    /// view reads the covering index, now partial over the samples not held.
+    static let agentModel = """
+    ALTER TABLE agents ADD COLUMN name TEXT;
+    ALTER TABLE samples ADD COLUMN origin INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE samples ADD COLUMN agent TEXT;
+    ALTER TABLE samples ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+    DROP INDEX samples_by_monitor_time;
+    CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0;
+    CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1;
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [schema]
+    static let migrations: [String] = [schema, monitorSettings, agentModel]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versionedSchema = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)
 
-    /// Status codes in the `status` column: up and degraded are below 2, so `status < 2` is uptime.
+    /// Status codes in the `status` column: only up (0) is uptime, as OnlineTracker counts it.
     static func code(_ status: SampleStatus) -> Int64 {
         switch status {
         case .up: return 0
@@ -82,18 +102,24 @@ public final class SQLiteSampleStore: SampleStore {
     }
 
     private let db: SQLiteConnection
+    /// Where the samples being ingested come from, and which agents to approve on sight.
+    private let policy: IngestPolicy
+    /// Agents' statuses as known to this process (loaded on first use, kept for the run).
+    private var agentStatus: [String: String] = [:]
     private var monitorIDs: [String: Int64] = [:]
     private var monitorMeta: [Int64: [[UInt8]?]] = [:]
     private var hints: [Int64: (count: Int, oldest: Int64?)] = [:]
     private var agentSeen: [String: Int64] = [:]
     private lazy var insertSample = try? db.prepare("""
-        INSERT INTO samples (monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO samples (monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record,
+                             origin, agent, held)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """)
 
     /// Opens the store at `path`. With `create`, a missing file is created with the current
     /// schema; without, a missing file is an error. Every failure is a `ToolError` in words.
-    public init(path: String, create: Bool) throws {
+    public init(path: String, create: Bool, policy: IngestPolicy = IngestPolicy()) throws {
+        self.policy = policy
         if !create, access(path, F_OK) != 0 {
             throw ToolError("no database at \(path) (store samples in it first, or name another with --db or VITALS_DB)")
         }
@@ -124,9 +150,68 @@ public final class SQLiteSampleStore: SampleStore {
 
     private var batchMonitors: Set<Int64> = []
     private var batchAgents: [String: Int64] = [:]
+    private var batchAgentNames: [String: String] = [:]
+
+    /// Runs `body`, turning SQLite's codes into words.
+    private func translated<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch { throw translate(error) }
+    }
+
+    /// An agent's status; an agent seen for the first time is approved when the policy says
+    /// so (or when its samples are the user's own), else pending.
+    private func status(ofAgent agent: String) throws -> String {
+        if let known = agentStatus[agent] { return known }
+        let select = try db.prepare("SELECT status FROM agents WHERE id = ?")
+        select.bind(1, agent)
+        let status = try select.step() ? (select.text(0) ?? "pending")
+            : (!policy.remote || policy.autoApprove || policy.approvedAgents.contains(agent) ? "approved" : "pending")
+        agentStatus[agent] = status
+        return status
+    }
+
+    /// Approves the policy's listed agents before ingesting, releasing what they had held.
+    public func approveListedAgents(now: Int64) throws {
+        for agent in policy.approvedAgents {
+            try db.writeTransaction {
+                let upsert = try db.prepare("""
+                    INSERT INTO agents (id, created_at, last_seen, status) VALUES (?, ?, ?, 'approved')
+                    ON CONFLICT(id) DO UPDATE SET status = 'approved'
+                    """)
+                upsert.bind(1, agent)
+                upsert.bind(2, now)
+                upsert.bind(3, now)
+                try upsert.step()
+                try release(agent)
+            }
+            agentStatus[agent] = "approved"
+        }
+    }
+
+    /// Counts the held samples of an approved agent.
+    private func release(_ agent: String) throws {
+        let update = try db.prepare("UPDATE samples SET held = 0 WHERE agent = ? AND held = 1")
+        update.bind(1, agent)
+        try update.step()
+    }
 
     @discardableResult
     public func add(_ sample: StorableSample) throws -> Int64 {
+        // A remote sample names its agent; a rejected agent's are refused (a line error, the
+        // batch goes on); a pending agent's are stored but held out of every view.
+        var held = false
+        var remoteAgent: String?
+        if policy.remote {
+            guard let agent = sample.agent, !agent.isEmpty else {
+                throw StoreRefusal( "a sample from elsewhere (--remote) must name its 'agent'")
+            }
+            let status: String = try translated { try self.status(ofAgent: agent) }
+            if status == "rejected" {
+                throw StoreRefusal( "agent '\(agent)' is rejected: its samples are refused "
+                                         + "(store-samples agents approve \(agent) lets them in)")
+            }
+            held = status != "approved"
+            remoteAgent = agent
+        }
         do {
             if !db.inTransaction { try db.beginImmediate() }
             guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
@@ -141,6 +226,9 @@ public final class SQLiteSampleStore: SampleStore {
             insert.bind(8, sample.tlsExpiryDays)
             insert.bind(9, sample.speedMbps)
             insert.bind(10, bytes: sample.line)
+            insert.bind(11, Int64(policy.remote ? 1 : 0))
+            insert.bind(12, remoteAgent)
+            insert.bind(13, Int64(held ? 1 : 0))
             defer { insert.reset() }
             try insert.step()
             batchMonitors.insert(monitorID)
@@ -151,6 +239,7 @@ public final class SQLiteSampleStore: SampleStore {
             }
             if sample.metaRanges[3] != nil, let agent = sample.agent, sample.at > batchAgents[agent] ?? Int64.min {
                 batchAgents[agent] = sample.at
+                if let name = sample.agentName { batchAgentNames[agent] = name }
             }
             return monitorID
         } catch {
@@ -164,12 +253,14 @@ public final class SQLiteSampleStore: SampleStore {
         do {
             for (agent, seen) in batchAgents where seen > agentSeen[agent] ?? Int64.min {
                 let upsert = try db.prepare("""
-                    INSERT INTO agents (id, created_at, last_seen) VALUES (?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)
+                    INSERT INTO agents (id, created_at, last_seen, status, name) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), name = coalesce(excluded.name, name)
                     """)
                 upsert.bind(1, agent)
                 upsert.bind(2, seen)
                 upsert.bind(3, seen)
+                upsert.bind(4, agentStatus[agent] ?? "approved")
+                upsert.bind(5, batchAgentNames[agent])
                 try upsert.step()
                 agentSeen[agent] = seen
             }
@@ -177,6 +268,7 @@ public final class SQLiteSampleStore: SampleStore {
             try db.execute("COMMIT", context: "commit")
             batchMonitors.removeAll(keepingCapacity: true)
             batchAgents.removeAll(keepingCapacity: true)
+            batchAgentNames.removeAll(keepingCapacity: true)
         } catch {
             abortBatch()
             throw translate(error)
@@ -187,6 +279,8 @@ public final class SQLiteSampleStore: SampleStore {
         if db.inTransaction { try? db.execute("ROLLBACK") }
         batchMonitors.removeAll()
         batchAgents.removeAll()
+        batchAgentNames.removeAll()
+        agentStatus.removeAll()
         // What the transaction cached may have been rolled back with it.
         monitorIDs.removeAll()
         monitorMeta.removeAll()
@@ -235,13 +329,16 @@ public final class SQLiteSampleStore: SampleStore {
             guard let stored = known[index], stored.elementsEqual(raw) else { return true }
         }
         if let interval = sample.checkInterval, known[5] != Array(String(interval).utf8) { return true }
+        if let config = sample.raw(sample.configRange), !(known[6].map { $0.elementsEqual(config) } ?? false) { return true }
+        if let enabled = sample.enabled, known[7] != [enabled ? 1 : 0] { return true }
         return false
     }
 
     private func refresh(_ id: Int64, _ sample: StorableSample) throws {
         let update = try db.prepare("""
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
-                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval)
+                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
+                config = coalesce(?, config), enabled = coalesce(?, enabled)
             WHERE id = ?
             """)
         update.bind(1, sample.name)
@@ -250,13 +347,17 @@ public final class SQLiteSampleStore: SampleStore {
         update.bind(4, sample.agent)
         update.bind(5, sample.description)
         update.bind(6, sample.checkInterval)
-        update.bind(7, id)
+        if let config = sample.raw(sample.configRange) { update.bind(7, bytes: config) } else { update.bind(7, nil as String?) }
+        update.bind(8, sample.enabled.map { $0 ? Int64(1) : Int64(0) })
+        update.bind(9, id)
         try update.step()
-        var known = monitorMeta[id] ?? Array(repeating: nil, count: 6)
+        var known = monitorMeta[id] ?? Array(repeating: nil, count: 8)
         for index in 0..<5 {
             if let raw = sample.raw(sample.metaRanges[index]) { known[index] = Array(raw) }
         }
         if let interval = sample.checkInterval { known[5] = Array(String(interval).utf8) }
+        if let config = sample.raw(sample.configRange) { known[6] = Array(config) }
+        if let enabled = sample.enabled { known[7] = [enabled ? 1 : 0] }
         monitorMeta[id] = known
     }
 
@@ -314,7 +415,7 @@ public final class SQLiteSampleStore: SampleStore {
     public func monitors() throws -> [MonitorRecord] {
         let statement = try db.prepare("""
             SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
-                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id)
+                   (SELECT max(at) FROM samples s WHERE s.held = 0 AND s.monitor_id = m.id), m.config, m.enabled
             FROM monitors m ORDER BY m.id
             """)
         var result: [MonitorRecord] = []
@@ -325,7 +426,7 @@ public final class SQLiteSampleStore: SampleStore {
     public func monitor(matching key: String) throws -> MonitorRecord? {
         let statement = try db.prepare("""
             SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
-                   (SELECT max(at) FROM samples s WHERE s.monitor_id = m.id)
+                   (SELECT max(at) FROM samples s WHERE s.held = 0 AND s.monitor_id = m.id), m.config, m.enabled
             FROM monitors m WHERE m.monitor = ? OR (CAST(m.id AS TEXT) = ? AND NOT EXISTS (SELECT 1 FROM monitors WHERE monitor = ?))
             ORDER BY m.monitor = ? DESC LIMIT 1
             """)
@@ -340,13 +441,14 @@ public final class SQLiteSampleStore: SampleStore {
         MonitorRecord(id: statement.int64(0), monitor: statement.text(1) ?? "", name: statement.text(2), kind: statement.text(3),
                       target: statement.text(4), agent: statement.text(5), description: statement.text(6),
                       checkInterval: statement.optionalInt64(7), firstSeen: statement.int64(8),
-                      lastSeen: statement.optionalInt64(9) ?? statement.int64(8))
+                      lastSeen: statement.optionalInt64(9) ?? statement.int64(8), config: statement.text(10),
+                      enabled: statement.optionalInt64(11).map { $0 != 0 })
     }
 
     public func latest(monitorID: Int64) throws -> StoredSample? {
         let statement = try db.prepare("""
             SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
-            WHERE monitor_id = ? ORDER BY at DESC, id DESC LIMIT 1
+            WHERE held = 0 AND monitor_id = ? ORDER BY at DESC, id DESC LIMIT 1
             """)
         statement.bind(1, monitorID)
         return try statement.step() ? storedSample(statement) : nil
@@ -361,7 +463,7 @@ public final class SQLiteSampleStore: SampleStore {
                               _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws {
         let statement = try db.prepare("""
             SELECT at, status, latency_ms FROM samples INDEXED BY samples_by_monitor_time
-            WHERE monitor_id = ? AND at >= ? AND at < ? ORDER BY at
+            WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at
             """)
         statement.bind(1, monitorID)
         statement.bind(2, from)
@@ -375,7 +477,7 @@ public final class SQLiteSampleStore: SampleStore {
         let statement = try db.prepare("""
             SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
             WHERE id IN (SELECT id FROM samples INDEXED BY samples_by_monitor_time
-                         WHERE monitor_id = ? AND at >= ? AND at < ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?)
+                         WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?)
             ORDER BY at DESC, id DESC
             """)
         statement.bind(1, monitorID)
@@ -391,8 +493,8 @@ public final class SQLiteSampleStore: SampleStore {
     public func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
         // Checks, uptime and latency come from the covering index alone; speed needs the rows.
         let statement = try db.prepare("""
-            SELECT count(*), sum(status < 2), sum(latency_ms), count(latency_ms), max(at)
-            FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ? AND at >= ? AND at < ?
+            SELECT count(*), sum(status = 0), sum(latency_ms), count(latency_ms), max(at)
+            FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
             """)
         statement.bind(1, monitorID)
         statement.bind(2, from)
@@ -407,7 +509,7 @@ public final class SQLiteSampleStore: SampleStore {
         if withSpeed {
             let speed = try db.prepare("""
                 SELECT sum(speed_mbps), count(speed_mbps) FROM samples INDEXED BY samples_by_monitor_time
-                WHERE monitor_id = ? AND at >= ? AND at < ?
+                WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
                 """)
             speed.bind(1, monitorID)
             speed.bind(2, from)
@@ -421,7 +523,7 @@ public final class SQLiteSampleStore: SampleStore {
 
     public func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
         let statement = try db.prepare("""
-            SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time WHERE monitor_id = ? AND at >= ? AND at < ?
+            SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
             """)
         statement.bind(1, monitorID)
         statement.bind(2, from)
@@ -432,13 +534,14 @@ public final class SQLiteSampleStore: SampleStore {
 
     public func agents() throws -> [AgentRecord] {
         let statement = try db.prepare("""
-            SELECT a.id, a.status, a.created_at, a.last_seen, (SELECT count(*) FROM monitors m WHERE m.agent = a.id)
+            SELECT a.id, a.status, a.created_at, a.last_seen, (SELECT count(*) FROM monitors m WHERE m.agent = a.id), a.name
             FROM agents a ORDER BY a.created_at, a.id
             """)
         var result: [AgentRecord] = []
         while try statement.step() {
             result.append(AgentRecord(id: statement.text(0) ?? "", status: statement.text(1) ?? "approved",
-                                      createdAt: statement.int64(2), lastSeen: statement.int64(3), monitorCount: Int(statement.int64(4))))
+                                      createdAt: statement.int64(2), lastSeen: statement.int64(3), monitorCount: Int(statement.int64(4)),
+                                      name: statement.text(5)))
         }
         return result
     }
@@ -451,8 +554,26 @@ public final class SQLiteSampleStore: SampleStore {
             statement.bind(2, id)
             try statement.step()
             changed = db.changes > 0
+            if changed, status == "approved" { try release(id) }
         }
         return changed
+    }
+
+    public func clear(monitorID: Int64?, before: Int64?) throws -> Int {
+        var deleted = 0
+        do {
+            try db.writeTransaction {
+                let statement = try db.prepare("DELETE FROM samples WHERE (?1 IS NULL OR monitor_id = ?1) AND at < ?2")
+                statement.bind(1, monitorID)
+                statement.bind(2, before ?? Int64.max)
+                try statement.step()
+                deleted = db.changes
+            }
+        } catch {
+            throw translate(error)
+        }
+        hints.removeAll()
+        return deleted
     }
 
     public func export(from: Int64, until: Int64, monitorID: Int64?,
@@ -461,13 +582,13 @@ public final class SQLiteSampleStore: SampleStore {
         if let monitorID {
             statement = try db.prepare("""
                 SELECT record FROM samples INDEXED BY samples_by_monitor_time
-                WHERE monitor_id = ? AND at >= ? AND at < ? ORDER BY at, id
+                WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at, id
                 """)
             statement.bind(1, monitorID)
             statement.bind(2, from)
             statement.bind(3, until)
         } else {
-            statement = try db.prepare("SELECT record FROM samples INDEXED BY samples_by_time WHERE at >= ? AND at < ? ORDER BY at, id")
+            statement = try db.prepare("SELECT record FROM samples INDEXED BY samples_by_time WHERE at >= ? AND at < ? AND held = 0 ORDER BY at, id")
             statement.bind(1, from)
             statement.bind(2, until)
         }

@@ -15,6 +15,10 @@ public struct MonitorRecord: Sendable {
     /// First and last sample times, ms since the epoch.
     public var firstSeen: Int64
     public var lastSeen: Int64
+    /// The latest monitor config its samples stated, as JSON text (OnlineTracker's config object).
+    public var config: String?
+    /// Whether the latest sample that said so called the monitor enabled.
+    public var enabled: Bool?
 }
 
 /// One stored sample's columns.
@@ -34,13 +38,33 @@ public struct AgentRecord: Sendable {
     public var createdAt: Int64
     public var lastSeen: Int64
     public var monitorCount: Int
+    /// The name its samples gave it (`agent_name`), apart from its id.
+    public var name: String?
+}
+
+/// Where ingested samples come from. The user's own command line (the default) counts at
+/// once whatever a sample's `agent` says; samples from elsewhere (`--remote`, for the API
+/// that receives them) count only once their agent is approved.
+public struct IngestPolicy: Sendable {
+    /// The samples came from elsewhere.
+    public var remote = false
+    /// A new agent is approved on sight instead of pending.
+    public var autoApprove = false
+    /// Agents approved before ingesting.
+    public var approvedAgents: [String] = []
+    /// The user's own samples.
+    public init(remote: Bool = false, autoApprove: Bool = false, approvedAgents: [String] = []) {
+        self.remote = remote
+        self.autoApprove = autoApprove
+        self.approvedAgents = approvedAgents
+    }
 }
 
 /// Totals over a window for one monitor.
 public struct SampleTotals: Sendable {
     /// Checks in the window.
     public var checks = 0
-    /// Checks that were up or degraded.
+    /// Checks that were up (a degraded check is not uptime, as OnlineTracker counts it).
     public var good = 0
     /// Sum and count of latencies present.
     public var latencySum = 0.0
@@ -97,6 +121,9 @@ public protocol SampleStore: AnyObject {
     func agents() throws -> [AgentRecord]
     /// Sets an agent's status; false when there is no such agent.
     func setAgentStatus(_ id: String, to status: String) throws -> Bool
+    /// Deletes the samples before `before` (all when nil), of one monitor or of all; monitors
+    /// and agents stay. Returns how many were deleted.
+    func clear(monitorID: Int64?, before: Int64?) throws -> Int
     /// Stored sample lines in `[from, until)`, in time order, optionally of one monitor.
     func export(from: Int64, until: Int64, monitorID: Int64?,
                 _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws

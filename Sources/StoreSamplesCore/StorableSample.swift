@@ -27,6 +27,12 @@ public struct StorableSample {
     public var speedMbps: Double?
     /// The monitor's check interval, seconds.
     public var checkInterval: Int64?
+    /// Whether the monitor is enabled, when the sample says.
+    public var enabled: Bool?
+    /// The raw range of the monitor's `config` object (nil when absent or null).
+    var configRange: FieldRange?
+    /// The raw range of the agent's name (`agent_name`).
+    var agentNameRange: FieldRange?
     /// Raw value ranges of the text fields (strings or null).
     var reasonRange: FieldRange?
     var messageRange: FieldRange?
@@ -35,7 +41,7 @@ public struct StorableSample {
 
     /// The sample `reader` read last, with the store's own fields `own` read in its pass;
     /// throws when one of those has the wrong type.
-    init(_ reader: SampleLine, _ own: StoredFields) throws(SampleProblem) {
+    init(_ reader: SampleLine, _ own: StoredFields) throws {
         let line = reader.line
         self.line = line
         monitor = reader.monitor
@@ -53,6 +59,18 @@ public struct StorableSample {
         metaRanges[1] = try Self.text(line, own.kind, "kind")
         metaRanges[2] = try Self.text(line, own.target, "target")
         metaRanges[4] = try Self.text(line, own.description, "description")
+        agentNameRange = try Self.text(line, own.agentName, "agent_name")
+        if let field = own.config, !Self.isNull(line, field) {
+            guard line[field.valueStart] == UInt8(ascii: "{") else { throw StoreRefusal.bad("config", line, field, expected: "an object or null") }
+            configRange = field
+        }
+        if let field = own.enabled, !Self.isNull(line, field) {
+            switch line[field.valueStart] {
+            case UInt8(ascii: "t"): enabled = true
+            case UInt8(ascii: "f"): enabled = false
+            default: throw StoreRefusal.bad("enabled", line, field, expected: "true, false or null")
+            }
+        }
     }
 
     /// The raw JSON bytes of a field's value.
@@ -93,9 +111,11 @@ public struct StorableSample {
     public var agent: String? { text(metaRanges[3]) }
     /// The description.
     public var description: String? { text(metaRanges[4]) }
+    /// The agent's name, apart from its id.
+    public var agentName: String? { text(agentNameRange) }
 
     /// Reads one line the way `store-samples` ingests it (for tests and one-off callers).
-    static func read(_ line: UnsafeBufferPointer<UInt8>) throws(SampleProblem) -> StorableSample? {
+    static func read(_ line: UnsafeBufferPointer<UInt8>) throws -> StorableSample? {
         var reader = SampleLine()
         var own = StoredFields()
         switch reader.read(line, extra: &own) {
@@ -143,6 +163,22 @@ public struct StorableSample {
     }
 }
 
+/// Why the store refuses a sample the shared reader accepted: a field only the store reads
+/// has the wrong type, or the sample came from an agent it must not take. Reported as the
+/// line's diagnostic; the rest of the input goes on.
+struct StoreRefusal: Error {
+    /// In words, without the `tool: file:line: ` prefix.
+    let message: String
+
+    init(_ message: String) { self.message = message }
+
+    /// A store field whose value is not what the field holds.
+    static func bad(_ key: String, _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange, expected: String) -> StoreRefusal {
+        let text = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
+        return StoreRefusal("sample '\(key)' is \(text.count > 40 ? String(text.prefix(40)) + "..." : text); expected \(expected)")
+    }
+}
+
 /// The fields only the store reads, found in the spine reader's pass over a line.
 struct StoredFields: SampleFieldReader {
     var code: FieldRange?
@@ -154,6 +190,9 @@ struct StoredFields: SampleFieldReader {
     var kind: FieldRange?
     var target: FieldRange?
     var description: FieldRange?
+    var config: FieldRange?
+    var enabled: FieldRange?
+    var agentName: FieldRange?
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
@@ -162,6 +201,9 @@ struct StoredFields: SampleFieldReader {
         case 0x4_6E where SampleLine.key(key, is: "name"): name = field
         case 0x4_6B where SampleLine.key(key, is: "kind"): kind = field
         case 0x6_74 where SampleLine.key(key, is: "target"): target = field
+        case 0x6_63 where SampleLine.key(key, is: "config"): config = field
+        case 0x7_65 where SampleLine.key(key, is: "enabled"): enabled = field
+        case 0xA_61 where SampleLine.key(key, is: "agent_name"): agentName = field
         case 0x7_6D where SampleLine.key(key, is: "message"): message = field
         case 0xA_73 where SampleLine.key(key, is: "speed_mbps"): speedMbps = field
         case 0xB_64 where SampleLine.key(key, is: "description"): description = field

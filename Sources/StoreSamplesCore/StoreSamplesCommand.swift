@@ -8,7 +8,8 @@ public enum StoreSamplesCommand: VitalsCommand {
         name: "store-samples",
         summary: "Keep sample records in SQLite and answer OnlineTracker's views of their history.",
         usage: ["[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
-                "[OPTIONS] agents [approve|reject ID] | stats | export"],
+                "[OPTIONS] agents [approve|reject ID] | stats | export",
+                "[OPTIONS] clear --all | --monitor ID | --until WHEN"],
         description: """
         Without a subcommand (or with ingest), samples are read from the FILEs or standard input and stored; \
         each record is written to standard output once the transaction holding it has committed. The other \
@@ -20,27 +21,36 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
             OptionSpec("keep-days", value: "DAYS", default: "400", help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
+            OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
+            OptionSpec("auto-approve", help: "ingest --remote: approve an agent seen for the first time instead of leaving it pending"),
+            OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
             .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
             OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
             OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
             OptionSpec("per-page", value: "N", default: "25", help: "results: checks per page, at most 100"),
             .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
-            .when("until", help: "export: before this time or this long ago (default: no end)"),
-            OptionSpec("monitor", short: "m", value: "ID", help: "export: only this monitor (integer or monitor id)"),
+            .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
+            OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
+            OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
+            OptionSpec("sort", value: "ORDER", default: "status",
+                       help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
             OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
                        help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
         ],
         subcommands: [
-            SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]", options: ["quiet", "keep-per-monitor", "keep-days"],
+            SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
+                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
-            SubcommandSpec("overview", summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
-            SubcommandSpec("monitors", options: ["format"], summary: "the monitors stored"),
+            SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
+            SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
             SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
             SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
             SubcommandSpec("agents", operands: 0...2, "[approve|reject ID]", options: ["format"], summary: "the agents that sent samples; approve or reject one"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
             SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
+            SubcommandSpec("clear", options: ["all", "monitor", "until"],
+                           summary: "delete samples: all, one monitor's, or those before a time (isitup's and Online Now's clear history)"),
         ],
         defaultSubcommand: "ingest",
         examples: [
@@ -48,6 +58,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             "store-samples --db vitals.db overview",
             "store-samples --db vitals.db history api --hours 24 --ndjson",
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",
+            "store-samples --db vitals.db clear --until 30d",
         ],
         exitStatuses: [
             (.success, "done (a query that matches nothing prints an empty list)"),
@@ -71,7 +82,13 @@ public enum StoreSamplesCommand: VitalsCommand {
         if subcommand == "ingest" {
             let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
             let keepDays = try options.integer("keep-days", in: 0...100_000)
-            let store = try SQLiteSampleStore(path: path, create: true)
+            if options.has("auto-approve"), !options.has("remote") {
+                throw UsageError("--auto-approve applies to samples from elsewhere: add --remote (your own samples count at once)")
+            }
+            let approved = options.value("approve-agents").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
+            let policy = IngestPolicy(remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved)
+            let store = try SQLiteSampleStore(path: path, create: true, policy: policy)
+            try store.approveListedAgents(now: now)
             let ingester = Ingester(store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
                                     output: context.output, passThrough: !options.has("quiet"),
                                     diagnostics: context.diagnostics, now: clock)
@@ -91,8 +108,9 @@ public enum StoreSamplesCommand: VitalsCommand {
                                         default: subcommand == "export" ? "ndjson" : "json") == "ndjson"
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
+        let order = Views.MonitorOrder(rawValue: try options.choice("sort", of: ["status", "id"]))!
         let store = try SQLiteSampleStore(path: path, create: false)
-        let views = Views(store: store, now: now)
+        let views = Views(store: store, now: now, order: order)
         func findMonitor(_ key: String) throws -> MonitorRecord {
             guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
             return record
@@ -140,6 +158,21 @@ public enum StoreSamplesCommand: VitalsCommand {
             }
         case "stats":
             try writer.write(try views.stats(from: since).encoded())
+        case "clear":
+            let all = options.has("all")
+            guard all != (options.has("monitor") || options.has("until")) else {
+                throw UsageError(all ? "clear --all clears everything; leave out --monitor and --until, or --all"
+                                     : "clear wants --all, --monitor ID or --until WHEN (or both of the last two)")
+            }
+            let monitorID = try options.value("monitor").map { try findMonitor($0).id }
+            let before = options.has("until") ? until : nil
+            let deleted = try store.clear(monitorID: monitorID, before: before)
+            try writer.write(JSONValue.object(JSONObject([
+                JSONField("type", .string("cleared")),
+                JSONField("monitor", options.value("monitor").map(JSONValue.string) ?? .null),
+                JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
+                JSONField("samples", .integer(deleted)),
+            ])).encoded())
         case "export":
             let monitorID = try options.value("monitor").map { try findMonitor($0).id }
             if !ndjson {

@@ -6,11 +6,44 @@ public struct Views {
     let store: SampleStore
     /// The end of every window (`--now`, or the clock).
     let now: Int64
+    /// The order of monitor lists.
+    let order: MonitorOrder
+
+    /// How monitor lists (monitors, overview) are ordered.
+    public enum MonitorOrder: String, Sendable {
+        /// The app's grouping: down, then degraded, then up, then unknown; by name within a group, then by id.
+        case status
+        /// By integer id, the order the monitors were first stored in.
+        case id
+    }
 
     /// Creates views over a store.
-    public init(store: SampleStore, now: Int64) {
+    public init(store: SampleStore, now: Int64, order: MonitorOrder = .status) {
         self.store = store
         self.now = now
+        self.order = order
+    }
+
+    /// Where a client status goes in the app's grouped list.
+    static func groupRank(_ status: String) -> Int {
+        switch status {
+        case "down": return 0
+        case "degraded": return 1
+        case "up": return 2
+        default: return 3
+        }
+    }
+
+    /// Orders `items` (each a monitor with its client status) as `order` says.
+    func ordered<T>(_ items: [(record: MonitorRecord, status: String, item: T)]) -> [T] {
+        guard order == .status else { return items.map(\.item) }
+        return items.sorted { a, b in
+            let (rankA, rankB) = (Views.groupRank(a.status), Views.groupRank(b.status))
+            if rankA != rankB { return rankA < rankB }
+            let (nameA, nameB) = (a.record.name ?? a.record.monitor, b.record.name ?? b.record.monitor)
+            if nameA != nameB { return nameA.utf8.lexicographicallyPrecedes(nameB.utf8) }
+            return a.record.id < b.record.id
+        }.map(\.item)
     }
 
     /// The client's status vocabulary: a sample's `error` is `down` there.
@@ -44,30 +77,36 @@ public struct Views {
 
     // MARK: - GET /api/status/overview
 
-    /// Totals by status, agents, overall 24-hour uptime, and one summary per monitor.
+    /// Totals by status, agents, overall 24-hour uptime, and one summary per monitor. The
+    /// overall uptime is the mean of the `uptime_24h` of the monitors checked in the last 24
+    /// hours (each monitor weighs the same, however often it is checked).
     public func overview() throws -> JSONValue {
         let monitors = try store.monitors()
         let agents = try store.agents()
         var counts: [String: Int] = ["up": 0, "down": 0, "degraded": 0, "unknown": 0]
-        var summaries: [JSONValue] = []
-        var allChecks = 0
-        var allGood = 0
+        var summaries: [(record: MonitorRecord, status: String, item: JSONValue)] = []
+        var uptimeSum = 0.0
+        var uptimeCount = 0
         for monitor in monitors {
             let latest = try store.latest(monitorID: monitor.id)
             let status = Views.clientStatus(latest?.status)
             counts[status, default: 0] += 1
             let totals = try store.totals(monitorID: monitor.id, from: now - 86_400_000, until: now + 1, withSpeed: false)
-            allChecks += totals.checks
-            allGood += totals.good
-            summaries.append(.object(JSONObject([
+            let uptime = Views.percent(good: totals.good, of: totals.checks)
+            if totals.checks > 0 {
+                uptimeSum += uptime
+                uptimeCount += 1
+            }
+            summaries.append((monitor, status, .object(JSONObject([
                 JSONField("id", .integer(Int(monitor.id))),
                 JSONField("name", .string(monitor.name ?? monitor.monitor)),
                 JSONField("type", .string(Views.clientType(monitor.kind))),
                 JSONField("status", .string(status)),
-                JSONField("uptime_24h", number(Views.percent(good: totals.good, of: totals.checks))),
+                JSONField("uptime_24h", number(uptime)),
                 JSONField("last_check", latest.map { .string(Views.time($0.at)) } ?? .null),
-            ])))
+            ]))))
         }
+        let overall = uptimeCount == 0 ? 0 : (uptimeSum / Double(uptimeCount) * 100).rounded() / 100
         return .object(JSONObject([
             JSONField("total_monitors", .integer(monitors.count)),
             JSONField("monitors_up", .integer(counts["up"]!)),
@@ -76,21 +115,30 @@ public struct Views {
             JSONField("monitors_unknown", .integer(counts["unknown"]!)),
             JSONField("agents_total", .integer(agents.count)),
             JSONField("agents_pending", .integer(agents.filter { $0.status == "pending" }.count)),
-            JSONField("overall_uptime_24h", number(Views.percent(good: allGood, of: allChecks))),
-            JSONField("monitors", .array(summaries)),
+            JSONField("overall_uptime_24h", number(overall)),
+            JSONField("monitors", .array(ordered(summaries))),
         ]))
     }
 
     // MARK: - GET /api/monitors[/{id}]
 
-    /// Every monitor with its latest status.
+    /// Every monitor with its latest status, in the list order.
     public func monitors() throws -> [JSONValue] {
-        try store.monitors().map(monitor)
+        try ordered(store.monitors().map { record in
+            let latest = try store.latest(monitorID: record.id)
+            return (record, Views.clientStatus(latest?.status), monitor(record, latest: latest))
+        })
     }
 
     /// One monitor with its latest status.
     public func monitor(_ record: MonitorRecord) throws -> JSONValue {
-        let latest = try store.latest(monitorID: record.id)
+        monitor(record, latest: try store.latest(monitorID: record.id))
+    }
+
+    /// The seed's check interval, seconds, for a monitor whose samples never stated one.
+    public static let defaultCheckInterval: Int64 = 60
+
+    private func monitor(_ record: MonitorRecord, latest: StoredSample?) -> JSONValue {
         var latestStatus = JSONValue.null
         if let latest {
             latestStatus = .object(JSONObject([
@@ -108,9 +156,9 @@ public struct Views {
             JSONField("name", .string(record.name ?? record.monitor)),
             JSONField("description", record.description.map(JSONValue.string) ?? .null),
             JSONField("target", .string(record.target ?? record.monitor)),
-            JSONField("config", .null),
-            JSONField("check_interval", .integer(Int(record.checkInterval ?? 60))),
-            JSONField("enabled", .bool(true)),
+            JSONField("config", record.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
+            JSONField("check_interval", .integer(Int(record.checkInterval ?? Views.defaultCheckInterval))),
+            JSONField("enabled", .bool(record.enabled ?? true)),
             JSONField("created_at", .string(Views.time(record.firstSeen))),
             JSONField("latest_status", latestStatus),
             JSONField("monitor", .string(record.monitor)),
@@ -123,8 +171,9 @@ public struct Views {
     public static let bucketMs: Int64 = 15 * 60_000
 
     /// 15-minute buckets, aligned to the clock, over the last `hours`, oldest first; only
-    /// buckets with checks appear. Status is the worst in the bucket (a down or error check
-    /// makes it down, else a degraded one degraded, else up); percentiles are nearest-rank
+    /// buckets with checks appear (the app's chart draws a gap where a bucket is missing).
+    /// Status is the worst in the bucket (a down or error check makes it down, else a degraded
+    /// one degraded, else up); uptime is the share of up checks; percentiles are nearest-rank
     /// over the checks with a latency.
     public func history(_ record: MonitorRecord, hours: Int, separator: UInt8, into out: inout [UInt8]) throws {
         let from = now - Int64(hours) * 3_600_000
@@ -168,7 +217,7 @@ public struct Views {
         try store.agents().map { agent in
             .object(JSONObject([
                 JSONField("id", .string(agent.id)),
-                JSONField("name", .string(agent.id)),
+                JSONField("name", .string(agent.name ?? agent.id)),
                 JSONField("status", .string(agent.status)),
                 JSONField("last_seen", .string(Views.time(agent.lastSeen))),
                 JSONField("created_at", .string(Views.time(agent.createdAt))),
@@ -248,7 +297,7 @@ struct HistoryBuckets {
         checks += 1
         switch status {
         case .up: good += 1; if worst < 0 { worst = 0 }
-        case .degraded: good += 1; if worst < 1 { worst = 1 }
+        case .degraded: if worst < 1 { worst = 1 }
         case .down, .error: worst = 2
         case .unknown: break
         }

@@ -50,8 +50,23 @@ struct OTMonitor: Decodable {
 
 struct OTMonitorConfig: Decodable {
     let expectedStatus: Int?
+    let expectedBodyHash: String?
+    let expectedContent: String?
     let timeoutSeconds: Int?
-    enum CodingKeys: String, CodingKey { case expectedStatus = "expected_status", timeoutSeconds = "timeout_seconds" }
+    let pingCount: Int?
+    let pingOkThresholdMs: Int?
+    let pingDegradedThresholdMs: Int?
+    let httpOkThresholdMs: Int?
+    let httpDegradedThresholdMs: Int?
+    let sslOkThresholdDays: Int?
+    let sslWarningThresholdDays: Int?
+    enum CodingKeys: String, CodingKey {
+        case expectedStatus = "expected_status", expectedBodyHash = "expected_body_hash", expectedContent = "expected_content"
+        case timeoutSeconds = "timeout_seconds", pingCount = "ping_count", pingOkThresholdMs = "ping_ok_threshold_ms"
+        case pingDegradedThresholdMs = "ping_degraded_threshold_ms", httpOkThresholdMs = "http_ok_threshold_ms"
+        case httpDegradedThresholdMs = "http_degraded_threshold_ms", sslOkThresholdDays = "ssl_ok_threshold_days"
+        case sslWarningThresholdDays = "ssl_warning_threshold_days"
+    }
 }
 
 struct OTLatestStatus: Decodable {

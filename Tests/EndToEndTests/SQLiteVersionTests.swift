@@ -9,6 +9,8 @@ struct SQLiteVersionTests {
     init() throws { scratch = try ScratchDirectory() }
 
     let heart = "HKQuantityTypeIdentifierHeartRate"
+    /// The schema version each tool writes today.
+    let versions = ["store-samples": 3, "snapshot-delta": 3]
 
     func storeSamples(_ db: String) throws -> RunResult {
         try run("store-samples", ["--db", db], stdin: sample("a") + "\n")
@@ -27,7 +29,7 @@ struct SQLiteVersionTests {
             _ = try sqlite(db, "PRAGMA user_version = 7")
             let result = try open(db)
             #expect(result.status == 2, "\(tool)")
-            #expect(result.stderr.contains("\(db) has schema version 7; this \(tool) knows versions up to 1 (use a newer vitals)"),
+            #expect(result.stderr.contains("\(db) has schema version 7; this \(tool) knows versions up to \(versions[tool]!) (use a newer vitals)"),
                     "\(result.stderr)")
             messages.append(result.stderr.replacingOccurrences(of: db, with: "FILE").replacingOccurrences(of: tool, with: "TOOL"))
             #expect(try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM sqlite_master") == "7\n0", "nothing was created")
@@ -44,7 +46,7 @@ struct SQLiteVersionTests {
             #expect(FileManager.default.fileExists(atPath: db))
             let result = try open(db)
             #expect(result.status == 0, "\(tool): \(result.stderr)")
-            #expect(try sqlite(db, "PRAGMA user_version") == "1", "\(tool)")
+            #expect(try sqlite(db, "PRAGMA user_version") == "\(versions[tool]!)", "\(tool)")
             let fresh = scratch.path("\(tool)-fresh.db")
             #expect(try open(fresh).status == 0)
             let mode = try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int
@@ -52,6 +54,24 @@ struct SQLiteVersionTests {
         }
         #expect(try sqlite(scratch.path("store-samples-zero.db"), "SELECT count(*) FROM samples") == "1")
         #expect(try sqlite(scratch.path("snapshot-delta-zero.db"), "SELECT count(*) FROM snapshots") == "1")
+    }
+
+    @Test("a version-1 store-samples file gains the monitors' config and enabled, and the agent model, keeping its samples")
+    func storeSamplesVersionOne() throws {
+        let db = scratch.path("v1.db")
+        #expect(try storeSamples(db).status == 0)
+        // Back to version 1's tables: what versions 2 and 3 added, taken away again.
+        _ = try sqlite(db, """
+            DROP INDEX samples_held_by_agent; DROP INDEX samples_by_monitor_time;
+            ALTER TABLE samples DROP COLUMN held; ALTER TABLE samples DROP COLUMN agent; ALTER TABLE samples DROP COLUMN origin;
+            ALTER TABLE agents DROP COLUMN name; ALTER TABLE monitors DROP COLUMN config; ALTER TABLE monitors DROP COLUMN enabled;
+            CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms); PRAGMA user_version = 1;
+            """)
+        let later = try run("store-samples", ["--db", db], stdin: sample("a", minute: 1, extra: #","enabled":false,"config":{"ping_count":5}"#) + "\n")
+        #expect(later.status == 0, "\(later.stderr)")
+        #expect(try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM samples; SELECT config, enabled FROM monitors")
+                == "3\n2\n{\"ping_count\":5}|0")
+        #expect(try sqlite(db, "SELECT sum(held), sum(origin) FROM samples") == "0|0", "what was stored is the user's own and counts")
     }
 
     @Test("a version-0 file that holds someone else's tables is refused by both")

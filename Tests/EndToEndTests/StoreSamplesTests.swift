@@ -148,10 +148,11 @@ struct StoreSamplesTests {
         #expect(overview.totalMonitors == 3)
         #expect(overview.monitorsDegraded == 1 && overview.monitorsDown == 1 && overview.monitorsUp == 1)
         #expect(overview.agentsTotal == 1 && overview.agentsPending == 0)
-        // Four checks in the last 24 h, three up or degraded.
-        #expect(overview.overallUptime24h == 75.0)
+        // The mean of the monitors' 24-hour uptimes, counting only up checks: api 1 of 2 (50.0),
+        // web 0 of 1 (0.0), ping1 1 of 1 (100.0): 50.0.
+        #expect(overview.overallUptime24h == 50.0)
         #expect(overview.monitors.first { $0.name == "WEB" }?.status == .down, "error is down to the client")
-        let monitors = try decode([OTMonitor].self, try query(["monitors"]).stdout)
+        let monitors = try decode([OTMonitor].self, try query(["monitors", "--sort", "id"]).stdout)
         #expect(monitors.map(\.name) == ["API", "WEB", "PING1"])
         try #require(monitors.count == 3)
         let api = monitors[0]
@@ -163,12 +164,12 @@ struct StoreSamplesTests {
         let byName = try decode(OTMonitor.self, try query(["monitor", "web"]).stdout)
         #expect(byInteger.id == 2 && byName.id == 2)
         // api: up in 10 ms at 10:00 and degraded in 250 ms at 10:01: one 15-minute bucket, worst-of status
-        // degraded, both count as up (100.0), average (10 + 250) / 2 = 130 ms.
+        // degraded, only the up check is uptime (1 of 2: 50.0), average (10 + 250) / 2 = 130 ms.
         let history = try decode([OTStatusHistoryPoint].self, try query(["history", "api"]).stdout)
         let bucket = try #require(history.first)
         #expect(history.count == 1)
         #expect(bucket.timestamp == "2026-01-27T10:00:00Z" && bucket.status == .degraded)
-        #expect(bucket.uptimePercent == 100.0 && bucket.responseTimeAvgMs == 130)
+        #expect(bucket.uptimePercent == 50.0 && bucket.responseTimeAvgMs == 130)
         // Its two checks, newest first; the first one carried the certificate's 41 days.
         let results = try decode(OTResultsPage.self, try query(["results", "api"]).stdout)
         #expect(results.total == 2 && results.page == 1 && results.totalPages == 1)
@@ -189,7 +190,7 @@ struct StoreSamplesTests {
     @Test("history: 15-minute buckets, worst-of status, uptime, average and nearest-rank percentiles")
     func history() throws {
         // Bucket 10:00: latencies 10, 20, 30, 40 with up, up, degraded, down.
-        //   status down (worst), uptime 3/4 = 75.0, average 25, p50 = 2nd of 4 = 20, p95 = p99 = 4th = 40.
+        //   status down (worst), uptime 2 up of 4 = 50.0, average 25, p50 = 2nd of 4 = 20, p95 = p99 = 4th = 40.
         // Bucket 10:15: one up check of 100 ms. Bucket 10:30: none (absent).
         // Bucket 11:00: one error check without latency: down, uptime 0, no latency figures.
         let input = [
@@ -206,7 +207,7 @@ struct StoreSamplesTests {
         try #require(buckets.count == 3)
         #expect(buckets[0].string("timestamp") == "2026-01-27T10:00:00Z")
         #expect(buckets[0].string("status") == "down")
-        #expect(buckets[0].double("uptime_percent") == 75)
+        #expect(buckets[0].double("uptime_percent") == 50)
         #expect(buckets[0].int("response_time_avg_ms") == 25)
         #expect(buckets[0].double("p50_ms") == 20 && buckets[0].double("p95_ms") == 40 && buckets[0].double("p99_ms") == 40)
         #expect(buckets[0].int("checks") == 4)
@@ -307,7 +308,7 @@ struct StoreSamplesTests {
         _ = try sqlite(db, "PRAGMA user_version = 99")
         let newer = try store(sample("a", minute: 1) + "\n")
         #expect(newer.status == 2)
-        #expect(newer.stderr.contains("has schema version 99; this store-samples knows versions up to 1"))
+        #expect(newer.stderr.contains("has schema version 99; this store-samples knows versions up to 3"))
         let missing = try run("store-samples", ["--db", scratch.path("absent.db"), "overview"])
         #expect(missing.status == 2 && missing.stderr.contains("no database at"))
         #expect(!FileManager.default.fileExists(atPath: scratch.path("absent.db")), "a query never creates a database")

@@ -21,6 +21,7 @@ extension Run {
             }
             settings.trigger = trigger
         }
+        settings.debounceMs = try options.duration("debounce")
         settings.postRestore = options.has("post-restore")
         settings.archiveSamples = !options.has("no-samples")
         settings.rules = rules
@@ -34,7 +35,15 @@ extension Run {
 
         let archive = try Archive(path: path, create: true)
         let taker = Taker(archive: archive, settings: settings, diagnostics: context.diagnostics)
-        guard let result = try taker.take(operands, stdin: context.streams.input) else {
+        let taken: TakeResult?
+        do {
+            taken = try taker.take(operands, stdin: context.streams.input)
+        } catch let skip as TakeDebounced {
+            context.diagnostics.note("no snapshot taken: the latest, \(skip.latest.id) (\(skip.latest.trigger)), is younger than "
+                                     + "--debounce \(DefaultText.duration(milliseconds: skip.windowMs)); a manual take is never skipped")
+            return .success
+        }
+        guard let result = taken else {
             return Signals.stopStatus ?? .failure
         }
         try write(Records.snapshot(result.snapshot, types: true))

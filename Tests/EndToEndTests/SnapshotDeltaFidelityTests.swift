@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+import VitalsKit
+
+/// Issue 15, HealthProbe (seed 004) items of snapshot-delta: each test is named after the item
+/// and uses the seed's own numbers.
+@Suite("snapshot-delta seed fidelity", .timeLimit(.minutes(3)))
+struct SnapshotDeltaFidelityTests {
+    let archive: HealthArchive
+    init() throws { archive = try HealthArchive() }
+
+    let heart = "HKQuantityTypeIdentifierHeartRate"
+    let steps = "HKQuantityTypeIdentifierStepCount"
+    /// Five types, enough for the seed's sync anomaly (four or more types changing by over 10%).
+    var five: [String] { ["A", "B", "C", "D", "E"].map { "HKQuantityTypeIdentifier\($0)" } }
+
+    @Test("timezone guard, literally: with real count changes, every count change is 0, the note is set, no anomaly")
+    func timezoneGuardLiterally() throws {
+        // Checklist 28 with real changes: ten samples of each of five types, then five of each
+        // (a loss of 50%, critical by the seed's deletion rule, and a sync anomaly over five types),
+        // but the time zone moved from America/Los_Angeles to Europe/Paris in between. The seed:
+        // "if timezone changes, set countDelta = 0 and yearlyCountNote", and no anomalies.
+        try archive.take(five.flatMap { HealthLines.records($0, 10) }, ["--tz", "America/Los_Angeles"])
+        let moved = try archive.take(five.flatMap { HealthLines.records($0, 5) }, ["--tz", "Europe/Paris"])
+        for type in five {
+            let change = try #require(moved.change(type))
+            #expect(change.int("count_before") == 10 && change.int("count_after") == 5)
+            #expect(change.int("count_delta") == 0)
+            #expect(change.string("yearly_count_note")?.contains("America/Los_Angeles to Europe/Paris") == true)
+        }
+        #expect(moved.anomalies.isEmpty)
+        // The same loss without a time-zone change is critical, as the seed's rule says.
+        let again = try archive.take(five.flatMap { HealthLines.records($0, 2) }, ["--tz", "Europe/Paris"])
+        #expect(again.change(five[0])?.int("count_delta") == -3)
+        #expect(!again.anomalies.isEmpty)
+    }
+
+    @Test("the archive's log counts new samples right: on a new archive, read 50, new 50, 50 stored")
+    func archiveLogCountsNewSamplesRight() throws {
+        try archive.take(HealthLines.records(heart, 50))
+        #expect(try archive.sql("SELECT count(*) FROM samples") == "50")
+        let log = try archive.run(["log"]).records().filter { $0.string("operation") == "take" }
+        let samples = log.first?["detail"]?.objectValue?["samples"]?.objectValue
+        #expect(samples?["read"] == .number("50"))
+        #expect(samples?["new"] == .number("50"))
+        // Ten more on the next take: 60 read, 10 new.
+        try archive.take(HealthLines.records(heart, 60))
+        let second = try archive.run(["log"]).records().filter { $0.string("operation") == "take" }.last
+        #expect(second?["detail"]?.objectValue?["samples"]?.objectValue?["new"] == .number("10"))
+    }
+
+    @Test("the type-set hash without --registry is the hash of the types actually monitored")
+    func typeSetHashWithoutRegistry() throws {
+        // The seed: "typeSetHash() — SHA256 of sorted active typeIdentifiers". Without a
+        // registry the active types are those in the input: heart rate and step count.
+        let taken = try archive.take(HealthLines.records(heart, 3) + HealthLines.records(steps, 2))
+        #expect(taken.snapshot.string("type_set_hash") == (try sha256sum("\(heart)\n\(steps)")))
+        #expect(taken.snapshot.string("type_set_hash") != (try sha256sum("")))
+    }
+
+    @Test("anomalies can be listed by severity and resolved, as the seed's dashboard")
+    func anomaliesListedBySeverityAndResolved() throws {
+        // Ten samples of each of five types, then A loses 5 (50%: critical by the seed's
+        // deletion rule), B loses 2 (20%: warning), C loses 1 (10%: warning); two types over
+        // 10% are too few for a sync anomaly (four or more).
+        try archive.take(five.flatMap { HealthLines.records($0, 10) })
+        let counts = [5, 8, 9, 10, 10]
+        let taken = try archive.take(zip(five, counts).flatMap { HealthLines.records($0.0, $0.1) })
+        #expect(taken.anomalies.count == 3)
+        let listed = try archive.run(["anomalies"]).records()
+        #expect(listed.map { $0.string("severity") } == ["critical", "warning", "warning"])
+        #expect(listed.map { $0.string("type_identifier") } == [five[0], five[1], five[2]])
+        #expect(listed.allSatisfy { $0["resolved_at"] == .null })
+        // Resolving the critical one by an id prefix: the dashboard's unresolved counts are then
+        // no critical and two warnings.
+        let id = try #require(listed[0].string("id"))
+        let resolved = try archive.run(["anomalies", "resolve", String(id.prefix(8)), "--now", "2026-02-02T09:00:00Z"])
+        #expect(resolved.status == 0, "\(resolved.stderr)")
+        #expect(try resolved.records().first?.string("resolved_at") == "2026-02-02T09:00:00.000Z")
+        let unresolved = try archive.run(["anomalies", "--unresolved"]).records()
+        #expect(unresolved.filter { $0.string("severity") == "critical" }.isEmpty)
+        #expect(unresolved.filter { $0.string("severity") == "warning" }.count == 2)
+        #expect(try archive.run(["anomalies"]).records().first?.string("resolved_at") == "2026-02-02T09:00:00.000Z")
+        let log = try archive.run(["log"]).records().filter { $0.string("operation") == "resolve" }
+        #expect(log.count == 1 && log.first?["detail"]?.objectValue?["anomaly_id"] == .string(id))
+        #expect(try archive.run(["anomalies", "resolve", "ffffffff"]).status == 2)
+        #expect(try archive.run(["anomalies", "forget", id]).status == 64)
+    }
+
+    @Test("per-sample metadata entries of the export are archived as JSON")
+    func metadataEntriesArchivedAsJSON() throws {
+        // A heart-rate record with HealthKit's motion context and a user-entered flag, and one
+        // without any entry.
+        let entries = #"<MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="1"/><MetadataEntry key="HKWasUserEntered" value="0"/>"#
+        let body = [HealthExport.record(heart, "2019-05-10 08:30:00 -0700", value: "72", children: entries),
+                    HealthExport.record(heart, "2019-05-10 08:31:00 -0700", value: "74")]
+        try archive.takeXML(HealthExport.document(body))
+        let samples = try archive.run(["samples", "--type", heart]).records()
+        #expect(samples.count == 2)
+        // Newest first: 08:31 has none, 08:30 has both, in the export's order.
+        #expect(samples[0]["metadata"] == .null)
+        #expect(samples[1]["metadata"] == .object(JSONObject([JSONField("HKMetadataKeyHeartRateMotionContext", .string("1")),
+                                                              JSONField("HKWasUserEntered", .string("0"))])))
+        #expect(try archive.sql("SELECT json_extract(metadata, '$.HKMetadataKeyHeartRateMotionContext') FROM samples WHERE metadata IS NOT NULL") == "1")
+    }
+
+    @Test("observer debounce: ten quick non-manual takes make one snapshot; a manual take is never skipped")
+    func observerDebounce() throws {
+        // Checklist 13: ten rapid observer callbacks inside the seed's 10-minute window make
+        // exactly one snapshot, its trigger the observer's.
+        for minute in 0..<10 {
+            let result = try archive.run(["take", "--trigger", "observer", "--debounce", "10m",
+                                          "--now", String(format: "2026-02-01T09:%02d:00Z", minute)],
+                                         stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+            #expect(result.status == 0, "a skipped take is not an error: \(result.stderr)")
+        }
+        #expect(try archive.sql("SELECT count(*) FROM snapshots") == "1")
+        #expect(try archive.sql("SELECT trigger FROM snapshots") == "observer")
+        // Checklist 22: a manual take during the window is made; an observer take right after it is not.
+        let manual = try archive.run(["take", "--debounce", "10m", "--now", "2026-02-01T09:10:30Z"],
+                                     stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+        #expect(manual.status == 0)
+        #expect(try archive.sql("SELECT count(*) FROM snapshots") == "2")
+        _ = try archive.run(["take", "--trigger", "observer", "--debounce", "10m", "--now", "2026-02-01T09:15:00Z"],
+                            stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+        #expect(try archive.sql("SELECT count(*) FROM snapshots") == "2")
+        // Once the window has passed since the latest snapshot, the observer's take is made.
+        _ = try archive.run(["take", "--trigger", "observer", "--debounce", "10m", "--now", "2026-02-01T09:20:30Z"],
+                            stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+        #expect(try archive.sql("SELECT count(*) FROM snapshots") == "3")
+    }
+}
