@@ -1,38 +1,38 @@
 import VitalsKit
 
 /// The anomaly rules' thresholds (HealthProbe's numbers are the defaults).
-public struct AnomalyRules: Sendable, Equatable {
+struct AnomalyRules: Sendable, Equatable {
     /// A sync anomaly needs at least this many types changing by more than `syncChangePercent`.
-    public var syncMinTypes = 4
+    var syncMinTypes = 4
     /// The change, in percent of the count before, that counts towards a sync anomaly.
-    public var syncChangePercent = 10.0
+    var syncChangePercent = 10.0
     /// Duplication: the count grew by more than this percentage...
-    public var duplicationChangePercent = 50.0
+    var duplicationChangePercent = 50.0
     /// ...with both ends of the date range moving by at most this much (ms).
-    public var duplicationWindowMs: Int64 = 86_400_000
+    var duplicationWindowMs: Int64 = 86_400_000
     /// A deletion losing at least this share (percent) is a warning; below, info.
-    public var deletionWarningPercent = 10.0
+    var deletionWarningPercent = 10.0
     /// A deletion losing at least this share is critical.
-    public var deletionCriticalPercent = 50.0
+    var deletionCriticalPercent = 50.0
 
     /// The defaults.
-    public init() {}
+    init() {}
 }
 
 /// What detection found for one delta.
-public struct Detection: Sendable {
+struct Detection: Sendable {
     /// The anomalies, each carrying the delta's id.
-    public var anomalies: [AnomalyRecord]
+    var anomalies: [AnomalyRecord]
     /// The previous snapshot's post-restore token was used by this detection: the caller
     /// records the delta's id on it, so no later delta is suppressed again.
-    public var consumedPostRestoreToken: Bool
+    var consumedPostRestoreToken: Bool
     /// Anomalies the post-restore mark suppressed.
-    public var suppressed: [AnomalyKind]
+    var suppressed: [AnomalyKind]
 }
 
 /// HealthProbe's AnomalyDetector: a pure function of two snapshots' type counts and the delta
 /// between them. It changes nothing; the caller persists what it returns.
-public enum AnomalyDetector {
+enum AnomalyDetector {
     /// Applies the rules.
     ///
     /// - The quality gate: both snapshots must be complete, or nothing is detected at all (this
@@ -41,7 +41,7 @@ public enum AnomalyDetector {
     /// - The registry gate: an appeared or disappeared type is skipped unless its reason is normal.
     /// - Post-restore suppression: a sync anomaly is suppressed when the previous snapshot is a
     ///   post-restore baseline whose token is unused; running detection uses the token.
-    public static func detect(previous: Snapshot, current: Snapshot, delta: Delta, rules: AnomalyRules,
+    static func detect(previous: Snapshot, current: Snapshot, delta: Delta, rules: AnomalyRules,
                               at time: Int64, newID: () -> String) -> Detection {
         guard previous.quality == .complete, current.quality == .complete else {
             return Detection(anomalies: [], consumedPostRestoreToken: false, suppressed: [])

@@ -1,5 +1,5 @@
 /// The anomaly rules' names.
-public enum AnomalyKind: String, Sendable, CaseIterable {
+enum AnomalyKind: String, Sendable, CaseIterable {
     /// Samples added with dates inside or before what was already there.
     case historicalInsertion = "historical_insertion"
     /// Samples gone.
@@ -13,41 +13,41 @@ public enum AnomalyKind: String, Sendable, CaseIterable {
 }
 
 /// How serious an anomaly is.
-public enum Severity: String, Sendable, CaseIterable {
+enum Severity: String, Sendable, CaseIterable {
     case info, warning, critical
 }
 
 /// One anomaly found in a delta. Its delta id is set by the detector from the delta it was
 /// given and cannot be changed afterwards (HealthProbe's structural guarantee).
-public struct AnomalyRecord: Sendable, Equatable {
+struct AnomalyRecord: Sendable, Equatable {
     /// A random UUID.
-    public let id: String
+    let id: String
     /// The delta it was found in.
-    public let deltaID: String
+    let deltaID: String
     /// The later snapshot.
-    public let snapshotID: String
+    let snapshotID: String
     /// The earlier snapshot.
-    public let previousSnapshotID: String
+    let previousSnapshotID: String
     /// When it was found.
-    public let detectedAt: Int64
+    let detectedAt: Int64
     /// Which rule.
-    public let kind: AnomalyKind
+    let kind: AnomalyKind
     /// How serious.
-    public let severity: Severity
+    let severity: Severity
     /// The type (nil for a sync anomaly, which spans types).
-    public let typeIdentifier: String?
+    let typeIdentifier: String?
     /// Counts before and after, and the change.
-    public let countBefore: Int64?
+    let countBefore: Int64?
     /// Count after.
-    public let countAfter: Int64?
+    let countAfter: Int64?
     /// after - before.
-    public let countDelta: Int64?
+    let countDelta: Int64?
     /// The change as a percentage of the count before.
-    public let changePercent: Double?
+    let changePercent: Double?
     /// For a sync anomaly: the types that changed by more than the threshold.
-    public let types: [String]
+    let types: [String]
     /// In words.
-    public let message: String
+    let message: String
 
     /// Only the detector makes records, from the delta they belong to.
     init(delta: Delta, id: String, detectedAt: Int64, kind: AnomalyKind, severity: Severity, typeIdentifier: String?,

@@ -4,15 +4,15 @@ import VitalsKit
 /// file (daylight saving time, travel), normalized to UTC by VitalsKit's fixed-width
 /// `Timestamp.parse` (measured: about as fast as a parser for this one form, and it takes
 /// RFC 3339 too); and the calendar days of activity summaries.
-public enum AppleDate {
+enum AppleDate {
     /// Milliseconds since the epoch, or nil when `bytes` is not a date.
     @inline(__always)
-    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         Timestamp.parse(bytes: bytes)
     }
 
     /// A calendar day `yyyy-MM-dd` (an activity summary's `dateComponents`): its UTC midnight and its year.
-    public static func parseDay(_ bytes: UnsafeBufferPointer<UInt8>) -> (start: Int64, year: Int)? {
+    static func parseDay(_ bytes: UnsafeBufferPointer<UInt8>) -> (start: Int64, year: Int)? {
         guard bytes.count == 10, let year = Int(String(decoding: bytes.prefix(4), as: UTF8.self)),
               let start = Timestamp.parse(String(decoding: bytes, as: UTF8.self) + "T00:00:00Z") else { return nil }
         return (start, year)
@@ -22,12 +22,12 @@ public enum AppleDate {
 /// HealthKit's device description without the memory address it embeds:
 /// `<<HKDevice: 0x3012772a0>, name:Apple Watch, …>` becomes `name:Apple Watch, …`.
 /// The address changes from one export to the next, so it must not reach any identity.
-public enum DeviceText {
+enum DeviceText {
     private static let prefix: [UInt8] = Array("<<HKDevice: 0x".utf8)
 
     /// The description without the address (a slice of `bytes`), or `bytes` unchanged when
     /// it does not have HealthKit's form.
-    public static func stripped(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
+    static func stripped(_ bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8> {
         guard bytes.count > prefix.count else { return bytes }
         for index in 0..<prefix.count where bytes[index] != prefix[index] { return bytes }
         var cursor = prefix.count
@@ -41,7 +41,7 @@ public enum DeviceText {
     }
 
     /// The same for text.
-    public static func stripped(_ text: String) -> String {
+    static func stripped(_ text: String) -> String {
         var text = text
         return text.withUTF8 { String(decoding: stripped($0), as: UTF8.self) }
     }

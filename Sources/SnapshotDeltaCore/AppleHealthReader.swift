@@ -16,13 +16,13 @@ import Darwin
 /// (`HKActivitySummaryTypeIdentifier`), `Audiogram` (by its type), `VisionPrescription`
 /// (`HKVisionPrescriptionTypeIdentifier`) and `ClinicalRecord` (`ClinicalRecord:` and its
 /// FHIR resource type). A parse error anywhere fails the whole read.
-public final class AppleHealthReader {
+final class AppleHealthReader {
     /// The export's `HealthKit Export Version`, when its DTD comment said.
-    public private(set) var exportVersion: String?
+    private(set) var exportVersion: String?
     /// The export's `ExportDate`.
-    public private(set) var exportDate: Int64?
+    private(set) var exportDate: Int64?
     /// Top-level elements that are not counted, by name.
-    public private(set) var uncounted: [String: Int] = [:]
+    private(set) var uncounted: [String: Int] = [:]
 
     private let sink: SampleSink
     private let source: String
@@ -39,7 +39,7 @@ public final class AppleHealthReader {
     static let maxHead = 64 << 20
 
     /// A reader handing its samples to `sink`.
-    public init(sink: SampleSink, source: String, diagnostics: Diagnostics) {
+    init(sink: SampleSink, source: String, diagnostics: Diagnostics) {
         self.sink = sink
         self.source = source
         self.diagnostics = diagnostics
@@ -48,7 +48,7 @@ public final class AppleHealthReader {
     /// Reads the whole input. Returns true when it parsed without an error (record errors
     /// are counted by the sink); reports what went wrong otherwise. Throws when the
     /// archive behind the sink fails.
-    public func read(_ input: LineReader) throws -> Bool {
+    func read(_ input: LineReader) throws -> Bool {
         xmlInitParser()
         var head: [UInt8] = []
         var prolog: [UInt8]?

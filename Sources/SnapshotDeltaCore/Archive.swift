@@ -8,13 +8,13 @@ import VitalsKit
 ///
 /// Every change is one `BEGIN IMMEDIATE` transaction; the schema version is kept in
 /// `PRAGMA user_version`, older files are migrated forward and newer ones refused.
-public final class Archive {
+final class Archive {
     let db: SQLiteConnection
     /// The file.
-    public let path: String
+    let path: String
 
     /// Opens the archive at `path`; with `create`, a missing file is created.
-    public init(path: String, create: Bool) throws {
+    init(path: String, create: Bool) throws {
         self.path = path
         if !create, access(path, F_OK) != 0 {
             throw ToolError("no archive at \(path) (take a snapshot first, or name another with --db or VITALS_HEALTH_DB)")

@@ -5,10 +5,10 @@ import VitalsKit
 /// The archive's tables, and the migrations that bring an older file to them.
 extension Archive {
     /// The schema version this build writes.
-    public static var schemaVersion: Int64 { versionedSchema.currentVersion }
+    static var schemaVersion: Int64 { versionedSchema.currentVersion }
 
     /// The schema, as `CREATE` statements.
-    public static let schema = """
+    static let schema = """
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     CREATE TABLE snapshots (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,

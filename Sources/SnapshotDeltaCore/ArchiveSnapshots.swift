@@ -12,7 +12,7 @@ extension Archive {
         """
 
     /// How many snapshots the archive holds.
-    public func snapshotCount() throws -> Int { Int(try db.scalarInt("SELECT count(*) FROM snapshots") ?? 0) }
+    func snapshotCount() throws -> Int { Int(try db.scalarInt("SELECT count(*) FROM snapshots") ?? 0) }
 
     /// Reserves the next snapshot number with a placeholder row (quality `loading`); the
     /// transaction that holds it either fills it in or rolls it back.
@@ -100,28 +100,28 @@ extension Archive {
     }
 
     /// Every finished snapshot, oldest first; with `types`, their type and yearly counts too.
-    public func snapshots(types: Bool) throws -> [Snapshot] {
+    func snapshots(types: Bool) throws -> [Snapshot] {
         try loadSnapshots(where: "quality <> 'loading'", bind: { _ in }, types: types)
     }
 
     /// The snapshot with this number.
-    public func snapshot(seq: Int64) throws -> Snapshot? {
+    func snapshot(seq: Int64) throws -> Snapshot? {
         try loadSnapshots(where: "seq = ? AND quality <> 'loading'", bind: { $0.bind(1, seq) }, types: true).first
     }
 
     /// The snapshot with this id.
-    public func snapshot(id: String) throws -> Snapshot? {
+    func snapshot(id: String) throws -> Snapshot? {
         try loadSnapshots(where: "id = ? AND quality <> 'loading'", bind: { $0.bind(1, id) }, types: true).first
     }
 
     /// The newest finished snapshot (the chain's head).
-    public func latestSnapshot() throws -> Snapshot? {
+    func latestSnapshot() throws -> Snapshot? {
         guard let seq = try db.scalarInt("SELECT max(seq) FROM snapshots WHERE quality <> 'loading'") else { return nil }
         return try snapshot(seq: seq)
     }
 
     /// The snapshot whose previous is `id` (the next in the chain), if any.
-    public func successor(of id: String) throws -> Snapshot? {
+    func successor(of id: String) throws -> Snapshot? {
         try loadSnapshots(where: "previous_snapshot_id = ? AND quality <> 'loading'", bind: { $0.bind(1, id) }, types: true).first
     }
 
@@ -129,7 +129,7 @@ extension Archive {
     ///
     /// Digits only can be a number and an id prefix at once (ids are hexadecimal): when both
     /// readings find a snapshot and they differ, the reference is ambiguous and both are named.
-    public func resolve(_ reference: String) throws -> Snapshot {
+    func resolve(_ reference: String) throws -> Snapshot {
         if reference == "latest" {
             guard let latest = try latestSnapshot() else { throw ToolError("\(path) holds no snapshot yet") }
             return latest

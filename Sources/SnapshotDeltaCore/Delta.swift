@@ -1,5 +1,5 @@
 /// How a type's presence and count moved between two snapshots.
-public enum Transition: String, Sendable, CaseIterable {
+enum Transition: String, Sendable, CaseIterable {
     /// Absent before, present now.
     case appeared
     /// Present before, absent now.
@@ -15,7 +15,7 @@ public enum Transition: String, Sendable, CaseIterable {
 }
 
 /// Why a type's delta is what it is, by priority: the first that applies wins.
-public enum DeltaReason: String, Sendable, CaseIterable, Comparable {
+enum DeltaReason: String, Sendable, CaseIterable, Comparable {
     /// Either side is unauthorized (HealthProbe's authorizationChanged).
     case authorizationChanged = "authorization_changed"
     /// Either side is unsupported.
@@ -28,80 +28,80 @@ public enum DeltaReason: String, Sendable, CaseIterable, Comparable {
     case normal
 
     /// Lower is stronger: authorizationChanged > unsupported > registryChanged > unknown > normal.
-    public var priority: Int { DeltaReason.allCases.firstIndex(of: self)! }
+    var priority: Int { DeltaReason.allCases.firstIndex(of: self)! }
     /// Stronger reasons sort first.
-    public static func < (a: DeltaReason, b: DeltaReason) -> Bool { a.priority < b.priority }
+    static func < (a: DeltaReason, b: DeltaReason) -> Bool { a.priority < b.priority }
 }
 
 /// One year's counts on both sides of a delta.
-public struct YearlyDelta: Sendable, Equatable {
+struct YearlyDelta: Sendable, Equatable {
     /// The year.
-    public var year: Int
+    var year: Int
     /// Count before (0 when the year was absent).
-    public var before: Int64
+    var before: Int64
     /// Count after.
-    public var after: Int64
+    var after: Int64
     /// after - before, or 0 under the time-zone or unavailable-count guards.
-    public var delta: Int64
+    var delta: Int64
 }
 
 /// One type's change between two snapshots.
-public struct TypeDelta: Sendable, Equatable {
+struct TypeDelta: Sendable, Equatable {
     /// The type identifier.
-    public var typeIdentifier: String
+    var typeIdentifier: String
     /// How presence and count moved.
-    public var transition: Transition
+    var transition: Transition
     /// Why, by priority.
-    public var reason: DeltaReason
+    var reason: DeltaReason
     /// The count before (nil when absent).
-    public var countBefore: Int64?
+    var countBefore: Int64?
     /// The count after (nil when absent).
-    public var countAfter: Int64?
+    var countAfter: Int64?
     /// after - before; 0 when either side is not complete (the unavailable-count guard).
-    public var countDelta: Int64
+    var countDelta: Int64
     /// Quality before (nil when absent).
-    public var qualityBefore: Quality?
+    var qualityBefore: Quality?
     /// Quality after (nil when absent).
-    public var qualityAfter: Quality?
+    var qualityAfter: Quality?
     /// Type hash before.
-    public var hashBefore: String?
+    var hashBefore: String?
     /// Type hash after.
-    public var hashAfter: String?
+    var hashAfter: String?
     /// Per-year deltas.
-    public var yearly: [YearlyDelta]
+    var yearly: [YearlyDelta]
     /// Why the yearly deltas cannot be read as losses (a time-zone change), or nil.
-    public var yearlyCountNote: String?
+    var yearlyCountNote: String?
 }
 
 /// The change from one snapshot to the next.
-public struct Delta: Sendable, Equatable {
+struct Delta: Sendable, Equatable {
     /// A random UUID.
-    public var id: String
+    var id: String
     /// The earlier snapshot.
-    public var fromSnapshotID: String
+    var fromSnapshotID: String
     /// The later snapshot.
-    public var toSnapshotID: String
+    var toSnapshotID: String
     /// When it was computed.
-    public var createdAt: Int64
+    var createdAt: Int64
     /// The earlier snapshot's checksum, recomputed from its type counts.
-    public var checksumBefore: String
+    var checksumBefore: String
     /// The later snapshot's checksum, recomputed likewise.
-    public var checksumAfter: String
+    var checksumAfter: String
     /// Time zones of both sides.
-    public var timezoneBefore: String
+    var timezoneBefore: String
     /// The later snapshot's time zone.
-    public var timezoneAfter: String
+    var timezoneAfter: String
     /// The deltas this one replaced when an intermediate snapshot was deleted.
-    public var mergedFrom: [String]?
+    var mergedFrom: [String]?
     /// Whether anomaly detection ran (both snapshots complete) or the quality gate stopped it.
-    public var detection: Detection
+    var detection: Detection
     /// Whether this delta used a post-restore suppression token.
-    public var postRestoreSuppressed: Bool
+    var postRestoreSuppressed: Bool
     /// One entry per type present on either side.
-    public var types: [TypeDelta]
+    var types: [TypeDelta]
 
     /// Whether anomaly rules were applied to a delta.
-    public enum Detection: String, Sendable {
+    enum Detection: String, Sendable {
         /// Both snapshots complete: the rules ran.
         case ran
         /// A snapshot was not complete: no rule ran (HealthProbe's quality gate).

@@ -1,9 +1,9 @@
 /// HealthProbe's DeltaService: the delta between two snapshots, and the merge of the two
 /// deltas around a deleted intermediate snapshot.
-public enum DeltaBuilder {
+enum DeltaBuilder {
     /// The reason for one type's delta, by priority:
     /// authorizationChanged > unsupported > registryChanged > unknown > normal.
-    public static func reason(before: TypeCount?, after: TypeCount?, registryChanged: Bool) -> DeltaReason {
+    static func reason(before: TypeCount?, after: TypeCount?, registryChanged: Bool) -> DeltaReason {
         if before?.quality == .unauthorized || after?.quality == .unauthorized { return .authorizationChanged }
         if before?.isUnsupported == true || after?.isUnsupported == true { return .unsupported }
         if registryChanged { return .registryChanged }
@@ -55,7 +55,7 @@ public enum DeltaBuilder {
 
     /// The delta from `before` to `after`: one entry per type on either side, in identifier order.
     /// Checksums are recomputed from the type counts, never copied from the snapshots.
-    public static func delta(id: String, from before: Snapshot, to after: Snapshot, at time: Int64) -> Delta {
+    static func delta(id: String, from before: Snapshot, to after: Snapshot, at time: Int64) -> Delta {
         let note = before.timezone == after.timezone ? nil : timezoneNote(before.timezone, after.timezone)
         var types: [TypeDelta] = []
         for identifier in identifiers(before, after) {
@@ -81,7 +81,7 @@ public enum DeltaBuilder {
     /// the result, counting B's side too (a count unavailable in B makes the merged delta 0),
     /// and its reason is the strongest of the two deltas' and A→C's own, so an impairment seen
     /// in B is not lost. The time-zone note is set if either delta had it.
-    public static func merge(_ first: Delta, _ second: Delta, id: String, from a: Snapshot, to c: Snapshot,
+    static func merge(_ first: Delta, _ second: Delta, id: String, from a: Snapshot, to c: Snapshot,
                              at time: Int64) -> Delta {
         let timezoneChanged = a.timezone != c.timezone || first.types.contains { $0.yearlyCountNote != nil }
             || second.types.contains { $0.yearlyCountNote != nil }

@@ -4,22 +4,22 @@ import VitalsKit
 /// The stable device id, kept outside the archive (the role HealthProbe gives the Keychain):
 /// a file holding one UUID, created on first use with mode 0600. When the archive is empty
 /// but the file already existed, the archive was reset and the device id is recovered.
-public struct DeviceIdentity: Sendable {
+struct DeviceIdentity: Sendable {
     /// The id.
-    public let id: String
+    let id: String
     /// The file existed before this run.
-    public let existed: Bool
+    let existed: Bool
 
     /// Where the file lives when `--device-id-file` is not given:
     /// `$XDG_CONFIG_HOME/vitals/device-id`, else `$HOME/.config/vitals/device-id`.
-    public static func defaultPath(environment: [String: String]) -> String? {
+    static func defaultPath(environment: [String: String]) -> String? {
         if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") { return config + "/vitals/device-id" }
         if let home = environment["HOME"], !home.isEmpty { return home + "/.config/vitals/device-id" }
         return nil
     }
 
     /// Reads the id at `path`, or creates it (parents too) when the file does not exist.
-    public static func load(path: String) throws -> DeviceIdentity {
+    static func load(path: String) throws -> DeviceIdentity {
         if let data = FileManager.default.contents(atPath: path) {
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard UUID(uuidString: text) != nil else {

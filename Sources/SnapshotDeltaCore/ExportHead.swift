@@ -7,9 +7,9 @@
 /// declarations in it are a risk, and a conforming parser must reject the malformed ones,
 /// so it is removed rather than parsed: the internal subset ends at the first `]` followed by
 /// optional blanks and `>`, outside comments.
-public enum ExportHead {
+enum ExportHead {
     /// What scanning the bytes read so far found.
-    public enum Outcome: Equatable {
+    enum Outcome: Equatable {
         /// The prolog does not end within these bytes: read more.
         case needMore
         /// The prolog ends here: `bytes` (the input with the declaration blanked) go to the parser.
@@ -17,7 +17,7 @@ public enum ExportHead {
     }
 
     /// Scans the start of the input. With `atEnd`, whatever was read is all there is.
-    public static func scan(_ input: [UInt8], atEnd: Bool) -> Outcome {
+    static func scan(_ input: [UInt8], atEnd: Bool) -> Outcome {
         var bytes = input
         var version: String?
         var index = 0

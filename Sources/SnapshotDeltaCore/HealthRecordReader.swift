@@ -9,24 +9,24 @@ import VitalsKit
 ///     {"type":"type_status","type_identifier":"HKQuantityTypeIdentifierStepCount","quality":"unauthorized"}
 ///
 /// A line without `type` is a health record. Any bad line is reported and means no snapshot.
-public struct HealthRecordReader {
+struct HealthRecordReader {
     private let sink: SampleSink
     private let diagnostics: Diagnostics
 
     /// A reader handing its samples to `sink`.
-    public init(sink: SampleSink, diagnostics: Diagnostics) {
+    init(sink: SampleSink, diagnostics: Diagnostics) {
         self.sink = sink
         self.diagnostics = diagnostics
     }
 
     /// The qualities a `type_status` line may state (`unsupported` is failed and unsupported).
-    public static let statusWords = ["complete", "partial", "unauthorized", "failed", "unsupported"]
+    static let statusWords = ["complete", "partial", "unauthorized", "failed", "unsupported"]
 
     /// The longest line read (as `LineReader`'s limit).
     static let maxLineBytes = LineReader.defaultMaxLineBytes
 
     /// Reads every line of `reader`; throws only when the archive fails.
-    public func read(_ reader: LineReader) throws {
+    func read(_ reader: LineReader) throws {
         while let event = reader.next() {
             if Signals.stopRequested { return }
             switch event {

@@ -1,9 +1,9 @@
 import VitalsKit
 
 /// The result of a strict chain validation.
-public struct Verification: Sendable {
+struct Verification: Sendable {
     /// What was found.
-    public enum Status: String, Sendable {
+    enum Status: String, Sendable {
         /// Every snapshot on the chain checks out.
         case valid
         /// A checksum or type hash does not match the counts it covers.
@@ -15,22 +15,22 @@ public struct Verification: Sendable {
     }
 
     /// What was found.
-    public var status: Status
+    var status: Status
     /// The snapshot where the fault was found (nil when valid).
-    public var snapshotID: String?
+    var snapshotID: String?
     /// Snapshots checked before stopping.
-    public var checked: Int
+    var checked: Int
     /// In words.
-    public var message: String
+    var message: String
 }
 
 /// HealthProbe's IntegrityService in strict mode: walks back from the latest snapshot through
 /// `previous_snapshot_id` (the sole source of chain truth), recomputing every checksum from
 /// the type counts and comparing it with the snapshot's own and with the delta's
 /// `checksum_after` and `checksum_before`. It stops at the first fault and repairs nothing.
-public enum Integrity {
+enum Integrity {
     /// Validates the chain in `archive`.
-    public static func validate(_ archive: Archive) throws -> Verification {
+    static func validate(_ archive: Archive) throws -> Verification {
         let snapshots = try archive.snapshots(types: false)
         guard let latest = snapshots.last else {
             return Verification(status: .valid, snapshotID: nil, checked: 0, message: "the archive holds no snapshot")

@@ -3,9 +3,9 @@ import VitalsKit
 
 /// HealthProbe's SnapshotLifecycleService: deleting a snapshot from any position of the chain,
 /// with a preview and the operation log written in the same transaction.
-public enum Lifecycle {
+enum Lifecycle {
     /// Where a snapshot sits in its chain.
-    public enum Position: String, Sendable {
+    enum Position: String, Sendable {
         /// The only snapshot.
         case only
         /// The chain start: the next snapshot becomes the start.
@@ -17,33 +17,33 @@ public enum Lifecycle {
     }
 
     /// What deleting a snapshot will do (or did).
-    public struct Plan {
+    struct Plan {
         /// The snapshot to delete.
-        public var snapshot: Snapshot
+        var snapshot: Snapshot
         /// Its position.
-        public var position: Position
+        var position: Position
         /// The snapshot before it.
-        public var previous: Snapshot?
+        var previous: Snapshot?
         /// The snapshot after it.
-        public var next: Snapshot?
+        var next: Snapshot?
         /// The chain is already faulty, or a delta to merge is missing: deleting leaves a chain
         /// that `verify` will not pass (HealthProbe's willBreakChain).
-        public var willBreakChain: Bool
+        var willBreakChain: Bool
         /// The integrity check made before (advisory).
-        public var integrity: Verification
+        var integrity: Verification
         /// The deltas removed.
-        public var removedDeltaIDs: [String]
+        var removedDeltaIDs: [String]
         /// The merged delta replacing the two around an intermediate snapshot.
-        public var merged: Delta?
+        var merged: Delta?
         /// Anomalies found in the merged delta.
-        public var mergedAnomalies: [AnomalyRecord]
+        var mergedAnomalies: [AnomalyRecord]
         /// Whether the previous snapshot's post-restore token goes back to unused (the delta that
         /// used it is removed).
-        public var rearmsPostRestoreToken: Bool
+        var rearmsPostRestoreToken: Bool
     }
 
     /// Works out the deletion of `snapshot` without changing anything.
-    public static func plan(_ snapshot: Snapshot, in archive: Archive, rules: AnomalyRules, at time: Int64) throws -> Plan {
+    static func plan(_ snapshot: Snapshot, in archive: Archive, rules: AnomalyRules, at time: Int64) throws -> Plan {
         let previous = try snapshot.previousSnapshotID.flatMap { try archive.snapshot(id: $0) }
         let next = try archive.successor(of: snapshot.id)
         let position: Position = previous == nil ? (next == nil ? .only : .oldest) : (next == nil ? .latest : .intermediate)
@@ -79,7 +79,7 @@ public enum Lifecycle {
 
     /// Carries out a plan in one transaction with its operation log entry; returns the number
     /// of archived samples that went with the snapshot and the log entry's detail.
-    public static func execute(_ plan: Plan, in archive: Archive, forced: Bool, at time: Int64,
+    static func execute(_ plan: Plan, in archive: Archive, forced: Bool, at time: Int64,
                                diagnostics: Diagnostics) throws -> (samplesRemoved: Int64, removedAnomalyIDs: [String]) {
         let ids = [plan.snapshot.id, plan.previous?.id, plan.next?.id].compactMap { $0 }
         return try archive.withLoggedChange("delete", snapshotIDs: ids, at: time, diagnostics: diagnostics) {

@@ -5,19 +5,19 @@ import VitalsKit
 /// The archive's append-only operation log, and HealthProbe's check that an entry is there after it was saved.
 extension Archive {
     /// One entry of the operation log.
-    public struct Operation: Sendable {
+    struct Operation: Sendable {
         /// Its number.
-        public var id: Int64
+        var id: Int64
         /// When.
-        public var at: Int64
+        var at: Int64
         /// `take`, `delete`, `samples`, `disappeared`, `verify`.
-        public var operation: String
+        var operation: String
         /// The snapshots it concerned.
-        public var snapshotIDs: [String]
+        var snapshotIDs: [String]
         /// What it did, as a JSON object.
-        public var detail: JSONObject
+        var detail: JSONObject
         /// Set on entries recorded after something went wrong with the log itself.
-        public var critical: Bool
+        var critical: Bool
     }
 
     /// Appends an entry; returns its id.
@@ -40,7 +40,7 @@ extension Archive {
     }
 
     /// The log, oldest first.
-    public func operations() throws -> [Operation] {
+    func operations() throws -> [Operation] {
         let statement = try db.prepare("SELECT id, at, operation, snapshot_ids, detail, critical FROM operations ORDER BY id")
         var result: [Operation] = []
         while try statement.step() {

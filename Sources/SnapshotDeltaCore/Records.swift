@@ -2,7 +2,7 @@ import Foundation
 import VitalsKit
 
 /// The records snapshot-delta writes, field by field in the order `vitals-records(7)` gives.
-public enum Records {
+enum Records {
     static func time(_ milliseconds: Int64?) -> JSONValue {
         milliseconds.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null
     }
@@ -14,7 +14,7 @@ public enum Records {
     static func strings(_ values: [String]) -> JSONValue { .array(values.map { .string($0) }) }
 
     /// A `snapshot` record; `types` adds the per-type counts.
-    public static func snapshot(_ snapshot: Snapshot, types: Bool) -> JSONObject {
+    static func snapshot(_ snapshot: Snapshot, types: Bool) -> JSONObject {
         var object = JSONObject([
             JSONField("type", .string("snapshot")),
             JSONField("id", .string(snapshot.id)),
@@ -63,7 +63,7 @@ public enum Records {
     }
 
     /// A `delta` record.
-    public static func delta(_ delta: Delta, ephemeral: Bool = false) -> JSONObject {
+    static func delta(_ delta: Delta, ephemeral: Bool = false) -> JSONObject {
         var object = JSONObject([
             JSONField("type", .string("delta")),
             JSONField("id", .string(delta.id)),
@@ -102,7 +102,7 @@ public enum Records {
     }
 
     /// An `anomaly` record.
-    public static func anomaly(_ anomaly: AnomalyRecord) -> JSONObject {
+    static func anomaly(_ anomaly: AnomalyRecord) -> JSONObject {
         JSONObject([
             JSONField("type", .string("anomaly")),
             JSONField("id", .string(anomaly.id)),
@@ -127,14 +127,14 @@ public enum Records {
     }
 
     /// An `anomaly` record as `anomalies` lists it: with `resolved_at` (null while unresolved).
-    public static func anomaly(_ anomaly: AnomalyRecord, resolvedAt: Int64?) -> JSONObject {
+    static func anomaly(_ anomaly: AnomalyRecord, resolvedAt: Int64?) -> JSONObject {
         var object = self.anomaly(anomaly)
         object["resolved_at"] = time(resolvedAt)
         return object
     }
 
     /// An `operation` record (one entry of the log).
-    public static func operation(_ entry: Archive.Operation) -> JSONObject {
+    static func operation(_ entry: Archive.Operation) -> JSONObject {
         JSONObject([
             JSONField("type", .string("operation")),
             JSONField("id", .number(String(entry.id))),

@@ -185,23 +185,23 @@ final class SampleArchiveWriter {
 /// Reading the sample archive back, and keeping it consistent when snapshots are deleted.
 extension Archive {
     /// One archived sample.
-    public struct ArchivedSample: Sendable {
-        public var typeIdentifier: String
-        public var start: Int64
-        public var end: Int64
-        public var created: Int64?
-        public var value: String?
-        public var unit: String?
-        public var source: String?
-        public var sourceVersion: String?
-        public var device: String?
-        public var uuid: String?
-        public var firstSeenSnapshotID: String?
-        public var verifiedAt: Int64
-        public var disappearedSnapshotID: String?
-        public var disappearedAt: Int64?
+    struct ArchivedSample: Sendable {
+        var typeIdentifier: String
+        var start: Int64
+        var end: Int64
+        var created: Int64?
+        var value: String?
+        var unit: String?
+        var source: String?
+        var sourceVersion: String?
+        var device: String?
+        var uuid: String?
+        var firstSeenSnapshotID: String?
+        var verifiedAt: Int64
+        var disappearedSnapshotID: String?
+        var disappearedAt: Int64?
         /// The export's metadata entries for the sample, as a JSON object's text.
-        public var metadata: String?
+        var metadata: String?
     }
 
     private static let sampleColumns = """

@@ -1,13 +1,13 @@
 import VitalsKit
 
 /// Where the readers hand each sample: the tally, and the sample archive when one is kept.
-public final class SampleSink {
+final class SampleSink {
     /// The per-type counts.
-    public let tally: Tally
+    let tally: Tally
     /// The per-sample archive, when samples are kept.
     let archive: SampleArchiveWriter?
     /// Problems in the records (bad dates, missing fields): any one means no snapshot.
-    public private(set) var recordErrors = 0
+    private(set) var recordErrors = 0
     private let diagnostics: Diagnostics
     /// The metadata entries of the current element, in order.
     private var metadata: [JSONField] = []
@@ -22,7 +22,7 @@ public final class SampleSink {
 
     /// Counts a sample (and archives it). Throws only when the archive cannot be written.
     @inline(__always)
-    public func add(_ sample: inout RawSample) throws {
+    func add(_ sample: inout RawSample) throws {
         metadata.removeAll(keepingCapacity: true)
         archive?.forgetLast()
         guard let index = tally.index(of: sample.type) else {
@@ -34,19 +34,19 @@ public final class SampleSink {
     }
 
     /// Adds one metadata entry (key and value as the export wrote them) to the sample added last.
-    public func addMetadata(key: String, value: String) {
+    func addMetadata(key: String, value: String) {
         metadata.append(JSONField(key, .string(value)))
     }
 
     /// Ends the element the metadata entries belonged to: archives them as one JSON object.
-    public func endElement() throws {
+    func endElement() throws {
         guard !metadata.isEmpty else { return }
         defer { metadata.removeAll(keepingCapacity: true) }
         try archive?.attachMetadata(JSONValue.object(JSONObject(metadata)).jsonText)
     }
 
     /// Reports a record that cannot be counted; the take will not make a snapshot.
-    public func recordError(_ message: String, source: String, line: Int) {
+    func recordError(_ message: String, source: String, line: Int) {
         recordErrors += 1
         if recordErrors <= SampleSink.reportedErrors {
             diagnostics.error(message, source: source, line: line)
@@ -54,7 +54,7 @@ public final class SampleSink {
     }
 
     /// Reports how many record errors were not shown.
-    public func summarizeErrors(source: String) {
+    func summarizeErrors(source: String) {
         if recordErrors > SampleSink.reportedErrors {
             diagnostics.error("\(source): \(recordErrors - SampleSink.reportedErrors) more records with errors (not shown)")
         }

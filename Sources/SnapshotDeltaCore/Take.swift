@@ -2,7 +2,7 @@ import Foundation
 import VitalsKit
 
 /// The input formats `take` reads.
-public enum InputFormat: String, Sendable {
+enum InputFormat: String, Sendable {
     /// Decided by the first byte: `<` is an Apple Health export, `{` NDJSON.
     case auto
     /// An Apple Health `export.xml`.
@@ -12,70 +12,70 @@ public enum InputFormat: String, Sendable {
 }
 
 /// How `take` is to work.
-public struct TakeSettings {
+struct TakeSettings {
     /// The input format.
-    public var format: InputFormat = .auto
+    var format: InputFormat = .auto
     /// The monitored types (nil: every type in the input).
-    public var registry: [String]?
+    var registry: [String]?
     /// The time zone of the yearly counts.
-    public var timezone: String = "UTC"
+    var timezone: String = "UTC"
     /// What asked for the snapshot.
-    public var trigger = "manual"
+    var trigger = "manual"
     /// `--post-restore`: the snapshot is a baseline after a restore.
-    public var postRestore = false
+    var postRestore = false
     /// Keep the samples themselves.
-    public var archiveSamples = true
+    var archiveSamples = true
     /// The anomaly thresholds.
-    public var rules = AnomalyRules()
+    var rules = AnomalyRules()
     /// A chain start with more records than this is taken as a post-restore baseline.
-    public var restoreRecords: Int64 = 1000
+    var restoreRecords: Int64 = 1000
     /// The device id file.
-    public var deviceIDPath: String = ""
+    var deviceIDPath: String = ""
     /// The clock.
-    public var now: () -> Int64 = { Clock.wallMilliseconds() }
+    var now: () -> Int64 = { Clock.wallMilliseconds() }
     /// HealthProbe's observer debounce: a take whose trigger is not `manual` is skipped while
     /// the latest snapshot is younger than this, ms (nil: never skipped).
-    public var debounceMs: Int64?
+    var debounceMs: Int64?
 
     /// The defaults.
-    public init() {}
+    init() {}
 }
 
 /// A take skipped by the debounce: the latest snapshot is younger than the window.
-public struct TakeDebounced: Error {
+struct TakeDebounced: Error {
     /// The latest snapshot, which this take would have repeated.
-    public let latest: Snapshot
+    let latest: Snapshot
     /// The window, ms.
-    public let windowMs: Int64
+    let windowMs: Int64
 }
 
 /// What a take produced.
-public struct TakeResult {
+struct TakeResult {
     /// The new snapshot.
-    public var snapshot: Snapshot
+    var snapshot: Snapshot
     /// The delta from the previous snapshot (nil for a chain start).
-    public var delta: Delta?
+    var delta: Delta?
     /// The anomalies found.
-    public var anomalies: [AnomalyRecord]
+    var anomalies: [AnomalyRecord]
 }
 
 /// `take`: read the records, build the snapshot, link it, compute the delta, detect anomalies,
 /// archive the samples, all in one transaction with its operation log entry. Any error in the
 /// input means no snapshot at all: a partial one would look like a mass deletion.
-public final class Taker {
+final class Taker {
     private let archive: Archive
     private let settings: TakeSettings
     private let diagnostics: Diagnostics
 
     /// A taker writing into `archive`.
-    public init(archive: Archive, settings: TakeSettings, diagnostics: Diagnostics) {
+    init(archive: Archive, settings: TakeSettings, diagnostics: Diagnostics) {
         self.archive = archive
         self.settings = settings
         self.diagnostics = diagnostics
     }
 
     /// Takes a snapshot of the inputs; nil when none was taken (the reasons were reported).
-    public func take(_ operands: [String], stdin: Int32) throws -> TakeResult? {
+    func take(_ operands: [String], stdin: Int32) throws -> TakeResult? {
         let device = try DeviceIdentity.load(path: settings.deviceIDPath)
         guard let calendar = YearCalendar(identifier: settings.timezone) else {
             throw ToolError("unknown time zone \(settings.timezone)")

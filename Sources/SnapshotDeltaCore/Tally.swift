@@ -2,37 +2,37 @@ import VitalsKit
 
 /// One health record as a reader found it. Text fields point into the reader's buffers and
 /// are valid only during the call that hands the sample on.
-public struct RawSample {
+struct RawSample {
     /// The type identifier's bytes.
-    public var type = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    var type = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     /// Start, ms since the epoch (UTC).
-    public var start: Int64 = 0
+    var start: Int64 = 0
     /// End, ms since the epoch (UTC).
-    public var end: Int64 = 0
+    var end: Int64 = 0
     /// When the sample was created on the device, ms (nil when not given).
-    public var created: Int64?
+    var created: Int64?
     /// The value as written (`72`, `22.5312`, `HKCategoryValueSleepAnalysisAsleepCore`).
-    public var value: UnsafeBufferPointer<UInt8>?
+    var value: UnsafeBufferPointer<UInt8>?
     /// The unit (`count/min`).
-    public var unit: UnsafeBufferPointer<UInt8>?
+    var unit: UnsafeBufferPointer<UInt8>?
     /// The source's name (`Apple Watch`).
-    public var source: UnsafeBufferPointer<UInt8>?
+    var source: UnsafeBufferPointer<UInt8>?
     /// The source's version.
-    public var sourceVersion: UnsafeBufferPointer<UInt8>?
+    var sourceVersion: UnsafeBufferPointer<UInt8>?
     /// The device, with HealthKit's memory address already removed.
-    public var device: UnsafeBufferPointer<UInt8>?
+    var device: UnsafeBufferPointer<UInt8>?
     /// The sample's UUID, when the collector knows it.
-    public var uuid: UnsafeBufferPointer<UInt8>?
+    var uuid: UnsafeBufferPointer<UInt8>?
     /// For a calendar day without a time (an activity summary): the day's own year.
-    public var calendarYear: Int?
+    var calendarYear: Int?
 
     /// An empty sample.
-    public init() {}
+    init() {}
 }
 
 /// Per-type tallies of one take: count, date range and yearly counts, plus what collectors
 /// said about each type's quality, and the registry that decides which types count.
-public final class Tally {
+final class Tally {
     private struct Accumulator {
         var identifier: String
         var count: Int64 = 0
@@ -66,33 +66,33 @@ public final class Tally {
     }
 
     /// What a collector said about one type (`type_status`).
-    public struct Status: Sendable {
+    struct Status: Sendable {
         /// The quality it stated.
-        public var quality: Quality
+        var quality: Quality
         /// It said the type is unsupported.
-        public var unsupported: Bool
+        var unsupported: Bool
 
         /// Creates a status.
-        public init(quality: Quality, unsupported: Bool) {
+        init(quality: Quality, unsupported: Bool) {
             self.quality = quality
             self.unsupported = unsupported
         }
     }
 
     /// A count corrected by the coherence rule, for a warning.
-    public struct Correction: Sendable {
+    struct Correction: Sendable {
         /// The type.
-        public var typeIdentifier: String
+        var typeIdentifier: String
         /// Records that were read for it and are not counted.
-        public var recordsRead: Int64
+        var recordsRead: Int64
         /// The quality that made the count unavailable.
-        public var quality: Quality
+        var quality: Quality
     }
 
     /// The calendar the yearly counts use.
-    public let calendar: YearCalendar
+    let calendar: YearCalendar
     /// The monitored types, or nil for every type.
-    public let registry: [String]?
+    let registry: [String]?
     private let registrySet: Set<String>?
     private var accumulators: [Accumulator] = []
     private var indexByName: [String: Int] = [:]
@@ -100,25 +100,25 @@ public final class Tally {
     private var lastIndex = -1
     private var statuses: [String: Status] = [:]
     /// Records of types outside the registry, which are not counted.
-    public private(set) var ignoredRecords: Int64 = 0
+    private(set) var ignoredRecords: Int64 = 0
     /// Types outside the registry that records named.
-    public private(set) var ignoredTypes: Set<String> = []
+    private(set) var ignoredTypes: Set<String> = []
     /// Every counted record.
-    public private(set) var recordCount: Int64 = 0
+    private(set) var recordCount: Int64 = 0
 
     /// Creates an empty tally.
-    public init(calendar: YearCalendar, registry: [String]?) {
+    init(calendar: YearCalendar, registry: [String]?) {
         self.calendar = calendar
         self.registry = registry
         self.registrySet = registry.map(Set.init)
     }
 
     /// The identifier of a type index.
-    public func identifier(_ index: Int) -> String { accumulators[index].identifier }
+    func identifier(_ index: Int) -> String { accumulators[index].identifier }
 
     /// The index of a type, creating it; nil when the registry does not monitor it.
     @inline(__always)
-    public func index(of type: UnsafeBufferPointer<UInt8>) -> Int? {
+    func index(of type: UnsafeBufferPointer<UInt8>) -> Int? {
         if lastIndex >= 0, type.count == lastType.count, let base = type.baseAddress,
            lastType.withUnsafeBufferPointer({ memcmp($0.baseAddress!, base, type.count) == 0 }) {
             return lastIndex
@@ -147,7 +147,7 @@ public final class Tally {
 
     /// Counts one sample of the type at `index`.
     @inline(__always)
-    public func add(_ index: Int, _ sample: RawSample) {
+    func add(_ index: Int, _ sample: RawSample) {
         recordCount += 1
         let year = sample.calendarYear ?? calendar.year(of: sample.start)
         accumulators[index].add(start: sample.start, end: sample.end, year: year,
@@ -155,10 +155,10 @@ public final class Tally {
     }
 
     /// Notes a record of a type outside the registry.
-    public func ignore() { ignoredRecords += 1 }
+    func ignore() { ignoredRecords += 1 }
 
     /// Records what a collector said about a type (the last statement wins).
-    public func setStatus(_ typeIdentifier: String, _ status: Status) -> Bool {
+    func setStatus(_ typeIdentifier: String, _ status: Status) -> Bool {
         if let registrySet, !registrySet.contains(typeIdentifier) {
             ignoredTypes.insert(typeIdentifier)
             return false
@@ -168,7 +168,7 @@ public final class Tally {
     }
 
     /// The snapshot's type counts, in identifier order, with the coherence rule applied.
-    public func typeCounts() -> (types: [TypeCount], corrections: [Correction]) {
+    func typeCounts() -> (types: [TypeCount], corrections: [Correction]) {
         var names = Set(accumulators.map(\.identifier)).union(statuses.keys)
         if let registry { names.formUnion(registry) }
         var types: [TypeCount] = []

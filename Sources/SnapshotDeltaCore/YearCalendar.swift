@@ -4,9 +4,9 @@ import VitalsKit
 /// The calendar year of an instant in one time zone, without a `Calendar` per sample:
 /// the UTC instants of each local New Year are computed once per year seen, and an
 /// instant is placed between two of them.
-public final class YearCalendar {
+final class YearCalendar {
     /// The zone's identifier (`UTC`, `Europe/Paris`).
-    public let identifier: String
+    let identifier: String
     private let zone: TimeZone
     private var newYears: [Int: Int64] = [:]
     private var cachedYear = Int.min
@@ -14,14 +14,14 @@ public final class YearCalendar {
     private var cachedEnd: Int64 = 0
 
     /// A calendar for `identifier`, or nil when the system does not know the zone.
-    public init?(identifier: String) {
+    init?(identifier: String) {
         guard let zone = TimeZone(identifier: identifier) else { return nil }
         self.identifier = identifier
         self.zone = zone
     }
 
     /// The zone to use when none is named: `TZ`, else the system's, else UTC.
-    public static func defaultIdentifier(environment: [String: String]) -> String {
+    static func defaultIdentifier(environment: [String: String]) -> String {
         if var tz = environment["TZ"], !tz.isEmpty {
             if tz.hasPrefix(":") { tz.removeFirst() }
             if tz.hasPrefix("/") { tz = tz.components(separatedBy: "/zoneinfo/").last ?? tz }
@@ -32,7 +32,7 @@ public final class YearCalendar {
     }
 
     /// The UTC instant (ms) of local midnight on January 1 of `year`.
-    public func newYear(_ year: Int) -> Int64 {
+    func newYear(_ year: Int) -> Int64 {
         if let known = newYears[year] { return known }
         // Local midnight read as if it were UTC, then moved by the zone's offset at that instant
         // (twice, in case the offset itself changes around New Year).
@@ -46,7 +46,7 @@ public final class YearCalendar {
 
     /// The local calendar year of `milliseconds` since the epoch.
     @inline(__always)
-    public func year(of milliseconds: Int64) -> Int {
+    func year(of milliseconds: Int64) -> Int {
         if milliseconds >= cachedStart, milliseconds < cachedEnd { return cachedYear }
         return lookUp(milliseconds)
     }

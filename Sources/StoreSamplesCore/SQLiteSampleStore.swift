@@ -12,9 +12,9 @@ import Darwin
 /// read; the covering index `(monitor_id, at, status, latency_ms)` answers history, results
 /// and uptime without touching the table. Several processes may write at once: every write
 /// is one `BEGIN IMMEDIATE` transaction, waiting for the others with a busy timeout.
-public final class SQLiteSampleStore: SampleStore {
+final class SQLiteSampleStore: SampleStore {
     /// The schema version this build writes; older files are migrated forward, newer refused.
-    public static var schemaVersion: Int64 { versionedSchema.currentVersion }
+    static var schemaVersion: Int64 { versionedSchema.currentVersion }
 
     /// The page cache, KiB (bounded: part of the memory a long ingest may use).
     static let cacheKiB = 32768
@@ -24,7 +24,7 @@ public final class SQLiteSampleStore: SampleStore {
     static let checkpointPages = 16_384
 
     /// The schema, as `CREATE` statements (the benchmark gives the sqlite3 shell the same).
-    public static let schema = """
+    static let schema = """
     CREATE TABLE monitors (
         id INTEGER PRIMARY KEY,
         monitor TEXT NOT NULL UNIQUE,
@@ -118,7 +118,7 @@ public final class SQLiteSampleStore: SampleStore {
 
     /// Opens the store at `path`. With `create`, a missing file is created with the current
     /// schema; without, a missing file is an error. Every failure is a `ToolError` in words.
-    public init(path: String, create: Bool, policy: IngestPolicy = IngestPolicy()) throws {
+    init(path: String, create: Bool, policy: IngestPolicy = IngestPolicy()) throws {
         self.policy = policy
         if !create, access(path, F_OK) != 0 {
             throw ToolError("no database at \(path) (store samples in it first, or name another with --db or VITALS_DB)")
@@ -170,7 +170,7 @@ public final class SQLiteSampleStore: SampleStore {
     }
 
     /// Approves the policy's listed agents before ingesting, releasing what they had held.
-    public func approveListedAgents(now: Int64) throws {
+    func approveListedAgents(now: Int64) throws {
         for agent in policy.approvedAgents {
             try db.writeTransaction {
                 let upsert = try db.prepare("""
@@ -195,7 +195,7 @@ public final class SQLiteSampleStore: SampleStore {
     }
 
     @discardableResult
-    public func add(_ sample: StorableSample) throws -> Int64 {
+    func add(_ sample: StorableSample) throws -> Int64 {
         // A remote sample names its agent; a rejected agent's are refused (a line error, the
         // batch goes on); a pending agent's are stored but held out of every view.
         var held = false
@@ -248,7 +248,7 @@ public final class SQLiteSampleStore: SampleStore {
         }
     }
 
-    public func commitBatch(retention: Retention, now: Int64) throws {
+    func commitBatch(retention: Retention, now: Int64) throws {
         guard db.inTransaction else { return }
         do {
             for (agent, seen) in batchAgents where seen > agentSeen[agent] ?? Int64.min {
@@ -275,7 +275,7 @@ public final class SQLiteSampleStore: SampleStore {
         }
     }
 
-    public func abortBatch() {
+    func abortBatch() {
         if db.inTransaction { try? db.execute("ROLLBACK") }
         batchMonitors.removeAll()
         batchAgents.removeAll()
@@ -412,7 +412,7 @@ public final class SQLiteSampleStore: SampleStore {
 
     // MARK: - Reading
 
-    public func monitors() throws -> [MonitorRecord] {
+    func monitors() throws -> [MonitorRecord] {
         let statement = try db.prepare("""
             SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
                    (SELECT max(at) FROM samples s WHERE s.held = 0 AND s.monitor_id = m.id), m.config, m.enabled
@@ -423,7 +423,7 @@ public final class SQLiteSampleStore: SampleStore {
         return result
     }
 
-    public func monitor(matching key: String) throws -> MonitorRecord? {
+    func monitor(matching key: String) throws -> MonitorRecord? {
         let statement = try db.prepare("""
             SELECT m.id, m.monitor, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.first_seen,
                    (SELECT max(at) FROM samples s WHERE s.held = 0 AND s.monitor_id = m.id), m.config, m.enabled
@@ -445,7 +445,7 @@ public final class SQLiteSampleStore: SampleStore {
                       enabled: statement.optionalInt64(11).map { $0 != 0 })
     }
 
-    public func latest(monitorID: Int64) throws -> StoredSample? {
+    func latest(monitorID: Int64) throws -> StoredSample? {
         let statement = try db.prepare("""
             SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
             WHERE held = 0 AND monitor_id = ? ORDER BY at DESC, id DESC LIMIT 1
@@ -459,7 +459,7 @@ public final class SQLiteSampleStore: SampleStore {
                      latencyMs: statement.optionalDouble(3), message: statement.text(4), tlsExpiryDays: statement.optionalInt64(5))
     }
 
-    public func forEachSample(monitorID: Int64, from: Int64, until: Int64,
+    func forEachSample(monitorID: Int64, from: Int64, until: Int64,
                               _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws {
         let statement = try db.prepare("""
             SELECT at, status, latency_ms FROM samples INDEXED BY samples_by_monitor_time
@@ -473,7 +473,7 @@ public final class SQLiteSampleStore: SampleStore {
         }
     }
 
-    public func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample] {
+    func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample] {
         let statement = try db.prepare("""
             SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
             WHERE id IN (SELECT id FROM samples INDEXED BY samples_by_monitor_time
@@ -490,7 +490,7 @@ public final class SQLiteSampleStore: SampleStore {
         return result
     }
 
-    public func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
+    func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
         // Checks, uptime and latency come from the covering index alone; speed needs the rows.
         let statement = try db.prepare("""
             SELECT count(*), sum(status = 0), sum(latency_ms), count(latency_ms), max(at)
@@ -521,7 +521,7 @@ public final class SQLiteSampleStore: SampleStore {
         return totals
     }
 
-    public func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
+    func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
         let statement = try db.prepare("""
             SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
             """)
@@ -532,7 +532,7 @@ public final class SQLiteSampleStore: SampleStore {
         return Int(statement.int64(0))
     }
 
-    public func agents() throws -> [AgentRecord] {
+    func agents() throws -> [AgentRecord] {
         let statement = try db.prepare("""
             SELECT a.id, a.status, a.created_at, a.last_seen, (SELECT count(*) FROM monitors m WHERE m.agent = a.id), a.name
             FROM agents a ORDER BY a.created_at, a.id
@@ -546,7 +546,7 @@ public final class SQLiteSampleStore: SampleStore {
         return result
     }
 
-    public func setAgentStatus(_ id: String, to status: String) throws -> Bool {
+    func setAgentStatus(_ id: String, to status: String) throws -> Bool {
         var changed = false
         try db.writeTransaction {
             let statement = try db.prepare("UPDATE agents SET status = ? WHERE id = ?")
@@ -559,7 +559,7 @@ public final class SQLiteSampleStore: SampleStore {
         return changed
     }
 
-    public func clear(monitorID: Int64?, before: Int64?) throws -> Int {
+    func clear(monitorID: Int64?, before: Int64?) throws -> Int {
         var deleted = 0
         do {
             try db.writeTransaction {
@@ -576,7 +576,7 @@ public final class SQLiteSampleStore: SampleStore {
         return deleted
     }
 
-    public func export(from: Int64, until: Int64, monitorID: Int64?,
+    func export(from: Int64, until: Int64, monitorID: Int64?,
                        _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         let statement: SQLiteStatement
         if let monitorID {

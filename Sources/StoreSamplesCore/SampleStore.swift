@@ -1,59 +1,59 @@
 import VitalsKit
 
 /// A monitor as the store knows it, registered from its samples.
-public struct MonitorRecord: Sendable {
+struct MonitorRecord: Sendable {
     /// The stable integer id of the API views.
-    public var id: Int64
+    var id: Int64
     /// The monitor id of the samples.
-    public var monitor: String
-    public var name: String?
-    public var kind: String?
-    public var target: String?
-    public var agent: String?
-    public var description: String?
-    public var checkInterval: Int64?
+    var monitor: String
+    var name: String?
+    var kind: String?
+    var target: String?
+    var agent: String?
+    var description: String?
+    var checkInterval: Int64?
     /// First and last sample times, ms since the epoch.
-    public var firstSeen: Int64
-    public var lastSeen: Int64
+    var firstSeen: Int64
+    var lastSeen: Int64
     /// The latest monitor config its samples stated, as JSON text (OnlineTracker's config object).
-    public var config: String?
+    var config: String?
     /// Whether the latest sample that said so called the monitor enabled.
-    public var enabled: Bool?
+    var enabled: Bool?
 }
 
 /// One stored sample's columns.
-public struct StoredSample: Sendable {
-    public var id: Int64
-    public var at: Int64
-    public var status: SampleStatus
-    public var latencyMs: Double?
-    public var message: String?
-    public var tlsExpiryDays: Int64?
+struct StoredSample: Sendable {
+    var id: Int64
+    var at: Int64
+    var status: SampleStatus
+    var latencyMs: Double?
+    var message: String?
+    var tlsExpiryDays: Int64?
 }
 
 /// An agent seen in samples, with its approval status.
-public struct AgentRecord: Sendable {
-    public var id: String
-    public var status: String
-    public var createdAt: Int64
-    public var lastSeen: Int64
-    public var monitorCount: Int
+struct AgentRecord: Sendable {
+    var id: String
+    var status: String
+    var createdAt: Int64
+    var lastSeen: Int64
+    var monitorCount: Int
     /// The name its samples gave it (`agent_name`), apart from its id.
-    public var name: String?
+    var name: String?
 }
 
 /// Where ingested samples come from. The user's own command line (the default) counts at
 /// once whatever a sample's `agent` says; samples from elsewhere (`--remote`, for the API
 /// that receives them) count only once their agent is approved.
-public struct IngestPolicy: Sendable {
+struct IngestPolicy: Sendable {
     /// The samples came from elsewhere.
-    public var remote = false
+    var remote = false
     /// A new agent is approved on sight instead of pending.
-    public var autoApprove = false
+    var autoApprove = false
     /// Agents approved before ingesting.
-    public var approvedAgents: [String] = []
+    var approvedAgents: [String] = []
     /// The user's own samples.
-    public init(remote: Bool = false, autoApprove: Bool = false, approvedAgents: [String] = []) {
+    init(remote: Bool = false, autoApprove: Bool = false, approvedAgents: [String] = []) {
         self.remote = remote
         self.autoApprove = autoApprove
         self.approvedAgents = approvedAgents
@@ -61,29 +61,29 @@ public struct IngestPolicy: Sendable {
 }
 
 /// Totals over a window for one monitor.
-public struct SampleTotals: Sendable {
+struct SampleTotals: Sendable {
     /// Checks in the window.
-    public var checks = 0
+    var checks = 0
     /// Checks that were up (a degraded check is not uptime, as OnlineTracker counts it).
-    public var good = 0
+    var good = 0
     /// Sum and count of latencies present.
-    public var latencySum = 0.0
-    public var latencyCount = 0
+    var latencySum = 0.0
+    var latencyCount = 0
     /// Sum and count of speeds present.
-    public var speedSum = 0.0
-    public var speedCount = 0
+    var speedSum = 0.0
+    var speedCount = 0
     /// The newest check time.
-    public var lastAt: Int64?
+    var lastAt: Int64?
 }
 
 /// How much history to keep.
-public struct Retention: Sendable, Equatable {
+struct Retention: Sendable, Equatable {
     /// Samples kept per monitor at most (nil: no limit).
-    public var perMonitor: Int?
+    var perMonitor: Int?
     /// Days of samples kept (nil: no limit).
-    public var days: Int?
+    var days: Int?
     /// Creates a policy.
-    public init(perMonitor: Int? = nil, days: Int? = 400) {
+    init(perMonitor: Int? = nil, days: Int? = 400) {
         self.perMonitor = perMonitor
         self.days = days
     }
@@ -92,7 +92,7 @@ public struct Retention: Sendable, Equatable {
 /// The storage the views are written against. SQLite is the embedded default; a second
 /// backend (a distributed engine, for agents in many places) implements this protocol and
 /// every view works unchanged.
-public protocol SampleStore: AnyObject {
+protocol SampleStore: AnyObject {
     /// Adds one sample (and its line, kept whole for export) to the open batch, opening one
     /// when none is open. Nothing is visible to readers until `commitBatch`. Returns the
     /// monitor's integer id, the `id` the views show.

@@ -8,27 +8,27 @@ import VitalsKit
 /// One sample as the store keeps it: the spine the shared reader checked, plus the columns
 /// only the store reads. Text fields are byte ranges into the line, decoded only when needed,
 /// so a value is valid only while the line's bytes are (until the reader's next line).
-public struct StorableSample {
+struct StorableSample {
     /// The line itself.
-    public let line: UnsafeBufferPointer<UInt8>
+    let line: UnsafeBufferPointer<UInt8>
     /// The monitor id.
-    public let monitor: String
+    let monitor: String
     /// When the check started, ms since the epoch.
-    public let at: Int64
+    let at: Int64
     /// The status.
-    public let status: SampleStatus
+    let status: SampleStatus
     /// Latency in ms.
-    public let latencyMs: Double?
+    let latencyMs: Double?
     /// The HTTP code.
-    public var code: Int64?
+    var code: Int64?
     /// Certificate days left.
-    public var tlsExpiryDays: Int64?
+    var tlsExpiryDays: Int64?
     /// Speed test result.
-    public var speedMbps: Double?
+    var speedMbps: Double?
     /// The monitor's check interval, seconds.
-    public var checkInterval: Int64?
+    var checkInterval: Int64?
     /// Whether the monitor is enabled, when the sample says.
-    public var enabled: Bool?
+    var enabled: Bool?
     /// The raw range of the monitor's `config` object (nil when absent or null).
     var configRange: FieldRange?
     /// The raw range of the agent's name (`agent_name`).
@@ -98,21 +98,21 @@ public struct StorableSample {
     }
 
     /// The reason.
-    public var reason: String? { text(reasonRange) }
+    var reason: String? { text(reasonRange) }
     /// The message.
-    public var message: String? { text(messageRange) }
+    var message: String? { text(messageRange) }
     /// The name the sample gives its monitor.
-    public var name: String? { text(metaRanges[0]) }
+    var name: String? { text(metaRanges[0]) }
     /// The kind.
-    public var kind: String? { text(metaRanges[1]) }
+    var kind: String? { text(metaRanges[1]) }
     /// The target.
-    public var target: String? { text(metaRanges[2]) }
+    var target: String? { text(metaRanges[2]) }
     /// The agent.
-    public var agent: String? { text(metaRanges[3]) }
+    var agent: String? { text(metaRanges[3]) }
     /// The description.
-    public var description: String? { text(metaRanges[4]) }
+    var description: String? { text(metaRanges[4]) }
     /// The agent's name, apart from its id.
-    public var agentName: String? { text(agentNameRange) }
+    var agentName: String? { text(agentNameRange) }
 
     /// Reads one line the way `store-samples` ingests it (for tests and one-off callers).
     static func read(_ line: UnsafeBufferPointer<UInt8>) throws -> StorableSample? {

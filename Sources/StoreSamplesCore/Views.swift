@@ -2,7 +2,7 @@ import VitalsKit
 
 /// The read views, shaped exactly as OnlineTracker's API answers (field names and types),
 /// written against `SampleStore` so any backend serves them.
-public struct Views {
+struct Views {
     let store: SampleStore
     /// The end of every window (`--now`, or the clock).
     let now: Int64
@@ -10,7 +10,7 @@ public struct Views {
     let order: MonitorOrder
 
     /// How monitor lists (monitors, overview) are ordered.
-    public enum MonitorOrder: String, Sendable {
+    enum MonitorOrder: String, Sendable {
         /// The app's grouping: down, then degraded, then up, then unknown; by name within a group, then by id.
         case status
         /// By integer id, the order the monitors were first stored in.
@@ -18,7 +18,7 @@ public struct Views {
     }
 
     /// Creates views over a store.
-    public init(store: SampleStore, now: Int64, order: MonitorOrder = .status) {
+    init(store: SampleStore, now: Int64, order: MonitorOrder = .status) {
         self.store = store
         self.now = now
         self.order = order
@@ -80,7 +80,7 @@ public struct Views {
     /// Totals by status, agents, overall 24-hour uptime, and one summary per monitor. The
     /// overall uptime is the mean of the `uptime_24h` of the monitors checked in the last 24
     /// hours (each monitor weighs the same, however often it is checked).
-    public func overview() throws -> JSONValue {
+    func overview() throws -> JSONValue {
         let monitors = try store.monitors()
         let agents = try store.agents()
         var counts: [String: Int] = ["up": 0, "down": 0, "degraded": 0, "unknown": 0]
@@ -123,7 +123,7 @@ public struct Views {
     // MARK: - GET /api/monitors[/{id}]
 
     /// Every monitor with its latest status, in the list order.
-    public func monitors() throws -> [JSONValue] {
+    func monitors() throws -> [JSONValue] {
         try ordered(store.monitors().map { record in
             let latest = try store.latest(monitorID: record.id)
             return (record, Views.clientStatus(latest?.status), monitor(record, latest: latest))
@@ -131,12 +131,12 @@ public struct Views {
     }
 
     /// One monitor with its latest status.
-    public func monitor(_ record: MonitorRecord) throws -> JSONValue {
+    func monitor(_ record: MonitorRecord) throws -> JSONValue {
         monitor(record, latest: try store.latest(monitorID: record.id))
     }
 
     /// The seed's check interval, seconds, for a monitor whose samples never stated one.
-    public static let defaultCheckInterval: Int64 = 60
+    static let defaultCheckInterval: Int64 = 60
 
     private func monitor(_ record: MonitorRecord, latest: StoredSample?) -> JSONValue {
         var latestStatus = JSONValue.null
@@ -168,14 +168,14 @@ public struct Views {
     // MARK: - GET /api/monitors/{id}/history?hours=H
 
     /// Width of a history bucket: OnlineTracker's 15 minutes.
-    public static let bucketMs: Int64 = 15 * 60_000
+    static let bucketMs: Int64 = 15 * 60_000
 
     /// 15-minute buckets, aligned to the clock, over the last `hours`, oldest first; only
     /// buckets with checks appear (the app's chart draws a gap where a bucket is missing).
     /// Status is the worst in the bucket (a down or error check makes it down, else a degraded
     /// one degraded, else up); uptime is the share of up checks; percentiles are nearest-rank
     /// over the checks with a latency.
-    public func history(_ record: MonitorRecord, hours: Int, separator: UInt8, into out: inout [UInt8]) throws {
+    func history(_ record: MonitorRecord, hours: Int, separator: UInt8, into out: inout [UInt8]) throws {
         let from = now - Int64(hours) * 3_600_000
         var buckets = HistoryBuckets(separator: separator)
         try store.forEachSample(monitorID: record.id, from: from, until: now + 1) { at, status, latency in
@@ -187,7 +187,7 @@ public struct Views {
     // MARK: - GET /api/monitors/{id}/results
 
     /// Individual checks over the last `hours`, newest first, a page at a time.
-    public func results(_ record: MonitorRecord, hours: Int, page: Int, perPage: Int) throws -> JSONValue {
+    func results(_ record: MonitorRecord, hours: Int, page: Int, perPage: Int) throws -> JSONValue {
         let from = now - Int64(hours) * 3_600_000
         let total = try store.count(monitorID: record.id, from: from, until: now + 1)
         let rows = try store.page(monitorID: record.id, from: from, until: now + 1, offset: (page - 1) * perPage, limit: perPage)
@@ -213,7 +213,7 @@ public struct Views {
     // MARK: - GET /api/agents
 
     /// Agents seen in samples.
-    public func agents() throws -> [JSONValue] {
+    func agents() throws -> [JSONValue] {
         try store.agents().map { agent in
             .object(JSONObject([
                 JSONField("id", .string(agent.id)),
@@ -229,7 +229,7 @@ public struct Views {
     // MARK: - Online Now's statistics
 
     /// Total checks and average speed, overall and per monitor, over `[from, now]`.
-    public func stats(from: Int64) throws -> JSONValue {
+    func stats(from: Int64) throws -> JSONValue {
         var totalChecks = 0
         var speedSum = 0.0
         var speedCount = 0

@@ -5,8 +5,8 @@ import Foundation
 import NotifyCore
 @testable import ProbeHTTPCore
 @testable import ProbePingCore
-import SnapshotDeltaCore
-import StoreSamplesCore
+@testable import SnapshotDeltaCore
+@testable import StoreSamplesCore
 import Testing
 import VitalsKit
 

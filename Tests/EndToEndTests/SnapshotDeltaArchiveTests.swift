@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import SnapshotDeltaCore
+@testable import SnapshotDeltaCore
 import VitalsKit
 
 @Suite("snapshot-delta: the archive and its commands", .timeLimit(.minutes(3)))
