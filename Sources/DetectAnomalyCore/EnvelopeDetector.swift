@@ -42,8 +42,6 @@ struct EnvelopeDetector: MonitorDetector {
     static let envelopeMargin = 0.05
     /// Samples that stay degrading after the last one over the limit.
     static let holdSamples = 3
-    /// isitup's absolute rule for a simulated latency: more than this above the baseline.
-    static let simulatedMargin = 500.0
 
     private var window: SortedWindow
     /// Exponentially weighted sum of absolute deviations and of their weights (bias-corrected mean).
@@ -86,12 +84,19 @@ struct EnvelopeDetector: MonitorDetector {
     mutating func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
         let x = observation.value
         let n = window.count
+        let simulated = observation.simulated && settings.promotes
         guard n > 0, let high = upper, let low = lower else {
             if !observation.simulated { learn(x, median: x) }
-            return Self.unjudged
+            // isitup's fallback: a simulated latency with no real one to compare with.
+            guard simulated, SimulatedLatency.isDegrading(x, realMean: nil) else { return Self.unjudged }
+            return Report(verdict: .degrading, baselineCount: 0, median: nil, upper: nil, lower: nil, z: nil,
+                          score: SimulatedLatency.score(x, realMean: nil))
         }
         let median = window.median
         var report = Report(verdict: .unknown, baselineCount: n, median: median, upper: high, lower: low, z: nil, score: 0)
+        // isitup's +500 ms over the real mean (the window holds only real values).
+        let realMean = simulated ? SimulatedLatency.mean(window.sorted) : nil
+        let simulatedOver = simulated && SimulatedLatency.isDegrading(x, realMean: realMean)
         if n + 1 >= settings.minSamples {
             var scale = max(Self.madToSigma * window.mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
             if deviationWeights > 0 { scale = max(scale, Self.deviationFactor * deviationSum / deviationWeights) }
@@ -103,7 +108,7 @@ struct EnvelopeDetector: MonitorDetector {
             if settings.direction.judgesHigh { evidence = max(evidence, min(z / k, (x - high) / margin)) }
             if settings.direction.judgesLow { evidence = max(evidence, min(-z / k, (low - x) / margin)) }
             var over = evidence > 1
-            if observation.simulated, settings.promotes, x > median + Self.simulatedMargin { over = true }
+            if simulatedOver { over = true }
             if over {
                 hold = Self.holdSamples
             } else if hold > 0 {
@@ -113,6 +118,10 @@ struct EnvelopeDetector: MonitorDetector {
             report.verdict = over ? .degrading : .stable
             report.z = z
             report.score = evidenceScore(evidence, scale: 1)
+        } else if simulatedOver {
+            // Too few real values for the detector, but isitup's rule needs only their mean.
+            report.verdict = .degrading
+            report.score = SimulatedLatency.score(x, realMean: realMean)
         }
         if !observation.simulated { learn(x, median: median) }
         return report

@@ -55,8 +55,17 @@ struct MADDetector: MonitorDetector {
 
     mutating func judge(_ observation: Observation, settings: DetectorSettings) -> Report {
         let y = LogScale.log(observation.value)
-        defer { window.append(y) }
+        // A simulated latency is never learned, and is judged by isitup's rules (SimulatedLatency).
+        defer { if !observation.simulated { window.append(y) } }
         let n = window.count
+        if observation.simulated, settings.promotes {
+            let realMean = SimulatedLatency.mean(window.sorted, LogScale.exp)
+            let degrading = SimulatedLatency.isDegrading(observation.value, realMean: realMean)
+            let verdict: AnomalyVerdict = degrading ? .degrading : (n + 1 >= settings.minSamples ? .stable : .unknown)
+            return Report(verdict: verdict, baselineCount: n, median: n > 0 ? LogScale.exp(window.median) : nil,
+                          threshold: SimulatedLatency.threshold(realMean: realMean), z: nil,
+                          score: verdict == .unknown ? 0 : SimulatedLatency.score(observation.value, realMean: realMean))
+        }
         guard n > 0 else { return Self.unjudged }
         let median = window.median
         guard n + 1 >= settings.minSamples else {

@@ -109,6 +109,21 @@ struct RobustDetector: MonitorDetector {
 
         var report = Self.unjudged
         let n = window.count
+        if observation.simulated, settings.promotes {
+            // isitup's rules alone, and never learned: the window holds only real values.
+            let realMean = SimulatedLatency.mean(window.sorted) { LogScale.exp($0 + offset) }
+            if n > 0 {
+                report.baselineCount = n
+                report.median = LogScale.exp(window.median + offset)
+            }
+            if SimulatedLatency.isDegrading(observation.value, realMean: realMean) {
+                report.verdict = .degrading
+            } else if n + 1 >= settings.minSamples {
+                report.verdict = .stable
+            }
+            if report.verdict != .unknown { report.score = SimulatedLatency.score(observation.value, realMean: realMean) }
+            return report
+        }
         if n > 0 {
             let median = window.median
             let levelNow = warm ? level : nil
