@@ -100,8 +100,9 @@ struct SeedDetector: MonitorDetector {
         let simulatedScore = onlyReal && high ? evidenceScore(latest - mean, scale: Self.simulatedMargin) : 0
         if recentCount < settings.minSamples {
             // Too few points: unknown, unless the simulated rule already holds.
+            // Only the simulated rule can decide here, so its bound (mean + 500) is the threshold reported.
             return Report(verdict: simulatedRule ? .degrading : .unknown, baselineCount: n, mean: mean, stddev: stddev,
-                          threshold: threshold, score: simulatedRule ? simulatedScore : 0)
+                          threshold: onlyReal && high ? simulatedBound : threshold, score: simulatedRule ? simulatedScore : 0)
         }
         let beyondUpper = high && latest > upper
         let beyondLower = settings.direction.judgesLow && latest < lower

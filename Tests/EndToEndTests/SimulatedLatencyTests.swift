@@ -56,4 +56,17 @@ struct SimulatedLatencyTests {
         // The simulated 600.1 was not learned: the mean is still 100 for the next one.
         #expect(records[21]["anomaly"]?.objectValue?["verdict"]?.stringValue == "stable", "\(detector): 600 is not above 600")
     }
+
+    @Test("threshold_ms for a simulated sample under --min-samples is the threshold that decided it (mean + 500)")
+    func thresholdUnderMinSamples() throws {
+        // Three real samples of 100 ms (mean 100, stddev 0), then a simulated 700 ms: under the
+        // default --min-samples only isitup's +500 rule can decide, so the threshold is 600, not the
+        // mean + 2.5 stddev = 100 the statistical rule would give.
+        var lines = (0..<3).map { Self.line($0, 100, simulated: false) }
+        lines.append(Self.line(3, 700, simulated: true))
+        let result = try run("detect-anomaly", ["--detector", "seed"], stdin: lines.joined(separator: "\n") + "\n")
+        let anomaly = try #require(result.records().last?["anomaly"]?.objectValue)
+        #expect(anomaly["verdict"]?.stringValue == "degrading")
+        #expect(anomaly["threshold_ms"] == .number("600"), "\(anomaly)")
+    }
 }
