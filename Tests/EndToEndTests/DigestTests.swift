@@ -2,28 +2,42 @@ import Foundation
 import Testing
 import VitalsKit
 
-/// The digest's test traces and their expected outputs (goldens). The expected facts of each
-/// trace were worked out by hand from the trace (see `DigestFactsTests`); the golden files are
-/// the same facts in words, read and checked line by line when recorded. Set
-/// VITALS_RECORD_GOLDENS=1 to write the goldens again from the current output.
+/// The digest's test traces and their expected outputs (goldens). Every number in a golden is one
+/// worked out by hand from the trace (`DigestTests.handFigures`, held to the goldens by
+/// `everyNumberWorkedOut`; the charts and series by `htmlCharts` and `jsonSeries`). A golden is
+/// edited by hand when the output changes on purpose: there is no switch that writes it from the
+/// tool's own output.
 enum DigestFixtures {
     static let directory = Binaries.fixtures.appendingPathComponent("digest")
     static func trace(_ name: String) -> String { directory.appendingPathComponent(name + ".ndjson").path }
     static func text(_ name: String) throws -> String {
         try String(contentsOf: directory.appendingPathComponent(name + ".ndjson"), encoding: .utf8)
     }
-    static let recording = ProcessInfo.processInfo.environment["VITALS_RECORD_GOLDENS"] == "1"
+    static func golden(_ name: String) throws -> String {
+        try String(contentsOf: directory.appendingPathComponent("golden/" + name), encoding: .utf8)
+    }
 
-    /// Compares `actual` with the golden file `name` (or writes it when recording).
+    /// Compares `actual` with the golden file `name`.
     static func check(_ actual: String, golden name: String) throws {
-        let url = directory.appendingPathComponent("golden/" + name)
-        if recording {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try actual.write(to: url, atomically: true, encoding: .utf8)
-            return
+        #expect(actual == (try golden(name)), "\(name) differs from its golden file")
+    }
+
+    /// The numbers of a text: runs of digits with `.` or `:` inside (72.2, 10:25, 2026), not part of
+    /// a name (s05), a date's other parts (-01-27) or a unit (5s, 5m).
+    static func numbers(in text: String) -> Set<String> {
+        let pattern = try! NSRegularExpression(pattern: #"(?<![\w.:-])\d+(?:[.:]\d+)*(?!\w)"#)
+        let range = NSRange(text.startIndex..., in: text)
+        return Set(pattern.matches(in: text, range: range).compactMap { Range($0.range, in: text).map { String(text[$0]) } })
+    }
+
+    /// A golden without what is checked apart: the HTML's style sheet (no figures) and its charts
+    /// (`htmlCharts`), the JSON's per-service series (`jsonSeries`).
+    static func figureText(_ golden: String) -> String {
+        var text = golden
+        for pattern in [#"(?s)<style>.*?</style>"#, #"(?s)<svg.*?</svg>"#, #""series":\{.*?\]\}"#] {
+            text = text.replacingOccurrences(of: pattern, with: "", options: .regularExpression)
         }
-        let expected = try String(contentsOf: url, encoding: .utf8)
-        #expect(actual == expected, "\(name) differs from its golden file")
+        return text
     }
 }
 
@@ -84,38 +98,72 @@ struct DigestTests {
     /// 100%. rising 10 × 50 then 10 × 80 ms: +60%, +30 ms: increasing; falling 100 then 60: -40%, -40 ms:
     /// decreasing; flat 100 then 119: +19%: stable; tiny 2 then 4: +100% but only 2 ms: stable. With
     /// --trend-samples 5 the newest 5 and the 5 before them all fall in the second half: stable everywhere.
+    /// In every format besides: the window is the default 24 hours ending at the newest sample (basic
+    /// 10:25, so from 2026-01-26 10:25; many 10:01; trends 09:19) and failures are grouped in the
+    /// default 5-minute buckets. basic: "2 of the 3 services had trouble" are pay and web (api was up at
+    /// every check); the latency extremes are the trace's own (pay 30 and 100, web 20 and 300, api 40
+    /// and 50); web's latest is its last sample's 22 ms and api's 50 ms; api's halves (40 + 42 + 44)/3 =
+    /// 42 and (46 + 48 + 50)/3 = 48; now 2 up (web, api) and 1 error (pay): by_status 2, 0, 0, 1, 0;
+    /// 6 checks each; outages 2, 1, 0. many: the 19 services without trouble have 2 checks each, both
+    /// up at 10 ms: 100%, avg, p95 and latest 10 ms, stable, 0 outages.
     static let handFigures: [String: [String]] = [
         "basic.text": ["3 services, 18 checks, 72.2% up", "Payments was down twice for 15m in total (33.3% up)",
                        "failing again since 10:20", "Web was down once for 5m (83.3% up)", "Payments and Web between 10:05 and 10:10",
-                       "from 160 ms to 21 ms", "The longest outage: Payments, 10m from 10:05."],
+                       "from 160 ms to 21 ms", "The longest outage: Payments, 10m from 10:05.",
+                       "Digest of the 24 hours to 2026-01-27 10:25 UTC", "2 of the 3 services had trouble",
+                       "outages beginning in the same 5-minute bucket"],
         "basic.markdown": ["| Payments (`pay`) | **error** | 33.3% | 6 | 65 ms | 100 ms | – | stable | 2 | 15m (ongoing) | – |",
                            "| Web (`web`) | up | 83.3% | 6 | 76 ms | 300 ms | 22 ms | decreasing | 1 | 5m | – |",
                            "| API (`api`) | up | 100% | 6 | 45 ms | 50 ms | 50 ms | stable | 0 | – | – |",
                            "- 10:05-10:10: Payments, Web", "- Services: 3 (2 up and 1 error)", "- Checks: 18, 72.2% up",
-                           "- Outages: 3, 20m in total", "- Longest outage: Payments, 10m from 10:05"],
+                           "- Outages: 3, 20m in total", "- Longest outage: Payments, 10m from 10:05",
+                       "# Service digest: the 24 hours to 2026-01-27 10:25 UTC", "2 of the 3 services had trouble",
+                       "has been failing again since 10:20", "same 5-minute bucket", "between 10:05 and 10:10", "from 160 ms to 21 ms"],
         "basic.html": ["72.2% up", "<td>33.3%</td>", "<td>65 ms</td>", "<td>15m (ongoing)</td>", "<td>83.3%</td>", "<td>76 ms</td>",
-                       "<td>300 ms</td>", "20m in total", "Payments, 10m from 10:05"],
+                       "<td>300 ms</td>", "20m in total", "Payments, 10m from 10:05",
+                       "<title>Service digest: the 24 hours to 2026-01-27 10:25 UTC</title>", "2 of the 3 services had trouble",
+                       "has been failing again since 10:20", "same 5-minute bucket", "between 10:05 and 10:10", "from 160 ms to 21 ms",
+                       "<td>6</td>", "<td>100 ms</td>", "<td>22 ms</td>", "<td>45 ms</td>", "<td>50 ms</td>", "<td>2</td>", "<td>1</td>", "<td>0</td>",
+                       "Mean latency per 10 seconds from 10:00 to 10:25", "avg 65 ms", "avg 76 ms", "avg 45 ms",
+                       "Services: 3 (2 up and 1 error)", "Checks: 18, 72.2% up", "Worst service: Payments (error, 33.3% up)"],
         "basic.json": [#""checks":18,"uptime_percent":72.222,"outages":3,"outage_ms":1200000"#,
                        #""uptime_percent":33.333,"latency_avg_ms":65"#, #""outage_ms":900000,"outage_ongoing":true"#,
-                       #""latency_avg_ms":76.4"#, #""trend_recent_ms":21,"trend_earlier_ms":160"#, #""monitors":["pay","web"]"#],
+                       #""latency_avg_ms":76.4"#, #""trend_recent_ms":21,"trend_earlier_ms":160"#, #""monitors":["pay","web"]"#,
+                       #""window_start":"2026-01-26T10:25:00.000Z","window_end":"2026-01-27T10:25:00.000Z""#,
+                       #""by_status":{"up":2,"degraded":0,"down":0,"error":1,"unknown":0}"#,
+                       #""latency_min_ms":30,"latency_max_ms":100"#, #""latency_min_ms":20,"latency_max_ms":300"#,
+                       #""latency_min_ms":40,"latency_max_ms":50"#, #""latency_latest_ms":22"#, #""trend_recent_ms":48,"trend_earlier_ms":42"#,
+                       #""last_message":"HTTP 200 in 22ms""#, #""last_message":"HTTP 200 in 50ms""#, #""outages":0,"outage_ms":0"#],
         "basic.prompt": ["Overall: 3 services, 18 checks, 72.2% up; now 2 up and 1 error.",
                          "- Payments: status error; uptime 33.3%; average latency 65 ms; latest latency none; trend stable; outages 2 (15m in total)",
                          "- Web: status up; uptime 83.3%; average latency 76 ms; latest latency 22 ms; trend decreasing; outages 1 (5m in total)",
                          "- API: status up; uptime 100%; average latency 45 ms; latest latency 50 ms; trend stable; outages 0",
-                         "- 10:05-10:10: Payments, Web"],
+                         "- 10:05-10:10: Payments, Web",
+                       "Window: the 24 hours to 2026-01-27 10:25 UTC.", "in the same 5-minute bucket"],
         "basic-paris.text": ["the 24 hours to 2026-01-27 11:25 +01:00: 3 services, 18 checks, 72.2% up", "failing again since 11:20",
-                             "Payments and Web between 11:05 and 11:10", "The longest outage: Payments, 10m from 11:05."],
+                             "Payments and Web between 11:05 and 11:10", "The longest outage: Payments, 10m from 11:05.",
+                       "2 of the 3 services had trouble. Payments was down twice for 15m in total (33.3% up)",
+                       "Web was down once for 5m (83.3% up)", "from 160 ms to 21 ms", "same 5-minute bucket"],
         "many.text": ["23 services, 46 checks, 93.5% up", "4 of the 20 listed services had trouble", "s05 has been down since 10:01 (50.0% up)",
                       "s17 was degraded at 1 of 2 checks", "s09 was down once for 1m (50.0% up)", "s12 was down once for 1m (50.0% up)",
-                      "s09, s12 and s05 between 10:00 and 10:05", "The longest outage: s09, 1m from 10:00.", "Not listed: 3 more services (3 up)."],
+                      "s09, s12 and s05 between 10:00 and 10:05", "The longest outage: s09, 1m from 10:00.", "Not listed: 3 more services (3 up).",
+                       "Digest of the 24 hours to 2026-01-27 10:01 UTC", "same 5-minute bucket"],
         "many.markdown": ["| s05 | **down** | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | <1m (ongoing) | – |",
                           "| s09 | up | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | 1m | – |",
-                          "- Services: 23 (21 up, 1 degraded and 1 down)", "- Checks: 46, 93.5% up", "- Outages: 3, 2m in total"],
+                          "- Services: 23 (21 up, 1 degraded and 1 down)", "- Checks: 46, 93.5% up", "- Outages: 3, 2m in total",
+                       "# Service digest: the 24 hours to 2026-01-27 10:01 UTC", "4 of the 20 listed services had trouble",
+                       "s05 has been down since 10:01", "between 10:00 and 10:05", "same 5-minute bucket",
+                       "| s01 | up | 100% | 2 | 10 ms | 10 ms | 10 ms | stable | 0 | – | – |"],
         "many.prompt": ["Overall: 23 services, 46 checks, 93.5% up; now 21 up, 1 degraded and 1 down.",
-                        "- s05: status down; uptime 50.0%;", "outages 1 (<1m in total)", "- s09: status up; uptime 50.0%;", "outages 1 (1m in total)"],
+                        "- s05: status down; uptime 50.0%;", "outages 1 (<1m in total)", "- s09: status up; uptime 50.0%;", "outages 1 (1m in total)",
+                       "Window: the 24 hours to 2026-01-27 10:01 UTC.", "same 5-minute bucket", "- 10:00-10:05: s09, s12, s05",
+                       "- s17: status degraded; uptime 100%; average latency 10 ms; latest latency 10 ms; trend stable; outages 0",
+                       "- s01: status up; uptime 100%; average latency 10 ms; latest latency 10 ms; trend stable; outages 0",
+                        "- 3 more services not listed: 3 up; outages 0"],
         "trends.text": ["the 24 hours to 2026-01-27 09:19 UTC: 4 services, 80 checks, 100% up",
                         "Latency rose for rising (from 50 ms to 80 ms) and fell for falling (from 100 ms to 60 ms); it was stable for the others."],
-        "trends-5.text": ["4 services, 80 checks, 100% up", "Latency was stable for every service."],
+        "trends-5.text": ["4 services, 80 checks, 100% up", "Latency was stable for every service.",
+                       "Digest of the 24 hours to 2026-01-27 09:19 UTC"],
     ]
 
     @Test("each format of each trace matches its golden file, and carries the figures worked out by hand", arguments: goldenCases)
@@ -128,6 +176,97 @@ struct DigestTests {
             #expect(result.stdout.contains(figure), "\(test.golden): \(figure)")
         }
         try DigestFixtures.check(result.stdout, golden: test.golden)
+    }
+
+    @Test("every number in a golden is one worked out by hand", arguments: goldenCases)
+    func everyNumberWorkedOut(_ test: GoldenCase) throws {
+        let figures = try #require(DigestTests.handFigures[test.golden])
+        let worked = DigestFixtures.numbers(in: figures.joined(separator: "\n"))
+        let golden = DigestFixtures.figureText(try DigestFixtures.golden(test.golden))
+        let unworked = DigestFixtures.numbers(in: golden).subtracting(worked)
+        #expect(unworked.isEmpty, "\(test.golden): numbers with no hand-worked figure: \(unworked.sorted())")
+    }
+
+    @Test("the HTML charts: every coordinate worked out by hand from the basic trace")
+    func htmlCharts() throws {
+        let html = try run("digest", ["--format", "html", DigestFixtures.trace("basic")]).stdout
+        try #require(html == (try DigestFixtures.golden("basic.html")))
+        // 10:00 to 10:25 in 10-second bins: 1500 / 10 + 1 = 151 bins over 640 px, 640 / 151 = 4.2384 px
+        // each; a sample at 10:MM is in bin 6 × MM, drawn at the bin's centre (bin + 0.5) × 4.2384:
+        // bin 0 → 2.1, 30 → 129.3, 60 → 256.4, 90 → 383.6, 120 → 510.7, 150 → 637.9. The plot runs from
+        // y 86 (0 ms) up to y 14 (the scale's top, the smallest 1, 2 or 5 × 10^k at or above the
+        // largest latency): y = 86 − 72 × latency / top.
+        let svgs = html.components(separatedBy: "<svg").dropFirst().map { $0.components(separatedBy: "</svg>")[0] }
+        try #require(svgs.count == 3)
+        // Payments: top 100 ms (its largest is 100): 100 → 14.0, 30 → 86 − 21.6 = 64.4. Outages in red:
+        // down 10:05-10:15, bins 30 to 90 (61 bins): x 30 × 4.2384 = 127.2, width 61 × 4.2384 = 258.5;
+        // failing from 10:20 (bin 120: x 508.6) to the right edge: 640 − 508.6 = 131.4.
+        #expect(svgs[0].contains(##"<rect x="127.2" y="0" width="258.5" height="90" fill="#f4b4b4"/>"##))
+        #expect(svgs[0].contains(##"<rect x="508.6" y="0" width="131.4" height="90" fill="#f4b4b4"/>"##))
+        #expect(svgs[0].contains(#"points="2.1,14.0 129.3,64.4 256.4,64.4 383.6,14.0""#))
+        #expect(svgs[0].contains(">100 ms</text>"))
+        // Web: top 500 ms (its largest is 300): 20 → 86 − 2.88 = 83.1, 300 → 86 − 43.2 = 42.8, 22 →
+        // 86 − 3.168 = 82.8; no point at 10:05 (an error, no latency). Its outage 10:05-10:10 is bins 30
+        // to 60 (31 bins): x 127.2, width 131.4; the degraded check at 10:15 is bin 90 in amber: x
+        // 90 × 4.2384 = 381.5, one bin wide, 4.2.
+        #expect(svgs[1].contains(##"<rect x="127.2" y="0" width="131.4" height="90" fill="#f4b4b4"/>"##))
+        #expect(svgs[1].contains(##"<rect x="381.5" y="0" width="4.2" height="90" fill="#fbe0a6"/>"##))
+        #expect(svgs[1].contains(#"points="2.1,83.1 256.4,83.1 383.6,42.8 510.7,83.1 637.9,82.8""#))
+        #expect(svgs[1].contains(">500 ms</text>"))
+        // API: top 50 ms: 40 → 86 − 57.6 = 28.4, 42 → 25.5, 44 → 22.6, 46 → 19.8, 48 → 16.9, 50 → 14.0.
+        #expect(svgs[2].contains(#"points="2.1,28.4 129.3,25.5 256.4,22.6 383.6,19.8 510.7,16.9 637.9,14.0""#))
+        #expect(svgs[2].contains(">50 ms</text>"))
+        #expect(!svgs[2].contains("<rect"), "api had no outage and no degraded check")
+        for svg in svgs {
+            #expect(svg.contains(#"width="640" height="90" viewBox="0 0 640 90""#))
+            #expect(svg.contains(#"<line x1="0" y1="86.0" x2="640" y2="86.0""#))
+        }
+    }
+
+    @Test("the JSON series: each service's 151 ten-second bins, worked out by hand from the basic trace")
+    func jsonSeries() throws {
+        let record = try #require(try run("digest", ["--format", "json", DigestFixtures.trace("basic")]).records().first)
+        // 10:00 to 10:25 in 10-second bins: 151; a sample at 10:MM is in bin 6 × MM.
+        #expect(record.string("series_start_at") == "2026-01-27T10:00:00.000Z")
+        #expect(record.int("series_step_ms") == 10_000)
+        #expect(record.int("series_bins") == 151)
+        struct Expected {
+            var latency: [Int: Double]   // bin → ms
+            var failed: Set<Int>         // bins of down and error checks
+            var degraded: Set<Int>
+            var outage: [ClosedRange<Int>]
+        }
+        let expected: [String: Expected] = [
+            // up 100, down 30, down 30, up 100, error, error; down from 10:05 to the recovery at 10:15,
+            // failing again from 10:20 to the end.
+            "pay": Expected(latency: [0: 100, 30: 30, 60: 30, 90: 100], failed: [30, 60, 120, 150], degraded: [],
+                            outage: [30...90, 120...150]),
+            // up 20, error, up 20, degraded 300, up 20, up 22; down from 10:05 to 10:10.
+            "web": Expected(latency: [0: 20, 60: 20, 90: 300, 120: 20, 150: 22], failed: [30], degraded: [90], outage: [30...60]),
+            // 40 to 50 by 2, all up.
+            "api": Expected(latency: [0: 40, 30: 42, 60: 44, 90: 46, 120: 48, 150: 50], failed: [], degraded: [], outage: []),
+        ]
+        let services = objects(record["services"])
+        try #require(services.count == 3)
+        for service in services {
+            let monitor = try #require(service.string("monitor"))
+            let want = try #require(expected[monitor])
+            let series = try #require(service["series"]?.objectValue)
+            let latency = try #require(series["latency_ms"]?.arrayValue)
+            let checks = try #require(series["checks"]?.arrayValue)
+            let failed = try #require(series["failed"]?.arrayValue)
+            let degraded = try #require(series["degraded"]?.arrayValue)
+            let outage = try #require(series["outage"]?.arrayValue)
+            try #require([latency, checks, failed, degraded, outage].allSatisfy { $0.count == 151 }, "\(monitor)")
+            for bin in 0..<151 {
+                let sampled = bin % 30 == 0   // a sample every 5 minutes: bins 0, 30, ..., 150
+                #expect(latency[bin].doubleValue == want.latency[bin], "\(monitor) latency at bin \(bin)")
+                #expect(checks[bin].doubleValue == (sampled ? 1 : 0), "\(monitor) checks at bin \(bin)")
+                #expect(failed[bin].doubleValue == (want.failed.contains(bin) ? 1 : 0), "\(monitor) failed at bin \(bin)")
+                #expect(degraded[bin].doubleValue == (want.degraded.contains(bin) ? 1 : 0), "\(monitor) degraded at bin \(bin)")
+                #expect(outage[bin] == .bool(want.outage.contains { $0.contains(bin) }), "\(monitor) outage at bin \(bin)")
+            }
+        }
     }
 
     @Test("the basic trace in words: every number is one worked out by hand from the trace")
