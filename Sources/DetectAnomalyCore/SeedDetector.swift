@@ -15,10 +15,10 @@ import VitalsKit
 /// default), so the mean and deviation are the seed's two-pass arithmetic, not a running
 /// approximation of it.
 struct SeedDetector: MonitorDetector {
-    /// The seed's `simulatedFallbackDegradingMs`.
-    static let simulatedFallback = 1800.0
-    /// The seed's `simulatedAbsoluteThreshold` margin over the mean.
-    static let simulatedMargin = 500.0
+    /// The seed's `simulatedFallbackDegradingMs`, shared with the other detectors.
+    static let simulatedFallback = SimulatedLatency.fallbackMs
+    /// The seed's `simulatedAbsoluteThreshold` margin over the mean, shared with the other detectors.
+    static let simulatedMargin = SimulatedLatency.marginMs
 
     private var values: Ring<Double>
     private var simulated: Ring<Bool>
