@@ -102,7 +102,12 @@ public enum ProbeHTTPCommand: VitalsCommand {
         if let stop = Signals.stopStatus { return stop }
         let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
         let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
-        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
+        // Switched-off targets are not probed; the run states them once, as `monitor` records.
+        let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
+        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {
+            for record in switchedOff { try context.output.write(record) }
+            try runner.run()
+        }
     }
 
     /// `--connectivity [URL]`: Online Now's check, one sample (or one per interval with --watch).

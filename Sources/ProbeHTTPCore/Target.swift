@@ -96,6 +96,8 @@ struct Target: Sendable {
     var speedTestBytes: Int?
     /// TLS settings (mutual TLS, pinning, minimum version, trust).
     var tls = TLSOptions()
+    /// Whether the target is switched on; a switched-off one (`enabled: false`) is not probed.
+    var enabled = true
     /// Fields the target had that probe-http does not own; carried into each sample in order.
     var extraFields: [JSONField] = []
     /// Where the target came from, for diagnostics.
@@ -123,6 +125,7 @@ struct Target: Sendable {
     /// `check_interval`, `enabled` and `config` as the target's samples write them (OnlineTracker's monitor fields).
     var monitorSettings: MonitorSettings {
         var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
+        settings.enabled = enabled
         if expectedStatus.ranges.count == 1, expectedStatus.ranges[0].count == 1 {
             settings.set("expected_status", expectedStatus.ranges[0].lowerBound)
         }
@@ -144,3 +147,8 @@ struct Target: Sendable {
     var needsBody: Bool { expectedContent != nil || expectedBodyHash != nil || speedTestBytes != nil }
 }
 
+
+extension Target: StatedTarget {
+    var kindName: String { kind.rawValue }
+    var statedTarget: String { displayURL }
+}

@@ -39,6 +39,9 @@ struct TargetParser: TargetSink {
     static let bareNoun = "URL"
     /// The targets read so far, in input order.
     private(set) var targets: [Target] = []
+    /// The targets switched off (`enabled: false`), in input order: not probed; each run
+    /// writes a `monitor` record for them instead.
+    private(set) var switchedOff: [Target] = []
     private let defaults: TargetDefaults
     /// Where problems are reported.
     let diagnostics: Diagnostics
@@ -85,7 +88,7 @@ struct TargetParser: TargetSink {
             target.source = source
             target.line = line
             target.id = ids.unique(target.id, source: source, line: line, diagnostics: diagnostics)
-            targets.append(target)
+            if target.enabled { targets.append(target) } else { switchedOff.append(target) }
         }
     }
 
@@ -101,7 +104,8 @@ struct TargetParser: TargetSink {
     /// A problem with one target, in words.
     typealias Problem = TargetProblem
 
-    /// Builds a target from an object; `.success(nil)` for a target that is switched off (`enabled: false`).
+    /// Builds a target from an object (a switched-off one, `enabled: false`, too: it is checked
+    /// like any other and comes back with `enabled` false).
     static func build(_ object: JSONObject, defaults: TargetDefaults) -> Result<Target?, Problem> {
         do {
             return .success(try buildThrowing(object, defaults: defaults))
@@ -118,7 +122,6 @@ struct TargetParser: TargetSink {
             throw Problem("a '\(type)' record is not a target")
         }
         let fields = TargetFields(object)
-        if fields.isDisabled { return nil }
 
         // The URL: `url`, or `target` as OnlineTracker's monitors name it.
         guard var url = try fields.string("url") ?? fields.string("target") else {
@@ -268,6 +271,7 @@ struct TargetParser: TargetSink {
         }
 
         target.extraFields = fields.extraFields(known: TargetParser.knownFields, own: SampleRecord.ownFields)
+        target.enabled = !fields.isDisabled
         return target
     }
 

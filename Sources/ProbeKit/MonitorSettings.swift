@@ -7,7 +7,8 @@ import VitalsKit
 public struct MonitorSettings: Sendable {
     /// The target's interval between probes.
     public var checkIntervalMs: Int64
-    /// Whether the target is switched on (a switched-off target is not probed, so a sample says true).
+    /// Whether the target is switched on (a switched-off target is not probed: only its `monitor`
+    /// record says false).
     public var enabled = true
     /// The config object, keys in the seed's order.
     public private(set) var config = JSONObject()

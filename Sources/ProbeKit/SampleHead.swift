@@ -12,8 +12,20 @@ public enum SampleHead {
     ///   - capacity: bytes to reserve for the whole record.
     public static func begin(monitor: String, name: String, kind: String, target: String, atMs: Int64, method: String?,
                              verdict: ProbeVerdict, capacity: Int) -> JSONObjectBuilder {
+        var record = identity(type: "sample", monitor: monitor, name: name, kind: kind, target: target, atMs: atMs, capacity: capacity)
+        if let method { record.string("method", method) }
+        record.string("status", verdict.status.rawValue)
+        record.string("reason", verdict.reason?.rawValue)
+        record.string("message", verdict.message)
+        return record
+    }
+
+    /// A record of `type` holding `type`, `monitor`, `name`, `kind`, `target` and `at`: how
+    /// samples and `monitor` records both begin.
+    static func identity(type: String, monitor: String, name: String, kind: String, target: String, atMs: Int64,
+                         capacity: Int) -> JSONObjectBuilder {
         var record = JSONObjectBuilder(capacity: capacity)
-        record.string("type", "sample")
+        record.string("type", type)
         record.string("monitor", monitor)
         record.string("name", name)
         record.string("kind", kind)
@@ -21,10 +33,6 @@ public enum SampleHead {
         var at: [UInt8] = []
         Timestamp.append(milliseconds: atMs, to: &at)
         record.string("at", String(decoding: at, as: UTF8.self))
-        if let method { record.string("method", method) }
-        record.string("status", verdict.status.rawValue)
-        record.string("reason", verdict.reason?.rawValue)
-        record.string("message", verdict.message)
         return record
     }
 }

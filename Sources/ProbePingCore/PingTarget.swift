@@ -76,6 +76,8 @@ struct PingTarget: Sendable {
     var sslOkDays: Int
     /// Certificate days left below which the target is down.
     var sslWarningDays: Int
+    /// Whether the target is switched on; a switched-off one (`enabled: false`) is not probed.
+    var enabled = true
     /// Fields the target had that probe-ping does not own; carried into each sample in order.
     var extraFields: [JSONField] = []
     /// Where the target came from, for diagnostics.
@@ -130,6 +132,7 @@ extension PingTarget {
     /// `check_interval`, `enabled` and `config` as the target's samples write them (OnlineTracker's monitor fields).
     var monitorSettings: MonitorSettings {
         var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
+        settings.enabled = enabled
         settings.set("timeout_seconds", Double(timeoutMs) / 1000)
         if kind == .ping { settings.set("ping_count", count) }
         settings.set("ping_ok_threshold_ms", okThresholdMs)
@@ -140,4 +143,9 @@ extension PingTarget {
         }
         return settings
     }
+}
+
+extension PingTarget: StatedTarget {
+    var kindName: String { kind.rawValue }
+    var statedTarget: String { display }
 }

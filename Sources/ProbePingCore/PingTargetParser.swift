@@ -12,6 +12,9 @@ struct PingTargetParser: TargetSink {
     static let bareNoun = "host"
     /// The targets read so far, in input order.
     private(set) var targets: [PingTarget] = []
+    /// The targets switched off (`enabled: false`), in input order: not probed; each run
+    /// writes a `monitor` record for them instead.
+    private(set) var switchedOff: [PingTarget] = []
     /// Where problems are reported.
     let diagnostics: Diagnostics
     private let defaults: PingDefaults
@@ -44,7 +47,7 @@ struct PingTargetParser: TargetSink {
             target.source = source
             target.line = line
             target.id = ids.unique(target.id, source: source, line: line, diagnostics: diagnostics)
-            targets.append(target)
+            if target.enabled { targets.append(target) } else { switchedOff.append(target) }
         } catch let problem as TargetProblem {
             diagnostics.error(problem.message, source: source, line: line)
         } catch {
@@ -52,14 +55,14 @@ struct PingTargetParser: TargetSink {
         }
     }
 
-    /// Builds a target; nil for one that is switched off or belongs to probe-http (after `warn`).
+    /// Builds a target (a switched-off one too, with `enabled` false); nil for one that belongs
+    /// to probe-http (after `warn`).
     static func build(_ object: JSONObject, defaults: PingDefaults, warn: (String) -> Void = { _ in }) throws -> PingTarget? {
         let object = TargetFields.readingMonitorType(object)
         if case .string(let type)? = object["type"], type != "target" {
             throw TargetProblem("a '\(type)' record is not a target")
         }
         let fields = TargetFields(object)
-        if fields.isDisabled { return nil }
         guard let written = try fields.string("target") ?? fields.string("url") else {
             throw TargetProblem("target has no 'target' (a host, host:port or tcp://host:port)")
         }
@@ -117,6 +120,7 @@ struct PingTargetParser: TargetSink {
         if target.tls, kind != .tcp { throw TargetProblem("field 'tls' needs a tcp target (tcp://host:port)") }
         (target.sslOkDays, target.sslWarningDays) = try fields.sslDays(okDefault: defaults.sslOkDays, warningDefault: defaults.sslWarningDays)
         target.extraFields = fields.extraFields(known: knownFields, own: PingSampleRecord.ownFields)
+        target.enabled = !fields.isDisabled
         return target
     }
 

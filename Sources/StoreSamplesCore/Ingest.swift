@@ -18,6 +18,8 @@ final class Ingester {
     /// Records added to the open batch, kept for passing on after the commit.
     private var pending: [UInt8] = []
     private var batchCount = 0
+    /// `monitor` records in the open batch (they change the store but are no samples).
+    private var batchNotes = 0
     private var batchStartedMs: Int64 = 0
     /// The one sample reader, kept from line to line.
     private var sampleReader = SampleLine()
@@ -43,7 +45,7 @@ final class Ingester {
         reader.onIdle = { [unowned self] in self.commit() }
         defer { reader.onIdle = nil }
         while failure == nil {
-            reader.idleAfterMs = batchCount == 0 && pending.isEmpty ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
+            reader.idleAfterMs = batchCount == 0 && batchNotes == 0 && pending.isEmpty ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
             guard let event = reader.next() else { break }
             switch event {
             case .tooLong(let length):
@@ -54,30 +56,16 @@ final class Ingester {
                 case .blank:
                     continue
                 case .otherRecord:
-                    passOn(line)
+                    if let type = sampleReader.field(named: "type"), sampleReader.text(type) == "monitor" {
+                        keep(line, own, reader, monitorRecord: true)
+                    } else {
+                        passOn(line)
+                    }
                 case .problem(let problem):
                     diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
                     if problem.lineIsRecord { passOn(line) }
                 case .sample:
-                    do {
-                        let sample = try StorableSample(sampleReader, own)
-                        if batchCount == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
-                        let monitorID = try store.add(sample)
-                        batchCount += 1
-                        passOn(line, monitorID: monitorID)
-                    } catch let problem as SampleProblem {
-                        diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
-                        passOn(line)
-                    } catch let refusal as StoreRefusal {
-                        diagnostics.error(refusal.message, source: reader.source, line: reader.lineNumber)
-                        passOn(line)
-                    } catch {
-                        // The store failed (full disk, lock): the open batch is gone; stop here.
-                        batchCount = 0
-                        pending.removeAll(keepingCapacity: true)
-                        failure = error
-                        break
-                    }
+                    keep(line, own, reader, monitorRecord: false)
                 }
                 if batchCount >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     commit()
@@ -86,6 +74,36 @@ final class Ingester {
         }
         commit()
         return failure == nil && !reader.interrupted
+    }
+
+    /// Stores the sample just read in the open batch, or, for a `monitor` record, registers or
+    /// refreshes the monitor it states (no sample stored); then keeps the line to pass on after
+    /// the commit. A line the store refuses is reported and passed on unchanged; a failure of
+    /// the store itself (full disk, lock) drops the open batch and ends ingesting.
+    private func keep(_ line: UnsafeBufferPointer<UInt8>, _ own: StoredFields, _ reader: LineReader, monitorRecord: Bool) {
+        do {
+            if batchCount == 0 && batchNotes == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
+            let monitorID: Int64
+            if monitorRecord {
+                monitorID = try store.note(try StorableSample.monitorRecord(sampleReader, own))
+                batchNotes += 1
+            } else {
+                monitorID = try store.add(try StorableSample(sampleReader, own))
+                batchCount += 1
+            }
+            passOn(line, monitorID: monitorID)
+        } catch let problem as SampleProblem {
+            diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
+            passOn(line)
+        } catch let refusal as StoreRefusal {
+            diagnostics.error(refusal.message, source: reader.source, line: reader.lineNumber)
+            passOn(line)
+        } catch {
+            batchCount = 0
+            batchNotes = 0
+            pending.removeAll(keepingCapacity: true)
+            failure = error
+        }
     }
 
     /// Appends `line` as it is passed on: with `"monitor_id":ID` (the integer id of the views) added
@@ -133,12 +151,13 @@ final class Ingester {
 
     /// Commits the open batch, then passes its records on.
     func commit() {
-        guard batchCount > 0 || !pending.isEmpty, failure == nil else { return }
+        guard batchCount > 0 || batchNotes > 0 || !pending.isEmpty, failure == nil else { return }
         do {
-            if batchCount > 0 {
+            if batchCount > 0 || batchNotes > 0 {
                 try store.commitBatch(retention: retention, now: now())
                 stored += batchCount
                 batchCount = 0
+                batchNotes = 0
             }
             do {
                 if passThrough, !pending.isEmpty {
@@ -153,6 +172,7 @@ final class Ingester {
             pending.removeAll(keepingCapacity: true)
         } catch {
             batchCount = 0
+            batchNotes = 0
             pending.removeAll(keepingCapacity: true)
             failure = error
         }

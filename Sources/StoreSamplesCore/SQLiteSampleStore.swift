@@ -194,24 +194,39 @@ final class SQLiteSampleStore: SampleStore {
         try update.step()
     }
 
+    /// Under `--remote`, the agent a record names and whether its samples are held (pending);
+    /// a record without an agent, or from a rejected one, is refused (a line error, the batch
+    /// goes on). (nil, false) for the user's own records.
+    private func remoteAgent(of sample: StorableSample, record: String) throws -> (agent: String?, held: Bool) {
+        guard policy.remote else { return (nil, false) }
+        guard let agent = sample.agent, !agent.isEmpty else {
+            throw StoreRefusal("a \(record) from elsewhere (--remote) must name its 'agent'")
+        }
+        let status: String = try translated { try self.status(ofAgent: agent) }
+        if status == "rejected" {
+            throw StoreRefusal("agent '\(agent)' is rejected: its \(record)s are refused "
+                               + "(store-samples agents approve \(agent) lets them in)")
+        }
+        return (agent, status != "approved")
+    }
+
+    @discardableResult
+    func note(_ monitor: StorableSample) throws -> Int64 {
+        _ = try remoteAgent(of: monitor, record: "monitor record")
+        do {
+            if !db.inTransaction { try db.beginImmediate() }
+            return try monitorID(for: monitor)
+        } catch {
+            abortBatch()
+            throw translate(error)
+        }
+    }
+
     @discardableResult
     func add(_ sample: StorableSample) throws -> Int64 {
         // A remote sample names its agent; a rejected agent's are refused (a line error, the
         // batch goes on); a pending agent's are stored but held out of every view.
-        var held = false
-        var remoteAgent: String?
-        if policy.remote {
-            guard let agent = sample.agent, !agent.isEmpty else {
-                throw StoreRefusal( "a sample from elsewhere (--remote) must name its 'agent'")
-            }
-            let status: String = try translated { try self.status(ofAgent: agent) }
-            if status == "rejected" {
-                throw StoreRefusal( "agent '\(agent)' is rejected: its samples are refused "
-                                         + "(store-samples agents approve \(agent) lets them in)")
-            }
-            held = status != "approved"
-            remoteAgent = agent
-        }
+        let (remoteAgent, held) = try remoteAgent(of: sample, record: "sample")
         do {
             if !db.inTransaction { try db.beginImmediate() }
             guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }

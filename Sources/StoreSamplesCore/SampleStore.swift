@@ -98,6 +98,11 @@ protocol SampleStore: AnyObject {
     /// monitor's integer id, the `id` the views show.
     @discardableResult
     func add(_ sample: StorableSample) throws -> Int64
+    /// Registers or refreshes a monitor from a `monitor` record (see
+    /// `StorableSample.monitorRecord`), in the open batch, opening one when none is open; no
+    /// sample is stored. Returns the monitor's integer id.
+    @discardableResult
+    func note(_ monitor: StorableSample) throws -> Int64
     /// Applies retention to the monitors the batch touched and commits it atomically.
     func commitBatch(retention: Retention, now: Int64) throws
     /// Drops the open batch, if any.

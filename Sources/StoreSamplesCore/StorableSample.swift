@@ -42,14 +42,44 @@ struct StorableSample {
     /// The sample `reader` read last, with the store's own fields `own` read in its pass;
     /// throws when one of those has the wrong type.
     init(_ reader: SampleLine, _ own: StoredFields) throws {
-        let line = reader.line
-        self.line = line
-        monitor = reader.monitor
-        at = reader.atMs
-        status = reader.status
-        latencyMs = reader.latencyMs
+        try self.init(line: reader.line, monitor: reader.monitor, at: reader.atMs, status: reader.status,
+                      latencyMs: reader.latencyMs, agent: reader.agentField, own)
         reasonRange = Self.stringOnly(line, reader.reasonField)
-        metaRanges[3] = Self.stringOnly(line, reader.agentField)
+    }
+
+    /// A `monitor` record (vitals-records(7) MONITOR), which a probe writes for a target that
+    /// is switched off: it states the monitor's name, kind, target, interval, `enabled` and
+    /// config, and is no check (the store registers or refreshes the monitor, stores no sample).
+    /// `reader` has just read the line as `.otherRecord`.
+    static func monitorRecord(_ reader: SampleLine, _ own: StoredFields) throws -> StorableSample {
+        let line = reader.line
+        func written(_ field: FieldRange) -> String {
+            let text = String(decoding: reader.raw(field), as: UTF8.self)
+            return text.count > 40 ? String(text.prefix(40)) + "..." : text
+        }
+        guard let monitorField = reader.field(named: "monitor") else { throw StoreRefusal("monitor record has no 'monitor'") }
+        guard let monitor = reader.text(monitorField), !monitor.isEmpty else {
+            throw StoreRefusal("monitor record 'monitor' is \(written(monitorField)); expected a non-empty string")
+        }
+        guard let atField = reader.field(named: "at") else { throw StoreRefusal("monitor record has no 'at'") }
+        guard let atText = reader.text(atField), let at = Timestamp.parse(atText) else {
+            throw StoreRefusal("monitor record 'at' is \(written(atField)); expected an RFC 3339 time")
+        }
+        let agent = reader.field(named: "agent")
+        if let agent, line[agent.valueStart] != UInt8(ascii: "\""), line[agent.valueStart] != UInt8(ascii: "n") {
+            throw StoreRefusal("monitor record 'agent' is \(written(agent)); expected a string or null")
+        }
+        return try StorableSample(line: line, monitor: monitor, at: at, status: .unknown, latencyMs: nil, agent: agent, own)
+    }
+
+    private init(line: UnsafeBufferPointer<UInt8>, monitor: String, at: Int64, status: SampleStatus, latencyMs: Double?,
+                 agent: FieldRange?, _ own: StoredFields) throws {
+        self.line = line
+        self.monitor = monitor
+        self.at = at
+        self.status = status
+        self.latencyMs = latencyMs
+        metaRanges[3] = Self.stringOnly(line, agent)
         code = try Self.integer(line, own.code, "code")
         tlsExpiryDays = try Self.integer(line, own.tlsExpiryDays, "tls_expiry_days")
         speedMbps = try Self.number(line, own.speedMbps, "speed_mbps", .nonNegativeNumber)

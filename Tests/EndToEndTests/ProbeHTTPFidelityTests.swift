@@ -61,6 +61,68 @@ extension ProbeHTTPTests {
         #expect(pingConfig["http_ok_threshold_ms"] == nil)
     }
 
+    @Test("enabled reflects the target: a switched-off target is stated by a monitor record, shown disabled, never counted as a check")
+    func enabledReflectsTheTarget() throws {
+        let scratch = try ScratchDirectory()
+        let db = scratch.path("vitals.db")
+        // OnlineTracker's monitors: Shop is on; Old API is switched off (every 5 minutes, ok under 500 ms).
+        let shop = #"{"id":"shop","name":"Shop","url":"\#(url("/ok"))"}"#
+        let oldAPI = #"{"id":"old-api","name":"Old API","url":"\#(url("/ok"))","check_interval":300,"http_ok_threshold_ms":500,"enabled":"#
+        let switchedOff = try run("probe-http", [], stdin: shop + "\n" + oldAPI + "false}\n")
+        #expect(switchedOff.status == 0, "\(switchedOff.stderr)")
+        let records = try switchedOff.records()
+        // The monitor record comes first (stated when the run starts), then Shop's one sample.
+        #expect(records.map { $0.string("type") } == ["monitor", "sample"])
+        let stated = records[0]
+        #expect(stated.string("monitor") == "old-api" && stated.string("name") == "Old API" && stated.string("kind") == "http")
+        #expect(stated["enabled"] == .bool(false))
+        #expect(stated.int("check_interval") == 300)
+        #expect(stated["config"]?.objectValue?.int("http_ok_threshold_ms") == 500)
+        #expect(stated["status"] == nil && stated["latency_ms"] == nil, "a monitor record is no check")
+        #expect(records[1].string("monitor") == "shop" && records[1]["enabled"] == .bool(true))
+        // probe-ping the same: the seed's Google DNS monitor, switched off, is stated, not pinged (no root needed).
+        let ping = try run("probe-ping", [], stdin: #"{"id":1,"type":"ping","name":"Google DNS","target":"127.0.0.1","config":{"ping_count":5},"check_interval":60,"enabled":false}"# + "\n")
+        let pingRecords = try ping.records()
+        #expect(ping.status == 0 && pingRecords.count == 1)
+        #expect(pingRecords.first?.string("type") == "monitor" && pingRecords.first?["enabled"] == .bool(false))
+        #expect(pingRecords.first?["config"]?.objectValue?.int("ping_count") == 5)
+        // The sinks skip it as a record of another type.
+        let notified = try run("notify", ["--dry-run", "--notify-initial"], stdin: switchedOff.stdout)
+        #expect(notified.status == 0 && !notified.stdout.contains("old-api") && !notified.stdout.contains("Old API"))
+
+        // Stored: both monitors listed; Old API disabled, with no latest status and no check.
+        #expect(try run("store-samples", ["--db", db, "--quiet"], stdin: switchedOff.stdout).status == 0)
+        let monitors = try decode([OTMonitor].self, try run("store-samples", ["--db", db, "monitors", "--sort", "id"]).stdout)
+        #expect(monitors.map(\.name) == ["Old API", "Shop"])
+        #expect(monitors[0].enabled == false && monitors[0].checkInterval == 300 && monitors[0].latestStatus == nil)
+        #expect(monitors[1].enabled == true)
+        let overview = try decode(OTStatusOverview.self, try run("store-samples", ["--db", db, "overview"]).stdout)
+        #expect(overview.totalMonitors == 2 && overview.monitorsUp == 1 && overview.monitorsUnknown == 1)
+        #expect(try decode(OTResultsPage.self, try run("store-samples", ["--db", db, "results", "old-api"]).stdout).total == 0)
+
+        // Switched on for one run (one up check), then off again: disabled, its one check kept.
+        for state in ["true}", "false}"] {
+            let round = try run("probe-http", [], stdin: oldAPI + state + "\n")
+            #expect(try run("store-samples", ["--db", db, "--quiet"], stdin: round.stdout).status == 0)
+        }
+        let again = try decode(OTMonitor.self, try run("store-samples", ["--db", db, "monitor", "old-api"]).stdout)
+        #expect(again.enabled == false)
+        #expect(again.latestStatus?.status == .up)
+        #expect(try decode(OTResultsPage.self, try run("store-samples", ["--db", db, "results", "old-api"]).stdout).total == 1)
+
+        // A monitor record store-samples cannot use is a line error; the rest is stored.
+        let bad = try run("store-samples", ["--db", db, "--quiet"], stdin: """
+            {"type":"monitor","monitor":"old-api","enabled":true}
+            {"type":"monitor","monitor":"","at":"2026-01-27T10:30:00Z"}
+            {"type":"monitor","monitor":"old-api","at":"2026-01-27T10:30:00Z","enabled":true}
+
+            """)
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("store-samples: <stdin>:1: monitor record has no 'at'"))
+        #expect(bad.stderr.contains("store-samples: <stdin>:2: monitor record 'monitor' is \"\"; expected a non-empty string"))
+        #expect(try decode(OTMonitor.self, try run("store-samples", ["--db", db, "monitor", "old-api"]).stdout).enabled == true)
+    }
+
     @Test("HEAD -> GET fallback on failure, each with its own timeout: openssl s_server -www hangs on HEAD and answers GET")
     func headToGETFallbackOnFailureEachWithItsOwnTimeout() throws {
         let certificates = try TestCertificates()

@@ -250,6 +250,15 @@ public struct SampleLine {
     /// `agent`; nil when absent or null.
     public var agent: String? { text(agentField) }
 
+    /// The top-level field named `name` of the line last read (any record type); nil when absent.
+    public func field(named name: String) -> FieldRange? {
+        let wanted = Array(name.utf8)
+        return fields.first { field in
+            field.keyEnd - field.keyStart == wanted.count
+                && wanted.withUnsafeBufferPointer { memcmp(line.baseAddress! + field.keyStart, $0.baseAddress!, wanted.count) == 0 }
+        }
+    }
+
     /// A field's value as written.
     @inlinable
     public func raw(_ field: FieldRange) -> UnsafeBufferPointer<UInt8> {
