@@ -45,7 +45,7 @@ var targets: [Target] = [
     // SQLite connections and statements: the only importer of CSQLite.
     .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
     // The curl multi engine: the only importer of CCurl.
-    .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsKit"]),
+    .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsKit", "VitalsCrypto"]),
     // Shared by the two probes: run options, scheduler, tally, target lists, ids, verdicts, a sample's leading fields, the network view.
     .target(name: "ProbeKit", dependencies: ["VitalsKit", "VitalsCrypto", "HTTPTransport"]),
 
@@ -54,7 +54,7 @@ var targets: [Target] = [
     .executableTarget(name: "vitals-fixture-server", dependencies: ["FixtureServer", "VitalsKit"]),
 
     .testTarget(name: "VitalsKitTests", dependencies: ["VitalsKit", "VitalsCrypto"]),
-    .testTarget(name: "ProbeKitTests", dependencies: ["ProbeKit", "VitalsKit", "HTTPTransport"]),
+    .testTarget(name: "ProbeKitTests", dependencies: ["ProbeKit", "VitalsKit", "HTTPTransport", "VitalsCrypto"]),
 ]
 
 for row in tools {

@@ -1,3 +1,4 @@
+import VitalsCrypto
 /// Which address family a request may use.
 public enum IPFamily: String, Sendable {
     case any
@@ -13,6 +14,9 @@ public enum BodyPolicy: Sendable, Equatable {
     case discard(limit: Int)
     /// Keep the body up to `limit` bytes, then stop reading.
     case collect(limit: Int)
+    /// Read the body up to `limit` bytes, then stop, keeping none of it: whether `content`
+    /// occurs in what was read, and the `digest` of it (see `HTTPResult.inspection`).
+    case inspect(limit: Int, content: [UInt8]?, digest: DigestStream.Kind?)
 }
 
 /// The lowest TLS version a request accepts.

@@ -57,6 +57,8 @@ public struct HTTPResult: Sendable {
     public var bodyBytes: Int = 0
     /// The body, when the policy collects it.
     public var body: [UInt8] = []
+    /// What an `inspect` body policy found (nil under the other policies).
+    public var inspection: BodyInspection?
     /// Reading stopped at the body limit (the body may be longer).
     public var stoppedAtLimit = false
     /// Response header bytes received.
@@ -89,4 +91,21 @@ public struct HTTPResult: Sendable {
 
     /// Creates an empty result.
     public init() {}
+}
+
+/// What reading a body under the `inspect` policy found.
+public struct BodyInspection: Sendable, Equatable {
+    /// Body bytes read (at most the limit).
+    public var bytes: Int
+    /// Whether the content sought occurs in them (true when none was sought).
+    public var contentFound: Bool
+    /// Their digest in lowercase hexadecimal (nil when none was asked for).
+    public var digest: String?
+
+    /// An inspection's findings.
+    public init(bytes: Int, contentFound: Bool, digest: String?) {
+        self.bytes = bytes
+        self.contentFound = contentFound
+        self.digest = digest
+    }
 }

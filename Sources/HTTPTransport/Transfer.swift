@@ -31,6 +31,9 @@ final class Transfer {
     let token: Int
     var body: [UInt8] = []
     var bodyBytes = 0
+    /// Under the `inspect` policy: the reader of the body, and the bytes it read.
+    var inspector: BodyInspector?
+    var inspectedBytes = 0
     var headerBytes = 0
     var stoppedAtLimit = false
     var headerLimitHit = false
@@ -94,6 +97,26 @@ final class Transfer {
                 data.withMemoryRebound(to: UInt8.self, capacity: take) {
                     body.append(contentsOf: UnsafeBufferPointer(start: $0, count: take))
                 }
+            }
+            bodyBytes += length
+            if length > room {
+                stoppedAtLimit = true
+                return 0
+            }
+            return length
+        case .inspect(let limit, let content, let digest):
+            let room = limit - inspectedBytes
+            if room <= 0 {
+                stoppedAtLimit = true
+                return 0
+            }
+            if inspector == nil { inspector = BodyInspector(content: content, digest: digest) }
+            if let data {
+                let take = min(room, length)
+                data.withMemoryRebound(to: UInt8.self, capacity: take) {
+                    inspector?.read(UnsafeBufferPointer(start: $0, count: take))
+                }
+                inspectedBytes += take
             }
             bodyBytes += length
             if length > room {
@@ -328,6 +351,10 @@ final class Transfer {
         }
         result.body = body
         result.bodyBytes = bodyBytes
+        if case .inspect(_, let content, let digest) = request.bodyPolicy {
+            let inspector = inspector ?? BodyInspector(content: content, digest: digest)
+            result.inspection = BodyInspection(bytes: inspectedBytes, contentFound: inspector.found, digest: inspector.finishDigest())
+        }
         result.headerBytes = headerBytes
         result.stoppedAtLimit = stoppedAtLimit
         result.responseHeaders = responseHeaders

@@ -92,7 +92,7 @@ final class ConnectivityCheck {
         request.ipFamily = settings.family
         request.maxRedirects = 0
         request.tls = pageTarget.tls
-        request.bodyPolicy = .collect(limit: 64 * 1024)
+        request.bodyPolicy = .inspect(limit: 64 * 1024, content: pageTarget.expectedContent.map { Array($0.utf8) }, digest: nil)
         guard let page = fetch(request) else { return nil }
         let verdict = HTTPVerdictRules.decide(target: pageTarget, result: page, method: "GET", fallbackNote: nil, inspection: nil,
                                           nowSeconds: Clock.wallMilliseconds() / 1000, simulatedMs: 0)

@@ -48,10 +48,11 @@ enum HTTPVerdictRules {
             if !target.expectedStatus.contains(result.httpCode) {
                 findings.append((.down, .httpStatus, "HTTP \(result.httpCode), expected \(target.expectedStatus)"))
             }
+            let inspection = result.inspection ?? BodyInspection(bytes: 0, contentFound: false, digest: nil)
             if let content = target.expectedContent, findings.isEmpty {
-                if !contains(result.body, Array(content.utf8)) {
+                if !inspection.contentFound {
                     if result.stoppedAtLimit {
-                        findings.append((.down, .tooLarge, "Expected content not found in the first \(SizeWords.describe(result.body.count)) of the body (raise --max-body)"))
+                        findings.append((.down, .tooLarge, "Expected content not found in the first \(SizeWords.describe(inspection.bytes)) of the body (raise --max-body)"))
                     } else {
                         let shown = content.count > 50 ? String(content.prefix(50)) + "..." : content
                         findings.append((.down, .content, "Expected content not found: '\(shown)'"))
@@ -60,10 +61,11 @@ enum HTTPVerdictRules {
             }
             if let expectedHash = target.expectedBodyHash, findings.isEmpty {
                 if result.stoppedAtLimit {
-                    findings.append((.down, .tooLarge, "Body is larger than \(SizeWords.describe(result.body.count)); cannot check its hash (raise --max-body)"))
+                    findings.append((.down, .tooLarge, "Body is larger than \(SizeWords.describe(inspection.bytes)); cannot check its hash (raise --max-body)"))
                 } else {
                     let isMD5 = expectedHash.count == 32
-                    let actual = isMD5 ? MD5.hexDigest(result.body) : SHA256.hexDigest(result.body)
+                    let actual = inspection.digest ?? ""
+
                     if actual != expectedHash {
                         findings.append((.down, .bodyHash, "Response body changed: \(isMD5 ? "md5" : "sha256") \(actual.prefix(12))..., expected \(expectedHash.prefix(12))..."))
                     }
@@ -134,25 +136,5 @@ enum HTTPVerdictRules {
         var out: [UInt8] = []
         JSONText.appendFixed(value, decimals: 2, to: &out)
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty else { return true }
-        guard haystack.count >= needle.count else { return false }
-        let first = needle[0]
-        var index = 0
-        let last = haystack.count - needle.count
-        while index <= last {
-            if haystack[index] == first {
-                var match = true
-                for offset in 1..<needle.count where haystack[index + offset] != needle[offset] {
-                    match = false
-                    break
-                }
-                if match { return true }
-            }
-            index += 1
-        }
-        return false
     }
 }

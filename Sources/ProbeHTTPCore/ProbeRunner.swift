@@ -132,7 +132,8 @@ final class ProbeRunner {
         if method == "HEAD" {
             request.bodyPolicy = .none
         } else if target.expectedContent != nil || target.expectedBodyHash != nil {
-            request.bodyPolicy = .collect(limit: max(settings.maxBodyBytes, target.speedTestBytes ?? 0))
+            request.bodyPolicy = .inspect(limit: max(settings.maxBodyBytes, target.speedTestBytes ?? 0), content: target.expectedContent.map { Array($0.utf8) },
+                                          digest: target.expectedBodyHash.map { $0.count == 32 ? .md5 : .sha256 })
         } else {
             request.bodyPolicy = .discard(limit: target.speedTestBytes ?? settings.maxBodyBytes)
         }

@@ -90,15 +90,25 @@ struct VerdictTests {
 
     @Test("content, hash and truncation")
     func bodyChecks() {
+        // What the transfer's inspection of the body found (BodyInspectorTests check the finding itself).
+        func inspected(found: Bool = true, digest: String? = nil, stopped: Bool = false) -> HTTPResult {
+            var result = response(body: "", stopped: stopped)
+            result.inspection = BodyInspection(bytes: 14, contentFound: found, digest: digest)
+            return result
+        }
         var target = http
         target.expectedContent = "needle"
-        #expect(decide(target, response(body: "hay needle hay")).status == .up)
-        #expect(decide(target, response(body: "hay")).reason == .content)
-        #expect(decide(target, response(body: "hay", stopped: true)).reason == .tooLarge)
+        #expect(decide(target, inspected(found: true)).status == .up)
+        #expect(decide(target, inspected(found: false)).reason == .content)
+        let cut = decide(target, inspected(found: false, stopped: true))
+        #expect(cut.reason == .tooLarge && cut.message == "Expected content not found in the first 14 bytes of the body (raise --max-body)")
         target.expectedContent = nil
-        target.expectedBodyHash = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        #expect(decide(target, response(body: "abc")).status == .up)
-        #expect(decide(target, response(body: "abd")).reason == .bodyHash)
+        let sha = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        target.expectedBodyHash = sha
+        #expect(decide(target, inspected(digest: sha)).status == .up)
+        let changed = decide(target, inspected(digest: "0" + sha.dropFirst()))
+        #expect(changed.reason == .bodyHash && changed.message == "Response body changed: sha256 0a7816bf8f01..., expected ba7816bf8f01...")
+        #expect(decide(target, inspected(digest: sha, stopped: true)).reason == .tooLarge)
     }
 
     @Test("the worst finding wins; among equals the first in rule order")
