@@ -103,6 +103,9 @@ protocol SampleStore: AnyObject {
     /// sample is stored. Returns the monitor's integer id.
     @discardableResult
     func note(_ monitor: StorableSample) throws -> Int64
+    /// Approves the agents the ingest policy lists (`--approve-agents`), counting the samples
+    /// they had held, before ingesting.
+    func approveListedAgents(now: Int64) throws
     /// Applies retention to the monitors the batch touched and commits it atomically.
     func commitBatch(retention: Retention, now: Int64) throws
     /// Drops the open batch, if any.

@@ -17,7 +17,9 @@ public enum StoreSamplesCommand: VitalsCommand {
         agents), Online Now's statistics (stats), or the stored samples (export). See store-samples(1).
         """,
         options: [
-            OptionSpec("db", short: "d", value: "PATH", help: "the database file (default $VITALS_DB, else vitals.db)"),
+            OptionSpec("db", short: "d", value: "PATH|URL",
+                       help: "the database file, or a ClickHouse store: clickhouse://[user[:password]@]host[:port]/database[?options] (default $VITALS_DB, else vitals.db)"),
+            .duration("wait", help: "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries within a second)"),
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
             OptionSpec("keep-days", value: "DAYS", default: "400", help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
@@ -74,10 +76,24 @@ public enum StoreSamplesCommand: VitalsCommand {
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
         let operands = options.operands
         let subcommand = options.subcommand ?? "ingest"
-        let path = options.value("db") ?? context.environment["VITALS_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "vitals.db"
+        let database = options.value("db") ?? context.environment["VITALS_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "vitals.db"
         let fixedNow = try options.now()
         let now = fixedNow ?? Clock.wallMilliseconds()
         let clock: () -> Int64 = fixedNow.map { fixed in { fixed } } ?? { Clock.wallMilliseconds() }
+        let clickHouse = database.hasPrefix(ClickHouseLocation.prefix)
+            ? try ClickHouseLocation(database, environment: context.environment, readFile: { try String(contentsOfFile: $0, encoding: .utf8) })
+            : nil
+        // What messages call the store: the file, or the URL with its password masked.
+        let path = clickHouse?.display ?? database
+        let waitMs = try options.duration("wait") ?? 0
+        if clickHouse == nil, options.has("wait") { throw UsageError("--wait applies to a ClickHouse store (--db clickhouse://...)") }
+        /// Opens the store the --db value names.
+        func openStore(create: Bool, policy: IngestPolicy = IngestPolicy()) throws -> SampleStore {
+            if let clickHouse {
+                return try ClickHouseSampleStore(location: clickHouse, waitMs: waitMs, create: create, now: now, policy: policy)
+            }
+            return try SQLiteSampleStore(path: database, create: create, policy: policy)
+        }
 
         if subcommand == "ingest" {
             let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
@@ -87,7 +103,10 @@ public enum StoreSamplesCommand: VitalsCommand {
             }
             let approved = options.value("approve-agents").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
             let policy = IngestPolicy(remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved)
-            let store = try SQLiteSampleStore(path: path, create: true, policy: policy)
+            if clickHouse != nil, keepPerMonitor != nil {
+                throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep-days)")
+            }
+            let store = try openStore(create: true, policy: policy)
             try store.approveListedAgents(now: now)
             let ingester = Ingester(store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
                                     output: context.output, passThrough: !options.has("quiet"),
@@ -109,7 +128,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
         let order = Views.MonitorOrder(rawValue: try options.choice("sort", of: ["status", "id"]))!
-        let store = try SQLiteSampleStore(path: path, create: false)
+        let store = try openStore(create: false)
         let views = Views(store: store, now: now, order: order)
         func findMonitor(_ key: String) throws -> MonitorRecord {
             guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
