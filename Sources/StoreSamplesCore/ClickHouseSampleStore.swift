@@ -457,7 +457,7 @@ final class ClickHouseSampleStore: SampleStore {
 
     private func readMonitors() throws -> [MonitorRecord] {
         var reader = try rows("""
-            SELECT toInt64(id), monitor, name, kind, target, agent, description, check_interval, first_seen, config, enabled
+            SELECT toInt64(id), monitor, name, kind, target, agent, description, check_interval, first_seen, config, enabled, version
             FROM \(table("monitors")) FINAL ORDER BY id, monitor
             """)
         var result: [MonitorRecord] = []
@@ -473,6 +473,7 @@ final class ClickHouseSampleStore: SampleStore {
             let firstSeen = try reader.int64()
             let config = try reader.optionalString()
             let enabled = try reader.optionalUInt8()
+            _ = try reader.uint64()  // the version (18.16 wants it read for FINAL through a Distributed table)
             result.append(MonitorRecord(id: id, monitor: monitor, name: name, kind: kind, target: target, agent: agent,
                                         description: description, checkInterval: interval, firstSeen: firstSeen, lastSeen: firstSeen,
                                         config: config, enabled: enabled.map { $0 != 0 }))
@@ -625,11 +626,12 @@ final class ClickHouseSampleStore: SampleStore {
     }
 
     private func readAgents() throws -> [AgentRecord] {
-        var reader = try rows("SELECT id, status, created_at, last_seen, name FROM \(table("agents")) FINAL ORDER BY created_at, id")
+        var reader = try rows("SELECT id, status, created_at, last_seen, name, version FROM \(table("agents")) FINAL ORDER BY created_at, id")
         var result: [AgentRecord] = []
         while !reader.atEnd {
             result.append(AgentRecord(id: try reader.string(), status: try reader.string(), createdAt: try reader.int64(),
                                       lastSeen: try reader.int64(), monitorCount: 0, name: try reader.optionalString()))
+            _ = try reader.uint64()  // the version, as for monitors
         }
         return result
     }

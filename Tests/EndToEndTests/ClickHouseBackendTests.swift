@@ -1,0 +1,256 @@
+import Foundation
+import Testing
+
+/// The samples both backends are given: six monitors checked every five minutes for four days
+/// (2026-01-29T00:00Z to 2026-02-02T00:00Z, past the `--now` of 2026-02-01T12:00Z and across a
+/// month, so two partitions), statuses and latencies of three decimals from fixed formulas, text
+/// with escapes and non-ASCII, two agents; then a monitor record of a switched-off target and two
+/// bad lines.
+enum BackendCorpus {
+    static let monitors = ["api", "web", "db", "dns", "cdn", "mail"]
+    static let now = "2026-02-01T12:00:00Z"
+    /// Checks per monitor: 4 days × 288.
+    static let perMonitor = 4 * 288
+
+    static func lines() -> [String] {
+        let start = 1_769_644_800_000  // 2026-01-29T00:00:00Z
+        var lines: [String] = []
+        for step in 0..<perMonitor {
+            for (m, monitor) in monitors.enumerated() {
+                let at = start + step * 300_000 + m * 1_000
+                let roll = (step * (m + 3) + m) % 23
+                let status = roll < 17 ? "up" : roll < 20 ? "degraded" : roll < 22 ? "down" : "error"
+                let latency = status == "error" ? "null" : String(format: "%.3f", Double((step * 7_919 + m * 104_729) % 400_000) / 1000)
+                var extra = ""
+                if m == 2 || m == 3 { extra += #","agent":"paris","agent_name":"Paris probe""# }
+                if m == 4 { extra += #","agent":"tokyo","speed_mbps":\#(Double(step % 97) + 0.25)"# }
+                if m == 1 { extra += #","tls_expiry_days":\#(90 - step / 288),"code":\#(status == "up" ? 200 : 503)"# }
+                if m == 5 && step % 50 == 0 { extra += #","check_interval":300,"description":"mail \"relay\" — Zürich""# }
+                let message = status == "up" ? "ok" : "slow \\\"\(step)\\\" é"
+                let time = ISO8601Milliseconds.format(at)
+                lines.append(#"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"\#(m == 3 ? "tcp" : "https")","target":"https://\#(monitor).example/","at":"\#(time)","status":"\#(status)","message":"\#(message)","latency_ms":\#(latency)\#(extra)}"#)
+            }
+            if step == 100 {
+                lines.append(#"{"type":"monitor","monitor":"old","name":"Old","kind":"http","target":"http://old.example/","at":"2026-01-29T08:20:00.000Z","enabled":false,"check_interval":600,"config":{"method":"GET","expect":[200]}}"#)
+                lines.append("not json")
+                lines.append(#"{"type":"sample","monitor":"api","status":"up"}"#)
+            }
+        }
+        return lines
+    }
+}
+
+/// RFC 3339 with milliseconds, UTC (the tests' own formatter, apart from the tools').
+enum ISO8601Milliseconds {
+    static func format(_ milliseconds: Int) -> String {
+        let seconds = milliseconds / 1000
+        var time = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds % 1000)
+    }
+}
+
+@Suite("store-samples on ClickHouse", .serialized, .timeLimit(.minutes(10)))
+struct ClickHouseBackendTests {
+    let scratch: ScratchDirectory
+    var sqliteDB: String { scratch.path("vitals.db") }
+
+    init() throws {
+        scratch = try ScratchDirectory()
+        // A tool that stops before reading all its input must fail the test, not kill the runner.
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Every view the command line has, over the monitors given (by monitor id and integer id).
+    static func views(monitors: [String]) -> [[String]] {
+        var views: [[String]] = [
+            ["overview"], ["overview", "--sort", "id"], ["monitors"], ["monitors", "--ndjson", "--sort", "id"],
+            ["agents"], ["agents", "--ndjson"], ["stats"], ["stats", "--since", "24h"], ["stats", "--since", "2026-01-30T06:00:00Z"],
+            ["export"], ["export", "--format", "csv"], ["export", "--since", "2026-01-30T00:00:00Z", "--until", "2026-01-31T00:00:00Z"],
+            ["monitor", "2"], ["history", "3", "--hours", "24"],
+        ]
+        for monitor in monitors {
+            views += [
+                ["monitor", monitor], ["history", monitor], ["history", monitor, "--hours", "8760", "--ndjson"],
+                ["results", monitor], ["results", monitor, "--hours", "100", "--page", "3", "--per-page", "7"],
+                ["results", monitor, "--page", "999"], ["export", "--monitor", monitor],
+            ]
+        }
+        return views
+    }
+
+    /// Runs each view on both stores and expects the same bytes and status; returns how many matched.
+    @discardableResult
+    func expectSameViews(_ url: String, monitors: [String], _ comment: String) throws -> Int {
+        var same = 0
+        for view in ClickHouseBackendTests.views(monitors: monitors) {
+            let lite = try run("store-samples", ["--db", sqliteDB, "--now", BackendCorpus.now] + view)
+            let house = try run("store-samples", ["--db", url, "--now", BackendCorpus.now] + view)
+            #expect(lite.status == 0, "\(view) on SQLite: \(lite.stderr)")
+            #expect(house.status == lite.status && house.stderr == lite.stderr, "\(comment): \(view): \(house.stderr)")
+            #expect(house.stdout == lite.stdout, "\(comment): \(view) differs")
+            if house.stdout == lite.stdout && house.status == lite.status { same += 1 }
+        }
+        return same
+    }
+
+    /// Ingests the same input into both and expects the same records passed on and the same diagnostics.
+    func ingestBoth(_ url: String, _ input: String, _ arguments: [String] = []) throws {
+        let lite = try run("store-samples", ["--db", sqliteDB, "--now", BackendCorpus.now] + arguments, stdin: input)
+        let house = try run("store-samples", ["--db", url, "--now", BackendCorpus.now] + arguments, stdin: input)
+        #expect(house.status == lite.status)
+        #expect(house.stderr == lite.stderr)
+        #expect(house.stdout == lite.stdout, "the same records passed on, with the same monitor_id")
+    }
+
+    /// Ingests the corpus into SQLite and the ClickHouse store at `url` (in two runs), then runs
+    /// every view on both; then remote samples of a pending agent, its approval, two clears, and
+    /// every view again. `server` answers SQL on the store's tables (as one server or through the
+    /// Distributed tables).
+    func compareEverything(_ url: String, _ server: ClickHouseServer) throws {
+        let lines = BackendCorpus.lines()
+        // Two runs, so two writers: the second continues the sample ids of the first.
+        try ingestBoth(url, lines.prefix(3_000).joined(separator: "\n") + "\n")
+        try ingestBoth(url, lines.dropFirst(3_000).joined(separator: "\n") + "\n")
+        let samples = BackendCorpus.monitors.count * BackendCorpus.perMonitor
+        #expect(try server.query("SELECT count() FROM vitals.samples FINAL") == "\(samples)", "6 × 1,152 samples, the bad lines not")
+        #expect(try server.query("SELECT count() FROM (SELECT monitor, version FROM vitals.monitors FINAL)") == "7", "six monitors and the switched-off one")
+        #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "1")
+        let monitors = BackendCorpus.monitors + ["old"]
+        #expect(try expectSameViews(url, monitors: monitors, "after ingest") == ClickHouseBackendTests.views(monitors: monitors).count)
+
+        // Samples from elsewhere: a new agent's are held until it is approved.
+        let remote = (0..<5).map { step in
+            #"{"type":"sample","monitor":"edge","at":"2026-02-01T11:\#(10 + step):00.000Z","status":"up","latency_ms":\#(step).5,"agent":"berlin","agent_name":"Berlin"}"#
+        }
+        try ingestBoth(url, remote.joined(separator: "\n") + "\n", ["--remote"])
+        #expect(try expectSameViews(url, monitors: ["edge"], "berlin pending") > 0)
+        for store in [sqliteDB, url] {
+            let approved = try run("store-samples", ["--db", store, "--now", BackendCorpus.now, "agents", "approve", "berlin"])
+            #expect(approved.status == 0, "\(approved.stderr)")
+        }
+        #expect(try expectSameViews(url, monitors: ["edge", "api"], "berlin approved") > 0)
+
+        // Clearing: the same count deleted, the same views after.
+        for arguments in [["clear", "--monitor", "mail", "--until", "2026-01-30T00:00:00Z"], ["clear", "--until", "2026-01-29T12:00:00Z"]] {
+            let lite = try run("store-samples", ["--db", sqliteDB, "--now", BackendCorpus.now] + arguments)
+            let house = try run("store-samples", ["--db", url, "--now", BackendCorpus.now] + arguments)
+            #expect(house.status == 0 && house.stdout == lite.stdout, "\(arguments): \(house.stderr)")
+        }
+        // mail's first day: 288 checks; then everyone's first 12 hours: 144 each of the other five.
+        #expect(try server.query("SELECT count() FROM vitals.samples FINAL WHERE monitor != 'edge'") == "\(samples - 288 - 5 * 144)")
+        try ingestBoth(url, lines.suffix(12).joined(separator: "\n") + "\n")
+        #expect(try expectSameViews(url, monitors: monitors, "after clear") == ClickHouseBackendTests.views(monitors: monitors).count)
+    }
+
+    @Test("the same samples give byte-identical output on SQLite and ClickHouse in every view, through remote agents, approval and clear")
+    func everyViewMatchesSQLite() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        let server = try ClickHouseServer()
+        try server.start()
+        try compareEverything("clickhouse://127.0.0.1:\(server.httpPort)/vitals", server)
+        #expect(try server.query("SELECT groupArray(partition) FROM (SELECT DISTINCT partition FROM system.parts WHERE database = 'vitals' AND table = 'samples' AND active ORDER BY partition)")
+                == "['202601','202602']", "partitioned by month")
+    }
+
+    @Test("two shards on loopback: Distributed tables over local ones, sharded by cityHash64(monitor), answer every view as SQLite does")
+    func twoShards() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        let ports = try (0..<4).map { _ in try unusedPort() }
+        let cluster = """
+            <remote_servers><vitals_pair>
+              <shard><replica><host>127.0.0.1</host><port>\(ports[1])</port></replica></shard>
+              <shard><replica><host>127.0.0.1</host><port>\(ports[3])</port></replica></shard>
+            </vitals_pair></remote_servers>
+            """
+        let first = try ClickHouseServer(httpPort: ports[0], tcpPort: ports[1], clusterXML: cluster)
+        let second = try ClickHouseServer(httpPort: ports[2], tcpPort: ports[3], clusterXML: cluster)
+        try first.start()
+        try second.start()
+        let url = "clickhouse://127.0.0.1:\(ports[0])/vitals?cluster=vitals_pair&shards=127.0.0.1:\(ports[0]),127.0.0.1:\(ports[2])"
+        try compareEverything(url, first)
+        // Each shard holds whole monitors: cityHash64 puts some on each, none on both.
+        let onFirst = try first.query("SELECT arrayStringConcat(groupUniqArray(monitor), ',') FROM vitals.samples_local")
+        let onSecond = try second.query("SELECT arrayStringConcat(groupUniqArray(monitor), ',') FROM vitals.samples_local")
+        let (a, b) = (Set(onFirst.split(separator: ",")), Set(onSecond.split(separator: ",")))
+        #expect(!a.isEmpty && !b.isEmpty && a.isDisjoint(with: b) && a.union(b).count == 7, "\(a) / \(b)")
+        #expect(try second.query("SELECT max(version) FROM vitals.store_samples_schema") == "1", "the schema on every shard")
+    }
+
+    /// Starts the cutting proxy of Fixtures/clickhouse/cut_proxy.py in front of `port` (detached:
+    /// the shell that starts it exits at once); returns its port and pid.
+    func startProxy(upstream port: Int, mark: String) throws -> (port: Int, pid: pid_t) {
+        let script = Binaries.fixtures.appendingPathComponent("clickhouse/cut_proxy.py").path
+        let started = try shell("python3 '\(script)' \(port) '\(scratch.path("proxy.port"))' '\(scratch.path("proxy.log"))' '\(mark)' "
+                                + "</dev/null >/dev/null 2>'\(scratch.path("proxy.err"))' & echo $!")
+        let pid = pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        var proxyPort = 0
+        try waitFor("the proxy's port") {
+            proxyPort = Int((try? String(contentsOfFile: scratch.path("proxy.port"), encoding: .utf8)) ?? "") ?? 0
+            return proxyPort > 0
+        }
+        return (proxyPort, pid)
+    }
+
+    @Test("a batch sent again after the server stored it but its answer was lost is stored once")
+    func resentBatchIsStoredOnce() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        let server = try ClickHouseServer()
+        try server.start()
+        // The first INSERT into the samples table is forwarded, answered by the server, and the answer dropped.
+        let proxy = try startProxy(upstream: server.httpPort, mark: "INSERT%20INTO%20vitals.samples%20")
+        defer { kill(proxy.pid, SIGKILL) }
+        let lines = (0..<2_500).map { sample(["api", "web"][$0 % 2], minute: $0 / 40, second: $0 % 40, latency: Double($0 % 97) + 0.125) }
+        let result = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(proxy.port)/vitals", "--now", testNow],
+                             stdin: lines.joined(separator: "\n") + "\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.lines.count == 2_500, "every record passed on once stored")
+        let log = try String(contentsOfFile: scratch.path("proxy.log"), encoding: .utf8).split(separator: "\n")
+        let inserts = log.filter { $0.contains("INSERT%20INTO%20vitals.samples%20") }
+        // 2,500 samples: batches of 1,000, 1,000 and 500, the first sent twice.
+        #expect(inserts.count == 4 && inserts.first?.hasSuffix(" CUT") == true, "\(inserts)")
+        #expect(try server.query("SELECT count() FROM vitals.samples FINAL") == "2500")
+        #expect(try server.query("SELECT count(), uniqExact(id) FROM vitals.samples FINAL WHERE monitor = 'web'") == "1250\t1250")
+        try server.query("OPTIMIZE TABLE vitals.samples FINAL")
+        #expect(try server.query("SELECT count() FROM vitals.samples") == "2500", "the resent copy merged away")
+        let results = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow,
+                                                "results", "api", "--hours", "3"])
+        #expect(try results.records().first?.int("total") == 1_250)
+    }
+
+    @Test("a server that is down: a clear error, the password masked, exit 2, nothing passed on; --wait retries until it is up; the password from the environment or a file")
+    func serverDownAndPasswords() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        let server = try ClickHouseServer()
+        let password = ClickHouseServer.password
+        let line = sample("api", minute: 1)
+        let down = try run("store-samples", ["--db", "clickhouse://vitals:\(password)@127.0.0.1:\(server.httpPort)/vitals"], stdin: line + "\n")
+        #expect(down.status == 2)
+        #expect(down.stdout.isEmpty, "nothing passed on that was not stored")
+        #expect(down.stderr.hasPrefix("store-samples: cannot reach ClickHouse at clickhouse://vitals:***@127.0.0.1:\(server.httpPort)/vitals: "), "\(down.stderr)")
+        #expect(down.stderr.hasSuffix("(--wait DURATION keeps retrying)\n"))
+        #expect(!down.stderr.contains(password))
+
+        // --wait: the tool starts first and keeps retrying; the server comes up; the sample is stored.
+        let waiting = try RunningTool("store-samples", ["--db", "clickhouse://vitals@127.0.0.1:\(server.httpPort)/vitals", "--wait", "60s"],
+                                      environment: ["VITALS_CLICKHOUSE_PASSWORD": password])
+        try waiting.input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
+        try waiting.input.fileHandleForWriting.close()
+        try server.start()
+        #expect(waiting.readLine() == String(line.dropLast()) + #","monitor_id":1}"#)
+        #expect(waiting.readLine() == nil, "then the end: the input was all stored")
+        let (status, _, stderr) = waiting.stop(SIGTERM)
+        #expect(status == 0, "\(stderr)")
+
+        // The password from a file; a wrong one is refused by the server, and not printed either.
+        let file = try scratch.write("password", password + "\n")
+        let fromFile = try run("store-samples", ["--db", "clickhouse://vitals@127.0.0.1:\(server.httpPort)/vitals?password_file=\(file)", "export"])
+        #expect(fromFile.status == 0 && fromFile.lines == [line], "\(fromFile.stderr)")
+        let wrong = try run("store-samples", ["--db", "clickhouse://vitals:not-\(password)@127.0.0.1:\(server.httpPort)/vitals", "overview"])
+        #expect(wrong.status == 2)
+        #expect(wrong.stderr.hasPrefix("store-samples: ClickHouse at clickhouse://vitals:***@127.0.0.1:\(server.httpPort)/vitals refused: "), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains(password))
+    }
+}
