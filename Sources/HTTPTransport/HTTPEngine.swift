@@ -45,7 +45,9 @@ public final class HTTPEngine {
     private let multi: UnsafeMutableRawPointer
     private var idleHandles: [UnsafeMutableRawPointer] = []
     private var active: [UnsafeMutableRawPointer: Transfer] = [:]
-    private var waiting: [(HTTPRequest, Int)] = []
+    /// Requests not started yet, from `waitingHead` on; a started one's slot is emptied at once
+    /// (a request body can be megabytes, and the slots before the head are dropped only now and then).
+    private var waiting: [(HTTPRequest, Int)?] = []
     private var waitingHead = 0
 
     /// Creates an engine allowing `maxInFlight` requests at once.
@@ -148,7 +150,8 @@ public final class HTTPEngine {
 
     private func startWaiting() {
         while active.count < maxInFlight, waitingHead < waiting.count {
-            let (request, token) = waiting[waitingHead]
+            let (request, token) = waiting[waitingHead]!
+            waiting[waitingHead] = nil
             waitingHead += 1
             start(request, token: token)
         }
