@@ -28,6 +28,8 @@ struct ConnectivitySettings: Sendable {
     var intervalMs: Int64 = 60_000
     /// Check again every `intervalMs` until interrupted.
     var watch = false
+    /// `--agent`, written as the sample's `agent`.
+    var agent: String?
     /// Address family.
     var family: IPFamily = .any
     /// Skip certificate verification.
@@ -65,6 +67,7 @@ final class ConnectivityCheck {
         target.timeoutMs = settings.timeoutMs
         target.tls.verify = !settings.insecure
         target.checkIntervalMs = settings.intervalMs
+        if let agent = settings.agent { target.extraFields = [JSONField("agent", .string(agent))] }
         pageTarget = target
     }
 

@@ -65,6 +65,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         settings.limits = run.limits
         settings.watch = run.watch
         defaults.intervalOverrideMs = run.intervalOverrideMs
+        defaults.agent = run.agent
         defaults.timeoutMs = Int(try options.duration("timeout")!)
         if options.has("ok-ms") { defaults.okThresholdMs = try options.number("ok-ms", default: 0, in: 0...86_400_000) }
         if options.has("degraded-ms") { defaults.degradedThresholdMs = try options.number("degraded-ms", default: 0, in: 0...86_400_000) }
@@ -137,6 +138,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         check.watch = settings.watch
         check.intervalMs = defaults.intervalOverrideMs ?? 60_000
         check.insecure = defaults.insecure
+        check.agent = defaults.agent
         check.userAgent = settings.userAgent
         switch defaults.ip {
         case .v4: check.family = .v4

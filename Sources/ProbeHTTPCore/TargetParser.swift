@@ -24,6 +24,8 @@ struct TargetDefaults: Sendable {
     var insecure = false
     /// `--interval`: overrides every target's `check_interval`.
     var intervalOverrideMs: Int64?
+    /// `--agent`: written as each sample's `agent` unless the target names its own.
+    var agent: String?
 
     /// The defaults of the seeds.
     init() {}
@@ -270,7 +272,7 @@ struct TargetParser: TargetSink {
             throw Problem("TLS fields (client_cert, pinned_pubkey) need an https:// URL")
         }
 
-        target.extraFields = fields.extraFields(known: TargetParser.knownFields, own: SampleRecord.ownFields)
+        target.extraFields = fields.extraFields(known: TargetParser.knownFields, own: SampleRecord.ownFields, agent: defaults.agent)
         target.enabled = !fields.isDisabled
         return target
     }

@@ -1,7 +1,12 @@
 import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The options every probe shares: how many at once (`--concurrency`, `--per-host`, `--rate`),
-/// `--watch` and `--interval`, `--only`, `--summary` and `--exit-status`.
+/// `--watch` and `--interval`, `--only`, `--summary`, `--exit-status` and `--agent`.
 public struct ProbeRunOptions: Sendable {
     /// The limits on starting probes.
     public var limits: ProbeLimits
@@ -9,6 +14,8 @@ public struct ProbeRunOptions: Sendable {
     public var watch: Bool
     /// `--interval`: overrides every target's `check_interval`.
     public var intervalOverrideMs: Int64?
+    /// `--agent`: the agent every sample names (the host name by default; nil for `--agent ''`).
+    public var agent: String?
 
     /// `--concurrency`, `--per-host` and `--rate`, for a tool whose probes are `noun`
     /// (`probes`, `samples`); `short` gives `--concurrency` a short form.
@@ -27,6 +34,8 @@ public struct ProbeRunOptions: Sendable {
         .duration("interval", short: "i", help: "with --watch, probe every target this often instead of its check_interval"),
         OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
         OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
+        OptionSpec("agent", value: "NAME",
+                   help: "the agent the samples come from, written as each sample's agent (default: this machine's host name; '' writes none; a target's own agent wins)"),
     ]
 
     /// Reads the shared options (the defaults are the option table's).
@@ -39,6 +48,15 @@ public struct ProbeRunOptions: Sendable {
             guard watch else { throw UsageError("--interval only applies with --watch") }
             intervalOverrideMs = try options.duration("interval")
         }
+        let agent = options.value("agent") ?? ProbeRunOptions.hostName()
+        self.agent = agent.isEmpty ? nil : agent
+    }
+
+    /// This machine's host name (`gethostname`), or empty when it has none.
+    static func hostName() -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        guard gethostname(&name, name.count - 1) == 0 else { return "" }
+        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// `--only NAME`: the one target best matching NAME (isitup's "check one service"), or all of

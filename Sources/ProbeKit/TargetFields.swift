@@ -122,9 +122,16 @@ public struct TargetFields {
         return (ok, warning)
     }
 
-    /// The fields a probe does not own, to carry into its samples in order.
-    public func extraFields(known: Set<String>, own: Set<String>) -> [JSONField] {
-        object.fields.filter { !known.contains($0.key) && !own.contains($0.key) }
+    /// The fields a probe does not own, to carry into its samples in order; then `agent`: the
+    /// target's own, else the run's (`--agent`).
+    public func extraFields(known: Set<String>, own: Set<String>, agent: String? = nil) -> [JSONField] {
+        var fields = object.fields.filter { !known.contains($0.key) && !own.contains($0.key) && $0.key != "agent" }
+        if let value = object["agent"] {
+            fields.append(JSONField("agent", value))
+        } else if let agent {
+            fields.append(JSONField("agent", .string(agent)))
+        }
+        return fields
     }
 }
 

@@ -32,6 +32,8 @@ struct PingDefaults: Sendable {
     var sslWarningDays = 14
     /// `--interval`: overrides every target's `check_interval`.
     var intervalOverrideMs: Int64?
+    /// `--agent`: written as each sample's `agent` unless the target names its own.
+    var agent: String?
 
     /// The seeds' defaults.
     init() {}

@@ -119,7 +119,7 @@ struct PingTargetParser: TargetSink {
         target.tls = try fields.bool("tls") ?? false
         if target.tls, kind != .tcp { throw TargetProblem("field 'tls' needs a tcp target (tcp://host:port)") }
         (target.sslOkDays, target.sslWarningDays) = try fields.sslDays(okDefault: defaults.sslOkDays, warningDefault: defaults.sslWarningDays)
-        target.extraFields = fields.extraFields(known: knownFields, own: PingSampleRecord.ownFields)
+        target.extraFields = fields.extraFields(known: knownFields, own: PingSampleRecord.ownFields, agent: defaults.agent)
         target.enabled = !fields.isDisabled
         return target
     }

@@ -73,6 +73,7 @@ public enum ProbePingCommand: VitalsCommand {
         settings.limits = run.limits
         settings.watch = run.watch
         defaults.intervalOverrideMs = run.intervalOverrideMs
+        defaults.agent = run.agent
 
         var parser = PingTargetParser(defaults: defaults, diagnostics: context.diagnostics)
         Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in

@@ -96,7 +96,7 @@ struct ProbePingTests {
             let keys = sample.fields.map(\.key)
             #expect(keys == ["type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent",
                              "received", "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "remote_ip",
-                             "interface", "link", "check_interval", "enabled", "config"])
+                             "interface", "link", "check_interval", "enabled", "config", "agent"])
             let at = try #require(sample.string("at").flatMap(Timestamp.parse))
             #expect(abs(at - Clock.wallMilliseconds()) < 60_000)
         }
