@@ -157,7 +157,10 @@ final class ClickHouseClient {
     /// Runs `query` (its answer in the `format` the query names) on the server of the URL, or on
     /// the shard endpoint `endpoint` (`HOST:PORT`). With `data`, the query is an INSERT whose rows
     /// are `data`. `settings` are ClickHouse settings sent as URL parameters.
-    func run(_ query: String, data: [UInt8]? = nil, endpoint: String? = nil, settings: [String: String] = [:]) throws -> [UInt8] {
+    /// `beforeResend` runs before `data` is sent a second time (and later times): the server may
+    /// have stored what it did not acknowledge.
+    func run(_ query: String, data: [UInt8]? = nil, endpoint: String? = nil, settings: [String: String] = [:],
+             beforeResend: (() throws -> Void)? = nil) throws -> [UInt8] {
         let base = "\(location.scheme)://\(endpoint ?? (location.host.contains(":") ? "[\(location.host)]" : location.host) + ":\(location.port)")/"
         // Every table name is qualified with the database, which need not exist yet.
         var parameters: [String] = []
@@ -193,6 +196,7 @@ final class ClickHouseClient {
                                 + (waitMs > 0 ? " (still failing after --wait \(DefaultText.duration(milliseconds: waitMs)))" : " (--wait DURATION keeps retrying)"))
             }
             usleep(useconds_t(pause * 1000))
+            if data != nil { try beforeResend?() }
         }
     }
 

@@ -109,7 +109,8 @@ final class SQLiteSampleStore: SampleStore {
     private var monitorIDs: [String: Int64] = [:]
     private var monitorMeta: [Int64: [[UInt8]?]] = [:]
     private var hints: [Int64: (count: Int, oldest: Int64?)] = [:]
-    private var agentSeen: [String: Int64] = [:]
+    /// The earliest and latest sample time of each agent this run has stored.
+    private var agentSeen: [String: AgentSpan] = [:]
     private lazy var insertSample = try? db.prepare("""
         INSERT INTO samples (monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record,
                              origin, agent, held)
@@ -149,7 +150,7 @@ final class SQLiteSampleStore: SampleStore {
     // MARK: - Writing
 
     private var batchMonitors: Set<Int64> = []
-    private var batchAgents: [String: Int64] = [:]
+    private var batchAgents: [String: AgentSpan] = [:]
     private var batchAgentNames: [String: String] = [:]
 
     /// Runs `body`, turning SQLite's codes into words.
@@ -252,8 +253,8 @@ final class SQLiteSampleStore: SampleStore {
                 hint.oldest = min(hint.oldest ?? sample.at, sample.at)
                 hints[monitorID] = hint
             }
-            if sample.metaRanges[3] != nil, let agent = sample.agent, sample.at > batchAgents[agent] ?? Int64.min {
-                batchAgents[agent] = sample.at
+            if sample.metaRanges[3] != nil, let agent = sample.agent {
+                batchAgents[agent, default: AgentSpan(sample.at)].widen(sample.at)
                 if let name = sample.agentName { batchAgentNames[agent] = name }
             }
             return monitorID
@@ -266,18 +267,19 @@ final class SQLiteSampleStore: SampleStore {
     func commitBatch(retention: Retention, now: Int64) throws {
         guard db.inTransaction else { return }
         do {
-            for (agent, seen) in batchAgents where seen > agentSeen[agent] ?? Int64.min {
+            for (agent, seen) in batchAgents where !(agentSeen[agent]?.holds(seen) ?? false) || batchAgentNames[agent] != nil {
                 let upsert = try db.prepare("""
                     INSERT INTO agents (id, created_at, last_seen, status, name) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT(id) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen), name = coalesce(excluded.name, name)
+                    ON CONFLICT(id) DO UPDATE SET created_at = min(created_at, excluded.created_at),
+                        last_seen = max(last_seen, excluded.last_seen), name = coalesce(excluded.name, name)
                     """)
                 upsert.bind(1, agent)
-                upsert.bind(2, seen)
-                upsert.bind(3, seen)
+                upsert.bind(2, seen.first)
+                upsert.bind(3, seen.last)
                 upsert.bind(4, agentStatus[agent] ?? "approved")
                 upsert.bind(5, batchAgentNames[agent])
                 try upsert.step()
-                agentSeen[agent] = seen
+                agentSeen[agent, default: seen].widen(seen)
             }
             try applyRetention(batchMonitors, retention: retention, now: now)
             try db.execute("COMMIT", context: "commit")

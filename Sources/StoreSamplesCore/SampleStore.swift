@@ -135,4 +135,36 @@ protocol SampleStore: AnyObject {
     /// Stored sample lines in `[from, until)`, in time order, optionally of one monitor.
     func export(from: Int64, until: Int64, monitorID: Int64?,
                 _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
+    /// The most samples one batch holds: a commit costs SQLite little, while every INSERT
+    /// makes ClickHouse a new part to merge, so its batches are larger.
+    var batchRows: Int { get }
+}
+
+extension SampleStore {
+    var batchRows: Int { 1000 }
+}
+
+/// The earliest and latest sample time of an agent: its `created_at` and `last_seen` are
+/// these, whatever batches its samples came in.
+struct AgentSpan: Equatable {
+    var first: Int64
+    var last: Int64
+
+    init(_ first: Int64, _ last: Int64? = nil) {
+        self.first = first
+        self.last = last ?? first
+    }
+
+    mutating func widen(_ at: Int64) {
+        first = min(first, at)
+        last = max(last, at)
+    }
+
+    mutating func widen(_ other: AgentSpan) {
+        first = min(first, other.first)
+        last = max(last, other.last)
+    }
+
+    /// Whether `other` lies within this span.
+    func holds(_ other: AgentSpan) -> Bool { first <= other.first && other.last <= last }
 }

@@ -111,6 +111,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             let ingester = Ingester(store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
                                     output: context.output, passThrough: !options.has("quiet"),
                                     diagnostics: context.diagnostics, now: clock)
+            ingester.maxRows = store.batchRows
             var keepGoing = true
             Inputs(operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in
                 if keepGoing { keepGoing = ingester.ingest(reader) }

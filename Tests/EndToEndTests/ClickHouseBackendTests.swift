@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Testing
 
@@ -117,7 +118,7 @@ struct ClickHouseBackendTests {
         let samples = BackendCorpus.monitors.count * BackendCorpus.perMonitor
         #expect(try server.query("SELECT count() FROM vitals.samples FINAL") == "\(samples)", "6 × 1,152 samples, the bad lines not")
         #expect(try server.query("SELECT count() FROM (SELECT monitor, version FROM vitals.monitors FINAL)") == "7", "six monitors and the switched-off one")
-        #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "1")
+        #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "2")
         let monitors = BackendCorpus.monitors + ["old"]
         #expect(try expectSameViews(url, monitors: monitors, "after ingest") == ClickHouseBackendTests.views(monitors: monitors).count)
 
@@ -176,7 +177,7 @@ struct ClickHouseBackendTests {
         let onSecond = try second.query("SELECT arrayStringConcat(groupUniqArray(monitor), ',') FROM vitals.samples_local")
         let (a, b) = (Set(onFirst.split(separator: ",")), Set(onSecond.split(separator: ",")))
         #expect(!a.isEmpty && !b.isEmpty && a.isDisjoint(with: b) && a.union(b).count == 7, "\(a) / \(b)")
-        #expect(try second.query("SELECT max(version) FROM vitals.store_samples_schema") == "1", "the schema on every shard")
+        #expect(try second.query("SELECT max(version) FROM vitals.store_samples_schema") == "2", "the schema on every shard")
     }
 
     /// Starts the cutting proxy of Fixtures/clickhouse/cut_proxy.py in front of `port` (detached:
@@ -209,10 +210,17 @@ struct ClickHouseBackendTests {
         #expect(result.lines.count == 2_500, "every record passed on once stored")
         let log = try String(contentsOfFile: scratch.path("proxy.log"), encoding: .utf8).split(separator: "\n")
         let inserts = log.filter { $0.contains("INSERT%20INTO%20vitals.samples%20") }
-        // 2,500 samples: batches of 1,000, 1,000 and 500, the first sent twice.
-        #expect(inserts.count == 4 && inserts.first?.hasSuffix(" CUT") == true, "\(inserts)")
+        // 2,500 samples in batches of up to 20,000 (one, unless the input paused), the first sent twice.
+        #expect(inserts.count >= 2 && inserts.first?.hasSuffix(" CUT") == true && inserts.dropFirst().allSatisfy { !$0.hasSuffix(" CUT") },
+                "\(inserts)")
         #expect(try server.query("SELECT count() FROM vitals.samples FINAL") == "2500")
+        #expect(try server.query("SELECT count(), min(first_id) FROM vitals.resends") == "1\t1",
+                "the resend was marked before it was sent, from the batch's first sample id")
         #expect(try server.query("SELECT count(), uniqExact(id) FROM vitals.samples FINAL WHERE monitor = 'web'") == "1250\t1250")
+        // The views dedup (FINAL, since a resend is marked), whether or not the copy was merged yet.
+        let exported = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow, "export"])
+        #expect(exported.lines.count == 2_500)
+        #expect(Set(exported.lines).count == 2_500)
         try server.query("OPTIMIZE TABLE vitals.samples FINAL")
         #expect(try server.query("SELECT count() FROM vitals.samples") == "2500", "the resent copy merged away")
         let results = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow,
@@ -252,5 +260,43 @@ struct ClickHouseBackendTests {
         #expect(wrong.status == 2)
         #expect(wrong.stderr.hasPrefix("store-samples: ClickHouse at clickhouse://vitals:***@127.0.0.1:\(server.httpPort)/vitals refused: "), "\(wrong.stderr)")
         #expect(!wrong.stderr.contains(password))
+    }
+
+    @Test("--agent: two machines probing into one ClickHouse give one overview with both agents; the default agent is the host name")
+    func twoAgentsOneOverview() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        let server = try ClickHouseServer()
+        try server.start()
+        let target = try FixtureServer()
+        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        let targets = try scratch.write("targets.ndjson", #"{"name":"api","url":"\#(target.baseURL)/ok"}"# + "\n"
+                                        + #"{"name":"shop","url":"\#(target.baseURL)/status/500"}"# + "\n")
+        for agent in ["paris", "tokyo"] {
+            let piped = try shell("probe-http --agent \(agent) '\(targets)' | store-samples --db '\(url)' --quiet")
+            #expect(piped.status == 0, "\(agent): \(piped.stderr)")
+        }
+        // The two machines' samples: one monitor each per run, every sample naming its agent.
+        #expect(try server.query("SELECT agent, count() FROM vitals.samples FINAL GROUP BY agent ORDER BY agent") == "\\N\t4",
+                "samples piped in on the command line are the user's own: no remote agent column")
+        let exported = try run("store-samples", ["--db", url, "export"]).records()
+        #expect(exported.count == 4)
+        #expect(exported.compactMap { $0.string("agent") }.sorted() == ["paris", "paris", "tokyo", "tokyo"])
+        let agents = try run("store-samples", ["--db", url, "agents", "--ndjson"]).records()
+        #expect(agents.compactMap { $0.string("id") } == ["paris", "tokyo"], "both agents, in the order they were first seen")
+        #expect(agents.allSatisfy { $0.string("status") == "approved" }, "a user's own pipe counts at once")
+        let overview = try run("store-samples", ["--db", url, "overview"]).records().first
+        #expect(overview?.int("agents_total") == 2)
+        #expect(overview?.int("agents_pending") == 0)
+        #expect(overview?.int("total_monitors") == 2)
+
+        // Without --agent, the samples name this machine.
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, 255)
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let local = try run("probe-http", [targets])
+        #expect(local.status == 0)
+        #expect(try local.records().allSatisfy { $0.string("agent") == host }, "\(local.stdout)")
+        let none = try run("probe-http", ["--agent", "", targets])
+        #expect(try none.records().allSatisfy { $0.string("agent") == nil }, "--agent '' writes none")
     }
 }
