@@ -17,6 +17,13 @@ import VitalsKit
 /// - evidence on the high side: min(z / threshold, (x - upper) / (0.05 spread)), with z the robust
 ///   z-score and spread the larger of upper - lower and the scale; likewise below on the low side.
 ///   Both must exceed 1: far from the median in robust deviations, and beyond the envelope.
+/// - the change channel, a prediction error with the last value as the prediction: the change
+///   c = x - previous against the exponentially weighted mean absolute change (weight 1%) and an
+///   envelope of changes (the largest rise and fall, decaying toward 0 by 0.02% per nonzero
+///   change): min(c / (10/6 threshold mean changes), (c - rise) / (0.2 spread of changes)) on the
+///   high side, likewise for a fall. It catches a jump on a smooth series that the value channel
+///   finds ordinary (the series was there before); a jump like those it makes every few hours is
+///   not new. The evidence of a sample is the larger of the two channels'.
 /// A sample is degrading when the evidence of a judged side is over 1, and for the next 3 samples
 /// after one is (so one incident with a few normal-looking values inside it is one alarm, not
 /// several). The score is evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
@@ -27,7 +34,7 @@ import VitalsKit
 /// the median on the latency field, and never learned, so they do not move the baseline.
 ///
 /// Cost: as `SortedWindow` (O(log window) and a small memory move) plus O(1); memory is the window
-/// and six numbers per monitor.
+/// and ten numbers per monitor.
 struct EnvelopeDetector: MonitorDetector {
     static let madToSigma = 1.4826
     /// The mean deviation's weight per sample.
@@ -42,6 +49,15 @@ struct EnvelopeDetector: MonitorDetector {
     static let envelopeMargin = 0.05
     /// Samples that stay degrading after the last one over the limit.
     static let holdSamples = 3
+    /// The change channel's limit, in mean absolute changes, is this times the threshold (10 at
+    /// the default 6).
+    static let changeThresholdFactor = 10.0 / 6.0
+    /// The mean absolute change's weight per sample.
+    static let changeWeight = 0.01
+    /// How far the envelope of changes moves back toward 0 per nonzero change.
+    static let changeDecay = 0.0002
+    /// How far beyond the envelope of changes, in its spreads, a change must be.
+    static let changeMargin = 0.2
 
     private var window: SortedWindow
     /// Exponentially weighted sum of absolute deviations and of their weights (bias-corrected mean).
@@ -50,6 +66,13 @@ struct EnvelopeDetector: MonitorDetector {
     private var upper: Double?
     private var lower: Double?
     private var hold = 0
+    /// Exponentially weighted sum of absolute changes between consecutive learned values, and of
+    /// their weights.
+    private var changeSum = 0.0
+    private var changeWeights = 0.0
+    /// The envelope of changes: the largest rise and fall seen, each decaying toward 0.
+    private var changeUpper: Double?
+    private var changeLower: Double?
 
     init(settings: DetectorSettings) {
         window = SortedWindow(capacity: settings.window - 1)
@@ -107,6 +130,16 @@ struct EnvelopeDetector: MonitorDetector {
             var evidence = 0.0
             if settings.direction.judgesHigh { evidence = max(evidence, min(z / k, (x - high) / margin)) }
             if settings.direction.judgesLow { evidence = max(evidence, min(-z / k, (low - x) / margin)) }
+            // The change channel: the step from the last value against the steps seen before.
+            if let rise = changeUpper, let fall = changeLower, changeWeights > 0 {
+                let change = x - window.newest
+                let changeScale = max(changeSum / changeWeights, Double.leastNormalMagnitude)
+                let zc = change / changeScale
+                let kc = Self.changeThresholdFactor * k
+                let changeMargin = Self.changeMargin * max(rise - fall, changeScale)
+                if settings.direction.judgesHigh { evidence = max(evidence, min(zc / kc, (change - rise) / changeMargin)) }
+                if settings.direction.judgesLow { evidence = max(evidence, min(-zc / kc, (fall - change) / changeMargin)) }
+            }
             var over = evidence > 1
             if simulatedOver { over = true }
             if over {
@@ -131,6 +164,19 @@ struct EnvelopeDetector: MonitorDetector {
     /// envelope, the window.
     private mutating func learn(_ x: Double, median: Double) {
         if window.count > 0 {
+            let change = x - window.newest
+            changeSum = (1 - Self.changeWeight) * changeSum + Self.changeWeight * abs(change)
+            changeWeights = (1 - Self.changeWeight) * changeWeights + Self.changeWeight
+            if let rise = changeUpper, let fall = changeLower {
+                // A step of 0 says nothing about the size of steps (as a value at the median above).
+                if change != 0 {
+                    changeUpper = max(change, rise * (1 - Self.changeDecay))
+                    changeLower = min(change, fall * (1 - Self.changeDecay))
+                }
+            } else {
+                changeUpper = change
+                changeLower = change
+            }
             deviationSum = (1 - Self.deviationWeight) * deviationSum + Self.deviationWeight * abs(x - median)
             deviationWeights = (1 - Self.deviationWeight) * deviationWeights + Self.deviationWeight
         }
@@ -157,6 +203,10 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.optionalNumber("upper", upper, to: &out)
         StateText.optionalNumber("lower", lower, to: &out)
         StateText.optionalInteger("hold", Int64(hold), to: &out)
+        StateText.number("change_sum", changeSum, to: &out)
+        StateText.number("change_weights", changeWeights, to: &out)
+        StateText.optionalNumber("change_upper", changeUpper, to: &out)
+        StateText.optionalNumber("change_lower", changeLower, to: &out)
     }
 
     init(state: JSONObject, settings: DetectorSettings) throws(StateError) {
@@ -173,6 +223,14 @@ struct EnvelopeDetector: MonitorDetector {
         guard deviationSum >= 0, (0...1).contains(deviationWeights) else { throw StateError("the mean deviation is out of range") }
         guard (upper == nil) == (lower == nil), (upper == nil) == (window.count == 0) else {
             throw StateError("the envelope does not match the values")
+        }
+        changeSum = try state.stateNumber("change_sum")
+        changeWeights = try state.stateNumber("change_weights")
+        changeUpper = try state.optionalStateNumber("change_upper")
+        changeLower = try state.optionalStateNumber("change_lower")
+        guard changeSum >= 0, (0...1).contains(changeWeights) else { throw StateError("the mean change is out of range") }
+        guard (changeUpper == nil) == (changeLower == nil), window.count > 0 || changeUpper == nil else {
+            throw StateError("the envelope of changes does not match the values")
         }
     }
 }

@@ -54,6 +54,52 @@ struct EnvelopeDetectorTests {
         #expect(reports[230].score < 0.5)
     }
 
+    /// 0, 1, ..., 199: a smooth ramp, every change +1.
+    let ramp: [Double] = (0..<200).map(Double.init)
+
+    // On the ramp, by hand: the mean absolute change is 1 (every change is 1), the envelope of
+    // changes is [0.9998^197, 1] (the fall decays 0.02% per nonzero change from the first 1), so its
+    // spread is below the scale 1 and the margin is 0.2 x 1; the change limit is 10/6 x 6 = 10 mean
+    // changes. The value channel sees the median 150 of 101...199, the MAD 25 (scale at least 37), so
+    // a value up to 230 is less than 2.2 scales out: evidence below 0.37, never the larger one.
+    @Test("a step 11 times the usual change is degrading on a smooth ramp the value channel finds ordinary")
+    func changeStep() {
+        let step = feed(ramp + [230])
+        #expect(step[..<200].allSatisfy { $0.verdict != .degrading })
+        // change 31: evidence min(31 / 10, (31 - 1) / 0.2) = 3.1, score 3.1 / 4.1.
+        #expect(step[200].verdict == .degrading)
+        #expect(abs(step[200].score - 3.1 / 4.1) < 1e-9)
+        // change 9: evidence 0.9, stable, score 0.9 / 1.9; change 11: 1.1, degrading, 1.1 / 2.1.
+        let nine = feed(ramp + [208])[200]
+        #expect(nine.verdict == .stable)
+        #expect(abs(nine.score - 0.9 / 1.9) < 1e-9)
+        let eleven = feed(ramp + [210])[200]
+        #expect(eleven.verdict == .degrading)
+        #expect(abs(eleven.score - 1.1 / 2.1) < 1e-9)
+    }
+
+    @Test("a fall of 30 on the ramp is judged with --direction both, not with high")
+    func changeFall() {
+        var both = settings
+        both.direction = .both
+        // change -30: evidence min(30 / 10, (0.9998^197 + 30) / 0.2) = 3, score 3 / 4.
+        let fall = feed(ramp + [169], settings: both)[200]
+        #expect(fall.verdict == .degrading)
+        #expect(abs(fall.score - 0.75) < 1e-9)
+        #expect(feed(ramp + [169])[200].verdict == .stable)
+    }
+
+    @Test("a step like one seen before is not new: the envelope of changes remembers it")
+    func changeRemembered() {
+        // +31 at 200, the ramp again, +31 at 250: the rise is then 31 x 0.9998^49 = 30.70, so the
+        // second step is 0.3 beyond it, about 0.05 of the margin 0.2 x (30.70 - 0.95).
+        let values = ramp + (0..<50).map { 230 + Double($0) } + [310]
+        let reports = feed(values)
+        #expect(reports[200].verdict == .degrading)
+        #expect(reports[250].verdict == .stable)
+        #expect(reports[250].score < 0.5)
+    }
+
     @Test("mostly zeros: the MAD is 0, yet values like the occasional ones are stable and one far beyond is not")
     func mostlyZeros() {
         var values: [Double] = []
