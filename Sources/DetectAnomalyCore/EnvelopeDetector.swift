@@ -3,8 +3,9 @@ import VitalsKit
 /// Values that break out of what the monitor has shown: the default detector.
 ///
 /// Per monitor, on the raw values (no logarithm: zeros, negative and [0, 1]-rescaled values are
-/// ordinary numbers here), in arrival order (the time of a sample is not read, so irregular
-/// cadence, repeated or backward timestamps change nothing):
+/// ordinary numbers here), in arrival order (only the daily profile reads the time of a sample,
+/// and only its hour of the day, so irregular cadence, repeated or backward timestamps count as
+/// samples):
 /// - the baseline: the median of the last `window - 1` values;
 /// - the scale: the larger of 1.4826 times their MAD, 1.2 times an exponentially weighted mean
 ///   of past absolute deviations from the median (weight 1%, about the last 100 samples), and
@@ -23,7 +24,13 @@ import VitalsKit
 ///   change): min(c / (10/6 threshold mean changes), (c - rise) / (0.2 spread of changes)) on the
 ///   high side, likewise for a fall. It catches a jump on a smooth series that the value channel
 ///   finds ordinary (the series was there before); a jump like those it makes every few hours is
-///   not new. The evidence of a sample is the larger of the two channels'.
+///   not new.
+/// - the daily profile, a seasonal baseline in 24 phases (the UTC hour of `at`): per phase, the
+///   mean residual from the median and the mean absolute deviation from it, weighted 10% a day
+///   (a sample sooner after its phase's day began weighs in proportion to the time). After 3
+///   days, (x - median - phase mean) / (8/6 threshold deviations), the deviation at least the
+///   mean deviation above; off while the MAD is 0 (mostly one value).
+/// The evidence of a sample is the largest of the three channels'.
 /// A sample is degrading when the evidence of a judged side is over 1, and for the next 3 samples
 /// after one is (so one incident with a few normal-looking values inside it is one alarm, not
 /// several). The score is evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
@@ -34,7 +41,7 @@ import VitalsKit
 /// the median on the latency field, and never learned, so they do not move the baseline.
 ///
 /// Cost: as `SortedWindow` (O(log window) and a small memory move) plus O(1); memory is the window
-/// and ten numbers per monitor.
+/// and ten numbers per monitor, and 120 for the daily profile once a sample with an `at` is learned.
 struct EnvelopeDetector: MonitorDetector {
     static let madToSigma = 1.4826
     /// The mean deviation's weight per sample.
@@ -58,6 +65,20 @@ struct EnvelopeDetector: MonitorDetector {
     static let changeDecay = 0.0002
     /// How far beyond the envelope of changes, in its spreads, a change must be.
     static let changeMargin = 0.2
+    /// The daily profile's phases: the hours of the day (UTC) of a sample's `at`.
+    static let phases = 24
+    /// The profile's weight per day: a visit of a phase a day or more after its last day's first
+    /// weighs this much, one sooner in proportion to the time (none at the same time or earlier).
+    static let profileWeight = 0.1
+    /// Days a phase must have been visited on before its profile judges (a visit 12 hours or more
+    /// after the last counted one starts a day).
+    static let profileVisits = 3
+    /// Numbers kept per phase: the sums of residuals, of deviations and of weights, the days
+    /// visited (up to `profileVisits`), and the `at` of the last counted day's first visit.
+    static let profileStride = 5
+    /// The profile channel's limit, in the phase's mean deviations, is this times the threshold
+    /// (8 at the default 6).
+    static let profileThresholdFactor = 8.0 / 6.0
 
     private var window: SortedWindow
     /// Exponentially weighted sum of absolute deviations and of their weights (bias-corrected mean).
@@ -73,6 +94,11 @@ struct EnvelopeDetector: MonitorDetector {
     /// The envelope of changes: the largest rise and fall seen, each decaying toward 0.
     private var changeUpper: Double?
     private var changeLower: Double?
+    /// The daily profile, `profileStride` numbers per phase: the weighted sum of the residuals from
+    /// the median, of their absolute deviations from the phase's mean residual, of the weights, the
+    /// days visited, and the time (ms) the last of them started. Empty until a sample with an
+    /// `at` is learned.
+    private var profile: [Double] = []
 
     init(settings: DetectorSettings) {
         window = SortedWindow(capacity: settings.window - 1)
@@ -121,7 +147,8 @@ struct EnvelopeDetector: MonitorDetector {
         let realMean = simulated ? SimulatedLatency.mean(window.sorted) : nil
         let simulatedOver = simulated && SimulatedLatency.isDegrading(x, realMean: realMean)
         if n + 1 >= settings.minSamples {
-            var scale = max(Self.madToSigma * window.mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
+            let mad = window.mad
+            var scale = max(Self.madToSigma * mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
             if deviationWeights > 0 { scale = max(scale, Self.deviationFactor * deviationSum / deviationWeights) }
             let z = (x - median) / scale
             let spread = max(high - low, scale)
@@ -140,6 +167,20 @@ struct EnvelopeDetector: MonitorDetector {
                 if settings.direction.judgesHigh { evidence = max(evidence, min(zc / kc, (change - rise) / changeMargin)) }
                 if settings.direction.judgesLow { evidence = max(evidence, min(-zc / kc, (fall - change) / changeMargin)) }
             }
+            // The daily profile: the value against the median plus its phase's usual offset. A
+            // window that is mostly one value (MAD 0) has no profile to speak of.
+            if mad > 0, let phase = Self.phase(observation.atMs), !profile.isEmpty,
+               case let base = Self.profileStride * phase,
+               profile[base + 3] >= Double(Self.profileVisits), profile[base + 2] > 0 {
+                let weight = profile[base + 2]
+                var deviation = profile[base + 1] / weight
+                if deviationWeights > 0 { deviation = max(deviation, deviationSum / deviationWeights) }
+                if deviation > 0 {
+                    let residual = (x - (median + profile[base] / weight)) / (Self.profileThresholdFactor * k * deviation)
+                    if settings.direction.judgesHigh { evidence = max(evidence, residual) }
+                    if settings.direction.judgesLow { evidence = max(evidence, -residual) }
+                }
+            }
             var over = evidence > 1
             if simulatedOver { over = true }
             if over {
@@ -156,8 +197,44 @@ struct EnvelopeDetector: MonitorDetector {
             report.verdict = .degrading
             report.score = SimulatedLatency.score(x, realMean: realMean)
         }
-        if !observation.simulated { learn(x, median: median) }
+        if !observation.simulated {
+            learn(x, median: median)
+            if let at = observation.atMs { learnProfile(x - median, at: at) }
+        }
         return report
+    }
+
+    /// The hour of the day (UTC) of `atMs`, when there is one.
+    static func phase(_ atMs: Int64?) -> Int? {
+        guard let at = atMs else { return nil }
+        let day: Int64 = 86_400_000
+        return Int(((at % day) + day) % day / (day / Int64(phases)))
+    }
+
+    /// Learns a residual from the median in the phase of `at`, weighted by the time since the
+    /// phase's last day started: a day or more, the full weight; sooner, in proportion (a sample
+    /// every minute moves its hour's profile about as much in an hour as one sample an hour does);
+    /// a repeated or earlier `at`, none.
+    private mutating func learnProfile(_ residual: Double, at: Int64) {
+        guard let phase = Self.phase(at) else { return }
+        if profile.isEmpty { profile = [Double](repeating: 0, count: Self.profileStride * Self.phases) }
+        let base = Self.profileStride * phase
+        let day = 86_400_000.0
+        var w = Self.profileWeight
+        var newDay = true
+        if profile[base + 3] > 0 {
+            let elapsed = Double(at) - profile[base + 4]
+            w = Self.profileWeight * min(1, max(0, elapsed / day))
+            newDay = elapsed >= day / 2
+        }
+        let mean = profile[base + 2] > 0 ? profile[base] / profile[base + 2] : 0
+        profile[base + 1] = (1 - w) * profile[base + 1] + w * abs(residual - mean)
+        profile[base] = (1 - w) * profile[base] + w * residual
+        profile[base + 2] = (1 - w) * profile[base + 2] + w
+        if newDay {
+            profile[base + 3] = min(profile[base + 3] + 1, Double(Self.profileVisits))
+            profile[base + 4] = Double(at)
+        }
     }
 
     /// Learns a value: the mean deviation from `median` (the baseline it was judged against), the
@@ -207,6 +284,7 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.number("change_weights", changeWeights, to: &out)
         StateText.optionalNumber("change_upper", changeUpper, to: &out)
         StateText.optionalNumber("change_lower", changeLower, to: &out)
+        StateText.numbers("profile", profile, to: &out)
     }
 
     init(state: JSONObject, settings: DetectorSettings) throws(StateError) {
@@ -231,6 +309,19 @@ struct EnvelopeDetector: MonitorDetector {
         guard changeSum >= 0, (0...1).contains(changeWeights) else { throw StateError("the mean change is out of range") }
         guard (changeUpper == nil) == (changeLower == nil), window.count > 0 || changeUpper == nil else {
             throw StateError("the envelope of changes does not match the values")
+        }
+        let size = Self.profileStride * Self.phases
+        profile = try state.stateNumbers("profile", limit: size)
+        guard profile.isEmpty || profile.count == size else {
+            throw StateError("'profile' has \(profile.count) numbers, not 0 or \(size)")
+        }
+        for phase in 0..<(profile.count / Self.profileStride) {
+            let base = Self.profileStride * phase
+            let visits = profile[base + 3]
+            guard profile[base + 1] >= 0, (0...1).contains(profile[base + 2]),
+                  visits == visits.rounded(), (0...Double(Self.profileVisits)).contains(visits) else {
+                throw StateError("'profile' is out of range at phase \(phase)")
+            }
         }
     }
 }

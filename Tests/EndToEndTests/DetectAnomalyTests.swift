@@ -273,7 +273,7 @@ struct DetectAnomalyStateTests {
             ("empty.json", "", [], "not a detect-anomaly state file"),
             ("foreign.json", "{\"monitors\":[]}", [], "not a detect-anomaly state file"),
             ("future.json", saved.replacingOccurrences(of: "\"version\":2", with: "\"version\":3"), [], "is version 3; this detect-anomaly reads version 2"),
-            // Version 1 had no change channel in the envelope's state.
+            // Version 1 had no change channel or daily profile in the envelope's state.
             ("old.json", saved.replacingOccurrences(of: "\"version\":2", with: "\"version\":1"), [], "is version 1; this detect-anomaly reads version 2"),
             ("window.json", saved, ["--window", "20"], "was written with --window 100; this run has --window 20"),
             ("detector.json", saved, ["--detector", "seed"], "was written with --detector envelope; this run has --detector seed"),
