@@ -90,7 +90,7 @@ final class AnomalyFilter<Detector: MonitorDetector> {
         if let valueField, reader.status == .up || reader.status == .degraded,
            let value = NumberText.parse(reader.raw(valueField)) {
             let observation = Observation(value: value, simulated: own.isSimulated(line),
-                                          atMs: settings.detector == .robust ? reader.atMs : nil)
+                                          atMs: settings.detector == .robust || settings.detector == .envelope ? reader.atMs : nil)
             if reader.monitorIsPlain {
                 report = monitors.judge(observation, of: UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]),
                                         settings: settings)

@@ -10,17 +10,17 @@ import VitalsKit
 /// Looked up by the monitor id's UTF-8 bytes in an open-addressing table, so a sample's id is
 /// never turned into a String (only a new monitor's is).
 final class MonitorTable<Detector: MonitorDetector> {
-    private(set) var names: [String] = []
-    /// Changed in place for every sample: exempt from dynamic exclusivity checks (one thread).
+    // Read or changed for every sample: exempt from dynamic exclusivity checks (one thread).
+    @exclusivity(unchecked) private(set) var names: [String] = []
     @exclusivity(unchecked) private(set) var detectors: [Detector] = []
-    private var keys: [[UInt8]] = []
+    @exclusivity(unchecked) private var keys: [[UInt8]] = []
     /// Positions in `names` + 1, 0 for an empty slot; the count is a power of two, at most half full.
-    private var slots = [Int32](repeating: 0, count: 64)
+    @exclusivity(unchecked) private var slots = [Int32](repeating: 0, count: 64)
 
     /// Whether each monitor was judged in this run (a monitor only in the state file was not).
-    private var judged: [Bool] = []
+    @exclusivity(unchecked) private var judged: [Bool] = []
     /// How many monitors were judged in this run: the monitors `--summary` counts.
-    private(set) var judgedCount = 0
+    @exclusivity(unchecked) private(set) var judgedCount = 0
 
     /// The number of monitors, from the state file and this run.
     var count: Int { names.count }
@@ -109,7 +109,7 @@ enum AnomalyStateFile {
     /// The `format` every state file names.
     static let format = "vitals detect-anomaly state"
     /// The version this build reads and writes.
-    static let version = 1
+    static let version = 2
 
     /// Reads the monitors saved in `path`; a file that does not exist yet gives none.
     static func load<Detector: MonitorDetector>(_ path: String, settings: DetectorSettings,

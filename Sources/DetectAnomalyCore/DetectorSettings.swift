@@ -8,7 +8,8 @@ enum DetectorKind: String, Sendable, CaseIterable {
     /// day-long level, a drift rule, and hourly seasonal offsets. The default before `envelope`.
     case robust
     /// Values that break out of what the monitor has shown: far from the median in robust
-    /// deviations and beyond a slowly shrinking envelope of past values. The default.
+    /// deviations and beyond a slowly shrinking envelope of past values, or a change from the
+    /// last value beyond the changes seen. The default.
     case envelope
 
     /// The default `--threshold` of each detector.

@@ -3,8 +3,9 @@ import VitalsKit
 /// Values that break out of what the monitor has shown: the default detector.
 ///
 /// Per monitor, on the raw values (no logarithm: zeros, negative and [0, 1]-rescaled values are
-/// ordinary numbers here), in arrival order (the time of a sample is not read, so irregular
-/// cadence, repeated or backward timestamps change nothing):
+/// ordinary numbers here), in arrival order (only the daily profile reads the time of a sample,
+/// and only its hour of the day, so irregular cadence, repeated or backward timestamps count as
+/// samples):
 /// - the baseline: the median of the last `window - 1` values;
 /// - the scale: the larger of 1.4826 times their MAD, 1.2 times an exponentially weighted mean
 ///   of past absolute deviations from the median (weight 1%, about the last 100 samples), and
@@ -17,6 +18,19 @@ import VitalsKit
 /// - evidence on the high side: min(z / threshold, (x - upper) / (0.05 spread)), with z the robust
 ///   z-score and spread the larger of upper - lower and the scale; likewise below on the low side.
 ///   Both must exceed 1: far from the median in robust deviations, and beyond the envelope.
+/// - the change channel, a prediction error with the last value as the prediction: the change
+///   c = x - previous against the exponentially weighted mean absolute change (weight 1%) and an
+///   envelope of changes (the largest rise and fall, decaying toward 0 by 0.02% per nonzero
+///   change): min(c / (10/6 threshold mean changes), (c - rise) / (0.2 spread of changes)) on the
+///   high side, likewise for a fall. It catches a jump on a smooth series that the value channel
+///   finds ordinary (the series was there before); a jump like those it makes every few hours is
+///   not new.
+/// - the daily profile, a seasonal baseline in 24 phases (the UTC hour of `at`): per phase, the
+///   mean residual from the median and the mean absolute deviation from it, weighted 10% a day
+///   (a sample sooner after its phase's day began weighs in proportion to the time). After 3
+///   days, (x - median - phase mean) / (8/6 threshold deviations), the deviation at least the
+///   mean deviation above; off while the MAD is 0 (mostly one value).
+/// The evidence of a sample is the largest of the three channels'.
 /// A sample is degrading when the evidence of a judged side is over 1, and for the next 3 samples
 /// after one is (so one incident with a few normal-looking values inside it is one alarm, not
 /// several). The score is evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
@@ -27,7 +41,7 @@ import VitalsKit
 /// the median on the latency field, and never learned, so they do not move the baseline.
 ///
 /// Cost: as `SortedWindow` (O(log window) and a small memory move) plus O(1); memory is the window
-/// and six numbers per monitor.
+/// and ten numbers per monitor, and 120 for the daily profile once a sample with an `at` is learned.
 struct EnvelopeDetector: MonitorDetector {
     static let madToSigma = 1.4826
     /// The mean deviation's weight per sample.
@@ -42,6 +56,29 @@ struct EnvelopeDetector: MonitorDetector {
     static let envelopeMargin = 0.05
     /// Samples that stay degrading after the last one over the limit.
     static let holdSamples = 3
+    /// The change channel's limit, in mean absolute changes, is this times the threshold (10 at
+    /// the default 6).
+    static let changeThresholdFactor = 10.0 / 6.0
+    /// The mean absolute change's weight per sample.
+    static let changeWeight = 0.01
+    /// How far the envelope of changes moves back toward 0 per nonzero change.
+    static let changeDecay = 0.0002
+    /// How far beyond the envelope of changes, in its spreads, a change must be.
+    static let changeMargin = 0.2
+    /// The daily profile's phases: the hours of the day (UTC) of a sample's `at`.
+    static let phases = 24
+    /// The profile's weight per day: a visit of a phase a day or more after its last day's first
+    /// weighs this much, one sooner in proportion to the time (none at the same time or earlier).
+    static let profileWeight = 0.1
+    /// Days a phase must have been visited on before its profile judges (a visit 12 hours or more
+    /// after the last counted one starts a day).
+    static let profileVisits = 3
+    /// Numbers kept per phase: the sums of residuals, of deviations and of weights, the days
+    /// visited (up to `profileVisits`), and the `at` of the last counted day's first visit.
+    static let profileStride = 5
+    /// The profile channel's limit, in the phase's mean deviations, is this times the threshold
+    /// (8 at the default 6).
+    static let profileThresholdFactor = 8.0 / 6.0
 
     private var window: SortedWindow
     /// Exponentially weighted sum of absolute deviations and of their weights (bias-corrected mean).
@@ -50,6 +87,18 @@ struct EnvelopeDetector: MonitorDetector {
     private var upper: Double?
     private var lower: Double?
     private var hold = 0
+    /// Exponentially weighted sum of absolute changes between consecutive learned values, and of
+    /// their weights.
+    private var changeSum = 0.0
+    private var changeWeights = 0.0
+    /// The envelope of changes: the largest rise and fall seen, each decaying toward 0.
+    private var changeUpper: Double?
+    private var changeLower: Double?
+    /// The daily profile, `profileStride` numbers per phase: the weighted sum of the residuals from
+    /// the median, of their absolute deviations from the phase's mean residual, of the weights, the
+    /// days visited, and the time (ms) the last of them started. Empty until a sample with an
+    /// `at` is learned.
+    private var profile: [Double] = []
 
     init(settings: DetectorSettings) {
         window = SortedWindow(capacity: settings.window - 1)
@@ -98,7 +147,8 @@ struct EnvelopeDetector: MonitorDetector {
         let realMean = simulated ? SimulatedLatency.mean(window.sorted) : nil
         let simulatedOver = simulated && SimulatedLatency.isDegrading(x, realMean: realMean)
         if n + 1 >= settings.minSamples {
-            var scale = max(Self.madToSigma * window.mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
+            let mad = window.mad
+            var scale = max(Self.madToSigma * mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
             if deviationWeights > 0 { scale = max(scale, Self.deviationFactor * deviationSum / deviationWeights) }
             let z = (x - median) / scale
             let spread = max(high - low, scale)
@@ -107,6 +157,30 @@ struct EnvelopeDetector: MonitorDetector {
             var evidence = 0.0
             if settings.direction.judgesHigh { evidence = max(evidence, min(z / k, (x - high) / margin)) }
             if settings.direction.judgesLow { evidence = max(evidence, min(-z / k, (low - x) / margin)) }
+            // The change channel: the step from the last value against the steps seen before.
+            if let rise = changeUpper, let fall = changeLower, changeWeights > 0 {
+                let change = x - window.newest
+                let changeScale = max(changeSum / changeWeights, Double.leastNormalMagnitude)
+                let zc = change / changeScale
+                let kc = Self.changeThresholdFactor * k
+                let changeMargin = Self.changeMargin * max(rise - fall, changeScale)
+                if settings.direction.judgesHigh { evidence = max(evidence, min(zc / kc, (change - rise) / changeMargin)) }
+                if settings.direction.judgesLow { evidence = max(evidence, min(-zc / kc, (fall - change) / changeMargin)) }
+            }
+            // The daily profile: the value against the median plus its phase's usual offset. A
+            // window that is mostly one value (MAD 0) has no profile to speak of.
+            if mad > 0, let phase = Self.phase(observation.atMs), !profile.isEmpty,
+               case let base = Self.profileStride * phase,
+               profile[base + 3] >= Double(Self.profileVisits), profile[base + 2] > 0 {
+                let weight = profile[base + 2]
+                var deviation = profile[base + 1] / weight
+                if deviationWeights > 0 { deviation = max(deviation, deviationSum / deviationWeights) }
+                if deviation > 0 {
+                    let residual = (x - (median + profile[base] / weight)) / (Self.profileThresholdFactor * k * deviation)
+                    if settings.direction.judgesHigh { evidence = max(evidence, residual) }
+                    if settings.direction.judgesLow { evidence = max(evidence, -residual) }
+                }
+            }
             var over = evidence > 1
             if simulatedOver { over = true }
             if over {
@@ -123,14 +197,63 @@ struct EnvelopeDetector: MonitorDetector {
             report.verdict = .degrading
             report.score = SimulatedLatency.score(x, realMean: realMean)
         }
-        if !observation.simulated { learn(x, median: median) }
+        if !observation.simulated {
+            learn(x, median: median)
+            if let at = observation.atMs { learnProfile(x - median, at: at) }
+        }
         return report
+    }
+
+    /// The hour of the day (UTC) of `atMs`, when there is one.
+    static func phase(_ atMs: Int64?) -> Int? {
+        guard let at = atMs else { return nil }
+        let day: Int64 = 86_400_000
+        return Int(((at % day) + day) % day / (day / Int64(phases)))
+    }
+
+    /// Learns a residual from the median in the phase of `at`, weighted by the time since the
+    /// phase's last day started: a day or more, the full weight; sooner, in proportion (a sample
+    /// every minute moves its hour's profile about as much in an hour as one sample an hour does);
+    /// a repeated or earlier `at`, none.
+    private mutating func learnProfile(_ residual: Double, at: Int64) {
+        guard let phase = Self.phase(at) else { return }
+        if profile.isEmpty { profile = [Double](repeating: 0, count: Self.profileStride * Self.phases) }
+        let base = Self.profileStride * phase
+        let day = 86_400_000.0
+        var w = Self.profileWeight
+        var newDay = true
+        if profile[base + 3] > 0 {
+            let elapsed = Double(at) - profile[base + 4]
+            w = Self.profileWeight * min(1, max(0, elapsed / day))
+            newDay = elapsed >= day / 2
+        }
+        let mean = profile[base + 2] > 0 ? profile[base] / profile[base + 2] : 0
+        profile[base + 1] = (1 - w) * profile[base + 1] + w * abs(residual - mean)
+        profile[base] = (1 - w) * profile[base] + w * residual
+        profile[base + 2] = (1 - w) * profile[base + 2] + w
+        if newDay {
+            profile[base + 3] = min(profile[base + 3] + 1, Double(Self.profileVisits))
+            profile[base + 4] = Double(at)
+        }
     }
 
     /// Learns a value: the mean deviation from `median` (the baseline it was judged against), the
     /// envelope, the window.
     private mutating func learn(_ x: Double, median: Double) {
         if window.count > 0 {
+            let change = x - window.newest
+            changeSum = (1 - Self.changeWeight) * changeSum + Self.changeWeight * abs(change)
+            changeWeights = (1 - Self.changeWeight) * changeWeights + Self.changeWeight
+            if let rise = changeUpper, let fall = changeLower {
+                // A step of 0 says nothing about the size of steps (as a value at the median above).
+                if change != 0 {
+                    changeUpper = max(change, rise * (1 - Self.changeDecay))
+                    changeLower = min(change, fall * (1 - Self.changeDecay))
+                }
+            } else {
+                changeUpper = change
+                changeLower = change
+            }
             deviationSum = (1 - Self.deviationWeight) * deviationSum + Self.deviationWeight * abs(x - median)
             deviationWeights = (1 - Self.deviationWeight) * deviationWeights + Self.deviationWeight
         }
@@ -157,6 +280,11 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.optionalNumber("upper", upper, to: &out)
         StateText.optionalNumber("lower", lower, to: &out)
         StateText.optionalInteger("hold", Int64(hold), to: &out)
+        StateText.number("change_sum", changeSum, to: &out)
+        StateText.number("change_weights", changeWeights, to: &out)
+        StateText.optionalNumber("change_upper", changeUpper, to: &out)
+        StateText.optionalNumber("change_lower", changeLower, to: &out)
+        StateText.numbers("profile", profile, to: &out)
     }
 
     init(state: JSONObject, settings: DetectorSettings) throws(StateError) {
@@ -173,6 +301,27 @@ struct EnvelopeDetector: MonitorDetector {
         guard deviationSum >= 0, (0...1).contains(deviationWeights) else { throw StateError("the mean deviation is out of range") }
         guard (upper == nil) == (lower == nil), (upper == nil) == (window.count == 0) else {
             throw StateError("the envelope does not match the values")
+        }
+        changeSum = try state.stateNumber("change_sum")
+        changeWeights = try state.stateNumber("change_weights")
+        changeUpper = try state.optionalStateNumber("change_upper")
+        changeLower = try state.optionalStateNumber("change_lower")
+        guard changeSum >= 0, (0...1).contains(changeWeights) else { throw StateError("the mean change is out of range") }
+        guard (changeUpper == nil) == (changeLower == nil), window.count > 0 || changeUpper == nil else {
+            throw StateError("the envelope of changes does not match the values")
+        }
+        let size = Self.profileStride * Self.phases
+        profile = try state.stateNumbers("profile", limit: size)
+        guard profile.isEmpty || profile.count == size else {
+            throw StateError("'profile' has \(profile.count) numbers, not 0 or \(size)")
+        }
+        for phase in 0..<(profile.count / Self.profileStride) {
+            let base = Self.profileStride * phase
+            let visits = profile[base + 3]
+            guard profile[base + 1] >= 0, (0...1).contains(profile[base + 2]),
+                  visits == visits.rounded(), (0...Double(Self.profileVisits)).contains(visits) else {
+                throw StateError("'profile' is out of range at phase \(phase)")
+            }
         }
     }
 }

@@ -74,25 +74,49 @@ struct LineBuffer: ~Copyable {
             units /= 10
             places -= 1
         }
-        // Digits from the right into a stack buffer: the fraction's `places` digits, a point, the rest.
+        // Digits from the right into a stack buffer, two at a time from a table of "00" to "99":
+        // the fraction's `places` digits, a point, then the whole part (at least one digit).
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &digits) { raw in
+            let pairs = Self.digitPairs.utf8Start
             var end = raw.count
-            var rest = units
-            var written = 0
-            repeat {
-                if written == places, places > 0 {
+            var rest = UInt64(units)
+            func pair(_ value: UInt64) {
+                end -= 2
+                raw[end] = pairs[Int(value) * 2]
+                raw[end + 1] = pairs[Int(value) * 2 + 1]
+            }
+            if places > 0 {
+                var left = places
+                while left >= 2 {
+                    pair(rest % 100)
+                    rest /= 100
+                    left -= 2
+                }
+                if left == 1 {
                     end -= 1
-                    raw[end] = UInt8(ascii: ".")
+                    raw[end] = UInt8(truncatingIfNeeded: rest % 10) + 0x30
+                    rest /= 10
                 }
                 end -= 1
-                raw[end] = UInt8(rest % 10) + 0x30
-                rest /= 10
-                written += 1
-            } while rest > 0 || written <= places
+                raw[end] = UInt8(ascii: ".")
+            }
+            while rest >= 100 {
+                pair(rest % 100)
+                rest /= 100
+            }
+            if rest >= 10 {
+                pair(rest)
+            } else {
+                end -= 1
+                raw[end] = UInt8(truncatingIfNeeded: rest) + 0x30
+            }
             append(raw.baseAddress! + end, raw.count - end)
         }
     }
+
+    /// "00", "01", ... "99", for writing two digits at a time.
+    private static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
     /// Appends a whole number.
     mutating func append(integer value: Int) { append(Double(value), decimals: 0) }

@@ -59,6 +59,9 @@ struct SortedWindow {
     /// The number of values held.
     var count: Int { sorted.count }
 
+    /// The value added last; the window must not be empty.
+    var newest: Double { ring[ring.count - 1] }
+
     /// Adds `value` as the newest, dropping the oldest when full.
     mutating func append(_ value: Double) {
         if let evicted = ring.append(value) {

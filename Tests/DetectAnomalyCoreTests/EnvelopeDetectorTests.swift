@@ -54,6 +54,145 @@ struct EnvelopeDetectorTests {
         #expect(reports[230].score < 0.5)
     }
 
+    /// 0, 1, ..., 199: a smooth ramp, every change +1.
+    let ramp: [Double] = (0..<200).map(Double.init)
+
+    // On the ramp, by hand: the mean absolute change is 1 (every change is 1), the envelope of
+    // changes is [0.9998^197, 1] (the fall decays 0.02% per nonzero change from the first 1), so its
+    // spread is below the scale 1 and the margin is 0.2 x 1; the change limit is 10/6 x 6 = 10 mean
+    // changes. The value channel sees the median 150 of 101...199, the MAD 25 (scale at least 37), so
+    // a value up to 230 is less than 2.2 scales out: evidence below 0.37, never the larger one.
+    @Test("a step 11 times the usual change is degrading on a smooth ramp the value channel finds ordinary")
+    func changeStep() {
+        let step = feed(ramp + [230])
+        #expect(step[..<200].allSatisfy { $0.verdict != .degrading })
+        // change 31: evidence min(31 / 10, (31 - 1) / 0.2) = 3.1, score 3.1 / 4.1.
+        #expect(step[200].verdict == .degrading)
+        #expect(abs(step[200].score - 3.1 / 4.1) < 1e-9)
+        // change 9: evidence 0.9, stable, score 0.9 / 1.9; change 11: 1.1, degrading, 1.1 / 2.1.
+        let nine = feed(ramp + [208])[200]
+        #expect(nine.verdict == .stable)
+        #expect(abs(nine.score - 0.9 / 1.9) < 1e-9)
+        let eleven = feed(ramp + [210])[200]
+        #expect(eleven.verdict == .degrading)
+        #expect(abs(eleven.score - 1.1 / 2.1) < 1e-9)
+    }
+
+    @Test("a fall of 30 on the ramp is judged with --direction both, not with high")
+    func changeFall() {
+        var both = settings
+        both.direction = .both
+        // change -30: evidence min(30 / 10, (0.9998^197 + 30) / 0.2) = 3, score 3 / 4.
+        let fall = feed(ramp + [169], settings: both)[200]
+        #expect(fall.verdict == .degrading)
+        #expect(abs(fall.score - 0.75) < 1e-9)
+        #expect(feed(ramp + [169])[200].verdict == .stable)
+    }
+
+    @Test("a step like one seen before is not new: the envelope of changes remembers it")
+    func changeRemembered() {
+        // +31 at 200, the ramp again, +31 at 250: the rise is then 31 x 0.9998^49 = 30.70, so the
+        // second step is 0.3 beyond it, about 0.05 of the margin 0.2 x (30.70 - 0.95).
+        let values = ramp + (0..<50).map { 230 + Double($0) } + [310]
+        let reports = feed(values)
+        #expect(reports[200].verdict == .degrading)
+        #expect(reports[250].verdict == .stable)
+        #expect(reports[250].score < 0.5)
+    }
+
+    /// Hourly samples for `days` days: 98 at even hours (UTC), 102 at odd ones, then `last` at `lastHour`.
+    func daily(days: Int, last: Double, lastHour: Int, withTime: Bool = true) -> [EnvelopeDetector.Report] {
+        var settings = self.settings
+        settings.window = 101 // 100 values: 50 of each, so the median is 100 and the MAD 2
+        var detector = EnvelopeDetector(settings: settings)
+        var reports: [EnvelopeDetector.Report] = []
+        for hour in 0..<(days * 24) {
+            let value: Double = hour % 2 == 0 ? 98 : 102
+            reports.append(detector.judge(Observation(value: value, atMs: withTime ? Int64(hour) * 3_600_000 : nil), settings: settings))
+        }
+        let at = Int64(days * 24 + lastHour) * 3_600_000
+        reports.append(detector.judge(Observation(value: last, atMs: withTime ? at : nil), settings: settings))
+        return reports
+    }
+
+    // By hand, after 40 days: the median is 100 and the MAD 2 (scale 1.4826 x 2 = 2.965); the mean
+    // absolute deviation from the median is 2; each even hour's mean residual is -2 and each odd
+    // one's +2 (the first days' other medians weigh 0.9^36, about 2%), their own deviation near 0,
+    // so the profile's deviation is the mean deviation, 2, and its limit 8/6 x 6 x 2 = 16.
+    // 116 at an even hour: the profile's evidence (116 - 98) / 16 = 1.125 (score 0.529); the value
+    // channel's (116 - 100) / 2.965 / 6 = 0.899; the change channel's 14 / 4 / 10 = 0.35.
+    @Test("the daily profile: a value usual at other hours but 9 deviations over its own hour's is degrading")
+    func profile() {
+        let even = daily(days: 40, last: 116, lastHour: 4)
+        #expect(even[..<(40 * 24)].allSatisfy { $0.verdict != .degrading })
+        #expect(even.last?.verdict == .degrading)
+        #expect(abs(even.last!.score - 1.125 / 2.125) < 0.005)
+        // At an odd hour, where 102 is usual: (116 - 102) / 16 = 0.875, stable, the value channel's 0.899 the larger.
+        let odd = daily(days: 40, last: 116, lastHour: 5)
+        #expect(odd.last?.verdict == .stable)
+        #expect(abs(odd.last!.score - 0.899 / 1.899) < 0.005)
+        // Without `at` there is no profile: the same value at the same place is stable.
+        let untimed = daily(days: 40, last: 116, lastHour: 4, withTime: false)
+        #expect(untimed.last?.verdict == .stable)
+        #expect(abs(untimed.last!.score - 0.899 / 1.899) < 0.005)
+    }
+
+    @Test("the daily profile judges only after 3 visits of an hour, and not a window that is mostly one value")
+    func profileGates() {
+        // Two days: every hour visited twice (the first day's first hours not at all), so no profile.
+        let early = daily(days: 2, last: 116, lastHour: 4)
+        #expect(early.last?.verdict == .stable)
+        // Mostly zeros (MAD 0): an occasional 10 at one hour of the day is not judged by the profile.
+        var detector = EnvelopeDetector(settings: settings)
+        var last = EnvelopeDetector.unjudged
+        for hour in 0..<(40 * 24) {
+            let value: Double = hour % 24 == 7 ? 10 : 0
+            last = detector.judge(Observation(value: value, atMs: Int64(hour) * 3_600_000), settings: settings)
+        }
+        #expect(last.verdict == .stable)
+        last = detector.judge(Observation(value: 10, atMs: Int64(40 * 24 + 3) * 3_600_000), settings: settings)
+        #expect(last.verdict == .stable, "10 at 03:00 is unusual for that hour, but the window is mostly 0")
+    }
+
+    /// The daily profile's numbers in the detector's state (five per hour of the day).
+    func profileNumbers(_ detector: EnvelopeDetector) throws -> [Double] {
+        var bytes = Array("{\"monitor\":\"m\"".utf8)
+        detector.encodeState(to: &bytes)
+        bytes.append(UInt8(ascii: "}"))
+        let items = try #require(try JSONParser.parse(bytes).objectValue?["profile"]?.arrayValue)
+        return items.compactMap(\.doubleValue)
+    }
+
+    @Test("the profile is daily at any cadence: an hour of minute samples is one day's visit, weighing about one")
+    func profileCadence() throws {
+        var detector = EnvelopeDetector(settings: settings)
+        // Minute samples 00:00-00:59: the first starts the window, the 59 others are learned in phase
+        // 0. By hand: the first learned (00:01) weighs 0.1 and starts the day; the one j minutes
+        // later weighs 0.1 x j / 1440, so the weights' sum W follows W = (1 - w) W + w: about 0.1 +
+        // 0.85 x 0.1 x (1 + ... + 58) / 1440 = 0.1 + 0.85 x 0.1 x 1711 / 1440 = 0.201 (1 - W falls
+        // from 0.9 to 0.8 on the way).
+        for minute in 0..<60 {
+            _ = detector.judge(Observation(value: Double(100 + minute % 2), atMs: Int64(minute) * 60_000), settings: settings)
+        }
+        let profile = try profileNumbers(detector)
+        #expect(profile.count == 120)
+        #expect(profile[3] == 1, "one day visited")
+        #expect(profile[4] == 60_000, "the day started at 00:01")
+        #expect(abs(profile[2] - 0.201) < 0.003)
+        #expect(profile[5...].allSatisfy { $0 == 0 }, "no other hour visited")
+        // An `at` at the day's start or before it (time repeated or stepping back): no weight, no day.
+        _ = detector.judge(Observation(value: 500, atMs: 60_000), settings: settings)
+        _ = detector.judge(Observation(value: 500, atMs: 0), settings: settings)
+        #expect(try profileNumbers(detector)[0..<5] == profile[0..<5])
+        // The next day's 00:00, 23 h 59 min after the day began: a second day, weight 0.1 x 1439 / 1440.
+        _ = detector.judge(Observation(value: 100, atMs: 86_400_000), settings: settings)
+        let next = try profileNumbers(detector)
+        #expect(next[3] == 2)
+        #expect(next[4] == 86_400_000)
+        let w = 0.1 * 1439 / 1440
+        #expect(abs(next[2] - ((1 - w) * profile[2] + w)) < 1e-12)
+    }
+
     @Test("mostly zeros: the MAD is 0, yet values like the occasional ones are stable and one far beyond is not")
     func mostlyZeros() {
         var values: [Double] = []
@@ -94,7 +233,9 @@ struct EnvelopeDetectorTests {
     func stateRoundTrip() throws {
         var random = TestRandom(state: 11)
         let values = (0..<400).map { _ in random.uniform() < 0.03 ? 0 : 50 + random.uniform() * (random.uniform() < 0.05 ? 2000 : 40) }
-        let (expected, got) = try reportsWithRoundTrips(EnvelopeDetector.self, values.map { Observation(value: $0) }, settings: settings)
+        // Ten minutes apart, so every hour of the daily profile is learned and judges.
+        let observations = values.enumerated().map { Observation(value: $1, atMs: Int64($0) * 600_000) }
+        let (expected, got) = try reportsWithRoundTrips(EnvelopeDetector.self, observations, settings: settings)
         #expect(got == expected)
         #expect(got.contains { $0.verdict == .degrading })
     }

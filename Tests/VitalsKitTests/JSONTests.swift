@@ -73,6 +73,34 @@ struct JSONTests {
         }
     }
 
+    @Test("a string's end, escapes and control characters are found at every position of the eight-byte scan")
+    func stringScanPositions() throws {
+        // Filler with a two-byte UTF-8 letter (bytes 0xC3 0xA9), never a byte the scan stops at.
+        let filler = Array("ab\u{E9}cdefghijklmnopqrstuvwxyz".utf8)
+        for position in 0..<20 {
+            let text = Array(filler[0..<position])
+            // The string ends at its first unescaped quote: the value is the quotes and `position` bytes.
+            let plain = [UInt8(ascii: "{"), 0x22, 0x6B, 0x22, 0x3A, 0x22] + text + [0x22, 0x2C, 0x22, 0x6E, 0x22, 0x3A, 0x31, 0x7D]
+            let fields = try plain.withUnsafeBufferPointer { try JSONParser.scanObject($0) }
+            #expect(fields.map(\.valueEnd) == [5 + position + 2, plain.count - 1], "end quote after \(position) bytes")
+            // An escaped quote at `position` does not end the string.
+            let escaped = Array(#"{"k":""#.utf8) + text + [0x5C, 0x22] + filler + [0x22, 0x7D]
+            let escapedFields = try escaped.withUnsafeBufferPointer { try JSONParser.scanObject($0) }
+            #expect(escapedFields.map(\.valueEnd) == [escaped.count - 1], "escaped quote after \(position) bytes")
+            // A raw control character at `position` is an error at its column.
+            let control = Array(#"{"k":""#.utf8) + text + [0x01] + filler + [0x22, 0x7D]
+            do {
+                _ = try control.withUnsafeBufferPointer { try JSONParser.scanObject($0) }
+                Issue.record("a control character after \(position) bytes was accepted")
+            } catch let error as JSONSyntaxError {
+                #expect(error.column == 5 + 1 + position + 1, "control character after \(position) bytes")
+                #expect(error.message.hasPrefix("control character"), "\(error)")
+            } catch {
+                Issue.record("\(error)")
+            }
+        }
+    }
+
     @Test("scanArray finds element ranges")
     func scanArray() throws {
         let text = Array(#"[ {"a":1}, "x" ,[2] ]"#.utf8)

@@ -219,6 +219,8 @@ public struct JSONParser {
     private mutating func skipString() throws(JSONSyntaxError) {
         index += 1
         while index < bytes.count {
+            skipOrdinaryStringBytes()
+            guard index < bytes.count else { break }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") { index += 1; return }
             if byte == UInt8(ascii: "\\") {
@@ -240,6 +242,30 @@ public struct JSONParser {
             index += 1
         }
         throw error("unterminated string")
+    }
+
+    /// Moves `index` over string bytes that need no attention (not `"`, not `\`, not a control
+    /// character), eight at a time, stopping at the first byte that does or within the last eight.
+    ///
+    /// Per 64-bit word, `(w - 0x01...01 * n) & ~w & 0x80...80` flags the bytes below n (n <= 0x80),
+    /// and the lowest flag is exact (a borrow only reaches bytes above a flagged one); a byte equal
+    /// to c is a zero byte of `w ^ c...c`. UTF-8 bytes (0x80 and up) are never flagged.
+    @inline(__always) private mutating func skipOrdinaryStringBytes() {
+        guard let base = bytes.baseAddress else { return }
+        let raw = UnsafeRawPointer(base)
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while index + 8 <= bytes.count {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+            let quote = word ^ (ones &* 0x22)
+            let backslash = word ^ (ones &* 0x5C)
+            let flags = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word) & highs
+            if flags != 0 {
+                index += flags.trailingZeroBitCount / 8
+                return
+            }
+            index += 8
+        }
     }
 
     private mutating func skipNumber() throws(JSONSyntaxError) {
