@@ -154,6 +154,16 @@ final class ClickHouseClient {
         self.waitMs = waitMs
     }
 
+    /// A request started by `start` and not finished yet.
+    struct Pending {
+        fileprivate let request: HTTPRequest
+        fileprivate let token: Int
+        fileprivate let started: Int64
+        fileprivate let place: String
+        /// An INSERT with rows: a resend may double them.
+        fileprivate let isInsert: Bool
+    }
+
     /// Runs `query` (its answer in the `format` the query names) on the server of the URL, or on
     /// the shard endpoint `endpoint` (`HOST:PORT`). With `data`, the query is an INSERT whose rows
     /// are `data`. `settings` are ClickHouse settings sent as URL parameters.
@@ -161,6 +171,12 @@ final class ClickHouseClient {
     /// have stored what it did not acknowledge.
     func run(_ query: String, data: [UInt8]? = nil, endpoint: String? = nil, settings: [String: String] = [:],
              beforeResend: (() throws -> Void)? = nil) throws -> [UInt8] {
+        try finish(start(query, data: data, endpoint: endpoint, settings: settings), beforeResend: beforeResend)
+    }
+
+    /// Sends a request and returns at once; `finish` waits for its answer (and retries), `pump`
+    /// moves it along meanwhile. One request is on the wire at a time: later ones wait their turn.
+    func start(_ query: String, data: [UInt8]? = nil, endpoint: String? = nil, settings: [String: String] = [:]) -> Pending {
         let base = "\(location.scheme)://\(endpoint ?? (location.host.contains(":") ? "[\(location.host)]" : location.host) + ":\(location.port)")/"
         // Every table name is qualified with the database, which need not exist yet.
         var parameters: [String] = []
@@ -174,29 +190,39 @@ final class ClickHouseClient {
         request.maxRedirects = 0
         request.username = location.user ?? (location.password != nil ? "default" : nil)
         request.password = location.password
-        let where_ = endpoint.map { "the shard at \($0) of \(location.display)" } ?? location.display
-        let started = Clock.monotonicMilliseconds()
+        let place = endpoint.map { "the shard at \($0) of \(location.display)" } ?? location.display
+        return Pending(request: request, token: submit(request), started: Clock.monotonicMilliseconds(), place: place, isInsert: data != nil)
+    }
+
+    /// Lets the transfers in progress move on without waiting (an upload stalls while nobody does).
+    func pump() {
+        for done in engine.step(timeoutMs: 0) { finished[done.token] = done.result }
+    }
+
+    /// Waits for a started request's answer, retrying a transport failure as `run` says.
+    func finish(_ pending: Pending, beforeResend: (() throws -> Void)? = nil) throws -> [UInt8] {
         var attempt = 0
+        var result = wait(for: pending.token)
         while true {
-            let result = perform(request)
             if result.failure == nil, result.httpCode == 200 {
-                if result.stoppedAtLimit { throw ToolError("ClickHouse at \(where_): an answer larger than \(ClickHouseClient.maxAnswerBytes >> 20) MiB") }
+                if result.stoppedAtLimit { throw ToolError("ClickHouse at \(pending.place): an answer larger than \(ClickHouseClient.maxAnswerBytes >> 20) MiB") }
                 return result.body
             }
             if result.failure == nil {
-                throw ToolError("ClickHouse at \(where_) refused: \(ClickHouseClient.explain(result.body, code: result.httpCode))")
+                throw ToolError("ClickHouse at \(pending.place) refused: \(ClickHouseClient.explain(result.body, code: result.httpCode))")
             }
             attempt += 1
-            let elapsed = Clock.monotonicMilliseconds() - started
+            let elapsed = Clock.monotonicMilliseconds() - pending.started
             let pause: Int64 = waitMs > 0 ? min(2_000, 100 << Int64(min(attempt, 5))) : (attempt == 1 ? 100 : 400)
             let retry = waitMs > 0 ? elapsed + pause < waitMs : attempt < 3
             if !retry || Signals.stopRequested {
                 let why = result.curlMessage.isEmpty ? (result.failure?.rawValue ?? "no answer") : result.curlMessage
-                throw ToolError("cannot reach ClickHouse at \(where_): \(why)"
+                throw ToolError("cannot reach ClickHouse at \(pending.place): \(why)"
                                 + (waitMs > 0 ? " (still failing after --wait \(DefaultText.duration(milliseconds: waitMs)))" : " (--wait DURATION keeps retrying)"))
             }
             usleep(useconds_t(pause * 1000))
-            if data != nil { try beforeResend?() }
+            if pending.isInsert { try beforeResend?() }
+            result = wait(for: submit(pending.request))
         }
     }
 
@@ -205,11 +231,19 @@ final class ClickHouseClient {
         _ = try run(query, endpoint: endpoint, settings: settings)
     }
 
-    private func perform(_ request: HTTPRequest) -> HTTPResult {
+    private func submit(_ request: HTTPRequest) -> Int {
         token += 1
         engine.submit(request, token: token)
+        return token
+    }
+
+    /// Answers that came in while waiting for another request, by token.
+    private var finished: [Int: HTTPResult] = [:]
+
+    private func wait(for token: Int) -> HTTPResult {
         while true {
-            if let done = engine.step(timeoutMs: 1_000).first(where: { $0.token == token }) { return done.result }
+            if let done = finished.removeValue(forKey: token) { return done }
+            for done in engine.step(timeoutMs: 1_000) { finished[done.token] = done.result }
         }
     }
 

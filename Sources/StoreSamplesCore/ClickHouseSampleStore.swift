@@ -273,6 +273,8 @@ final class ClickHouseSampleStore: SampleStore {
         batch.uint8(held ? 1 : 0)
         batch.string(sample.line)
         rowsInBatch += 1
+        // Keep the batch in flight moving while this one is read (an upload stalls otherwise).
+        if inFlight != nil, rowsInBatch & 255 == 0 { client.pump() }
         if sample.metaRanges[3] != nil, let agent = sample.agent {
             batchAgents[agent, default: AgentSpan(sample.at)].widen(sample.at)
             if let name = sample.agentName { batchAgentNames[agent] = name }
@@ -325,6 +327,17 @@ final class ClickHouseSampleStore: SampleStore {
     }
 
     func commitBatch(retention: Retention, now: Int64) throws {
+        try submitBatch(retention: retention, now: now)
+        try awaitSubmitted()
+    }
+
+    /// The samples INSERT sent and not yet answered: its request, and the sample ids it holds.
+    private var inFlight: (pending: ClickHouseClient.Pending, firstID: Int64, lastID: Int64)?
+
+    /// Stores the batch's monitors and agents, then sends its samples without waiting for the
+    /// answer, so the next batch is read meanwhile; `awaitSubmitted` waits (one batch in flight).
+    func submitBatch(retention: Retention, now: Int64) throws {
+        try awaitSubmitted()
         guard batchOpen else { return }
         do {
             // Monitors first, so no sample is ever stored under a monitor the store does not list.
@@ -366,18 +379,34 @@ final class ClickHouseSampleStore: SampleStore {
             }
             try writeAgents(agentRecords)
             if rowsInBatch > 0 {
-                try insert("samples", "monitor, at, id, writer, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, origin, agent, held, record",
-                           batch.bytes)
-                var writerRow = RowBinaryWriter()
-                writerRow.uint64(writer)
-                writerRow.uint64(UInt64(max(0, (nextSampleID ?? 1) - 1)))
-                writerRow.int64(Clock.wallMilliseconds())
-                try insert("writers", "writer, last_id, updated_at", writerRow.bytes)
+                let last = (nextSampleID ?? 1) - 1
+                let pending = client.start("INSERT INTO \(table("samples")) (monitor, at, id, writer, status, latency_ms, reason, code, message, "
+                                           + "tls_expiry_days, speed_mbps, origin, agent, held, record) FORMAT RowBinary",
+                                           data: batch.bytes, settings: insertSettings)
+                inFlight = (pending, last - Int64(rowsInBatch) + 1, last)
             }
             for name in dirty { monitorsByName?[name]?.dirty = false }
             for record in agentRecords { agentSeen[record.id, default: AgentSpan(record.createdAt)].widen(AgentSpan(record.createdAt, record.lastSeen)) }
             clearBatch()
             try applyRetention(retention, now: now)
+        } catch {
+            abortBatch()
+            throw error
+        }
+    }
+
+    /// Waits for the samples INSERT in flight, if any (sending it again after a transport failure,
+    /// marked first in `resends`), then records the writer's last sample id.
+    func awaitSubmitted() throws {
+        guard let flight = inFlight else { return }
+        inFlight = nil
+        do {
+            _ = try client.finish(flight.pending) { try self.markResend(firstID: flight.firstID) }
+            var writerRow = RowBinaryWriter()
+            writerRow.uint64(writer)
+            writerRow.uint64(UInt64(max(0, flight.lastID)))
+            writerRow.int64(Clock.wallMilliseconds())
+            try insert("writers", "writer, last_id, updated_at", writerRow.bytes)
         } catch {
             abortBatch()
             throw error
@@ -394,6 +423,7 @@ final class ClickHouseSampleStore: SampleStore {
 
     func abortBatch() {
         clearBatch()
+        inFlight = nil
         // What the batch changed in memory was not stored: read it again when needed.
         monitorsByName = nil
         agentsByID = nil
@@ -403,23 +433,28 @@ final class ClickHouseSampleStore: SampleStore {
         nextSampleID = nil
     }
 
+    /// Settings of every INSERT: into a cluster's `Distributed` tables, answered once every shard has its rows.
+    private var insertSettings: [String: String] { isCluster ? ["insert_distributed_sync": "1"] : [:] }
+
     private func insert(_ name: String, _ columns: String, _ rows: [UInt8]) throws {
-        let settings = isCluster ? ["insert_distributed_sync": "1"] : [:]
-        var marked = false
-        _ = try client.run("INSERT INTO \(table(name)) (\(columns)) FORMAT RowBinary", data: rows, settings: settings) {
-            // Before samples are sent a second time (the first try may have been stored), say so:
-            // from then on the reads dedup with FINAL.
-            guard name == "samples", !marked else { return }
-            var marker = RowBinaryWriter()
-            marker.uint64(self.writer)
-            marker.uint64(UInt64(max(0, (self.nextSampleID ?? 1) - Int64(self.rowsInBatch))))
-            marker.int64(Clock.wallMilliseconds())
-            _ = try self.client.run("INSERT INTO \(self.table("resends")) (writer, first_id, at) FORMAT RowBinary", data: marker.bytes,
-                                    settings: settings)
-            marked = true
-            self.samplesFrom = nil
-        }
+        _ = try client.run("INSERT INTO \(table(name)) (\(columns)) FORMAT RowBinary", data: rows, settings: insertSettings)
     }
+
+    /// Before samples are sent a second time (the first try may have been stored), says so in
+    /// `resends` (once a batch): from then on the reads dedup with FINAL.
+    private func markResend(firstID: Int64) throws {
+        guard markedResend != firstID else { return }
+        var marker = RowBinaryWriter()
+        marker.uint64(writer)
+        marker.uint64(UInt64(max(0, firstID)))
+        marker.int64(Clock.wallMilliseconds())
+        try insert("resends", "writer, first_id, at", marker.bytes)
+        markedResend = firstID
+        samplesFrom = nil
+    }
+
+    /// The batch (its first sample id) whose resend is marked.
+    private var markedResend: Int64?
 
     private func writeAgents(_ records: [AgentRecord]) throws {
         guard !records.isEmpty else { return }

@@ -17,6 +17,10 @@ final class Ingester {
     var maxWaitMs: Int64 = 200
     /// Records added to the open batch, kept for passing on after the commit.
     private var pending: [UInt8] = []
+    /// Records of the batch submitted and not yet acknowledged (a store that sends batches
+    /// without waiting: ClickHouse), passed on once it is, and the number of its samples.
+    private var inFlight: [UInt8] = []
+    private var inFlightCount = 0
     private var batchCount = 0
     /// `monitor` records in the open batch (they change the store but are no samples).
     private var batchNotes = 0
@@ -45,7 +49,8 @@ final class Ingester {
         reader.onIdle = { [unowned self] in self.commit() }
         defer { reader.onIdle = nil }
         while failure == nil {
-            reader.idleAfterMs = batchCount == 0 && batchNotes == 0 && pending.isEmpty ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
+            reader.idleAfterMs = batchCount == 0 && batchNotes == 0 && pending.isEmpty && inFlight.isEmpty
+                ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
             guard let event = reader.next() else { break }
             switch event {
             case .tooLong(let length):
@@ -68,7 +73,8 @@ final class Ingester {
                     keep(line, own, reader, monitorRecord: false)
                 }
                 if batchCount >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
-                    commit()
+                    // More input is waiting: send this batch and read the next while it is stored.
+                    commit(waiting: false)
                 }
             }
         }
@@ -99,6 +105,7 @@ final class Ingester {
             diagnostics.error(refusal.message, source: reader.source, line: reader.lineNumber)
             passOn(line)
         } catch {
+            try? settleInFlight()  // what was acknowledged before still goes on
             batchCount = 0
             batchNotes = 0
             pending.removeAll(keepingCapacity: true)
@@ -149,32 +156,61 @@ final class Ingester {
         pending.append(0x0A)
     }
 
-    /// Commits the open batch, then passes its records on.
-    func commit() {
-        guard batchCount > 0 || batchNotes > 0 || !pending.isEmpty, failure == nil else { return }
+    /// Commits the open batch, then passes its records on. With `waiting` false the store may
+    /// still be storing it on return (`submitBatch`): its records are passed on at the next
+    /// commit, after the store acknowledged it; an idle input or the end always waits.
+    func commit(waiting: Bool = true) {
+        guard failure == nil else { return }
         do {
+            try settleInFlight()
+            guard batchCount > 0 || batchNotes > 0 || !pending.isEmpty else { return }
+            let samples = batchCount
             if batchCount > 0 || batchNotes > 0 {
-                try store.commitBatch(retention: retention, now: now())
-                stored += batchCount
+                if waiting {
+                    try store.commitBatch(retention: retention, now: now())
+                } else {
+                    try store.submitBatch(retention: retention, now: now())
+                }
                 batchCount = 0
                 batchNotes = 0
             }
-            do {
-                if passThrough, !pending.isEmpty {
-                    pending.removeLast()  // the writer adds the last newline itself
-                    try output.write(pending[...])
-                }
-                try output.flush()
-            } catch is BrokenPipe {
-                // Nobody reads what we pass on any more; storing is still the job.
-                passThrough = false
+            if waiting {
+                stored += samples
+                try passOnKept(&pending)
+            } else {
+                swap(&pending, &inFlight)
+                inFlightCount = samples
             }
-            pending.removeAll(keepingCapacity: true)
         } catch {
             batchCount = 0
             batchNotes = 0
             pending.removeAll(keepingCapacity: true)
+            inFlight.removeAll(keepingCapacity: true)
             failure = error
         }
+    }
+
+    /// Waits for the batch in flight, if any, then passes its records on.
+    private func settleInFlight() throws {
+        guard !inFlight.isEmpty || inFlightCount > 0 else { return }
+        try store.awaitSubmitted()
+        stored += inFlightCount
+        inFlightCount = 0
+        try passOnKept(&inFlight)
+    }
+
+    /// Writes kept records downstream (unless nobody reads any more) and empties `records`.
+    private func passOnKept(_ records: inout [UInt8]) throws {
+        do {
+            if passThrough, !records.isEmpty {
+                records.removeLast()  // the writer adds the last newline itself
+                try output.write(records[...])
+            }
+            try output.flush()
+        } catch is BrokenPipe {
+            // Nobody reads what we pass on any more; storing is still the job.
+            passThrough = false
+        }
+        records.removeAll(keepingCapacity: true)
     }
 }

@@ -108,6 +108,11 @@ protocol SampleStore: AnyObject {
     func approveListedAgents(now: Int64) throws
     /// Applies retention to the monitors the batch touched and commits it atomically.
     func commitBatch(retention: Retention, now: Int64) throws
+    /// As `commitBatch`, but may return before the store has acknowledged the batch: nothing
+    /// of it counts as stored until `awaitSubmitted` returns. At most one batch is in flight.
+    func submitBatch(retention: Retention, now: Int64) throws
+    /// Waits until the batch submitted last is stored (or throws: it may not be).
+    func awaitSubmitted() throws
     /// Drops the open batch, if any.
     func abortBatch()
     /// Every monitor, by id.
@@ -142,6 +147,8 @@ protocol SampleStore: AnyObject {
 
 extension SampleStore {
     var batchRows: Int { 1000 }
+    func submitBatch(retention: Retention, now: Int64) throws { try commitBatch(retention: retention, now: now) }
+    func awaitSubmitted() throws {}
 }
 
 /// The earliest and latest sample time of an agent: its `created_at` and `last_seen` are
