@@ -90,6 +90,40 @@ final class OnlineTrackerServeTests {
         #expect(handle.stop() == 143 << 8, "scripts/serve ends with 143 on SIGTERM, as documented")
     }
 
+    @Test("a kept overview is the one a fresh run gives: after a write, and once a sample leaves the 24-hour window")
+    func keptAnswersStayExact() throws {
+        guard try requireGate(servingInstalled, "nginx and fcgiwrap are needed (apt-get install nginx fcgiwrap)") else { return }
+        try seed()
+        // A sample that leaves the 24-hour window four seconds from now.
+        let leaving = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-86_400 + 4))
+        let edge = #"{"type":"sample","monitor":"edge","at":"\#(leaving)","status":"down"}"#
+        #expect(try run("store-samples", ["--db", db, "-q"], stdin: edge + "\n").status == 0)
+        let handle = try serve()
+        func overviewNow() throws -> String { try run("store-samples", ["--db", db, "overview"]).stdout }
+        let first = try get(handle, "/api/status/overview").body
+        #expect(first == (try overviewNow()))
+        #expect(FileManager.default.fileExists(atPath: db + ".views/overview"), "the answer is kept")
+        #expect(try get(handle, "/api/status/overview").body == first, "and given again")
+        #expect(try get(handle, "/api/monitors").body == (try run("store-samples", ["--db", db, "monitors"]).stdout))
+        // A write: the kept answers no longer hold.
+        #expect(try run("store-samples", ["--db", db, "-q"], stdin: sample("api", minutesAgo: 1, status: "down") + "\n").status == 0)
+        let afterWrite = try get(handle, "/api/status/overview").body
+        let expectedAfterWrite = try overviewNow()
+        #expect(afterWrite != first && afterWrite == expectedAfterWrite)
+        #expect(try get(handle, "/api/monitors").body == (try run("store-samples", ["--db", db, "monitors"]).stdout))
+        // The clock: once the edge sample has left the window (the command line says so), the API says so too.
+        let deadline = Date().addingTimeInterval(15)
+        var fresh = try overviewNow()
+        while fresh == afterWrite, Date() < deadline {
+            usleep(100_000)
+            fresh = try overviewNow()
+        }
+        #expect(fresh != afterWrite, "the edge sample left the window")
+        let later = try get(handle, "/api/status/overview").body
+        let expectedLater = try overviewNow()
+        #expect(later == expectedLater && later != afterWrite)
+    }
+
     @Test("bad parameters, unknown monitors and paths, odd ids and wrong methods: the status and a JSON error, no internals")
     func errorsAreJSON() throws {
         guard try requireGate(servingInstalled, "nginx and fcgiwrap are needed (apt-get install nginx fcgiwrap)") else { return }
