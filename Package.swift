@@ -12,9 +12,10 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     ("probe-http", "ProbeHTTPCore", ["ProbeKit", "HTTPTransport", "VitalsCrypto"]),
     // mark latency anomalies on rolling windows per monitor (no C)
     ("detect-anomaly", "DetectAnomalyCore", []),
-    // keep samples in SQLite, or in ClickHouse over its HTTP interface, and answer OnlineTracker's views
-    // (SQLite via SQLiteStore; libcurl via HTTPTransport)
-    ("store-samples", "StoreSamplesCore", ["SQLiteStore", "HTTPTransport"]),
+    // keep samples in SQLite, or in ClickHouse over its HTTP interface, and answer OnlineTracker's views,
+    // on the command line and as its API's CGI program (SQLite via SQLiteStore; libcurl via HTTPTransport;
+    // agents' token hashes via VitalsCrypto)
+    ("store-samples", "StoreSamplesCore", ["SQLiteStore", "HTTPTransport", "VitalsCrypto"]),
     // summarize a day of samples per service: trends, outages, correlated failures (no C)
     ("digest", "DigestCore", []),
     // ICMP echo and TCP connect probes, many on one thread; shares ProbeKit's target conventions and

@@ -8,13 +8,16 @@ public enum StoreSamplesCommand: VitalsCommand {
         name: "store-samples",
         summary: "Keep sample records in SQLite and answer OnlineTracker's views of their history.",
         usage: ["[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
-                "[OPTIONS] agents [approve|reject ID] | stats | export",
+                "[OPTIONS] agents [approve|reject|token ID] | stats | export",
+                "[OPTIONS] cgi",
                 "[OPTIONS] clear --all | --monitor ID | --until WHEN"],
         description: """
         Without a subcommand (or with ingest), samples are read from the FILEs or standard input and stored; \
         each record is written to standard output once the transaction holding it has committed. The other \
         subcommands print JSON shaped as OnlineTracker's API (overview, monitors, monitor, history, results, \
-        agents), Online Now's statistics (stats), or the stored samples (export). See store-samples(1).
+        agents), Online Now's statistics (stats), or the stored samples (export). cgi answers one request of \
+        OnlineTracker's API under a web server (fcgiwrap runs store-samples bare, and it answers as cgi). \
+        See store-samples(1) and vitals-serve(7).
         """,
         options: [
             OptionSpec("db", short: "d", value: "PATH|URL",
@@ -36,6 +39,8 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
             OptionSpec("sort", value: "ORDER", default: "status",
                        help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
+            OptionSpec("tokens", value: "FILE",
+                       help: "agents token, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"),
             OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
                        help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
         ],
@@ -48,7 +53,10 @@ public enum StoreSamplesCommand: VitalsCommand {
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
             SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
             SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
-            SubcommandSpec("agents", operands: 0...2, "[approve|reject ID]", options: ["format"], summary: "the agents that sent samples; approve or reject one"),
+            SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]", options: ["format", "tokens"],
+                           summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
+            SubcommandSpec("cgi", options: ["tokens"],
+                           summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
             SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
             SubcommandSpec("clear", options: ["all", "monitor", "until"],
@@ -69,7 +77,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             (.interrupted, "stopped by SIGINT (what was read is committed first)"),
             (.terminated, "stopped by SIGTERM (likewise)"),
         ],
-        seeAlso: ["vitals(7)", "vitals-records(7)", "probe-http(1)"]
+        seeAlso: ["vitals(7)", "vitals-records(7)", "vitals-serve(7)", "probe-http(1)"]
     )
 
     /// Runs store-samples.
@@ -93,6 +101,32 @@ public enum StoreSamplesCommand: VitalsCommand {
                 return try ClickHouseSampleStore(location: clickHouse, waitMs: waitMs, create: create, now: now, policy: policy)
             }
             return try SQLiteSampleStore(path: database, create: create, policy: policy)
+        }
+
+        /// The agents' token file: --tokens, $VITALS_AGENT_TOKENS, or beside a database file.
+        func tokensFile() -> String? {
+            if let file = options.value("tokens") ?? context.environment["VITALS_AGENT_TOKENS"].flatMap({ $0.isEmpty ? nil : $0 }) { return file }
+            return clickHouse == nil ? database + ".tokens" : nil
+        }
+
+        if subcommand == "cgi" {
+            let api = OnlineTrackerAPI(database: database, tokens: tokensFile(),
+                                       openStore: { create, policy in try openStore(create: create, policy: policy) },
+                                       now: now, autoApprove: context.environment["VITALS_APPROVE_AGENTS"] == "1")
+            return CGIRequest.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
+                                    diagnostics: context.diagnostics, api.answer)
+        }
+
+        if subcommand == "agents", operands.count == 2, operands[0] == "token" {
+            guard let file = tokensFile() else { throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)") }
+            let agent = operands[1]
+            guard !agent.isEmpty, agent.utf8.count <= 200, !agent.contains(where: { $0 == " " || $0 == "\n" || $0 == "\t" }) else {
+                throw UsageError("an agent id has no spaces and at most 200 bytes")
+            }
+            let token = try AgentTokens.issue(agent: agent, path: file)
+            try context.output.write(Array(token.utf8))
+            context.diagnostics.note("the token of agent \(agent) is above; it is shown once (only its hash is kept in \(file))")
+            return .success
         }
 
         if subcommand == "ingest" {
@@ -170,7 +204,7 @@ public enum StoreSamplesCommand: VitalsCommand {
                 try emitList(try views.agents())
             } else {
                 guard operands.count == 2, ["approve", "reject"].contains(operands[0]) else {
-                    throw UsageError("agents takes no operands, or 'approve ID' or 'reject ID'")
+                    throw UsageError("agents takes no operands, or 'approve ID', 'reject ID' or 'token ID'")
                 }
                 let status = operands[0] == "approve" ? "approved" : "rejected"
                 guard try store.setAgentStatus(operands[1], to: status) else { throw ToolError("no agent '\(operands[1])' in \(path)") }

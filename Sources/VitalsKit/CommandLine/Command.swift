@@ -49,9 +49,17 @@ public protocol VitalsCommand {
 
 extension VitalsCommand {
     /// The entry point of the executable: installs the signal policy, runs, exits.
+    /// A tool with a `cgi` subcommand run with no arguments under a web server (GATEWAY_INTERFACE
+    /// set, as fcgiwrap runs a program) answers the request: the arguments are `cgi`.
     public static func main(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
         Signals.install()
-        let status = execute(arguments, streams: .standard, environment: ProcessInfo.processInfo.environment)
+        let environment = ProcessInfo.processInfo.environment
+        var arguments = arguments
+        if arguments.isEmpty, environment["GATEWAY_INTERFACE"]?.hasPrefix("CGI/") == true,
+           spec.subcommands.contains(where: { $0.name == "cgi" }) {
+            arguments = ["cgi"]
+        }
+        let status = execute(arguments, streams: .standard, environment: environment)
         exit(status.rawValue)
     }
 

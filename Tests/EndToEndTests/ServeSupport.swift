@@ -1,0 +1,110 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Whether nginx and fcgiwrap are installed (Debian packages `nginx`, `fcgiwrap`).
+let nginxPath = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
+let fcgiwrapPath = ["/usr/sbin/fcgiwrap", "/usr/bin/fcgiwrap"].first { FileManager.default.isExecutableFile(atPath: $0) }
+let servingInstalled = nginxPath != nil && fcgiwrapPath != nil
+
+/// `scripts/serve` running one site on a free loopback port: nginx + fcgiwrap in front of the
+/// built tools. Started with posix_spawn and an empty signal mask (the test runner's threads block
+/// signals, and a shell that inherits that mask never sees SIGTERM or SIGCHLD); stopped with
+/// SIGTERM, as a user's Ctrl-C would, when the value goes away.
+final class ServeHandle {
+    let port: Int
+    let log: String
+    let runDirectory: String
+    private var pid: pid_t = 0
+
+    /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving.
+    init(site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:]) throws {
+        port = try unusedPort()
+        log = scratch.path("serve-\(port).log")
+        runDirectory = scratch.path("run-\(port)")
+        let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
+        let argv = [script, "--site", site, "--listen", "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir", runDirectory] + arguments
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let env = toolEnvironment(environment).map { "\($0.key)=\($0.value)" }
+        let cArgv = argv.map { strdup($0) } + [nil]
+        let cEnv = env.map { strdup($0) } + [nil]
+        defer { (cArgv + cEnv).forEach { free($0) } }
+        let spawned = posix_spawn(&pid, script, &actions, &attributes, cArgv, cEnv)
+        guard spawned == 0 else { throw TestFailure("posix_spawn scripts/serve: \(spawned)") }
+        let deadline = Date().addingTimeInterval(20)
+        while true {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            if text.contains("serving https://") { break }
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                pid = 0
+                throw TestFailure("scripts/serve ended before serving: \(text)")
+            }
+            guard Date() < deadline else { throw TestFailure("scripts/serve did not start in 20 s: \(text)") }
+            usleep(20_000)
+        }
+    }
+
+    /// Stops nginx and fcgiwrap (SIGTERM to scripts/serve) and waits for it; the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        guard pid > 0 else { return -1 }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        pid = 0
+        return status
+    }
+
+    deinit { stop() }
+
+    /// The access log nginx wrote.
+    var accessLog: String { (try? String(contentsOfFile: runDirectory + "/logs/access.log", encoding: .utf8)) ?? "" }
+    /// The error log nginx wrote (the CGI programs' stderr lands here too).
+    var errorLog: String { (try? String(contentsOfFile: runDirectory + "/logs/error.log", encoding: .utf8)) ?? "" }
+}
+
+/// One HTTP answer fetched with curl: status, headers (lowercased names) and body.
+struct HTTPAnswer {
+    var status: Int
+    var headers: [String: String]
+    var body: String
+}
+
+/// Fetches `url` with curl (an independent client), trusting `caFile`; `extra` are more curl arguments.
+func fetch(_ url: String, method: String = "GET", body: String? = nil, headers: [String] = [], caFile: String, extra: [String] = []) throws -> HTTPAnswer {
+    var arguments = ["-sS", "--max-time", "30", "--cacert", caFile, "-X", method, "-D", "-", "-o", "-", "--http1.1"]
+    for header in headers { arguments += ["-H", header] }
+    if body != nil { arguments += ["--data-binary", "@-"] }
+    let result = try runProcess("/usr/bin/env", ["curl"] + arguments + extra + [url], stdin: body ?? "", environment: toolEnvironment())
+    guard result.status == 0 else { throw TestFailure("curl \(url): exit \(result.status): \(result.stderr)") }
+    var text = result.stdout[...]
+    // Headers of the final answer, then the body.
+    guard let split = text.range(of: "\r\n\r\n") else { throw TestFailure("curl \(url): no headers in \(result.stdout)") }
+    let head = text[..<split.lowerBound]
+    text = text[split.upperBound...]
+    var lines = head.split(separator: "\r\n")
+    let statusLine = lines.removeFirst().split(separator: " ")
+    var headers: [String: String] = [:]
+    for line in lines {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return HTTPAnswer(status: Int(statusLine.count > 1 ? statusLine[1] : "0") ?? 0, headers: headers, body: String(text))
+}
