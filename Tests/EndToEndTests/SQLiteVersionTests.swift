@@ -31,7 +31,8 @@ struct SQLiteVersionTests {
             #expect(result.status == 2, "\(tool)")
             #expect(result.stderr.contains("\(db) has schema version 7; this \(tool) knows versions up to \(versions[tool]!) (use a newer vitals)"),
                     "\(result.stderr)")
-            messages.append(result.stderr.replacingOccurrences(of: db, with: "FILE").replacingOccurrences(of: tool, with: "TOOL"))
+            messages.append(result.stderr.replacingOccurrences(of: db, with: "FILE").replacingOccurrences(of: tool, with: "TOOL")
+                .replacingOccurrences(of: "up to \(versions[tool]!)", with: "up to N"))
             #expect(try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM sqlite_master") == "7\n0", "nothing was created")
         }
         try #require(messages.count == 2)
