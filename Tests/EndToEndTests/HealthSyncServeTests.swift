@@ -446,3 +446,55 @@ private struct HealthAnswer {
 
     var json: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
 }
+
+/// `snapshot-delta` as fcgiwrap runs it, with the CGI environment set directly (no nginx).
+@Suite("snapshot-delta cgi with the CGI environment set directly", .timeLimit(.minutes(1)))
+struct HealthSyncCGITests {
+    func cgi(_ db: String, method: String = "POST", path: String, body: String = "", certificate: String? = nil) throws -> (head: [String], body: JSONObject?) {
+        var environment = ["GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_URI": path,
+                           "CONTENT_LENGTH": String(body.utf8.count), "VITALS_HEALTH_DB": db]
+        if let certificate { environment["SSL_CLIENT_CERT"] = certificate.addingPercentEncoding(withAllowedCharacters: .alphanumerics) }
+        // No arguments: a tool with a cgi subcommand answers as one under a web server.
+        let result = try run("snapshot-delta", [], stdin: body, environment: environment)
+        #expect(result.status == 0 || result.status == 2, "\(result.stderr)")
+        let parts = result.stdout.components(separatedBy: "\r\n\r\n")
+        return (parts[0].components(separatedBy: "\r\n"), parts.count > 1 ? (try? JSONParser.parse(parts[1]))?.objectValue : nil)
+    }
+
+    @Test("routes, methods, a missing archive, certificates, and a paired fetch, as CGI output")
+    func answers() throws {
+        let archive = try HealthSyncServeTests.makeArchive()
+        let missing = try cgi(archive.scratch.path("none.db"), path: "/api/v1/health/data", body: "{}")
+        #expect(missing.head.first == "Status: 503 Service Unavailable" && missing.body?["reason"]?.stringValue == "unavailable")
+        #expect(!FileManager.default.fileExists(atPath: archive.scratch.path("none.db")), "the CGI never creates an archive")
+        let unknown = try cgi(archive.db, path: "/api/v1/health/samples")
+        #expect(unknown.head.first == "Status: 404 Not Found" && unknown.head.contains("Content-Type: application/json"))
+        let get = try cgi(archive.db, method: "GET", path: "/api/v1/pair")
+        #expect(get.head.first == "Status: 405 Method Not Allowed" && get.head.contains("Allow: POST"))
+        let anonymous = try cgi(archive.db, path: "/api/v1/health/data", body: #"{"types":["x"]}"#)
+        #expect(anonymous.head.first == "Status: 401 Unauthorized" && anonymous.body?["reason"]?.stringValue == "unauthorized")
+        let garbage = try cgi(archive.db, path: "/api/v1/health/data", body: "{}", certificate: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----")
+        #expect(garbage.head.first == "Status: 401 Unauthorized" && garbage.body?["error"]?.stringValue == "the client certificate could not be read")
+
+        let tls = try ScratchDirectory()
+        #expect(try run("snapshot-delta", ["cert", "client", "--out", tls.url.path]).status == 0)
+        #expect(try run("snapshot-delta", ["cert", "server", "--out", tls.url.path]).status == 0)
+        let refused = try run("snapshot-delta", ["cert", "client", "--out", tls.url.path])
+        #expect(refused.status == 2 && refused.stderr.contains("--force"))
+        let mode = try FileManager.default.attributesOfItem(atPath: tls.path("client.key"))[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let certificate = try String(contentsOfFile: tls.path("client.crt"), encoding: .utf8)
+        let token = try #require(try archive.run(["pair", "--server-cert", tls.path("server.crt"), "--format", "ndjson"]).records().first?.string("token"))
+        let paired = try cgi(archive.db, path: "/api/v1/pair", body: #"{"token":"\#(token)"}"#, certificate: certificate)
+        #expect(paired.head.first == "Status: 200 OK" && paired.body?["status"]?.stringValue == "paired")
+        let fetched = try cgi(archive.db, path: "/api/v1/health/data", body: #"{"types":["HKQuantityTypeIdentifierStepCount"],"limit":1}"#,
+                              certificate: certificate)
+        #expect(fetched.body?["returnedCount"]?.intValue == 1 && fetched.body?["hasMore"] == .bool(true))
+        #expect(fetched.body?["samples"]?.arrayValue?.first?.objectValue?["startDate"]?.stringValue == "2026-01-10T09:15:00Z")
+        // The text form of pair: the token, the fingerprints and the curl command; a QR code when qrencode is there.
+        let text = try archive.run(["pair", "--server-cert", tls.path("server.crt"), "--url", "https://myhost.local:8443"])
+        #expect(text.status == 0 && text.stdout.contains("Pairing token:") && text.stdout.contains("--pinnedpubkey 'sha256//")
+                && text.stdout.contains("https://myhost.local:8443/api/v1/pair"))
+        #expect(try archive.run(["pair"]).status == 64, "pair wants --server-cert")
+    }
+}
