@@ -9,7 +9,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         summary: "Integrity snapshots of health records: a hash chain of per-type counts, deltas, anomaly rules and the samples themselves.",
         usage: ["[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | verify | log",
                 "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID", "[OPTIONS] samples --type TYPE | disappeared A B",
-                "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT | cert server|client --out DIR", "[OPTIONS] cgi"],
+                "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT", "[OPTIONS] cert server|client --out DIR", "[OPTIONS] cgi"],
         description: """
         take reads an Apple Health export.xml (streamed with libxml2, its DTD ignored) or NDJSON health_record \
         and type_status lines, counts the records per type, and adds a snapshot to the chain in the archive: \

@@ -448,7 +448,7 @@ private struct HealthAnswer {
 }
 
 /// `snapshot-delta` as fcgiwrap runs it, with the CGI environment set directly (no nginx).
-@Suite("snapshot-delta cgi with the CGI environment set directly", .timeLimit(.minutes(1)))
+@Suite("snapshot-delta cgi with the CGI environment set directly", .timeLimit(.minutes(3)))
 struct HealthSyncCGITests {
     func cgi(_ db: String, method: String = "POST", path: String, body: String = "", certificate: String? = nil) throws -> (head: [String], body: JSONObject?) {
         var environment = ["GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_URI": path,
