@@ -66,7 +66,7 @@ final class APNsChannel: Channel {
 
     private var tokenKey: String { teamID + "." + keyID }
 
-    func legs(_ state: StateBox) -> [String?] { state.state.devices.map { Optional($0.token) } }
+    func legs(_ state: StateBox) -> [String?] { state.deviceTokens().map { Optional($0) } }
 
     /// The provider token: the cached one while younger than 50 minutes, else a new one.
     func providerToken(_ state: StateBox, nowMs: Int64) throws -> String {
@@ -117,7 +117,7 @@ final class APNsChannel: Channel {
         let words = "APNs \(code) \(reason)"
         switch (code, reason) {
         case (410, _):
-            if let leg { state.state.devices.removeAll { $0.token == leg } }
+            if let leg { state.removeDevice(leg) }
             return .gone(code: code, error: words + ": device removed")
         case (403, "ExpiredProviderToken"):
             let now = nowMs / 1000

@@ -5,7 +5,25 @@ import VitalsKit
 /// saving; channels read and change devices and provider tokens through it.
 final class StateBox {
     var state: NotifyState
+    /// The device list beside a state file, read afresh for each push; nil keeps devices in
+    /// `state` (no state file, or one that is not a file).
+    var devices: DeviceRegistry?
     init(_ state: NotifyState) { self.state = state }
+
+    /// The registered devices' tokens now.
+    func deviceTokens() -> [String] {
+        guard let devices else { return state.devices.map(\.token) }
+        return ((try? devices.read())?.devices ?? state.devices).map(\.token)
+    }
+
+    /// Removes a device Apple said is gone.
+    func removeDevice(_ token: String) {
+        guard let devices else {
+            state.devices.removeAll { $0.token == token }
+            return
+        }
+        _ = try? devices.unregister(token: token)
+    }
 }
 
 /// A command to run for one delivery: no shell, the arguments as given.

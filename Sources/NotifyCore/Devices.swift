@@ -1,6 +1,7 @@
 import VitalsKit
 
-/// `notify devices`: OnlineTracker's device registry (register, unregister, count), kept in the state file.
+/// `notify devices`: OnlineTracker's device registry (register, unregister, count), kept beside
+/// the state file (see `DeviceRegistry`).
 enum DevicesCommand {
     static func run(_ operands: [String], _ options: ParsedOptions, _ context: ToolContext, wallClock: () -> Int64) throws -> VitalsKit.ExitStatus {
         guard let path = options.value("state") else {
@@ -8,53 +9,27 @@ enum DevicesCommand {
         }
         guard let action = operands.first else { throw UsageError("devices wants add TOKEN, remove TOKEN, count or list") }
         let arguments = Array(operands.dropFirst())
-        let file = try NotifyStateFile(path: path, lock: true)
-        var state = try file.load()
+        let registry = DeviceRegistry(statePath: path)
         func output(_ object: JSONObject) throws { try context.output.write(JSONValue.object(object).encoded()) }
         switch action {
         case "add", "register":
             guard arguments.count == 1 else { throw UsageError("devices add wants one TOKEN") }
-            let token = try normalized(arguments[0])
             let platform = options.valueOrDefault("platform") ?? "ios"
             guard !platform.isEmpty else { throw UsageError("--platform must not be empty") }
-            var id: Int
-            if let index = state.devices.firstIndex(where: { $0.token == token }) {
-                // Registering again refreshes it (apps send their token at every launch).
-                state.devices[index].platform = platform
-                state.devices[index].appVersion = options.value("app-version") ?? state.devices[index].appVersion
-                id = state.devices[index].id
-            } else {
-                id = state.nextDeviceID
-                state.nextDeviceID += 1
-                state.devices.append(Device(id: id, token: token, platform: platform, appVersion: options.value("app-version"),
-                                            registeredAt: wallClock()))
-            }
-            try file.save(state)
-            var object = JSONObject()
-            object["success"] = .bool(true)
-            object["device_id"] = .integer(id)
-            object["message"] = .string("Device registered successfully")
-            try output(object)
+            try output(try register(registry, token: try normalized(arguments[0]), platform: platform,
+                                    appVersion: options.value("app-version"), now: wallClock()))
         case "remove", "unregister":
             guard arguments.count == 1 else { throw UsageError("devices remove wants one TOKEN") }
-            let token = try normalized(arguments[0])
-            guard let index = state.devices.firstIndex(where: { $0.token == token }) else {
-                throw ToolError("no device with that token is registered in \(path)")
+            guard let answer = try unregister(registry, token: try normalized(arguments[0])) else {
+                throw ToolError("no device with that token is registered in \(registry.path)")
             }
-            state.devices.remove(at: index)
-            try file.save(state)
-            var object = JSONObject()
-            object["success"] = .bool(true)
-            object["message"] = .string("Device unregistered successfully")
-            try output(object)
+            try output(answer)
         case "count":
             guard arguments.isEmpty else { throw UsageError("devices count takes no operands") }
-            var object = JSONObject()
-            object["count"] = .integer(state.devices.count)
-            try output(object)
+            try output(try count(registry))
         case "list":
             guard arguments.isEmpty else { throw UsageError("devices list takes no operands") }
-            for device in state.devices {
+            for device in try registry.read().devices {
                 var object = JSONObject()
                 object["type"] = .string("device")
                 object["device_id"] = .integer(device.id)
@@ -70,6 +45,34 @@ enum DevicesCommand {
         return .success
     }
 
+    // The answers of OnlineTracker's device endpoints, shared by `notify devices` and `notify cgi`.
+
+    /// POST /api/devices/register: the seed's answer.
+    static func register(_ registry: DeviceRegistry, token: String, platform: String, appVersion: String?, now: Int64) throws -> JSONObject {
+        let id = try registry.register(token: token, platform: platform, appVersion: appVersion, now: now)
+        var object = JSONObject()
+        object["success"] = .bool(true)
+        object["device_id"] = .integer(id)
+        object["message"] = .string("Device registered successfully")
+        return object
+    }
+
+    /// DELETE /api/devices/TOKEN: the seed's answer, or nil when no such device is registered.
+    static func unregister(_ registry: DeviceRegistry, token: String) throws -> JSONObject? {
+        guard try registry.unregister(token: token) else { return nil }
+        var object = JSONObject()
+        object["success"] = .bool(true)
+        object["message"] = .string("Device unregistered successfully")
+        return object
+    }
+
+    /// GET /api/devices/count.
+    static func count(_ registry: DeviceRegistry) throws -> JSONObject {
+        var object = JSONObject()
+        object["count"] = .integer(try registry.read().devices.count)
+        return object
+    }
+
     /// A device token: hexadecimal (APNs tokens are 32 bytes, 64 digits; longer ones are allowed), lowercased.
     static func normalized(_ token: String) throws(UsageError) -> String {
         let lower = token.trimmingSpaces.lowercased()
@@ -78,5 +81,42 @@ enum DevicesCommand {
             throw UsageError("'\(token)' is not a device token (an even number of hexadecimal digits, 64 for APNs)")
         }
         return lower
+    }
+}
+
+/// `notify cgi`: OnlineTracker's device endpoints as a CGI program (see vitals-serve(7)), over the
+/// same registry and answers as `notify devices`. The state file is `--state`, else
+/// `$VITALS_NOTIFY_STATE`.
+enum DevicesAPI {
+    static func answer(_ request: CGIRequest, statePath: String?, now: Int64) throws -> CGIResponse {
+        let path = request.segments
+        guard path.count == 3, path[0] == "api", path[1] == "devices" else { throw CGIError.notFound("no such path: see vitals-serve(7) for the routes") }
+        guard let statePath else {
+            throw CGIError(status: 503, reason: "no_state", message: "no device list is configured (VITALS_NOTIFY_STATE)", headers: [("Retry-After", "60")])
+        }
+        let registry = DeviceRegistry(statePath: statePath)
+        switch path[2] {
+        case "register":
+            guard request.method == "POST" else { throw CGIError.method(request.method, allowed: ["POST"]) }
+            guard let body = try? JSONParser.parse(request.body).objectValue, let token = body["device_token"]?.stringValue else {
+                throw CGIError(status: 400, reason: "bad_body", message: #"the body must be {"device_token": "...", "platform": "ios", "app_version": "..."}"#)
+            }
+            guard let normalized = try? DevicesCommand.normalized(token) else {
+                throw CGIError(status: 400, reason: "bad_body", message: "device_token must be an even number of hexadecimal digits (64 for APNs)")
+            }
+            let platform = body["platform"]?.stringValue ?? "ios"
+            guard !platform.isEmpty, platform.utf8.count <= 64 else { throw CGIError(status: 400, reason: "bad_body", message: "platform must be a short word") }
+            let appVersion = body["app_version"]?.stringValue
+            guard (appVersion?.utf8.count ?? 0) <= 64 else { throw CGIError(status: 400, reason: "bad_body", message: "app_version must be at most 64 bytes") }
+            return .json(.object(try DevicesCommand.register(registry, token: normalized, platform: platform, appVersion: appVersion, now: now)))
+        case "count":
+            guard request.method == "GET" || request.method == "HEAD" else { throw CGIError.method(request.method, allowed: ["GET", "HEAD"]) }
+            return .json(.object(try DevicesCommand.count(registry)))
+        default:
+            guard request.method == "DELETE" else { throw CGIError.method(request.method, allowed: ["DELETE"]) }
+            let unknown = CGIError(status: 404, reason: "unknown_device", message: "no device with that token is registered")
+            guard let token = try? DevicesCommand.normalized(path[2]), let answer = try DevicesCommand.unregister(registry, token: token) else { throw unknown }
+            return .json(.object(answer))
+        }
     }
 }

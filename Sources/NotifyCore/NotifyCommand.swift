@@ -8,7 +8,7 @@ public enum NotifyCommand: VitalsCommand {
     public static let spec = CommandSpec(
         name: "notify",
         summary: "Turn monitors' state changes into notifications: cooldowns, grouping, thresholds, channels.",
-        usage: ["[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list"],
+        usage: ["[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list", "[OPTIONS] cgi"],
         description: """
         Sample records are read from the FILEs (or standard input; - is standard input). A monitor going down \
         (or error), degraded, or back up is a notification, decided on the samples' own times with isitup's \
@@ -16,7 +16,8 @@ public enum NotifyCommand: VitalsCommand {
         one notification). One notification record per notification is written to standard output, with the \
         result of each channel named by --to or --config. With --state, what was decided and delivered is kept, \
         so runs from cron behave like one long stream and undelivered notifications are retried by the next run. \
-        See notify(1) for the channel URLs and vitals-records(7) for the record.
+        See notify(1) for the channel URLs and vitals-records(7) for the record. \
+        cgi answers OnlineTracker's /api/devices/ endpoints under a web server (see vitals-serve(7)).
         """,
         options: [
             OptionSpec("to", value: "URL", repeatable: true, help: "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"),
@@ -49,7 +50,8 @@ public enum NotifyCommand: VitalsCommand {
                                      "exit-status", "summary"],
                            summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
             SubcommandSpec("devices", operands: 1...2, "add TOKEN | remove TOKEN | count | list", options: ["platform", "app-version"],
-                           summary: "keep the devices Apple push goes to, in the --state file"),
+                           summary: "keep the devices Apple push goes to, beside the --state file (FILE.devices)"),
+            SubcommandSpec("cgi", summary: "answer one request of OnlineTracker's device endpoints as a CGI program (see vitals-serve(7))"),
         ],
         defaultSubcommand: "deliver",
         examples: [
@@ -66,7 +68,7 @@ public enum NotifyCommand: VitalsCommand {
             (.interrupted, "stopped by SIGINT (what was decided is kept as pending)"),
             (.terminated, "stopped by SIGTERM (likewise)"),
         ],
-        seeAlso: ["vitals(7)", "vitals-records(7)", "probe-http(1)", "store-samples(1)", "notify-send(1)", "sendmail(8)"]
+        seeAlso: ["vitals(7)", "vitals-records(7)", "vitals-serve(7)", "probe-http(1)", "store-samples(1)", "notify-send(1)", "sendmail(8)"]
     )
 
     /// Runs notify.
@@ -76,6 +78,11 @@ public enum NotifyCommand: VitalsCommand {
         let fixedNow = now
         let wallClock: () -> Int64 = fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
 
+        if options.subcommand == "cgi" {
+            let statePath = options.value("state") ?? context.environment["VITALS_NOTIFY_STATE"].flatMap { $0.isEmpty ? nil : $0 }
+            return CGIRequest.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
+                                    diagnostics: context.diagnostics) { try DevicesAPI.answer($0, statePath: statePath, now: wallClock()) }
+        }
         if options.subcommand == "devices" {
             return try DevicesCommand.run(options.operands, options, context, wallClock: wallClock)
         }
@@ -88,6 +95,15 @@ public enum NotifyCommand: VitalsCommand {
         let stateFile = try options.value("state").map { try NotifyStateFile(path: $0, lock: !dryRun) }
         let loaded = try stateFile?.load() ?? NotifyState()
         let box = StateBox(loaded)
+        if let stateFile, stateFile.persistent {
+            // Devices live in a file of their own; a state file that still holds them hands them over.
+            let registry = DeviceRegistry(statePath: stateFile.path)
+            if !loaded.devices.isEmpty, !dryRun {
+                try registry.update { _ in }
+                box.state.devices = []
+            }
+            box.devices = registry
+        }
         let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let decider = Decider(policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id),
                               monitors: loaded.monitors, views: loaded.channels)

@@ -89,6 +89,24 @@ public final class SQLiteConnection {
         return SQLiteStatement(statement, connection: self)
     }
 
+    /// Statements prepared once and kept for the connection's life (`withCached`).
+    private var statementCache: [String: SQLiteStatement] = [:]
+
+    /// Runs `body` with the statement for `sql`, prepared the first time and reused after
+    /// (a view that asks the same question of 1,000 monitors prepares it once), and resets it
+    /// afterwards so no read stays open. Not for a statement already in use higher up the stack.
+    public func withCached<T>(_ sql: String, _ body: (SQLiteStatement) throws -> T) throws -> T {
+        let statement: SQLiteStatement
+        if let kept = statementCache[sql] {
+            statement = kept
+        } else {
+            statement = try prepare(sql)
+            statementCache[sql] = statement
+        }
+        defer { statement.reset() }
+        return try body(statement)
+    }
+
     /// The single integer a query returns (nil for no row or NULL).
     public func scalarInt(_ sql: String) throws -> Int64? {
         let statement = try prepare(sql)

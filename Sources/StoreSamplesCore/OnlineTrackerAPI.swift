@@ -39,10 +39,25 @@ struct OnlineTrackerAPI {
         switch (path[1], path.count) {
         case ("status", 3) where path[2] == "overview":
             try only(request, ["GET", "HEAD"])
-            return .json(try views().overview())
+            let views = try views()
+            return CGIResponse(status: 200, body: try kept("overview", views) {
+                let body = try views.overview().encoded() + [0x0A]
+                // The 24-hour window [now - 24 h, now] holds the same samples until its oldest
+                // one leaves it or a sample from the future enters it.
+                let window: Int64 = 86_400_000
+                let (oldest, next) = try views.store.firstTimes(from: now - window, after: now)
+                var until = Int64.max
+                if let oldest, oldest < Int64.max - window - 1 { until = min(until, oldest + window + 1) }
+                if let next { until = min(until, next) }
+                return ViewCache.Computed(body: body, validUntil: until)
+            })
         case ("monitors", 2):
             try only(request, ["GET", "HEAD"])
-            return .json(.array(try views().monitors()))
+            let views = try views()
+            return CGIResponse(status: 200, body: try kept("monitors", views) {
+                // The list has no time window: it holds until the store changes.
+                ViewCache.Computed(body: JSONValue.array(try views.monitors()).encoded() + [0x0A], validUntil: Int64.max)
+            })
         case ("monitors", 3):
             try only(request, ["GET", "HEAD"])
             let (views, record) = try monitor(path[2])
@@ -71,6 +86,13 @@ struct OnlineTrackerAPI {
         default:
             throw CGIError.notFound("no such path: see vitals-serve(7) for the API's routes")
         }
+    }
+
+    /// The answer `key`, kept between requests while it holds (a SQLite store; see `ViewCache`),
+    /// else computed afresh.
+    private func kept(_ key: String, _ views: Views, _ compute: () throws -> ViewCache.Computed) throws -> [UInt8] {
+        guard !database.hasPrefix(ClickHouseLocation.prefix), let generation = try views.store.generation() else { return try compute().body }
+        return try ViewCache(database: database).answer(key, generation: generation, now: now, compute: compute)
     }
 
     /// Refuses a method the route does not take (405, with Allow).

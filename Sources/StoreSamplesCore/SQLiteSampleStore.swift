@@ -74,8 +74,15 @@ final class SQLiteSampleStore: SampleStore {
     CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1;
     """
 
+    /// Version 4: a generation number every write transaction increments, so an answer kept
+    /// between requests (the API's overview) knows whether the store changed since.
+    static let generationCounter = """
+    CREATE TABLE store_state (generation INTEGER NOT NULL);
+    INSERT INTO store_state VALUES (0);
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [schema, monitorSettings, agentModel]
+    static let migrations: [String] = [schema, monitorSettings, agentModel, generationCounter]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versionedSchema = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)
@@ -183,6 +190,7 @@ final class SQLiteSampleStore: SampleStore {
                 upsert.bind(3, now)
                 try upsert.step()
                 try release(agent)
+                try bumpGeneration()
             }
             agentStatus[agent] = "approved"
         }
@@ -282,6 +290,7 @@ final class SQLiteSampleStore: SampleStore {
                 agentSeen[agent, default: seen].widen(seen)
             }
             try applyRetention(batchMonitors, retention: retention, now: now)
+            try bumpGeneration()
             try db.execute("COMMIT", context: "commit")
             batchMonitors.removeAll(keepingCapacity: true)
             batchAgents.removeAll(keepingCapacity: true)
@@ -290,6 +299,27 @@ final class SQLiteSampleStore: SampleStore {
             abortBatch()
             throw translate(error)
         }
+    }
+
+    /// Every write transaction calls this before it commits (see `generation()`).
+    private func bumpGeneration() throws {
+        try db.withCached("UPDATE store_state SET generation = generation + 1") { try $0.step() }
+    }
+
+    func generation() throws -> Int64? {
+        try db.withCached("SELECT generation FROM store_state") { try $0.step() ? $0.int64(0) : nil }
+    }
+
+    func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?) {
+        let first = try db.withCached("SELECT min(at) FROM samples INDEXED BY samples_by_time WHERE at >= ?") { statement in
+            statement.bind(1, from)
+            return try statement.step() ? statement.optionalInt64(0) : nil
+        }
+        let next = try db.withCached("SELECT min(at) FROM samples INDEXED BY samples_by_time WHERE at > ?") { statement in
+            statement.bind(1, after)
+            return try statement.step() ? statement.optionalInt64(0) : nil
+        }
+        return (first, next)
     }
 
     func abortBatch() {
@@ -463,12 +493,13 @@ final class SQLiteSampleStore: SampleStore {
     }
 
     func latest(monitorID: Int64) throws -> StoredSample? {
-        let statement = try db.prepare("""
+        try db.withCached("""
             SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
             WHERE held = 0 AND monitor_id = ? ORDER BY at DESC, id DESC LIMIT 1
-            """)
-        statement.bind(1, monitorID)
-        return try statement.step() ? storedSample(statement) : nil
+            """) { statement in
+            statement.bind(1, monitorID)
+            return try statement.step() ? storedSample(statement) : nil
+        }
     }
 
     private func storedSample(_ statement: SQLiteStatement) -> StoredSample {
@@ -509,20 +540,21 @@ final class SQLiteSampleStore: SampleStore {
 
     func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
         // Checks, uptime and latency come from the covering index alone; speed needs the rows.
-        let statement = try db.prepare("""
+        var totals = SampleTotals()
+        try db.withCached("""
             SELECT count(*), sum(status = 0), sum(latency_ms), count(latency_ms), max(at)
             FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
-            """)
-        statement.bind(1, monitorID)
-        statement.bind(2, from)
-        statement.bind(3, until)
-        try statement.step()
-        var totals = SampleTotals()
-        totals.checks = Int(statement.int64(0))
-        totals.good = Int(statement.optionalInt64(1) ?? 0)
-        totals.latencySum = statement.optionalDouble(2) ?? 0
-        totals.latencyCount = Int(statement.int64(3))
-        totals.lastAt = statement.optionalInt64(4)
+            """) { statement in
+            statement.bind(1, monitorID)
+            statement.bind(2, from)
+            statement.bind(3, until)
+            try statement.step()
+            totals.checks = Int(statement.int64(0))
+            totals.good = Int(statement.optionalInt64(1) ?? 0)
+            totals.latencySum = statement.optionalDouble(2) ?? 0
+            totals.latencyCount = Int(statement.int64(3))
+            totals.lastAt = statement.optionalInt64(4)
+        }
         if withSpeed {
             let speed = try db.prepare("""
                 SELECT sum(speed_mbps), count(speed_mbps) FROM samples INDEXED BY samples_by_monitor_time
@@ -572,6 +604,7 @@ final class SQLiteSampleStore: SampleStore {
             try statement.step()
             changed = db.changes > 0
             if changed, status == "approved" { try release(id) }
+            if changed { try bumpGeneration() }
         }
         return changed
     }
@@ -585,6 +618,7 @@ final class SQLiteSampleStore: SampleStore {
                 statement.bind(2, before ?? Int64.max)
                 try statement.step()
                 deleted = db.changes
+                try bumpGeneration()
             }
         } catch {
             throw translate(error)

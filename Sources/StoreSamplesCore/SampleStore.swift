@@ -143,10 +143,18 @@ protocol SampleStore: AnyObject {
     /// The most samples one batch holds: a commit costs SQLite little, while every INSERT
     /// makes ClickHouse a new part to merge, so its batches are larger.
     var batchRows: Int { get }
+    /// A number that changes with every write to the store (samples, monitors, agents), for
+    /// answers kept between requests (`ViewCache`); nil when the store keeps none.
+    func generation() throws -> Int64?
+    /// The earliest sample time at or after `from`, and the earliest after `after` (held samples
+    /// included): when a time window's contents next change as the clock moves.
+    func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?)
 }
 
 extension SampleStore {
     var batchRows: Int { 1000 }
+    func generation() throws -> Int64? { nil }
+    func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?) { (nil, nil) }
     func submitBatch(retention: Retention, now: Int64) throws { try commitBatch(retention: retention, now: now) }
     func awaitSubmitted() throws {}
 }

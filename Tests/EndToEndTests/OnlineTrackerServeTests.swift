@@ -90,6 +90,40 @@ final class OnlineTrackerServeTests {
         #expect(handle.stop() == 143 << 8, "scripts/serve ends with 143 on SIGTERM, as documented")
     }
 
+    @Test("a kept overview is the one a fresh run gives: after a write, and once a sample leaves the 24-hour window")
+    func keptAnswersStayExact() throws {
+        guard try requireGate(servingInstalled, "nginx and fcgiwrap are needed (apt-get install nginx fcgiwrap)") else { return }
+        try seed()
+        // A sample that leaves the 24-hour window four seconds from now.
+        let leaving = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-86_400 + 4))
+        let edge = #"{"type":"sample","monitor":"edge","at":"\#(leaving)","status":"down"}"#
+        #expect(try run("store-samples", ["--db", db, "-q"], stdin: edge + "\n").status == 0)
+        let handle = try serve()
+        func overviewNow() throws -> String { try run("store-samples", ["--db", db, "overview"]).stdout }
+        let first = try get(handle, "/api/status/overview").body
+        #expect(first == (try overviewNow()))
+        #expect(FileManager.default.fileExists(atPath: db + ".views/overview"), "the answer is kept")
+        #expect(try get(handle, "/api/status/overview").body == first, "and given again")
+        #expect(try get(handle, "/api/monitors").body == (try run("store-samples", ["--db", db, "monitors"]).stdout))
+        // A write: the kept answers no longer hold.
+        #expect(try run("store-samples", ["--db", db, "-q"], stdin: sample("api", minutesAgo: 1, status: "down") + "\n").status == 0)
+        let afterWrite = try get(handle, "/api/status/overview").body
+        let expectedAfterWrite = try overviewNow()
+        #expect(afterWrite != first && afterWrite == expectedAfterWrite)
+        #expect(try get(handle, "/api/monitors").body == (try run("store-samples", ["--db", db, "monitors"]).stdout))
+        // The clock: once the edge sample has left the window (the command line says so), the API says so too.
+        let deadline = Date().addingTimeInterval(15)
+        var fresh = try overviewNow()
+        while fresh == afterWrite, Date() < deadline {
+            usleep(100_000)
+            fresh = try overviewNow()
+        }
+        #expect(fresh != afterWrite, "the edge sample left the window")
+        let later = try get(handle, "/api/status/overview").body
+        let expectedLater = try overviewNow()
+        #expect(later == expectedLater && later != afterWrite)
+    }
+
     @Test("bad parameters, unknown monitors and paths, odd ids and wrong methods: the status and a JSON error, no internals")
     func errorsAreJSON() throws {
         guard try requireGate(servingInstalled, "nginx and fcgiwrap are needed (apt-get install nginx fcgiwrap)") else { return }
@@ -180,6 +214,47 @@ final class OnlineTrackerServeTests {
         handle.stop()
         // The token is in no log.
         #expect(!handle.accessLog.isEmpty && !handle.accessLog.contains(token) && !handle.errorLog.contains(token))
+    }
+
+    @Test("devices: register, count and unregister through the API while a notify run holds its state; the token never logged")
+    func devicesWhileNotifyRuns() throws {
+        guard try requireGate(servingInstalled, "nginx and fcgiwrap are needed (apt-get install nginx fcgiwrap)") else { return }
+        let state = scratch.path("notify.json")
+        let handle = try serve(["--notify-state", state])
+        let token = "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad"
+        // A long-running notify holds the state file's lock for its whole run.
+        let notify = try RunningTool("notify", ["--state", state])
+        let first = try get(handle, "/api/devices/register", method: "POST", body: #"{"device_token":"\#(token.uppercased())","platform":"ios","app_version":"1.0.0"}"#)
+        #expect(first.status == 200 && first.body == #"{"success":true,"device_id":1,"message":"Device registered successfully"}"# + "\n", "\(first.body)")
+        let second = try get(handle, "/api/devices/register", method: "POST", body: #"{"device_token":"\#(String(repeating: "ab", count: 32))"}"#)
+        #expect(second.body.contains(#""device_id":2"#), "\(second.body)")
+        #expect(try get(handle, "/api/devices/count").body == #"{"count":2}"# + "\n")
+        // notify ends and saves its state: the devices registered meanwhile are still there.
+        let ended = notify.stop(SIGTERM)
+        #expect(ended.status == 143, "\(ended.stderr)")
+        let listed = try run("notify", ["--state", state, "devices", "list"]).records()
+        #expect(listed.map { $0.string("device_token") } == [token, String(repeating: "ab", count: 32)])
+        #expect(listed.first?.string("app_version") == "1.0.0")
+        // Errors.
+        let cases: [(method: String, path: String, body: String?, status: Int, reason: String)] = [
+            ("POST", "/api/devices/register", "not json", 400, "bad_body"),
+            ("POST", "/api/devices/register", #"{"device_token":"xyz"}"#, 400, "bad_body"),
+            ("GET", "/api/devices/register", nil, 405, "method_not_allowed"),
+            ("POST", "/api/devices/count", "{}", 405, "method_not_allowed"),
+            ("DELETE", "/api/devices/\(String(repeating: "cd", count: 32))", nil, 404, "unknown_device"),
+            ("DELETE", "/api/devices/nothex", nil, 404, "unknown_device"),
+            ("GET", "/api/devices/\(token)", nil, 405, "method_not_allowed"),
+        ]
+        for (method, path, body, status, reason) in cases {
+            let answer = try get(handle, path, method: method, body: body)
+            #expect(answer.status == status && answer.body.contains(#""reason":"\#(reason)""#), "\(method) \(path): \(answer.status) \(answer.body)")
+        }
+        let removed = try get(handle, "/api/devices/\(token)", method: "DELETE")
+        #expect(removed.status == 200 && removed.body == #"{"success":true,"message":"Device unregistered successfully"}"# + "\n")
+        #expect(try get(handle, "/api/devices/count").body == #"{"count":1}"# + "\n")
+        handle.stop()
+        #expect(handle.accessLog.contains("DELETE /api/devices/***"))
+        #expect(!handle.accessLog.contains(token) && !handle.errorLog.contains(token), "device tokens are not logged")
     }
 
     @Test("past 600 requests a minute (bursts of 100) a client gets 429 with a JSON error")
