@@ -157,8 +157,31 @@ extension Archive {
     ALTER TABLE samples ADD COLUMN metadata TEXT;
     """
 
+    /// Version 4: Health Sync's pairing. One-time tokens are kept only as their SHA-256; paired
+    /// clients are the SHA-256 fingerprints of their certificates, soft-deleted when unpaired
+    /// (the seed's `PairedDevice` with `deletedAt`).
+    static let pairing = """
+    CREATE TABLE pairing_tokens (
+        id INTEGER PRIMARY KEY,
+        token_sha256 TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER,
+        used_by TEXT
+    );
+    CREATE TABLE paired_clients (
+        id TEXT PRIMARY KEY,
+        certificate_fingerprint TEXT NOT NULL,
+        paired_at INTEGER NOT NULL,
+        last_seen INTEGER,
+        deleted_at INTEGER,
+        token_id INTEGER
+    );
+    CREATE UNIQUE INDEX paired_clients_active ON paired_clients(certificate_fingerprint) WHERE deleted_at IS NULL;
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [schema, resolvableAnomalies, sampleMetadata]
+    static let migrations: [String] = [schema, resolvableAnomalies, sampleMetadata, pairing]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versionedSchema = VersionedSchema(tool: "snapshot-delta", kind: "snapshot-delta archive", migrations: migrations)

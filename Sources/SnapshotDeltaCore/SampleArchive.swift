@@ -202,6 +202,8 @@ extension Archive {
         var disappearedAt: Int64?
         /// The export's metadata entries for the sample, as a JSON object's text.
         var metadata: String?
+        /// Its identity in the archive beside type and start (fingerprint, occurrence), when read by `samples`.
+        var identity: (fingerprint: Int64, occurrence: Int64)?
     }
 
     private static let sampleColumns = """
@@ -217,22 +219,32 @@ extension Archive {
                        disappearedSnapshotID: row.text(12), disappearedAt: row.optionalInt64(13), metadata: row.text(14))
     }
 
-    /// Health Sync's fetch: the present samples of one type starting in [from, to), newest first.
-    func samples(type: String, from: Int64, to: Int64, offset: Int, limit: Int, _ body: (ArchivedSample) throws -> Void) throws -> Int {
+    /// Health Sync's fetch: the present samples of the query's types starting in [from, to),
+    /// newest first, after `offset`, at most `limit` (with `lookAhead`, one more is read and
+    /// passed to `body` with `extra` true, to tell whether more follow).
+    func samples(_ query: SampleQuery, lookAhead: Bool = false, _ body: (ArchivedSample, _ extra: Bool) throws -> Void) throws -> Int {
+        let marks = Array(repeating: "?", count: query.types.count).joined(separator: ", ")
         let statement = try db.prepare("""
-            SELECT \(Archive.sampleColumns) FROM samples s JOIN sample_types t ON t.id = s.type_id
-            WHERE t.identifier = ? AND s.start_ms >= ? AND s.start_ms < ? AND s.present = 1
+            SELECT \(Archive.sampleColumns), s.fingerprint, s.occurrence FROM samples s JOIN sample_types t ON t.id = s.type_id
+            WHERE t.identifier IN (\(marks)) AND s.start_ms >= ? AND s.start_ms < ? AND s.present = 1
             ORDER BY s.start_ms DESC, s.id DESC LIMIT ? OFFSET ?
             """)
-        statement.bind(1, type)
-        statement.bind(2, from)
-        statement.bind(3, to)
-        statement.bind(4, Int64(limit))
-        statement.bind(5, Int64(offset))
+        var index: Int32 = 1
+        for type in query.types {
+            statement.bind(index, type)
+            index += 1
+        }
+        statement.bind(index, query.from ?? Int64.min / 2)
+        statement.bind(index + 1, query.to ?? Int64.max / 2)
+        statement.bind(index + 2, Int64(query.limit + (lookAhead ? 1 : 0)))
+        statement.bind(index + 3, Int64(query.offset))
         var count = 0
         while try statement.step() {
-            try body(readSample(statement))
-            count += 1
+            var sample = readSample(statement)
+            sample.identity = (statement.int64(15), statement.int64(16))
+            let extra = count >= query.limit
+            try body(sample, extra)
+            if !extra { count += 1 }
         }
         return count
     }

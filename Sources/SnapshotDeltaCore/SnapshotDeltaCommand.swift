@@ -8,18 +8,21 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         name: "snapshot-delta",
         summary: "Integrity snapshots of health records: a hash chain of per-type counts, deltas, anomaly rules and the samples themselves.",
         usage: ["[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | verify | log",
-                "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID", "[OPTIONS] samples --type TYPE | disappeared A B"],
+                "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID", "[OPTIONS] samples --type TYPE | disappeared A B",
+                "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT", "[OPTIONS] cert server|client --out DIR", "[OPTIONS] cgi"],
         description: """
         take reads an Apple Health export.xml (streamed with libxml2, its DTD ignored) or NDJSON health_record \
         and type_status lines, counts the records per type, and adds a snapshot to the chain in the archive: \
         type hashes, a checksum over the complete types, the delta from the previous snapshot with a reason per \
         type, and HealthProbe's anomaly rules. Any error in the input means no snapshot. The other subcommands \
         read and check the chain, delete a snapshot from any position, and query the archived samples. \
+        pair, paired, unpair and cert manage Health Sync's clients; cgi answers Health Sync's POST /api/v1/pair and \
+        POST /api/v1/health/data behind nginx and fcgiwrap (vitals-serve(7)). \
         See snapshot-delta(1) for every rule, vitals-records(7) for the records.
         """,
         options: [
             OptionSpec("db", short: "d", value: "PATH", help: "the archive (default $VITALS_HEALTH_DB, else health.db)"),
-            OptionSpec("format", short: "f", value: "FORMAT", help: "take: auto (default), apple-health or ndjson; list, show, diff: ndjson (default) or text; samples, disappeared: ndjson (default) or csv"),
+            OptionSpec("format", short: "f", value: "FORMAT", help: "take: auto (default), apple-health or ndjson; list, show, diff, paired: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"),
             OptionSpec("registry", short: "r", value: "FILE", help: "take: the monitored types, one identifier a line (default: every type in the input)"),
             OptionSpec("device-id-file", value: "FILE", help: "take: the stable device id, kept outside the archive (default $XDG_CONFIG_HOME/vitals/device-id)"),
             OptionSpec("tz", value: "ZONE", aliases: ["timezone"], help: "take: the time zone of the yearly counts (default $TZ, else the system's)"),
@@ -32,12 +35,20 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             .now(),
             OptionSpec("unresolved", help: "anomalies: only those not resolved yet"),
             OptionSpec("preview", help: "delete: say what deleting would do, change nothing"),
-            OptionSpec("force", help: "delete: delete even when the chain will not verify afterwards"),
+            OptionSpec("force", help: "delete: delete even when the chain will not verify afterwards; cert: replace existing files"),
             OptionSpec("type", value: "TYPE", help: "samples: the type identifier (required)"),
             .when("since", aliases: ["from"], help: "samples: from this time (RFC 3339) or this long ago (7d); default the beginning"),
             .when("until", aliases: ["to"], help: "samples: before this time or this long ago; default no end"),
             OptionSpec("offset", value: "N", default: "0", help: "samples: skip the N newest"),
             OptionSpec("limit", short: "n", value: "N", default: "1000", help: "samples: at most N samples"),
+            OptionSpec("server-cert", value: "FILE", help: "pair: the server's certificate (PEM), whose fingerprints the client pins (default $VITALS_SERVER_CERT)"),
+            .duration("ttl", default: "10m", range: 1000...Int64.max / 4, help: "pair: how long the pairing token stays valid"),
+            OptionSpec("url", value: "URL", default: "https://localhost:8443", help: "pair: the server's address as clients reach it, for the printed command and the QR code"),
+            OptionSpec("all", help: "paired: the unpaired clients too"),
+            OptionSpec("out", value: "DIR", help: "cert: the folder for KIND.crt and KIND.key (required)"),
+            OptionSpec("name", value: "NAME", repeatable: true,
+                       help: "cert: a host name or address for the certificate, the first also its common name (default: localhost, 127.0.0.1 and ::1 for server, vitals-client for client)"),
+            OptionSpec("days", value: "N", default: "825", help: "cert: how many days the certificate is valid"),
             OptionSpec("sync-types", value: "N", default: String(seedRules.syncMinTypes), help: "a sync anomaly needs N types changing at once"),
             OptionSpec("sync-change", value: "PCT", default: DefaultText.number(seedRules.syncChangePercent),
                        help: "the change of a type that counts towards a sync anomaly, percent"),
@@ -69,6 +80,13 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("samples", options: ["type", "since", "until", "offset", "limit", "format"], summary: "the archived samples of one type"),
             SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"],
                            summary: "the samples archived with snapshot A that snapshot B no longer has"),
+            SubcommandSpec("pair", options: ["server-cert", "ttl", "url", "format"],
+                           summary: "print a one-time pairing token and the server certificate's fingerprints, with a QR code"),
+            SubcommandSpec("paired", options: ["all", "format"], summary: "the paired client certificates"),
+            SubcommandSpec("unpair", operands: 1...1, "FINGERPRINT", summary: "unpair a client certificate by its SHA-256 fingerprint"),
+            SubcommandSpec("cert", operands: 1...1, "server|client", options: ["out", "name", "days", "force", "format"],
+                           summary: "make a self-signed server or client certificate and key with openssl"),
+            SubcommandSpec("cgi", summary: "answer one Health Sync request as a CGI program (run by fcgiwrap)"),
         ],
         examples: [
             "snapshot-delta --db health.db take export.xml",
@@ -80,7 +98,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         exitStatuses: [
             (.success, "done (verify: the chain is intact)"),
             (.verdict, "verify found a fault; take or diff with --exit-status found an anomaly"),
-            (.failure, "an error: the input had errors (no snapshot was taken), an unknown snapshot, an archive that cannot be read or written"),
+            (.failure, "an error: the input had errors (no snapshot was taken), an unknown snapshot, an archive that cannot be read or written, an unknown fingerprint to unpair, openssl failing"),
             (.usage, "the command line was wrong"),
             (.interrupted, "stopped by SIGINT (no snapshot was taken)"),
             (.terminated, "stopped by SIGTERM (likewise)"),
@@ -112,6 +130,11 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         case "log": return try run.log()
         case "anomalies": return try run.anomalies(operands)
         case "samples": return try run.samples()
+        case "pair": return try run.pair()
+        case "paired": return try run.paired()
+        case "unpair": return try run.unpair(operands[0])
+        case "cert": return try run.cert(operands[0])
+        case "cgi": return try run.cgi()
         default: return try run.disappeared(operands[0], operands[1])
         }
     }

@@ -7,23 +7,15 @@ extension Run {
         guard let type = options.value("type"), !type.isEmpty else { throw UsageError("samples wants --type TYPE") }
         let format = try outputFormat(["ndjson", "csv"])
         let time = now()
-        let from = try options.time("since", now: time) ?? Int64.min / 2
-        let to = try options.time("until", now: time) ?? Int64.max / 2
-        let offset = try options.integer("offset", in: 0...Int(Int32.max))
-        let limit = try options.integer("limit", in: 1...1_000_000)
+        let query = SampleQuery(types: [type], from: try options.time("since", now: time), to: try options.time("until", now: time),
+                                offset: try options.integer("offset", in: 0...Int(Int32.max)),
+                                limit: try options.integer("limit", in: 1...1_000_000))
         let archive = try Archive(path: path, create: false)
         if format == "csv" { try writer.write(Records.csvColumns.joined(separator: ",")) }
-        var detail = JSONObject([
-            JSONField("type_identifier", .string(type)), JSONField("from", options.has("since") ? Records.time(from) : .null),
-            JSONField("to", options.has("until") ? Records.time(to) : .null), JSONField("offset", .integer(offset)),
-            JSONField("limit", .integer(limit)),
-        ])
-        // The access is logged with what it returned (Health Sync's audit log).
-        let returned = try archive.samples(type: type, from: from, to: to, offset: offset, limit: limit) { sample in
+        // The access is logged with what it returned (Health Sync's audit log); the API runs the same fetch.
+        _ = try archive.fetchSamples(query, operation: "samples", at: now, diagnostics: context.diagnostics) { sample in
             if format == "csv" { try writer.write(Records.csvRow(sample)) } else { try write(Records.sample(sample)) }
         }
-        detail["returned"] = .integer(returned)
-        _ = try archive.withLoggedChange("samples", snapshotIDs: [], at: now(), diagnostics: context.diagnostics) { ((), detail) }
         return context.diagnostics.errorCount > 0 ? .failure : .success
     }
 
