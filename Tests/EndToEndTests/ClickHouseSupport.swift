@@ -81,10 +81,15 @@ final class ClickHouseServer {
     /// Starts the server as a daemon (its own pid file in the scratch folder: a long-lived child of
     /// the test runner's Foundation `Process` is not needed) and waits (30 s at most) until it answers.
     func start() throws {
-        let started = try runProcess(clickHouseServerPath ?? "/usr/sbin/clickhouse-server",
-                                     ["--config-file=\(scratch.path("config.xml"))", "--pid-file=\(scratch.path("server.pid"))", "--daemon"],
-                                     stdin: "", environment: toolEnvironment(), directory: scratch.url)
-        guard started.status == 0 else { throw TestFailure("clickhouse-server --daemon: \(started.stderr)") }
+        // Started clean (see spawnClean): the daemon outlives the launcher and must hold no pipe of another test.
+        let launcher = try spawnClean([clickHouseServerPath ?? "/usr/sbin/clickhouse-server",
+                                       "--config-file=\(scratch.path("config.xml"))", "--pid-file=\(scratch.path("server.pid"))", "--daemon"],
+                                      environment: toolEnvironment(), output: scratch.path("launch.log"), directory: scratch.url.path)
+        var launched: Int32 = 0
+        waitpid(launcher, &launched, 0)
+        guard launched == 0 else {
+            throw TestFailure("clickhouse-server --daemon: \((try? String(contentsOfFile: scratch.path("launch.log"), encoding: .utf8)) ?? "")")
+        }
         let deadline = Date().addingTimeInterval(30)
         while (try? query("SELECT 1")) != "1" {
             if pid == nil, let text = try? String(contentsOfFile: scratch.path("server.pid"), encoding: .utf8) {

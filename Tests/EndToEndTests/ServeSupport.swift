@@ -10,7 +10,8 @@ let servingInstalled = nginxPath != nil && fcgiwrapPath != nil
 
 /// `scripts/serve` running one site on a free loopback port: nginx + fcgiwrap in front of the
 /// built tools. Started with posix_spawn and an empty signal mask (the test runner's threads block
-/// signals, and a shell that inherits that mask never sees SIGTERM or SIGCHLD); stopped with
+/// signals, and a shell that inherits that mask never sees SIGTERM or SIGCHLD) and no descriptor
+/// of the runner's but the three; stopped with
 /// SIGTERM, as a user's Ctrl-C would, when the value goes away.
 final class ServeHandle {
     let port: Int
@@ -25,28 +26,7 @@ final class ServeHandle {
         runDirectory = scratch.path("run-\(port)")
         let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
         let argv = [script, "--site", site, "--listen", "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir", runDirectory] + arguments
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let env = toolEnvironment(environment).map { "\($0.key)=\($0.value)" }
-        let cArgv = argv.map { strdup($0) } + [nil]
-        let cEnv = env.map { strdup($0) } + [nil]
-        defer { (cArgv + cEnv).forEach { free($0) } }
-        let spawned = posix_spawn(&pid, script, &actions, &attributes, cArgv, cEnv)
-        guard spawned == 0 else { throw TestFailure("posix_spawn scripts/serve: \(spawned)") }
+        pid = try spawnClean(argv, environment: toolEnvironment(environment), output: log)
         let deadline = Date().addingTimeInterval(20)
         while true {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
@@ -78,6 +58,47 @@ final class ServeHandle {
     var accessLog: String { (try? String(contentsOfFile: runDirectory + "/logs/access.log", encoding: .utf8)) ?? "" }
     /// The error log nginx wrote (the CGI programs' stderr lands here too).
     var errorLog: String { (try? String(contentsOfFile: runDirectory + "/logs/error.log", encoding: .utf8)) ?? "" }
+}
+
+/// Starts `argv` with standard input from /dev/null, standard output and error to the file
+/// `output`, an empty signal mask, default signal actions, and no other descriptor of the test
+/// runner's. For servers and daemons a test starts: a long-lived child that inherited the write
+/// end of a pipe another test's `Process` is reading (Foundation leaves them inheritable) keeps
+/// that test waiting until the server ends.
+func spawnClean(_ argv: [String], environment: [String: String], output: String, directory: String? = nil) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    // glibc's closefrom and chdir actions (2.34, 2.29), which Swift's Glibc module does not show.
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
+    guard let closeFrom = dlsym(defaultHandle, "posix_spawn_file_actions_addclosefrom_np"),
+          let changeDirectory = dlsym(defaultHandle, "posix_spawn_file_actions_addchdir_np") else {
+        throw TestFailure("this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
+    }
+    _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
+    if let directory { _ = unsafeBitCast(changeDirectory, to: ChangeDirectory.self)(&actions, directory) }
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    var all = sigset_t()
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let cArgv = argv.map { strdup($0) } + [nil]
+    let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (cArgv + cEnv).forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, argv[0], &actions, &attributes, cArgv, cEnv)
+    guard spawned == 0 else { throw TestFailure("posix_spawn \(argv[0]): \(String(cString: strerror(spawned)))") }
+    return pid
 }
 
 /// One HTTP answer fetched with curl: status, headers (lowercased names) and body.
