@@ -303,7 +303,7 @@ final class SQLiteSampleStore: SampleStore {
 
     /// Every write transaction calls this before it commits (see `generation()`).
     private func bumpGeneration() throws {
-        try db.withCached("UPDATE store_state SET generation = generation + 1") { try $0.step() }
+        _ = try db.withCached("UPDATE store_state SET generation = generation + 1") { try $0.step() }
     }
 
     func generation() throws -> Int64? {
