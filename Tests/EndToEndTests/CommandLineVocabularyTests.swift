@@ -101,7 +101,8 @@ struct CommandLineVocabularyTests {
     }
 }
 
-@Suite("notify's subcommands from the framework's table", .timeLimit(.minutes(1)))
+// A hang guard: the limit counts the wait for a thread of the test pool, which tests waiting on servers hold.
+@Suite("notify's subcommands from the framework's table", .timeLimit(.minutes(5)))
 struct NotifySubcommandTests {
     @Test("deliver is the default; devices takes its own options; each refuses the other's", arguments: [
         (["devices", "count", "--to", "json://127.0.0.1:9/x"], "notify: --to does not apply to devices; it applies to deliver\n"),

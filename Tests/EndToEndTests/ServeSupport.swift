@@ -66,22 +66,28 @@ final class ServeHandle {
 /// end of a pipe another test's `Process` is reading (Foundation leaves them inheritable) keeps
 /// that test waiting until the server ends.
 func spawnClean(_ argv: [String], environment: [String: String], output: String, directory: String? = nil) throws -> pid_t {
+    let input = open("/dev/null", O_RDONLY | O_CLOEXEC)
+    let file = open(output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+    defer { close(input); close(file) }
+    guard input >= 0, file >= 0 else { throw TestFailure("cannot open /dev/null or \(output)") }
+    return try spawnClean(argv, environment: environment, descriptors: (input, file, file), directory: directory)
+}
+
+/// Starts `argv` with `descriptors` as its standard input, output and error, and nothing else
+/// of the runner's (see the other `spawnClean`).
+func spawnClean(_ argv: [String], environment: [String: String], descriptors: (Int32, Int32, Int32), directory: String? = nil) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    posix_spawn_file_actions_adddup2(&actions, descriptors.0, 0)
+    posix_spawn_file_actions_adddup2(&actions, descriptors.1, 1)
+    posix_spawn_file_actions_adddup2(&actions, descriptors.2, 2)
     // glibc's closefrom and chdir actions (2.34, 2.29), which Swift's Glibc module does not show.
-    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
-    let defaultHandle = UnsafeMutableRawPointer(bitPattern: 0)  // RTLD_DEFAULT
-    guard let closeFrom = dlsym(defaultHandle, "posix_spawn_file_actions_addclosefrom_np"),
-          let changeDirectory = dlsym(defaultHandle, "posix_spawn_file_actions_addchdir_np") else {
+    guard let closeFrom = GlibcExtras.closeFrom, let changeDirectory = GlibcExtras.changeDirectory else {
         throw TestFailure("this C library has no posix_spawn_file_actions_addclosefrom_np (glibc 2.34 or later)")
     }
-    _ = unsafeBitCast(closeFrom, to: CloseFrom.self)(&actions, 3)
-    if let directory { _ = unsafeBitCast(changeDirectory, to: ChangeDirectory.self)(&actions, directory) }
+    _ = closeFrom(&actions, 3)
+    if let directory { _ = changeDirectory(&actions, directory) }
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -99,6 +105,21 @@ func spawnClean(_ argv: [String], environment: [String: String], output: String,
     let spawned = posix_spawn(&pid, argv[0], &actions, &attributes, cArgv, cEnv)
     guard spawned == 0 else { throw TestFailure("posix_spawn \(argv[0]): \(String(cString: strerror(spawned)))") }
     return pid
+}
+
+/// glibc functions Swift's Glibc module leaves out (they need _GNU_SOURCE), found at run time.
+enum GlibcExtras {
+    typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+    static let closeFrom: CloseFrom? = symbol("posix_spawn_file_actions_addclosefrom_np")
+    static let changeDirectory: ChangeDirectory? = symbol("posix_spawn_file_actions_addchdir_np")
+    static let pipe2: Pipe2? = symbol("pipe2")
+
+    static func symbol<T>(_ name: String) -> T? {
+        guard let address = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }  // RTLD_DEFAULT
+        return unsafeBitCast(address, to: T.self)
+    }
 }
 
 /// One HTTP answer fetched with curl: status, headers (lowercased names) and body.

@@ -97,40 +97,64 @@ func shell(_ script: String, stdin: String = "", environment: [String: String] =
     try runProcess("/bin/sh", ["-c", script], stdin: stdin, environment: toolEnvironment(environment), directory: directory)
 }
 
+/// Runs `executable` and waits for it and for the end of its output. Its pipes are made
+/// close-on-exec and the child gets no other descriptor of the runner's (spawnClean), so no
+/// server another test starts meanwhile keeps this one's output open, and this child keeps
+/// no other test's.
 func runProcess(_ executable: String, _ arguments: [String], stdin: String, environment: [String: String],
                 directory: URL? = nil) throws -> RunResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = environment
-    if let directory { process.currentDirectoryURL = directory }
-    let input = Pipe()
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    // Read both streams concurrently so neither pipe fills and blocks the tool.
+    var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
+    guard let pipe2 = GlibcExtras.pipe2, pipe2(&input, O_CLOEXEC) == 0, pipe2(&output, O_CLOEXEC) == 0,
+          pipe2(&errors, O_CLOEXEC) == 0 else { throw TestFailure("pipe2: \(errno)") }
+    let pid: pid_t
+    do {
+        pid = try spawnClean([executable] + arguments, environment: environment, descriptors: (input[0], output[1], errors[1]),
+                             directory: directory?.path)
+    } catch {
+        (input + output + errors).forEach { close($0) }
+        throw error
+    }
+    close(input[0])
+    close(output[1])
+    close(errors[1])
     let collected = CollectedOutput()
     let group = DispatchGroup()
-    for (pipe, isError) in [(output, false), (errors, true)] {
+    for (fd, isError) in [(output[0], false), (errors[0], true)] {
         group.enter()
         DispatchQueue.global().async {
-            let data = pipe.fileHandleForReading.readDataToEndOfFile()
+            var data = Data()
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count < 0, errno == EINTR { continue }
+                guard count > 0 else { break }
+                data.append(contentsOf: buffer[0..<count])
+            }
+            close(fd)
             collected.set(data, error: isError)
             group.leave()
         }
     }
-    if !stdin.isEmpty {
-        try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8))
+    let writer = input[1]
+    let bytes = Array(stdin.utf8)
+    DispatchQueue.global().async {
+        signal(SIGPIPE, SIG_IGN)
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes[offset...].withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            offset += count
+        }
+        close(writer)
     }
-    try? input.fileHandleForWriting.close()
-    process.waitUntilExit()
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0, errno == EINTR {}
     group.wait()
     let (out, err) = collected.get()
-    return RunResult(stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self),
-                     status: process.terminationStatus)
+    // As Foundation's terminationStatus: the exit status, or the signal that ended it.
+    let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : status & 0x7F
+    return RunResult(stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self), status: code)
 }
 
 final class CollectedOutput: @unchecked Sendable {
