@@ -205,7 +205,7 @@ struct OnlineTrackerAPI {
                                headers: [("WWW-Authenticate", "Bearer realm=\"vitals\"")])
         guard let header = request.header("Authorization"), header.lowercased().hasPrefix("bearer "), let tokens else { throw refusal }
         let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        guard !token.isEmpty, let agent = try AgentTokens(path: tokens).agent(presenting: token) else { throw refusal }
+        guard !token.isEmpty, let agent = AgentTokens(path: tokens).agent(presenting: token) else { throw refusal }
         return agent
     }
 }
@@ -215,21 +215,22 @@ struct OnlineTrackerAPI {
 /// Only hashes are kept, so the file gives no token away.
 struct AgentTokens {
     let path: String
+    /// Each agent and its token's SHA-256 as lowercase hex digits.
     var entries: [(agent: String, hash: [UInt8])] = []
 
-    init(path: String) throws {
+    init(path: String) {
         self.path = path
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return }
         for line in text.split(separator: "\n") {
             let words = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard words.count == 2, !words[0].hasPrefix("#"), let hash = AgentTokens.bytes(hex: words[1]) else { continue }
-            entries.append((String(words[0]), hash))
+            guard words.count == 2, !words[0].hasPrefix("#"), words[1].utf8.count == 64, words[1].allSatisfy(\.isHexDigit) else { continue }
+            entries.append((String(words[0]), Array(words[1].lowercased().utf8)))
         }
     }
 
     /// The agent whose token hashes to an entry, comparing every entry in full (no early exit on a byte).
     func agent(presenting token: String) -> String? {
-        let hash = SHA256.digest(Array(token.utf8))
+        let hash = Array(SHA256.hexDigest(Array(token.utf8)).utf8)
         var found: String?
         for entry in entries where entry.hash.count == hash.count {
             var difference: UInt8 = 0
@@ -239,30 +240,17 @@ struct AgentTokens {
         return found
     }
 
-    /// Makes a new random token for `agent`, replacing its old one, and returns it.
+    /// Makes a new random token for `agent` (24 bytes from the system's generator), replacing its
+    /// old one, and returns it.
     static func issue(agent: String, path: String) throws -> String {
-        var random = [UInt8](repeating: 0, count: 24)
-        guard let urandom = FileHandle(forReadingAtPath: "/dev/urandom") else { throw ToolError("cannot read /dev/urandom") }
-        random = Array(urandom.readData(ofLength: 24))
-        try urandom.close()
-        let token = "vt_" + SHA256.hex(random)
+        var generator = SystemRandomNumberGenerator()
+        let token = "vt_" + SHA256.hex((0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let hash = SHA256.hexDigest(Array(token.utf8))
         let old = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "# vitals agent tokens: AGENT SHA256(token), made by store-samples agents token\n"
         let kept = old.split(separator: "\n", omittingEmptySubsequences: false)
             .filter { !($0.split(separator: " ").first.map(String.init) == agent) && !$0.isEmpty }
         try AtomicFile.write(Array((kept + [Substring("\(agent) \(hash)")]).joined(separator: "\n").utf8) + [0x0A], to: path, mode: 0o600)
         return token
-    }
-
-    static func bytes(hex: Substring) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count == 64 else { return nil }
-        var out: [UInt8] = []
-        for index in stride(from: 0, to: 64, by: 2) {
-            guard let high = CGIRequest.hexValue(digits[index]), let low = CGIRequest.hexValue(digits[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-        }
-        return out
     }
 }
 

@@ -80,8 +80,7 @@ public struct CGIRequest: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The value of one hexadecimal digit, or nil.
-    public static func hexValue(_ byte: UInt8) -> UInt8? {
+    static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10

@@ -10,8 +10,9 @@ public final class Diagnostics {
     public private(set) var errorCount = 0
     /// How many warnings were reported.
     public private(set) var warningCount = 0
-    /// The errors about input lines, in order: what a caller that answers for the input (the
-    /// API that receives samples) tells its client.
+    /// With `capture`, the errors about input lines, in order: what a caller that answers for the
+    /// input (the API that receives samples) tells its client. (Not kept otherwise: a stream runs for
+    /// as long as it likes.)
     public private(set) var lineErrors: [(line: Int, message: String)] = []
     /// When set, lines are collected here instead of written (for in-process tests).
     public private(set) var captured: [String] = []
@@ -27,7 +28,7 @@ public final class Diagnostics {
     /// Reports an error about input at `source` line `line`.
     public func error(_ message: String, source: String, line: Int) {
         errorCount += 1
-        lineErrors.append((line, message))
+        if capture { lineErrors.append((line, message)) }
         emit("\(source):\(line): \(message)")
     }
 
