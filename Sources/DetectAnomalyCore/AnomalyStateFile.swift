@@ -109,7 +109,7 @@ enum AnomalyStateFile {
     /// The `format` every state file names.
     static let format = "vitals detect-anomaly state"
     /// The version this build reads and writes.
-    static let version = 2
+    static let version = 3
 
     /// Reads the monitors saved in `path`; a file that does not exist yet gives none.
     static func load<Detector: MonitorDetector>(_ path: String, settings: DetectorSettings,

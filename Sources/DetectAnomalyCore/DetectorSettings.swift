@@ -18,7 +18,7 @@ enum DetectorKind: String, Sendable, CaseIterable {
         case .seed: return 2.5
         case .mad: return 3.5
         case .robust: return 7
-        case .envelope: return 6
+        case .envelope: return 5
         }
     }
 
@@ -57,7 +57,7 @@ struct DetectorSettings: Sendable, Equatable {
     /// Points needed in the window, the current one included, before a verdict other than unknown.
     var minSamples: Int = 10
     /// The detector's threshold (see `DetectorKind.defaultThreshold`).
-    var threshold: Double = 6
+    var threshold: Double = 5
 
     /// Settings with each detector's defaults.
     init(detector: DetectorKind = .envelope) {

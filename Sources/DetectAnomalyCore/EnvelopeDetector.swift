@@ -47,24 +47,24 @@ struct EnvelopeDetector: MonitorDetector {
     /// The mean deviation's weight per sample.
     static let deviationWeight = 0.01
     /// The mean deviation times this is a floor of the scale.
-    static let deviationFactor = 1.2
+    static let deviationFactor = 2.0
     /// The scale never goes below this share of the median's size.
     static let relativeFloor = 0.001
     /// How far the envelope moves back toward the median per sample.
-    static let envelopeDecay = 0.002
+    static let envelopeDecay = 0.001
     /// How far beyond the envelope, in spreads, a value must be (at the default threshold's limit).
     static let envelopeMargin = 0.05
     /// Samples that stay degrading after the last one over the limit.
-    static let holdSamples = 3
-    /// The change channel's limit, in mean absolute changes, is this times the threshold (10 at
-    /// the default 6).
+    static let holdSamples = 10
+    /// The change channel's limit, in mean absolute changes, is this times the threshold (8.33 at
+    /// the default 5).
     static let changeThresholdFactor = 10.0 / 6.0
     /// The mean absolute change's weight per sample.
     static let changeWeight = 0.01
     /// How far the envelope of changes moves back toward 0 per nonzero change.
     static let changeDecay = 0.0002
     /// How far beyond the envelope of changes, in its spreads, a change must be.
-    static let changeMargin = 0.2
+    static let changeMargin = 0.3
     /// The daily profile's phases: the hours of the day (UTC) of a sample's `at`.
     static let phases = 24
     /// The profile's weight per day: a visit of a phase a day or more after its last day's first
@@ -77,8 +77,22 @@ struct EnvelopeDetector: MonitorDetector {
     /// visited (up to `profileVisits`), and the `at` of the last counted day's first visit.
     static let profileStride = 5
     /// The profile channel's limit, in the phase's mean deviations, is this times the threshold
-    /// (8 at the default 6).
+    /// (6.67 at the default 5).
     static let profileThresholdFactor = 8.0 / 6.0
+    /// The repeat channel: this many repeats in a row (the value the same as the last one this
+    /// many times, so one more values in all) is a stuck value...
+    static let stuckRepeats = 3
+    /// ... up to this many repeats; a value that stays longer is the series' new normal (the
+    /// window fills with it) ...
+    static let stuckLongest = 10
+    /// ... on a series where runs of repeats begin on fewer than this share of samples ...
+    static let stuckRate = 0.02
+    /// ... measured with this weight per sample (about the last 100 samples).
+    static let repeatWeight = 0.01
+    /// The evidence of a stuck value: repeats / this, at most `stuckCeiling` (1.2 at 3 repeats,
+    /// score 0.55; 1.5 from 4 on, score 0.6).
+    static let stuckDivisor = 2.5
+    static let stuckCeiling = 1.5
 
     private var window: SortedWindow
     /// Exponentially weighted sum of absolute deviations and of their weights (bias-corrected mean).
@@ -99,6 +113,10 @@ struct EnvelopeDetector: MonitorDetector {
     /// days visited, and the time (ms) the last of them started. Empty until a sample with an
     /// `at` is learned.
     private var profile: [Double] = []
+    /// The weighted share of learned samples that begin a run of repeats (a value equal to the
+    /// last one after a different one), and the repeats in a row up to the last learned value.
+    private var repeatRate = 0.0
+    private var repeats = 0
 
     init(settings: DetectorSettings) {
         window = SortedWindow(capacity: settings.window - 1)
@@ -181,6 +199,13 @@ struct EnvelopeDetector: MonitorDetector {
                     if settings.direction.judgesLow { evidence = max(evidence, -residual) }
                 }
             }
+            // The repeat channel: a value stuck on one number, on a series that seldom repeats
+            // itself, once the window is full (so the rate has been learned). It judges neither
+            // side, so only --direction both.
+            if settings.direction == .both, window.ring.isFull, x == window.newest,
+               (Self.stuckRepeats...Self.stuckLongest).contains(repeats + 1), repeatRate < Self.stuckRate {
+                evidence = max(evidence, min(Self.stuckCeiling, Double(repeats + 1) / Self.stuckDivisor))
+            }
             var over = evidence > 1
             if simulatedOver { over = true }
             if over {
@@ -242,6 +267,16 @@ struct EnvelopeDetector: MonitorDetector {
     private mutating func learn(_ x: Double, median: Double) {
         if window.count > 0 {
             let change = x - window.newest
+            // The repeat rate counts the first repeat of a run and every sample that is not a
+            // repeat; the later repeats of a run leave it as it was, so a long stuck run does not
+            // raise the rate it is judged against.
+            if change == 0 {
+                if repeats == 0 { repeatRate += Self.repeatWeight * (1 - repeatRate) }
+                repeats += 1
+            } else {
+                repeatRate *= 1 - Self.repeatWeight
+                repeats = 0
+            }
             changeSum = (1 - Self.changeWeight) * changeSum + Self.changeWeight * abs(change)
             changeWeights = (1 - Self.changeWeight) * changeWeights + Self.changeWeight
             if let rise = changeUpper, let fall = changeLower {
@@ -285,6 +320,8 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.optionalNumber("change_upper", changeUpper, to: &out)
         StateText.optionalNumber("change_lower", changeLower, to: &out)
         StateText.numbers("profile", profile, to: &out)
+        StateText.number("repeat_rate", repeatRate, to: &out)
+        StateText.optionalInteger("repeats", Int64(repeats), to: &out)
     }
 
     init(state: JSONObject, settings: DetectorSettings) throws(StateError) {
@@ -315,6 +352,12 @@ struct EnvelopeDetector: MonitorDetector {
         guard profile.isEmpty || profile.count == size else {
             throw StateError("'profile' has \(profile.count) numbers, not 0 or \(size)")
         }
+        repeatRate = try state.stateNumber("repeat_rate")
+        guard (0...1).contains(repeatRate) else { throw StateError("'repeat_rate' is not from 0 to 1") }
+        guard let run = try state.optionalStateInteger("repeats"), run >= 0 else {
+            throw StateError("'repeats' is not a whole number of 0 or more")
+        }
+        repeats = Int(run)
         for phase in 0..<(profile.count / Self.profileStride) {
             let base = Self.profileStride * phase
             let visits = profile[base + 3]

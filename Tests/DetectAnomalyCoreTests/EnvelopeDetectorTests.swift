@@ -19,22 +19,28 @@ struct EnvelopeDetectorTests {
     /// 200 values alternating 95 and 105.
     let calm: [Double] = (0..<200).map { $0 % 2 == 0 ? 95 : 105 }
 
-    @Test("the defaults: window 100, threshold 6, the default detector")
+    @Test("the defaults: window 100, threshold 5, the default detector")
     func defaults() {
         #expect(settings.detector == .envelope)
         #expect(settings.window == 100)
-        #expect(settings.threshold == 6)
+        #expect(settings.threshold == 5)
         #expect(DetectorSettings(detector: .seed).window == 50)
     }
 
-    @Test("one sample far out is degrading on that sample, held 3 more, then stable; its score is over 0.5")
+    // By hand: the window holds 99 values, 50 of 105 and 49 of 95 before an even-numbered sample
+    // (the other way round before an odd one), so the median is 105 there and the MAD 0; every
+    // value lies 10 from the median it is judged against, so the mean deviation is 10 and the scale
+    // 2 x 10 = 20: 400 is z = 295 / 20 = 14.75, the value channel's evidence 14.75 / 5 = 2.95. The
+    // change from 105 is 295, 29.5 mean changes of 10: the change channel's evidence 29.5 / (25/3)
+    // = 3.54 (far beyond the envelope of changes, +-10), the larger: score 3.54 / 4.54.
+    @Test("one sample far out is degrading on that sample, held 10 more, then stable; its score is over 0.5")
     func point() {
-        let reports = feed(calm + [400] + Array(calm.prefix(10)))
+        let reports = feed(calm + [400] + Array(calm.prefix(20)))
         #expect(reports[..<200].allSatisfy { $0.verdict != .degrading })
         #expect(reports[200].verdict == .degrading)
-        #expect(reports[200].score > 0.5)
-        #expect(reports[201...203].allSatisfy { $0.verdict == .degrading }, "the hold")
-        #expect(reports[204...].allSatisfy { $0.verdict == .stable })
+        #expect(abs(reports[200].score - 3.54 / 4.54) < 1e-9)
+        #expect(reports[201...210].allSatisfy { $0.verdict == .degrading }, "the hold")
+        #expect(reports[211...].allSatisfy { $0.verdict == .stable })
         #expect(reports[199].score < 0.5)
     }
 
@@ -43,7 +49,7 @@ struct EnvelopeDetectorTests {
         let reports = feed(calm + [400] + Array(calm.prefix(20)) + [400])
         #expect(reports[200].verdict == .degrading)
         #expect(reports[221].verdict == .stable)
-        #expect(reports[221].upper! > 380, "400 drawn back 0.2% of the way to the median per sample")
+        #expect(reports[221].upper! > 380, "400 drawn back 0.1% of the way to the median per sample")
     }
 
     @Test("a sustained shift is caught on its first sample; the score falls back as the envelope follows")
@@ -59,40 +65,40 @@ struct EnvelopeDetectorTests {
 
     // On the ramp, by hand: the mean absolute change is 1 (every change is 1), the envelope of
     // changes is [0.9998^197, 1] (the fall decays 0.02% per nonzero change from the first 1), so its
-    // spread is below the scale 1 and the margin is 0.2 x 1; the change limit is 10/6 x 6 = 10 mean
-    // changes. The value channel sees the median 150 of 101...199, the MAD 25 (scale at least 37), so
-    // a value up to 230 is less than 2.2 scales out: evidence below 0.37, never the larger one.
-    @Test("a step 11 times the usual change is degrading on a smooth ramp the value channel finds ordinary")
+    // spread is below the scale 1 and the margin is 0.3 x 1; the change limit is 10/6 x 5 = 25/3
+    // mean changes. The value channel sees the median 150 of 101...199, the MAD 25 (scale at least
+    // 37), so a value up to 230 is less than 2.2 scales out: evidence below 0.44, never the larger one.
+    @Test("a step 9 times the usual change is degrading on a smooth ramp the value channel finds ordinary")
     func changeStep() {
         let step = feed(ramp + [230])
         #expect(step[..<200].allSatisfy { $0.verdict != .degrading })
-        // change 31: evidence min(31 / 10, (31 - 1) / 0.2) = 3.1, score 3.1 / 4.1.
+        // change 31: evidence min(31 x 3/25, (31 - 1) / 0.3) = 3.72, score 3.72 / 4.72.
         #expect(step[200].verdict == .degrading)
-        #expect(abs(step[200].score - 3.1 / 4.1) < 1e-9)
-        // change 9: evidence 0.9, stable, score 0.9 / 1.9; change 11: 1.1, degrading, 1.1 / 2.1.
+        #expect(abs(step[200].score - 3.72 / 4.72) < 1e-9)
+        // change 8: evidence 0.96, stable, score 0.96 / 1.96; change 9: 1.08, degrading, 1.08 / 2.08.
+        let eight = feed(ramp + [207])[200]
+        #expect(eight.verdict == .stable)
+        #expect(abs(eight.score - 0.96 / 1.96) < 1e-9)
         let nine = feed(ramp + [208])[200]
-        #expect(nine.verdict == .stable)
-        #expect(abs(nine.score - 0.9 / 1.9) < 1e-9)
-        let eleven = feed(ramp + [210])[200]
-        #expect(eleven.verdict == .degrading)
-        #expect(abs(eleven.score - 1.1 / 2.1) < 1e-9)
+        #expect(nine.verdict == .degrading)
+        #expect(abs(nine.score - 1.08 / 2.08) < 1e-9)
     }
 
     @Test("a fall of 30 on the ramp is judged with --direction both, not with high")
     func changeFall() {
         var both = settings
         both.direction = .both
-        // change -30: evidence min(30 / 10, (0.9998^197 + 30) / 0.2) = 3, score 3 / 4.
+        // change -30: evidence min(30 x 3/25, (0.9998^197 + 30) / 0.3) = 3.6, score 3.6 / 4.6.
         let fall = feed(ramp + [169], settings: both)[200]
         #expect(fall.verdict == .degrading)
-        #expect(abs(fall.score - 0.75) < 1e-9)
+        #expect(abs(fall.score - 3.6 / 4.6) < 1e-9)
         #expect(feed(ramp + [169])[200].verdict == .stable)
     }
 
     @Test("a step like one seen before is not new: the envelope of changes remembers it")
     func changeRemembered() {
         // +31 at 200, the ramp again, +31 at 250: the rise is then 31 x 0.9998^49 = 30.70, so the
-        // second step is 0.3 beyond it, about 0.05 of the margin 0.2 x (30.70 - 0.95).
+        // second step is 0.3 beyond it, about 0.03 of the margin 0.3 x (30.70 - 0.95).
         let values = ramp + (0..<50).map { 230 + Double($0) } + [310]
         let reports = feed(values)
         #expect(reports[200].verdict == .degrading)
@@ -115,26 +121,28 @@ struct EnvelopeDetectorTests {
         return reports
     }
 
-    // By hand, after 40 days: the median is 100 and the MAD 2 (scale 1.4826 x 2 = 2.965); the mean
-    // absolute deviation from the median is 2; each even hour's mean residual is -2 and each odd
-    // one's +2 (the first days' other medians weigh 0.9^36, about 2%), their own deviation near 0,
-    // so the profile's deviation is the mean deviation, 2, and its limit 8/6 x 6 x 2 = 16.
-    // 116 at an even hour: the profile's evidence (116 - 98) / 16 = 1.125 (score 0.529); the value
-    // channel's (116 - 100) / 2.965 / 6 = 0.899; the change channel's 14 / 4 / 10 = 0.35.
-    @Test("the daily profile: a value usual at other hours but 9 deviations over its own hour's is degrading")
+    // By hand, after 40 days: the median is 100 and the MAD 2 (1.4826 x 2 = 2.965); the mean
+    // absolute deviation from the median is 2, so the scale is 2 x 2 = 4; each even hour's mean
+    // residual is -2 and each odd one's +2 (the first days' other medians weigh 0.9^36, about 2%),
+    // their own deviation near 0, so the profile's deviation is the mean deviation, 2, and its limit
+    // 8/6 x 5 x 2 = 13.33. 113 at an even hour: the profile's evidence (113 - 98) / 13.33 = 1.125
+    // (score 0.529); the value channel's (113 - 100) / 4 / 5 = 0.65; the change channel's
+    // (113 - 102) / 4 / (25/3) = 0.33.
+    @Test("the daily profile: a value usual at other hours but 7.5 deviations over its own hour's is degrading")
     func profile() {
-        let even = daily(days: 40, last: 116, lastHour: 4)
+        let even = daily(days: 40, last: 113, lastHour: 4)
         #expect(even[..<(40 * 24)].allSatisfy { $0.verdict != .degrading })
         #expect(even.last?.verdict == .degrading)
         #expect(abs(even.last!.score - 1.125 / 2.125) < 0.005)
-        // At an odd hour, where 102 is usual: (116 - 102) / 16 = 0.875, stable, the value channel's 0.899 the larger.
-        let odd = daily(days: 40, last: 116, lastHour: 5)
+        // At an odd hour, where 102 is usual: (113 - 102) / 13.33 = 0.825, stable.
+        let odd = daily(days: 40, last: 113, lastHour: 5)
         #expect(odd.last?.verdict == .stable)
-        #expect(abs(odd.last!.score - 0.899 / 1.899) < 0.005)
-        // Without `at` there is no profile: the same value at the same place is stable.
-        let untimed = daily(days: 40, last: 116, lastHour: 4, withTime: false)
+        #expect(abs(odd.last!.score - 0.825 / 1.825) < 0.005)
+        // Without `at` there is no profile: the same value at the same place is stable, the value
+        // channel's 0.65 the largest.
+        let untimed = daily(days: 40, last: 113, lastHour: 4, withTime: false)
         #expect(untimed.last?.verdict == .stable)
-        #expect(abs(untimed.last!.score - 0.899 / 1.899) < 0.005)
+        #expect(abs(untimed.last!.score - 0.65 / 1.65) < 0.005)
     }
 
     @Test("the daily profile judges only after 3 visits of an hour, and not a window that is mostly one value")
@@ -191,6 +199,42 @@ struct EnvelopeDetectorTests {
         #expect(next[4] == 86_400_000)
         let w = 0.1 * 1439 / 1440
         #expect(abs(next[2] - ((1 - w) * profile[2] + w)) < 1e-12)
+    }
+
+    /// 200 values of a sawtooth 100, 101, ..., 109, 100, ...: never the same twice in a row.
+    let sawtooth: [Double] = (0..<200).map { 100 + Double($0 % 10) }
+
+    // By hand: 104.5 is the sawtooth's median, so neither the value channel nor the change channel
+    // (a change of -4.5 where -9 is usual) finds it unusual. The series has not repeated itself
+    // (repeat rate 0); the 2nd 104.5 is its 1st repeat (rate then 0.01, under 0.02), the 4th its
+    // 3rd: evidence 3 / 2.5 = 1.2, score 1.2 / 2.2; from the 4th repeat 1.5 (score 0.6), up to the
+    // 10th; the 11th is the new normal, and the hold keeps the verdict for 10 samples more.
+    @Test("a value stuck on one number, on a series that seldom repeats, is degrading with --direction both from its 3rd repeat to its 10th")
+    func stuck() throws {
+        var both = settings
+        both.direction = .both
+        let values = sawtooth + Array(repeating: 104.5, count: 30)
+        let reports = feed(values, settings: both)
+        // (The sawtooth's first falls, in its first cycles, are new changes: judge from sample 100.)
+        #expect(reports[100..<203].allSatisfy { $0.verdict != .degrading })
+        #expect(reports[203].verdict == .degrading)
+        #expect(abs(reports[203].score - 1.2 / 2.2) < 1e-9)
+        #expect(reports[204...210].allSatisfy { $0.verdict == .degrading && abs($0.score - 0.6) < 1e-9 })
+        #expect(reports[211...220].allSatisfy { $0.verdict == .degrading && $0.score < 0.5 }, "the hold")
+        #expect(reports[221...].allSatisfy { $0.verdict == .stable })
+        // Judged on neither side alone: --direction high and low do not look at repeats.
+        #expect(feed(values)[100...].allSatisfy { $0.verdict != .degrading })
+        var low = settings
+        low.direction = .low
+        #expect(feed(values, settings: low)[100...].allSatisfy { $0.verdict != .degrading })
+        // A series that repeats itself often (every value twice: a run begins every other sample)
+        // is not judged by repeats.
+        let doubled = (0..<200).map { 100 + Double(($0 / 2) % 10) } + Array(repeating: 104.5, count: 30)
+        #expect(feed(doubled, settings: both)[100...].allSatisfy { $0.verdict != .degrading })
+        // The repeat count and rate are in the state: split runs give the same reports.
+        let observations = values.map { Observation(value: $0) }
+        let (expected, got) = try reportsWithRoundTrips(EnvelopeDetector.self, observations, settings: both)
+        #expect(got == expected)
     }
 
     @Test("mostly zeros: the MAD is 0, yet values like the occasional ones are stable and one far beyond is not")

@@ -267,14 +267,14 @@ struct DetectAnomalyStateTests {
         let good = try run("detect-anomaly", ["--state", scratch.path("good.json")], stdin: Self.trace.prefix(30).joined(separator: "\n") + "\n")
         #expect(good.status == 0)
         let saved = try String(contentsOfFile: scratch.path("good.json"), encoding: .utf8)
-        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":2,\"detector\":\"envelope\""))
+        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":3,\"detector\":\"envelope\""))
         let cases: [(String, String, [String], String)] = [
             ("truncated.json", String(saved.prefix(saved.count / 2)), [], "not a detect-anomaly state file"),
             ("empty.json", "", [], "not a detect-anomaly state file"),
             ("foreign.json", "{\"monitors\":[]}", [], "not a detect-anomaly state file"),
-            ("future.json", saved.replacingOccurrences(of: "\"version\":2", with: "\"version\":3"), [], "is version 3; this detect-anomaly reads version 2"),
-            // Version 1 had no change channel or daily profile in the envelope's state.
-            ("old.json", saved.replacingOccurrences(of: "\"version\":2", with: "\"version\":1"), [], "is version 1; this detect-anomaly reads version 2"),
+            ("future.json", saved.replacingOccurrences(of: "\"version\":3", with: "\"version\":4"), [], "is version 4; this detect-anomaly reads version 3"),
+            // Version 2 had no repeat channel in the envelope's state.
+            ("old.json", saved.replacingOccurrences(of: "\"version\":3", with: "\"version\":2"), [], "is version 2; this detect-anomaly reads version 3"),
             ("window.json", saved, ["--window", "20"], "was written with --window 100; this run has --window 20"),
             ("detector.json", saved, ["--detector", "seed"], "was written with --detector envelope; this run has --detector seed"),
             ("values.json", saved.replacingOccurrences(of: "\"values\":[", with: "\"values\":[\"x\","), [], "'values' holds something other than a number"),
