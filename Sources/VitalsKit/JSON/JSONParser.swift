@@ -93,7 +93,13 @@ public struct JSONParser {
                 parser.index += 1
                 parser.skipWhitespace()
                 let valueStart = parser.index
-                try parser.skipValue()
+                // Strings and numbers, most of a record's values, skipped here without the
+                // general dispatch (same checks, same errors).
+                switch parser.peek() ?? 0 {
+                case UInt8(ascii: "\""): try parser.skipString()
+                case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try parser.skipNumber()
+                default: try parser.skipValue()
+                }
                 fields.append(FieldRange(keyStart: keyStart, keyEnd: keyEnd, valueStart: valueStart, valueEnd: parser.index))
                 parser.skipWhitespace()
                 let next = parser.peek()
@@ -216,7 +222,7 @@ public struct JSONParser {
     }
 
     /// Skips a string starting at its opening quote, validating escapes and control characters.
-    private mutating func skipString() throws(JSONSyntaxError) {
+    @inline(__always) private mutating func skipString() throws(JSONSyntaxError) {
         index += 1
         while index < bytes.count {
             skipOrdinaryStringBytes()
@@ -268,7 +274,7 @@ public struct JSONParser {
         }
     }
 
-    private mutating func skipNumber() throws(JSONSyntaxError) {
+    @inline(__always) private mutating func skipNumber() throws(JSONSyntaxError) {
         if peek() == UInt8(ascii: "-") { index += 1 }
         guard let first = peek(), first >= 0x30, first <= 0x39 else { throw error("invalid number") }
         index += 1
