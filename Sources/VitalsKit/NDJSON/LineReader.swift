@@ -27,15 +27,17 @@ public final class LineReader {
     /// The number of the line last returned (1-based).
     @exclusivity(unchecked) public private(set) var lineNumber = 0
     /// Set when reading stopped because SIGINT or SIGTERM arrived.
-    public private(set) var interrupted = false
+    // This and the next three are read on every call of `next()` (the compiler hoists their
+    // access checks to its entry, three calls a line); a reader is used from one thread.
+    @exclusivity(unchecked) public private(set) var interrupted = false
     /// Set when `read(2)` failed; holds the system's reason.
-    public private(set) var readError: String?
+    @exclusivity(unchecked) public private(set) var readError: String?
     /// When set, a reader about to block waits at most `idleAfterMs` for input, then calls
     /// `onIdle` once before blocking: streaming tools commit and flush there, so what they
     /// hold never waits on the next line. Consumers may change `idleAfterMs` between lines.
-    public var onIdle: (() -> Void)?
+    @exclusivity(unchecked) public var onIdle: (() -> Void)?
     /// See `onIdle`; negative means no limit.
-    public var idleAfterMs: Int32 = -1
+    @exclusivity(unchecked) public var idleAfterMs: Int32 = -1
 
     private let fd: Int32
     private let ownsDescriptor: Bool
