@@ -47,19 +47,20 @@ enum Direction: String, Sendable, CaseIterable {
 /// which a run with other settings refuses.
 struct DetectorSettings: Sendable, Equatable {
     /// The detector.
-    var detector: DetectorKind = .envelope
+    var detector: DetectorKind
     /// The record field judged.
     var field: String = "latency_ms"
     /// The bad side.
     var direction: Direction = .high
-    /// Points kept per monitor (the current one included).
-    var window: Int = 100
+    /// Points kept per monitor (the current one included); the detector's default in `init`.
+    var window: Int
     /// Points needed in the window, the current one included, before a verdict other than unknown.
     var minSamples: Int = 10
     /// The detector's threshold (see `DetectorKind.defaultThreshold`).
-    var threshold: Double = 5
+    var threshold: Double
 
-    /// Settings with each detector's defaults.
+    /// Settings with each detector's defaults (its window and threshold from `DetectorKind`, the
+    /// one place they are written).
     init(detector: DetectorKind = .envelope) {
         self.detector = detector
         self.window = detector.defaultWindow

@@ -36,7 +36,8 @@ import VitalsKit
 /// The evidence of a sample is the largest of the four channels'.
 /// A sample is degrading when the evidence of a judged side is over 1, and for the next 10 samples
 /// after one is (so one incident with normal-looking values inside it is one alarm, not several,
-/// closed after 10 quiet samples); a held sample keeps its own score. The score is evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
+/// closed after 10 quiet samples); a held sample keeps its own score. The score is
+/// evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
 /// A sample after a sustained shift finds the envelope already at the new level, so the score
 /// falls back quickly instead of staying at 1 for the whole shift.
 ///
