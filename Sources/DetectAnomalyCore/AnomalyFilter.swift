@@ -42,75 +42,44 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     @exclusivity(unchecked) private(set) var tally = AnomalyTally()
     @exclusivity(unchecked) private var object: AnomalyObject
     @exclusivity(unchecked) private var spliced = LineBuffer()
-    /// The judged field's name, for the whole run.
-    private let valueKey: UnsafeMutableBufferPointer<UInt8>
+    /// Whether the detector reads the samples' times.
+    private let readsTime: Bool
 
     init(settings: DetectorSettings, promotes: Bool, monitors: MonitorTable<Detector>) {
         self.settings = settings
         self.promotes = promotes
         self.monitors = monitors
-        judgesLatency = settings.field == "latency_ms"
+        readsTime = settings.detector == .robust || settings.detector == .envelope
         object = AnomalyObject(detector: settings.detector, keys: AnomalyKeys(unitSuffix: settings.unitSuffix))
-        let name = Array(settings.field.utf8)
-        valueKey = .allocate(capacity: name.count)
-        _ = valueKey.initialize(from: name)
     }
 
-    deinit { valueKey.deallocate() }
+    /// Writes a record that is not a valid sample as it came (filters keep what they do not know).
+    func passOn(_ line: UnsafeBufferPointer<UInt8>, to output: RecordWriter) throws {
+        tally.otherRecords += 1
+        try output.write(UnsafeRawBufferPointer(line))
+    }
 
-    /// The one sample reader, kept from line to line (its field array is reused).
-    @exclusivity(unchecked) private var reader = SampleLine()
-    /// Whether the judged field is `latency_ms`, which the spine reader reads itself.
-    private let judgesLatency: Bool
-
-    /// Processes one line: writes the record to `output` (a sample with its anomaly object,
-    /// any other JSON object as it came) and returns what was wrong with it, if anything (the
-    /// caller reports it). A line that is not a JSON object is not written.
-    func process(_ line: UnsafeBufferPointer<UInt8>, to output: RecordWriter) throws -> SampleProblem? {
-        var own = AnomalyFields(valueKey: judgesLatency ? nil : UnsafeBufferPointer(valueKey))
-        switch reader.read(line, extra: &own) {
-        case .sample:
-            break
-        case .otherRecord:
-            tally.otherRecords += 1
-            try output.write(UnsafeRawBufferPointer(line))
-            return nil
-        case .blank:
-            return nil
-        case .problem(let problem):
-            // Filters keep what they do not know: an object that is not a valid sample goes on unchanged.
-            if problem.lineIsRecord {
-                tally.otherRecords += 1
-                try output.write(UnsafeRawBufferPointer(line))
-            }
-            return problem
-        }
-        let valueField = judgesLatency ? reader.latencyField : own.value
+    /// Judges a valid sample (found by `SamplePreparer` in `line`; `monitor` holds its id) and
+    /// writes it with its anomaly object, promoted when it is up and degrading.
+    func judge(_ facts: SampleFacts, line: UnsafeBufferPointer<UInt8>, monitor: UnsafeBufferPointer<UInt8>,
+               to output: RecordWriter) throws {
         let report: Detector.Report
-        if let valueField, reader.status == .up || reader.status == .degraded,
-           let value = NumberText.parse(reader.raw(valueField)) {
-            let observation = Observation(value: value, simulated: own.isSimulated(line),
-                                          atMs: settings.detector == .robust || settings.detector == .envelope ? reader.atMs : nil)
-            if reader.monitorIsPlain {
-                report = monitors.judge(observation, of: UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]),
-                                        settings: settings)
-            } else {
-                report = reader.withMonitor { monitors.judge(observation, of: $0, settings: settings) }
-            }
+        if facts.judged {
+            let observation = Observation(value: facts.value, simulated: facts.simulated, atMs: readsTime ? facts.atMs : nil)
+            report = monitors.judge(observation, of: monitor, settings: settings)
         } else {
             report = Detector.unjudged
         }
         object.write(report)
-        let promote = promotes && report.verdict == .degrading && reader.status == .up
+        let promote = promotes && report.verdict == .degrading && facts.status == .up
         switch report.verdict {
         case .unknown: tally.unknown += 1
         case .stable: tally.stable += 1
         case .degrading: tally.degrading += 1
         }
         if promote { tally.promoted += 1 }
-        splice(line, own, promote: promote)
+        splice(line, facts, promote: promote)
         try output.write(spliced.bytes)
-        return nil
     }
 
     // MARK: - Splicing
@@ -132,9 +101,9 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     }
 
     /// Builds `spliced`: the line's bytes with the edits applied at their byte positions.
-    private func splice(_ line: UnsafeBufferPointer<UInt8>, _ own: AnomalyFields, promote: Bool) {
+    private func splice(_ line: UnsafeBufferPointer<UInt8>, _ facts: SampleFacts, promote: Bool) {
         let anomaly: Splice
-        if let field = own.anomaly {
+        if let field = facts.anomalyField {
             anomaly = Splice(start: field.valueStart, end: field.valueEnd, edit: .anomalyValue)
         } else {
             let close = closingBrace(line)
@@ -147,16 +116,16 @@ final class AnomalyFilter<Detector: MonitorDetector> {
             return
         }
         // A promotion: at most five edits, applied in byte order.
-        let status = reader.statusField
-        let reasonField = reader.reasonField
+        let status = facts.statusField
+        let reasonField = facts.reasonField
         var edits = [anomaly, Splice(start: status.valueStart, end: status.valueEnd, edit: .status)]
         if let reason = reasonField { edits.append(Splice(start: reason.valueStart, end: reason.valueEnd, edit: .reason)) }
-        if let message = own.message {
+        if let message = facts.messageField {
             edits.append(Splice(start: message.valueStart, end: message.valueEnd, edit: .message(message)))
         }
-        if reasonField == nil || own.message == nil {
+        if reasonField == nil || facts.messageField == nil {
             edits.append(Splice(start: status.valueEnd, end: status.valueEnd,
-                                edit: .missingReasonAndMessage(reason: reasonField == nil, message: own.message == nil)))
+                                edit: .missingReasonAndMessage(reason: reasonField == nil, message: facts.messageField == nil)))
         }
         edits.sort { $0.start < $1.start }
         apply(edits, to: line)
@@ -219,14 +188,12 @@ final class AnomalyFilter<Detector: MonitorDetector> {
 /// and what a promotion or the anomaly object rewrites.
 struct AnomalyFields: SampleFieldReader {
     /// The judged field's name; nil when it is `latency_ms`, a spine field the reader reads.
-    let valueKey: UnsafeBufferPointer<UInt8>?
+    var valueKey: UnsafeBufferPointer<UInt8>?
     var value: FieldRange?
     var message: FieldRange?
     var anomaly: FieldRange?
     /// `simulated` is `true` (the last one given).
     var simulatedFlag = false
-
-    init(valueKey: UnsafeBufferPointer<UInt8>?) { self.valueKey = valueKey }
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {

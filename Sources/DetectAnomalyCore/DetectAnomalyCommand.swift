@@ -126,21 +126,33 @@ public enum DetectAnomalyCommand: VitalsCommand {
             }
         }
 
+        // The inputs are read and checked on a thread of their own (LineBatches.swift); this
+        // thread judges and writes, in input order, and reports every problem.
+        let handoff = BatchHandoff()
+        BatchReader(inputs: Inputs(operands, stdin: context.streams.input), handoff: handoff, settings: settings).start()
+        defer { handoff.cancel() }
         do {
-            try Inputs(operands, stdin: context.streams.input).forEach(diagnostics: diagnostics) { reader in
-                // Flush whenever the input pauses, so records reach the pipeline before we wait;
-                // a broken pipe is seen at the next write.
-                reader.onIdle = { try? output.flush() }
-                reader.idleAfterMs = 0
-                while !Signals.stopRequested {
-                    guard let event = reader.next() else { break }
-                    switch event {
-                    case .tooLong(let length):
-                        diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
-                    case .line(let line):
-                        if let problem = try filter.process(line, to: output) {
-                            diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
-                        }
+            // Flush whenever the reader has nothing more yet, so records reach the pipeline
+            // before we wait for input.
+            reading: while let batch = try handoff.next(beforeWaiting: { try output.flush() }) {
+                defer { handoff.recycle(batch) }
+                for entry in batch.entries {
+                    if Signals.stopRequested { break reading }
+                    let line = batch.bytes(entry.start, entry.count)
+                    switch entry.kind {
+                    case .sample:
+                        try filter.judge(entry.facts, line: line, monitor: batch.bytes(entry.facts.monitorStart, entry.facts.monitorCount),
+                                         to: output)
+                    case .otherRecord:
+                        try filter.passOn(line, to: output)
+                    case .blank:
+                        break
+                    case .problem:
+                        let problem = batch.problems[entry.note]
+                        if problem.lineIsRecord { try filter.passOn(line, to: output) }
+                        diagnostics.error(problem.message, source: batch.source, line: entry.lineNumber)
+                    case .inputError:
+                        diagnostics.error(batch.messages[entry.note])
                     }
                     if let checkpointNs, Clock.monotonicNanoseconds() &- lastSave >= checkpointNs {
                         try output.flush()

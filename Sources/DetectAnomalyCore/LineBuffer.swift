@@ -8,7 +8,8 @@ import Darwin
 /// generic `Array.append(contentsOf:)` cost several times more per byte on this hot path).
 struct LineBuffer: ~Copyable {
     private var storage: UnsafeMutablePointer<UInt8>
-    private var capacity: Int
+    /// Bytes it can hold before it grows.
+    private(set) var capacity: Int
     /// Bytes written so far.
     private(set) var count = 0
 

@@ -179,6 +179,43 @@ struct DetectAnomalyTests {
                 "the good lines still make the baseline")
     }
 
+    @Test("thousands of lines over several inputs: every record in order, every problem with its own file and line, in input order")
+    func order() throws {
+        // Lines are read and checked on one thread and judged on another, handed over a few
+        // thousand at a time: nothing may be reordered or misnumbered across those handovers.
+        let scratch = try ScratchDirectory()
+        var first = (0..<5000).map { sampleLine("m\($0 % 7)", minute: $0 / 7, latency: Double(50 + $0 % 3)) }
+        first[2048] = "not json"                                   // line 2049
+        first[4096] = "{\"type\":\"sample\",\"monitor\":\"m1\"}"      // line 4097: passed on, reported
+        first[4502] = sampleLine("m\\u0031", minute: 4502 / 7, latency: 900)  // m1, its id written with an escape
+        let second = [sampleLine("m0", minute: 900, latency: 50), "[1]", sampleLine("m0", minute: 901, latency: 51)]
+        let one = try scratch.write("one.ndjson", first.joined(separator: "\n") + "\n")
+        let two = try scratch.write("two.ndjson", second.joined(separator: "\n") + "\n")
+        let missing = scratch.path("missing.ndjson")
+        let result = try run("detect-anomaly", ["--keep-status", "--summary", one, missing, two])
+        #expect(result.status == 2)
+        let expectedErrors = [
+            "detect-anomaly: \(one):2049: not valid JSON: expected a JSON object at column 1",
+            "detect-anomaly: \(one):4097: sample has no 'at'",
+            "detect-anomaly: cannot open \(missing): No such file or directory",
+            "detect-anomaly: \(two):2: not valid JSON: expected a JSON object at column 1",
+            "detect-anomaly: 5000 samples of 7 monitors: ",
+        ]
+        let errors = result.stderr.split(separator: "\n").map(String.init)
+        #expect(errors.count == expectedErrors.count, "\(result.stderr)")
+        for (line, expected) in zip(errors, expectedErrors) {
+            #expect(line.hasPrefix(expected), "\(line)")
+        }
+        #expect(errors.last?.hasSuffix("; 1 other record passed through") == true, "\(result.stderr)")
+        // Every line that is a JSON object comes out, in input order, with only the anomaly object added.
+        let expectedLines = first.enumerated().filter { $0.offset != 2048 }.map(\.element) + [second[0], second[2]]
+        #expect(result.lines.count == expectedLines.count)
+        #expect(zip(result.lines, expectedLines).allSatisfy { withoutAnomaly($0) == $1 })
+        // The escaped id is the monitor m1: its 900 ms is judged against m1's 642 earlier samples.
+        let spike = try JSONParser.parse(result.lines[4501])
+        #expect(spike.objectValue?["anomaly"]?.objectValue?["verdict"]?.stringValue == "degrading", "\(result.lines[4501])")
+    }
+
     @Test("usage errors exit 64 with a hint")
     func usage() throws {
         for arguments in [["--detector", "magic"], ["--min-samples", "120"], ["--checkpoint", "5m"], ["--field", "status"],

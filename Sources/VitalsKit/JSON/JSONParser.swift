@@ -18,6 +18,14 @@ public struct FieldRange: Sendable, Equatable {
     public var valueStart: Int
     /// One past the value's last byte.
     public var valueEnd: Int
+
+    /// Creates a range (all zero by default).
+    public init(keyStart: Int = 0, keyEnd: Int = 0, valueStart: Int = 0, valueEnd: Int = 0) {
+        self.keyStart = keyStart
+        self.keyEnd = keyEnd
+        self.valueStart = valueStart
+        self.valueEnd = valueEnd
+    }
 }
 
 /// A strict RFC 8259 parser over bytes, as a cursor with mutating methods (no closures

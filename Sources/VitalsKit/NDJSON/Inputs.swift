@@ -13,18 +13,25 @@ public struct Inputs {
     /// Calls `body` with a reader for each input in turn. A file that cannot be opened is
     /// reported to `diagnostics` and skipped; the others are still read.
     public func forEach(diagnostics: Diagnostics, _ body: (LineReader) throws -> Void) rethrows {
+        try forEach(report: { diagnostics.error($0) }, body)
+    }
+
+    /// Like `forEach(diagnostics:_:)`, handing each problem's message (a file that cannot be
+    /// opened, a read error after a file's last line) to `report`, in input order: for a
+    /// reader on another thread than the one that writes diagnostics.
+    public func forEach(report: (String) throws -> Void, _ body: (LineReader) throws -> Void) rethrows {
         for path in paths {
             if Signals.stopRequested { return }
             let reader: LineReader
             do {
                 reader = try LineReader.open(path, stdin: stdin)
             } catch {
-                diagnostics.error(error.message)
+                try report(error.message)
                 continue
             }
             try body(reader)
             if let problem = reader.readError {
-                diagnostics.error("error reading \(reader.source): \(problem)")
+                try report("error reading \(reader.source): \(problem)")
             }
         }
     }
