@@ -73,6 +73,57 @@ struct JSONTests {
         }
     }
 
+    @Test("the compact fast path agrees with the general scan on every truncation and one-byte change of a record line")
+    func compactFastPath() throws {
+        /// What a scan gave: the fields' ranges, or the error.
+        func outcome(_ line: [UInt8], general: Bool) -> String {
+            var fields: [FieldRange] = []
+            do {
+                try line.withUnsafeBufferPointer { bytes throws(JSONSyntaxError) in
+                    if general { try JSONParser.scanAnyObject(bytes, into: &fields) } else { try JSONParser.scanObject(bytes, into: &fields) }
+                }
+                return fields.map { "\($0.keyStart),\($0.keyEnd),\($0.valueStart),\($0.valueEnd)" }.joined(separator: " ")
+            } catch {
+                return "error: \(error)"
+            }
+        }
+        func isCompact(_ line: [UInt8]) -> Bool {
+            var fields: [FieldRange] = []
+            return line.withUnsafeBufferPointer { JSONParser.scanCompactObject($0, into: &fields) }
+        }
+        let base = Array(#"{"type":"sample","":"","monitor":"mon-0001","n":0,"m":-0.5,"e":1E+9,"f":-12e-3,"t":true,"u":false,"z":null,"long string value here":"caf\#u{E9} and more than eight bytes"}"#.utf8)
+        #expect(isCompact(base), "the base line takes the fast path")
+        #expect(outcome(base, general: false) == outcome(base, general: true))
+        #expect(outcome(base, general: false).hasPrefix("2,6,8,16 18,18,20,22 "), "fields found where they are (worked by hand)")
+        var variants: [[UInt8]] = [Array("{}".utf8), Array("{} ".utf8), Array("{\"a\":1} ".utf8), Array("{\"a\":01}".utf8),
+                                   Array("{\"a\":1.}".utf8), Array("{\"a\":-}".utf8), Array("{\"a\":1e}".utf8), Array("{\"a\":nul}".utf8),
+                                   Array("{\"a\":\"x\\\"y\"}".utf8), Array("{\"a\":[1]}".utf8), Array("{\"a\":1,}".utf8), Array("{\"a\"}".utf8),
+                                   // more fields than the fast path gathers at a time (32)
+                                   Array(("{" + (0..<70).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}").utf8),
+                                   Array(("{" + (0..<70).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",}").utf8)]
+        for position in 0...base.count {
+            variants.append(Array(base[..<position]))
+            for byte in Array(" \"\\,:{}[0-e.xn\u{01}".utf8) {
+                if position < base.count {
+                    var changed = base
+                    changed[position] = byte
+                    variants.append(changed)
+                }
+                var inserted = base
+                inserted.insert(byte, at: position)
+                variants.append(inserted)
+            }
+        }
+        var fast = 0
+        for variant in variants {
+            if isCompact(variant) { fast += 1 }
+            let text = String(decoding: variant, as: UTF8.self)
+            #expect(outcome(variant, general: false) == outcome(variant, general: true), "\(text)")
+        }
+        // Both sides are exercised: many variants are taken by the fast path, many are left to the general scan.
+        #expect(fast > 500 && variants.count - fast > 2000, "\(fast) of \(variants.count) on the fast path")
+    }
+
     @Test("a string's end, escapes and control characters are found at every position of the eight-byte scan")
     func stringScanPositions() throws {
         // Filler with a two-byte UTF-8 letter (bytes 0xC3 0xA9), never a byte the scan stops at.
