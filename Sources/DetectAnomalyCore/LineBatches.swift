@@ -193,7 +193,8 @@ final class BatchHandoff: @unchecked Sendable {
             }
             var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0)]
-            _ = poll(&fds, Signals.wakeFD >= 0 ? 2 : 1, -1)
+            // Without a pipe (no descriptor was left to make one), look again every 10 ms.
+            _ = poll(&fds, Signals.wakeFD >= 0 ? 2 : 1, wakeRead >= 0 ? -1 : 10)
             var scratch = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
             while withUnsafeMutableBytes(of: &scratch, { read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}
         }
