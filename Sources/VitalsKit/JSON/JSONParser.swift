@@ -213,24 +213,9 @@ public struct JSONParser {
 
     /// The index of the quote closing a string whose content starts at `start`, or -1 when a
     /// backslash or a control character comes first, or the line ends (the general scan decides).
-    /// Eight bytes at a time, as `skipOrdinaryStringBytes`.
     @inline(__always)
     private static func plainStringEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> Int {
-        let raw = UnsafeRawPointer(base)
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        var index = start
-        while index + 8 <= end {
-            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
-            let quote = word ^ (ones &* 0x22)
-            let backslash = word ^ (ones &* 0x5C)
-            let flags = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word) & highs
-            if flags != 0 {
-                let at = index + flags.trailingZeroBitCount / 8
-                return base[at] == UInt8(ascii: "\"") ? at : -1
-            }
-            index += 8
-        }
+        var index = ordinaryStringBytesEnd(base, from: start, end)
         while index < end {
             let byte = base[index]
             if byte == UInt8(ascii: "\"") { return index }
@@ -398,28 +383,34 @@ public struct JSONParser {
         throw error("unterminated string")
     }
 
-    /// Moves `index` over string bytes that need no attention (not `"`, not `\`, not a control
-    /// character), eight at a time, stopping at the first byte that does or within the last eight.
+    /// Moves `index` over string bytes that need no attention; see `ordinaryStringBytesEnd`.
+    @inline(__always) private mutating func skipOrdinaryStringBytes() {
+        guard let base = bytes.baseAddress else { return }
+        index = Self.ordinaryStringBytesEnd(base, from: index, bytes.count)
+    }
+
+    /// From `start`, skips string bytes that need no attention (not `"`, not `\`, not a control
+    /// character) eight at a time: the index of the first byte that does, or where fewer than
+    /// eight bytes are left before `end` (the caller reads those one by one).
     ///
     /// Per 64-bit word, `(w - 0x01...01 * n) & ~w & 0x80...80` flags the bytes below n (n <= 0x80),
     /// and the lowest flag is exact (a borrow only reaches bytes above a flagged one); a byte equal
     /// to c is a zero byte of `w ^ c...c`. UTF-8 bytes (0x80 and up) are never flagged.
-    @inline(__always) private mutating func skipOrdinaryStringBytes() {
-        guard let base = bytes.baseAddress else { return }
+    @inline(__always)
+    private static func ordinaryStringBytesEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> Int {
         let raw = UnsafeRawPointer(base)
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
-        while index + 8 <= bytes.count {
+        var index = start
+        while index + 8 <= end {
             let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
             let quote = word ^ (ones &* 0x22)
             let backslash = word ^ (ones &* 0x5C)
             let flags = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word) & highs
-            if flags != 0 {
-                index += flags.trailingZeroBitCount / 8
-                return
-            }
+            if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
             index += 8
         }
+        return index
     }
 
     @inline(__always) private mutating func skipNumber() throws(JSONSyntaxError) {
