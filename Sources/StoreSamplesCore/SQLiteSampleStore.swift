@@ -426,11 +426,15 @@ final class SQLiteSampleStore: SampleStore {
             var hint: (count: Int, oldest: Int64?)
             if let known = hints[id] {
                 hint = known
-            } else {
+            } else if retention.perMonitor != nil {
                 let statement = try db.prepare("SELECT count(*), min(at) FROM samples WHERE monitor_id = ?")
                 statement.bind(1, id)
                 try statement.step()
                 hint = (Int(statement.int64(0)), statement.optionalInt64(1))
+            } else {
+                // Only the oldest sample matters (one step down the index); counting every sample
+                // of the monitor made each API request cost more as its history grew.
+                hint = (0, try oldestAt(id))
             }
             if let days = retention.days, let oldest = hint.oldest {
                 let cutoff = now - Int64(days) * 86_400_000
@@ -459,10 +463,10 @@ final class SQLiteSampleStore: SampleStore {
     }
 
     private func oldestAt(_ id: Int64) throws -> Int64? {
-        let statement = try db.prepare("SELECT min(at) FROM samples WHERE monitor_id = ?")
-        statement.bind(1, id)
-        try statement.step()
-        return statement.optionalInt64(0)
+        try db.withCached("SELECT min(at) FROM samples WHERE monitor_id = ?") { statement in
+            statement.bind(1, id)
+            return try statement.step() ? statement.optionalInt64(0) : nil
+        }
     }
 
     // MARK: - Reading
