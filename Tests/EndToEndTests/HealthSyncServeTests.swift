@@ -319,6 +319,13 @@ struct HealthSyncServeTests {
         let justRight = try fixture.tls.write("ok.json", query + String(repeating: " ", count: 1_048_576 - query.utf8.count))
         #expect(try fixture.request("POST", "/api/v1/health/data", bodyFile: justRight, client: "alice").status == 200)
 
+        // The responder holds the seed's 1 MB itself too, whoever reaches its socket (the serving user).
+        let direct = try fastCGIRequest(socket: fixture.server.runDirectory + "/healthsync.sock",
+                                        parameters: ["REQUEST_METHOD": "POST", "REQUEST_URI": "/api/v1/health/data"],
+                                        body: query + String(repeating: " ", count: 1_048_577 - query.utf8.count),
+                                        as: runningAsRoot ? servingUser : nil, scratch: fixture.tls)
+        #expect(cgiStatus(direct) == 413 && direct.contains(#""reason":"too_large""#), "\(direct.prefix(300))")
+
         // What nginx refused itself reached the operation log too, by status, path and client (the
         // seed audits network events): the rate limit's 429s, counted, and the 413.
         fixture.server.stop()
