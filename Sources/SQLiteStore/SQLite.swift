@@ -204,6 +204,8 @@ public final class SQLiteStatement {
         if code != SQLITE_OK && bindFailure == nil { bindFailure = connection.error(code, "bind parameter \(index)") }
     }
 
+    /// Binds NULL (1-based index).
+    public func bindNull(_ index: Int32) { check(sqlite3_bind_null(handle, index), index) }
     /// Binds an integer (1-based index).
     public func bind(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(handle, index, value), index) }
     /// Binds an integer or NULL.
@@ -226,6 +228,46 @@ public final class SQLiteStatement {
             csqlite_bind_text_transient(handle, index, chars.baseAddress ?? SQLiteStatement.emptyText, Int32(bytes.count))
         }
         check(code, index)
+    }
+
+    /// Binds `values` to parameters 1, 2, ... in the order given (a value's type says how: an
+    /// integer, a double, text, or NULL for nil), and checks that they are exactly as many as
+    /// the statement's parameters: a missing or extra value fails the next `step`, so no
+    /// statement runs with a parameter left over from an earlier run or left out. Nothing is
+    /// numbered by hand; no array is made (the values are a parameter pack).
+    @inlinable
+    public func bind<each Value: SQLiteBindable>(_ values: repeat each Value) {
+        var index: Int32 = 0
+        for value in repeat each values {
+            index += 1
+            value.bind(to: self, at: index)
+        }
+        expectParameters(index)
+    }
+
+    /// As `bind(_:)`, for a statement whose first parameters are a list known only when it runs
+    /// (the values of an `IN (?, ?, ...)`): `list` goes to parameters 1 to n, `rest` after them.
+    @inlinable
+    public func bind<Element: SQLiteBindable, each Value: SQLiteBindable>(list: [Element], _ rest: repeat each Value) {
+        var index: Int32 = 0
+        for value in list {
+            index += 1
+            value.bind(to: self, at: index)
+        }
+        for value in repeat each rest {
+            index += 1
+            value.bind(to: self, at: index)
+        }
+        expectParameters(index)
+    }
+
+    /// Records a failure unless the statement has `count` parameters.
+    public func expectParameters(_ count: Int32) {
+        let wanted = sqlite3_bind_parameter_count(handle)
+        if count != wanted && bindFailure == nil {
+            bindFailure = SQLiteError(code: SQLITE_RANGE, message: "\(count) values bound to a statement of \(wanted) parameters",
+                                      context: "bind")
+        }
     }
 
     /// Steps once: true when a row is available, false when done.
@@ -267,6 +309,50 @@ public final class SQLiteStatement {
     public func textBytes(_ index: Int32) -> UnsafeBufferPointer<UInt8> {
         guard let pointer = sqlite3_column_text(handle, index) else { return UnsafeBufferPointer(start: nil, count: 0) }
         return UnsafeBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, index)))
+    }
+}
+
+/// A value `SQLiteStatement.bind(_:)` can bind: integers, doubles, text (a `String`, or UTF-8
+/// bytes), a flag (as 0 or 1), or an optional of one of them (nil binds NULL).
+public protocol SQLiteBindable {
+    /// Binds the value to parameter `index` (1-based) of `statement`.
+    func bind(to statement: SQLiteStatement, at index: Int32)
+}
+
+extension Int64: SQLiteBindable {
+    /// Binds the integer.
+    @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) { statement.bind(index, self) }
+}
+
+extension Int: SQLiteBindable {
+    /// Binds the integer.
+    @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) { statement.bind(index, Int64(self)) }
+}
+
+extension Double: SQLiteBindable {
+    /// Binds the double.
+    @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) { statement.bind(index, Optional(self)) }
+}
+
+extension Bool: SQLiteBindable {
+    /// Binds 1 for true, 0 for false.
+    @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) { statement.bind(index, Int64(self ? 1 : 0)) }
+}
+
+extension String: SQLiteBindable {
+    /// Binds the text (copied).
+    @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) { statement.bind(index, Optional(self)) }
+}
+
+extension UnsafeBufferPointer: SQLiteBindable where Element == UInt8 {
+    /// Binds the UTF-8 bytes as text (copied).
+    @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) { statement.bind(index, bytes: self) }
+}
+
+extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
+    /// Binds the value, or NULL.
+    @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) {
+        if let self { self.bind(to: statement, at: index) } else { statement.bindNull(index) }
     }
 }
 
