@@ -205,25 +205,25 @@ public final class SQLiteStatement {
     }
 
     /// Binds NULL (1-based index).
-    public func bindNull(_ index: Int32) { check(sqlite3_bind_null(handle, index), index) }
+    @usableFromInline func bindNull(_ index: Int32) { check(sqlite3_bind_null(handle, index), index) }
     /// Binds an integer (1-based index).
-    public func bind(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(handle, index, value), index) }
+    @usableFromInline func bind(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(handle, index, value), index) }
     /// Binds an integer or NULL.
-    public func bind(_ index: Int32, _ value: Int64?) {
+    @usableFromInline func bind(_ index: Int32, _ value: Int64?) {
         check(value.map { sqlite3_bind_int64(handle, index, $0) } ?? sqlite3_bind_null(handle, index), index)
     }
     /// Binds a double or NULL.
-    public func bind(_ index: Int32, _ value: Double?) {
+    @usableFromInline func bind(_ index: Int32, _ value: Double?) {
         check(value.map { sqlite3_bind_double(handle, index, $0) } ?? sqlite3_bind_null(handle, index), index)
     }
     /// Binds text (copied) or NULL.
-    public func bind(_ index: Int32, _ value: String?) {
+    @usableFromInline func bind(_ index: Int32, _ value: String?) {
         guard let value else { check(sqlite3_bind_null(handle, index), index); return }
         var copy = value
         copy.withUTF8 { bind(index, bytes: $0) }
     }
     /// Binds UTF-8 bytes as text (copied).
-    public func bind(_ index: Int32, bytes: UnsafeBufferPointer<UInt8>) {
+    @usableFromInline func bind(_ index: Int32, bytes: UnsafeBufferPointer<UInt8>) {
         let code = bytes.withMemoryRebound(to: CChar.self) { chars in
             csqlite_bind_text_transient(handle, index, chars.baseAddress ?? SQLiteStatement.emptyText, Int32(bytes.count))
         }
