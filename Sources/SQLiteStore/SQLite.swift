@@ -180,10 +180,10 @@ public final class SQLiteConnection {
 
 /// A prepared statement; bind, step, read columns, reset.
 public final class SQLiteStatement {
-    let handle: OpaquePointer
+    @usableFromInline let handle: OpaquePointer
     private unowned let connection: SQLiteConnection
 
-    nonisolated(unsafe) private static let emptyText: UnsafePointer<CChar> = {
+    @usableFromInline nonisolated(unsafe) static let emptyText: UnsafePointer<CChar> = {
         let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: 1)
         pointer.initialize(to: 0)
         return UnsafePointer(pointer)
@@ -200,49 +200,49 @@ public final class SQLiteStatement {
     /// statement runs with a parameter missing.
     private var bindFailure: SQLiteError?
 
-    private func check(_ code: Int32, _ index: Int32) {
-        if code != SQLITE_OK && bindFailure == nil { bindFailure = connection.error(code, "bind parameter \(index)") }
+    // The binds are inlinable down to SQLite's C calls: `bind(_:...)` (SQLiteBinds.swift) is on
+    // the ingest's path, 13 values a sample.
+    @inlinable
+    func check(_ code: Int32, _ index: Int32) {
+        if code != SQLITE_OK { recordFailure(code, index) }
+    }
+
+    @usableFromInline
+    func recordFailure(_ code: Int32, _ index: Int32) {
+        if bindFailure == nil { bindFailure = connection.error(code, "bind parameter \(index)") }
     }
 
     /// Binds NULL (1-based index).
-    @usableFromInline func bindNull(_ index: Int32) { check(sqlite3_bind_null(handle, index), index) }
+    @inlinable func bindNull(_ index: Int32) { check(sqlite3_bind_null(handle, index), index) }
     /// Binds an integer (1-based index).
-    @usableFromInline func bind(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(handle, index, value), index) }
+    @inlinable func bind(_ index: Int32, _ value: Int64) { check(sqlite3_bind_int64(handle, index, value), index) }
     /// Binds an integer or NULL.
-    @usableFromInline func bind(_ index: Int32, _ value: Int64?) {
+    @inlinable func bind(_ index: Int32, _ value: Int64?) {
         check(value.map { sqlite3_bind_int64(handle, index, $0) } ?? sqlite3_bind_null(handle, index), index)
     }
     /// Binds a double or NULL.
-    @usableFromInline func bind(_ index: Int32, _ value: Double?) {
+    @inlinable func bind(_ index: Int32, _ value: Double?) {
         check(value.map { sqlite3_bind_double(handle, index, $0) } ?? sqlite3_bind_null(handle, index), index)
     }
     /// Binds text (copied) or NULL.
-    @usableFromInline func bind(_ index: Int32, _ value: String?) {
+    @inlinable func bind(_ index: Int32, _ value: String?) {
         guard let value else { check(sqlite3_bind_null(handle, index), index); return }
         var copy = value
         copy.withUTF8 { bind(index, bytes: $0) }
     }
     /// Binds UTF-8 bytes as text (copied).
-    @usableFromInline func bind(_ index: Int32, bytes: UnsafeBufferPointer<UInt8>) {
+    @inlinable func bind(_ index: Int32, bytes: UnsafeBufferPointer<UInt8>) {
         let code = bytes.withMemoryRebound(to: CChar.self) { chars in
             csqlite_bind_text_transient(handle, index, chars.baseAddress ?? SQLiteStatement.emptyText, Int32(bytes.count))
         }
         check(code, index)
     }
 
-    /// Binds `values` to parameters 1, 2, ... in the order given (a value's type says how: an
-    /// integer, a double, text, or NULL for nil), and checks that they are exactly as many as
-    /// the statement's parameters: a missing or extra value fails the next `step`, so no
-    /// statement runs with a parameter left over from an earlier run or left out. Nothing is
-    /// numbered by hand; no array is made (the values are a parameter pack).
+    /// Binds `value` to the parameter after `index`.
     @inlinable
-    public func bind<each Value: SQLiteBindable>(_ values: repeat each Value) {
-        var index: Int32 = 0
-        for value in repeat each values {
-            index += 1
-            value.bind(to: self, at: index)
-        }
-        expectParameters(index)
+    func bindNext<Value: SQLiteBindable>(_ value: Value, _ index: inout Int32) {
+        index += 1
+        value.bind(to: self, at: index)
     }
 
     /// As `bind(_:)`, for a statement whose first parameters are a list known only when it runs
@@ -254,10 +254,7 @@ public final class SQLiteStatement {
             index += 1
             value.bind(to: self, at: index)
         }
-        for value in repeat each rest {
-            index += 1
-            value.bind(to: self, at: index)
-        }
+        repeat bindNext(each rest, &index)
         expectParameters(index)
     }
 
@@ -317,6 +314,18 @@ public final class SQLiteStatement {
 public protocol SQLiteBindable {
     /// Binds the value to parameter `index` (1-based) of `statement`.
     func bind(to statement: SQLiteStatement, at index: Int32)
+    /// Binds `value`, or NULL. (Optional's conformance calls this on its wrapped type, so each
+    /// type binds its optionals with its own code: the calls of a parameter pack go through
+    /// witness tables, and Optional's generic code copied every value through its metadata.)
+    static func bind(optional value: Self?, to statement: SQLiteStatement, at index: Int32)
+}
+
+extension SQLiteBindable {
+    /// Binds `value`, or NULL.
+    @inlinable
+    public static func bind(optional value: Self?, to statement: SQLiteStatement, at index: Int32) {
+        if let value { value.bind(to: statement, at: index) } else { statement.bindNull(index) }
+    }
 }
 
 extension Int64: SQLiteBindable {
@@ -352,7 +361,7 @@ extension UnsafeBufferPointer: SQLiteBindable where Element == UInt8 {
 extension Optional: SQLiteBindable where Wrapped: SQLiteBindable {
     /// Binds the value, or NULL.
     @inlinable public func bind(to statement: SQLiteStatement, at index: Int32) {
-        if let self { self.bind(to: statement, at: index) } else { statement.bindNull(index) }
+        Wrapped.bind(optional: self, to: statement, at: index)
     }
 }
 

@@ -135,10 +135,9 @@ extension SQLiteSampleStore {
     /// sample states other values (`MonitorMetadata.take`). The first sample of a monitor in a
     /// unit of work reads its row; its `first_seen` goes back then only.
     private func monitorID(for sample: StorableSample) throws -> Int64 {
-        if let id = caches.monitors[sample.monitor]?.id {
-            // Changed in place: a copy of the record would cost an allocation per sample.
-            if caches.monitors[sample.monitor]!.metadata.take(sample) { try refresh(id, sample) }
-            return id
+        if let known = caches.monitors[sample.monitor] {
+            if known.metadata.take(sample) { try refresh(known.id, sample) }
+            return known.id
         }
         let insert = try db.prepare("INSERT OR IGNORE INTO monitors (monitor, first_seen) VALUES (?, ?)")
         insert.bind(sample.monitor, sample.at)
@@ -157,7 +156,7 @@ extension SQLiteSampleStore {
             try update.step()
             record.firstSeen = sample.at
         }
-        caches.monitors[sample.monitor] = record
+        caches.monitors[sample.monitor] = KnownMonitor(id: record.id, metadata: record.metadata)
         return record.id
     }
 

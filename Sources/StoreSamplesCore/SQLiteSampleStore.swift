@@ -44,7 +44,7 @@ final class SQLiteSampleStore: SampleStore {
         /// Agents' statuses as read (or decided for a new agent).
         var agentStatus: [String: AgentStatus] = [:]
         /// Monitors registered or read, by monitor id: their integer id and metadata as stored.
-        var monitors: [String: MonitorRecord] = [:]
+        var monitors: [String: KnownMonitor] = [:]
         /// Per monitor id: samples counted and the oldest time, for retention (see `applyRetention`).
         var retentionHints: [Int64: (count: Int, oldest: Int64?)] = [:]
         /// The span of sample times of each agent whose row this unit has written.
@@ -52,6 +52,18 @@ final class SQLiteSampleStore: SampleStore {
     }
 
     var caches = UnitCaches()
+
+    /// A monitor's integer id and metadata as stored, changed in place for each sample (a
+    /// reference: a struct copied out of the dictionary and back retained its eight strings).
+    final class KnownMonitor {
+        let id: Int64
+        var metadata: MonitorMetadata
+
+        init(id: Int64, metadata: MonitorMetadata) {
+            self.id = id
+            self.metadata = metadata
+        }
+    }
 
     // MARK: - State of the open batch (one transaction)
 

@@ -1,4 +1,9 @@
 import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// What a monitor's samples say of it besides its id: each field the latest sample (or
 /// `monitor` record) that stated it gave. Both stores keep this one model, and update it
@@ -16,15 +21,16 @@ struct MonitorMetadata: Equatable, Sendable {
     var enabled: Bool?
 
     /// Takes every field `sample` states (a field it leaves out, or gives as null, keeps its
-    /// value); true when one changed. Text is compared as bytes, so a sample that changes
-    /// nothing allocates nothing.
+    /// value); true when one changed. Text is compared as bytes, first as written (no escapes:
+    /// the common case, no decoding), so a sample that changes nothing allocates nothing.
     mutating func take(_ sample: StorableSample) -> Bool {
         var changed = false
-        if Self.take(sample, sample.metaRanges[0], into: &name) { changed = true }
-        if Self.take(sample, sample.metaRanges[1], into: &kind) { changed = true }
-        if Self.take(sample, sample.metaRanges[2], into: &target) { changed = true }
-        if Self.take(sample, sample.metaRanges[3], into: &agent) { changed = true }
-        if Self.take(sample, sample.metaRanges[4], into: &description) { changed = true }
+        let ranges = sample.metaRanges
+        if Self.take(sample, ranges[0], into: &name) { changed = true }
+        if Self.take(sample, ranges[1], into: &kind) { changed = true }
+        if Self.take(sample, ranges[2], into: &target) { changed = true }
+        if Self.take(sample, ranges[3], into: &agent) { changed = true }
+        if Self.take(sample, ranges[4], into: &description) { changed = true }
         if let raw = sample.raw(sample.configRange), !Self.same(config, raw) {
             config = String(decoding: raw, as: UTF8.self)
             changed = true
@@ -41,7 +47,12 @@ struct MonitorMetadata: Equatable, Sendable {
     }
 
     private static func take(_ sample: StorableSample, _ range: FieldRange?, into field: inout String?) -> Bool {
-        sample.withText(range) { bytes in
+        // The value between its quotes, as written: equal to the field and free of escapes, it is the field.
+        if let range, range.valueEnd - range.valueStart >= 2 {
+            let written = UnsafeBufferPointer(rebasing: sample.line[(range.valueStart + 1)..<(range.valueEnd - 1)])
+            if same(field, written), written.isEmpty || memchr(written.baseAddress!, 0x5C, written.count) == nil { return false }
+        }
+        return sample.withText(range) { bytes in
             guard let bytes, !same(field, bytes) else { return false }
             field = String(decoding: bytes, as: UTF8.self)
             return true
@@ -49,8 +60,10 @@ struct MonitorMetadata: Equatable, Sendable {
     }
 
     private static func same(_ text: String?, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let text else { return false }
-        return text.utf8.withContiguousStorageIfAvailable { $0.elementsEqual(bytes) } ?? text.utf8.elementsEqual(bytes)
+        guard let text, text.utf8.count == bytes.count else { return false }
+        if bytes.isEmpty { return true }
+        return text.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+            ?? text.utf8.elementsEqual(bytes)
     }
 }
 
