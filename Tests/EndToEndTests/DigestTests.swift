@@ -54,7 +54,7 @@ struct GoldenCase: CustomStringConvertible, Sendable {
     var description: String { golden }
 }
 
-@Suite("digest end to end", .timeLimit(.minutes(3)))
+@Suite("digest end to end", .hangGuard(minutes: 3))
 struct DigestTests {
     static let goldenCases = [
         GoldenCase(golden: "basic.text", trace: "basic", arguments: []),
@@ -392,7 +392,7 @@ struct DigestTests {
 }
 
 /// The facts of each trace, worked out by hand from the trace files.
-@Suite("digest facts", .timeLimit(.minutes(2)))
+@Suite("digest facts", .hangGuard(minutes: 2))
 struct DigestFactsTests {
     func facts(_ trace: String, _ arguments: [String] = []) throws -> (JSONObject, [JSONObject]) {
         let result = try run("digest", ["-f", "json"] + arguments + [DigestFixtures.trace(trace)])
@@ -515,7 +515,7 @@ struct DigestFactsTests {
 }
 
 /// --llm-command with small scripts as fake models.
-@Suite("digest --llm-command", .timeLimit(.minutes(2)))
+@Suite("digest --llm-command", .hangGuard(minutes: 2))
 struct DigestLLMTests {
     let scratch: ScratchDirectory
     init() throws { scratch = try ScratchDirectory() }
@@ -564,7 +564,7 @@ struct DigestLLMTests {
 }
 
 /// --cache: a digest made today is printed again without reading the samples.
-@Suite("digest --cache", .timeLimit(.minutes(2)))
+@Suite("digest --cache", .hangGuard(minutes: 2))
 struct DigestCacheTests {
     /// A zone where it is now about noon, so "today" cannot change during the test.
     static var noonZone: String {
@@ -622,7 +622,7 @@ struct DigestCacheTests {
 }
 
 /// The HTML page looked at in a real browser: headless Chromium takes a screenshot.
-@Suite("digest --format html in a browser", .timeLimit(.minutes(3)))
+@Suite("digest --format html in a browser", .hangGuard(minutes: 3))
 struct DigestBrowserTests {
     @Test("the page renders: the screenshot has the window's size, the table's badges, the outage shading and the line")
     func renders() throws {

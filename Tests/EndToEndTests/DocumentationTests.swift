@@ -99,7 +99,7 @@ func parseOptionSignature(_ text: String) -> DocumentedOption {
     return DocumentedOption(long: long, short: short, value: value)
 }
 
-@Suite("man pages and help agree", .timeLimit(.minutes(2)))
+@Suite("man pages and help agree", .hangGuard(minutes: 2))
 struct DocumentationTests {
     @Test("every option in --help is in the man page, with the same short form and value, and no other", arguments: documentedTools)
     func optionsMatch(tool: String) throws {
@@ -255,9 +255,8 @@ func manOptionEntries(_ page: String) -> [String: String] {
     return entries
 }
 
-// A time limit counts the wait for one of the test pool's threads too (two on two cores, where tests that
-// wait on servers hold them for minutes): it guards against a hang, not for speed.
-@Suite("man pages carry the option table's defaults and aliases", .timeLimit(.minutes(5)))
+// A hang guard, not a speed goal (see HangGuard).
+@Suite("man pages carry the option table's defaults and aliases", .hangGuard(minutes: 5))
 struct OptionDefaultsDocumentationTests {
     @Test("every default and alias in an option table is written in the man page's entry for that option",
           arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
@@ -305,7 +304,7 @@ struct OptionDefaultsDocumentationTests {
 /// pointed at local servers and --watch bounded by timeout(1), in bash with `set -o pipefail`
 /// (so a tool failing upstream of `jq` or `tee` fails the example), and checks what each prints
 /// against `Fixtures/examples/<page>.expected` (format and masking rule: the README there).
-@Suite("documented examples run", .serialized, .timeLimit(.minutes(3)))
+@Suite("documented examples run", .serialized, .hangGuard(minutes: 3))
 struct ExampleTests {
     static func examples(in text: String, roff: Bool) -> [String] {
         var commands: [String] = []
@@ -478,7 +477,7 @@ struct ExpectedOutput {
     }
 }
 
-@Suite("notify's record is documented", .timeLimit(.minutes(5)))  // a hang guard (see above)
+@Suite("notify's record is documented", .hangGuard(minutes: 5))
 struct NotifyDocumentationTests {
     @Test("every field notify writes is in vitals-records(7) NOTIFICATION and notify(1) OUTPUT")
     func notificationFields() throws {

@@ -35,7 +35,7 @@ private let sleep = "HKCategoryTypeIdentifierSleepAnalysis"
 
 /// Health Sync's endpoint through real nginx + fcgiwrap on loopback, fetched with curl over
 /// TLS 1.3 with client certificates made at test time by `snapshot-delta cert`.
-@Suite("Health Sync over HTTPS: nginx + fcgiwrap + snapshot-delta cgi", .timeLimit(.minutes(3)))
+@Suite("Health Sync over HTTPS: nginx + fcgiwrap + snapshot-delta cgi", .hangGuard(minutes: 3))
 struct HealthSyncServeTests {
     /// A small archive: three heart rates, two step counts, one sleep stage, one snapshot.
     static func makeArchive() throws -> HealthArchive {
@@ -448,7 +448,7 @@ private struct HealthAnswer {
 }
 
 /// `snapshot-delta` as fcgiwrap runs it, with the CGI environment set directly (no nginx).
-@Suite("snapshot-delta cgi with the CGI environment set directly", .timeLimit(.minutes(3)))
+@Suite("snapshot-delta cgi with the CGI environment set directly", .hangGuard(minutes: 3))
 struct HealthSyncCGITests {
     func cgi(_ db: String, method: String = "POST", path: String, body: String = "", certificate: String? = nil) throws -> (head: [String], body: JSONObject?) {
         var environment = ["GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_URI": path,

@@ -4,7 +4,7 @@ import VitalsKit
 
 /// notify's apns:// channel against Fixtures/notify/apns_server.py: TLS and HTTP/2 on
 /// hypercorn, the provider token verified with python3-jwt, Apple's answers scripted.
-@Suite("notify: Apple push and devices", .serialized, .timeLimit(.minutes(3)))
+@Suite("notify: Apple push and devices", .serialized, .hangGuard(minutes: 3))
 struct NotifyPushTests {
     static let certificates: TestCertificates? = try? TestCertificates()
     static let deviceA = "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad"

@@ -6,7 +6,7 @@ import VitalsKit
 /// probe-http's options that change how a probe is made, each checked against what the local
 /// server received or against probe-http(1): --user-agent, --max-redirects, --ip, --timeout.
 /// Expected values come from the man page and the fixture server's documented endpoints.
-@Suite("probe-http options end to end", .timeLimit(.minutes(2)))
+@Suite("probe-http options end to end", .hangGuard(minutes: 2))
 struct ProbeHTTPOptionTests {
     func samples(_ result: RunResult) throws -> [String: JSONObject] { try result.samplesByMonitor() }
 

@@ -8,7 +8,7 @@ import VitalsKit
 let unresolvableHost = String(repeating: "a", count: 64) + ".invalid"
 
 /// probe-http run as users run it: the built binary, real pipes, a real server on loopback.
-@Suite("probe-http end to end", .timeLimit(.minutes(2)))
+@Suite("probe-http end to end", .hangGuard(minutes: 2))
 struct ProbeHTTPTests {
     let server: FixtureServer
 

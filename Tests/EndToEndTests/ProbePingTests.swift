@@ -46,7 +46,7 @@ extension RunResult {
 /// addresses and to namespaces these tests make (the drop, loss and reject addresses live in
 /// them). Raw ICMP sockets need root, as CI runs; the unprivileged path and the permission
 /// error are tested as the user nobody inside a namespace whose ping_group_range the test sets.
-@Suite("probe-ping end to end", .timeLimit(.minutes(3)))
+@Suite("probe-ping end to end", .hangGuard(minutes: 3))
 struct ProbePingTests {
     /// Fast settings for tests: three requests 10 ms apart.
     let quick = ["--count", "3", "--period", "10ms"]
