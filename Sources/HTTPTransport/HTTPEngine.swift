@@ -91,6 +91,19 @@ public final class HTTPEngine {
         waiting.append((request, token))
     }
 
+    /// Takes the body bytes a request in flight (`BodyPolicy.collect`) has received so far, with
+    /// the HTTP status they came under, so a caller can read a long answer as it comes with
+    /// bounded memory: the limit applies to the bytes held, and the completion's body holds only
+    /// what came after the last drain. No bytes (status 0) for a request not in flight.
+    public func drainBody(token: Int) -> (httpCode: Int, bytes: [UInt8]) {
+        guard let (handle, transfer) = active.first(where: { $0.value.token == token }), !transfer.body.isEmpty else { return (0, []) }
+        var status = 0
+        _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        var taken: [UInt8] = []
+        swap(&taken, &transfer.body)
+        return (status, taken)
+    }
+
     /// Starts what fits, waits up to `timeoutMs` for activity (or the signal wake pipe), and
     /// returns the requests that finished (possibly none).
     public func step(timeoutMs: Int) -> [HTTPCompletion] {

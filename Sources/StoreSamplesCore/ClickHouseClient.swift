@@ -85,21 +85,70 @@ final class ClickHouseClient {
                 if result.stoppedAtLimit { throw ToolError("ClickHouse at \(pending.place): an answer larger than \(ClickHouseClient.maxAnswerBytes >> 20) MiB") }
                 return result.body
             }
-            if result.failure == nil {
-                throw ToolError("ClickHouse at \(pending.place) refused: \(ClickHouseClient.explain(result.body, code: result.httpCode))")
-            }
             attempt += 1
-            let elapsed = Clock.monotonicMilliseconds() - pending.started
-            let pause: Int64 = waitMs > 0 ? min(2_000, 100 << Int64(min(attempt, 5))) : (attempt == 1 ? 100 : 400)
-            let retry = waitMs > 0 ? elapsed + pause < waitMs : attempt < 3
-            if !retry || Signals.stopRequested {
-                let why = result.curlMessage.isEmpty ? (result.failure?.rawValue ?? "no answer") : result.curlMessage
-                throw ToolError("cannot reach ClickHouse at \(pending.place): \(why)"
-                                + (waitMs > 0 ? " (still failing after --wait \(DefaultText.duration(milliseconds: waitMs)))" : " (--wait DURATION keeps retrying)"))
-            }
-            usleep(useconds_t(pause * 1000))
+            try pauseBeforeRetry(result, pending, attempt: attempt)
             if pending.isInsert { try beforeResend?() }
             result = wait(for: submit(pending.request))
+        }
+    }
+
+    /// For a request that failed (`result`) on its `attempt`th try: throws when the server said no,
+    /// or when the transport failed and `--wait` allows no more tries; else waits before the next.
+    private func pauseBeforeRetry(_ result: HTTPResult, _ pending: Pending, attempt: Int, body: [UInt8]? = nil) throws {
+        if result.failure == nil {
+            throw ToolError("ClickHouse at \(pending.place) refused: \(ClickHouseClient.explain(body ?? result.body, code: result.httpCode))")
+        }
+        let elapsed = Clock.monotonicMilliseconds() - pending.started
+        let pause: Int64 = waitMs > 0 ? min(2_000, 100 << Int64(min(attempt, 5))) : (attempt == 1 ? 100 : 400)
+        let retry = waitMs > 0 ? elapsed + pause < waitMs : attempt < 3
+        if !retry || Signals.stopRequested {
+            let why = result.curlMessage.isEmpty ? (result.failure?.rawValue ?? "no answer") : result.curlMessage
+            throw ToolError("cannot reach ClickHouse at \(pending.place): \(why)"
+                            + (waitMs > 0 ? " (still failing after --wait \(DefaultText.duration(milliseconds: waitMs)))" : " (--wait DURATION keeps retrying)"))
+        }
+        usleep(useconds_t(pause * 1000))
+    }
+
+    /// Runs `query` (its answer in the format it names) and hands the answer to `consume` in
+    /// pieces as they arrive, the last with `last` true: an answer of any length in bounded
+    /// memory (the server sends it only once the query is done, so an error is a status, never
+    /// bytes after rows). A transport failure before the first piece is retried as `run` does;
+    /// after it, it is an error.
+    func stream(_ query: String, endpoint: String? = nil, _ consume: (_ bytes: [UInt8], _ last: Bool) throws -> Void) throws {
+        var attempt = 0
+        var pending = start(query, endpoint: endpoint)
+        while true {
+            var consumed = false
+            var refusal: [UInt8] = []
+            var result: HTTPResult?
+            while result == nil {
+                if let done = finished.removeValue(forKey: pending.token) {
+                    result = done
+                } else {
+                    for done in engine.step(timeoutMs: 1_000) { finished[done.token] = done.result }
+                }
+                let (code, bytes) = engine.drainBody(token: pending.token)
+                guard !bytes.isEmpty else { continue }
+                if code == 200 {
+                    try consume(bytes, false)
+                    consumed = true
+                } else {
+                    refusal += bytes
+                }
+            }
+            let done = result!
+            if done.failure == nil, done.httpCode == 200 {
+                if done.stoppedAtLimit { throw ToolError("ClickHouse at \(pending.place): more than \(ClickHouseClient.maxAnswerBytes >> 20) MiB came at once") }
+                try consume(done.body, true)
+                return
+            }
+            if consumed {
+                throw ToolError("ClickHouse at \(pending.place): the answer was cut off (\(done.curlMessage.isEmpty ? "no more bytes" : done.curlMessage))")
+            }
+            attempt += 1
+            try pauseBeforeRetry(done, pending, attempt: attempt, body: refusal + done.body)
+            pending = Pending(request: pending.request, token: submit(pending.request), started: pending.started, place: pending.place,
+                              isInsert: false)
         }
     }
 

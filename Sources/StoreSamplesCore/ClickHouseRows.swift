@@ -69,20 +69,20 @@ enum ClickHouseRows {
 
     /// The samples table's columns, as rows are written.
     static let sampleColumns =
-        "monitor, at, id, writer, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
+        "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
 
-    /// Appends a sample's row: its number `id` in the store and the `writer` that numbered it,
-    /// its origin (`remote`), the agent a remote sample came from, and whether it is held.
-    static func write(_ sample: StorableSample, id: Int64, writer: UInt64, remote: Bool, agent: String?, held: Bool,
-                      to rows: inout RowBinaryWriter) {
+    /// Appends a sample's row: its number `id` in the store, its origin (`remote`), the agent a
+    /// remote sample came from, and whether it is held. Returns where the number's 8 bytes are
+    /// (a batch numbers its samples again when it drops one stored already).
+    @discardableResult
+    static func write(_ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, to rows: inout RowBinaryWriter) -> Int {
         rows.string(sample.monitor)
         rows.int64(sample.at)
+        sample.withText(sample.metaRanges[3]) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
+        let idOffset = rows.bytes.count
         rows.uint64(UInt64(max(0, id)))
-        rows.uint64(writer)
         rows.uint8(sample.status.storeCode)
         rows.optionalFloat64(sample.latencyMs)
-        sample.withText(sample.reasonRange) { rows.optionalBytes($0) }
-        rows.optionalInt64(sample.code)
         sample.withText(sample.messageRange) { rows.optionalBytes($0) }
         rows.optionalInt64(sample.tlsExpiryDays)
         rows.optionalFloat64(sample.speedMbps)
@@ -90,6 +90,26 @@ enum ClickHouseRows {
         rows.optionalString(agent)
         rows.uint8(held ? 1 : 0)
         rows.string(sample.line)
+        return idOffset
+    }
+
+    /// A sample row's identity (monitor, time, identity agent) and record, read back from the
+    /// bytes `write` appended at `start`.
+    static func identity(ofRowAt start: Int, in rows: [UInt8]) throws -> (monitor: Range<Int>, at: Int64, agent: Range<Int>, record: Range<Int>) {
+        var reader = RowBinaryReader(rows, at: start)
+        let monitor = try reader.stringBytesRange()
+        let at = try reader.int64()
+        let agent = try reader.stringBytesRange()
+        _ = try reader.uint64()
+        _ = try reader.uint8()
+        _ = try reader.optionalFloat64()
+        _ = try reader.isNull() ? nil : try reader.stringBytesRange()
+        _ = try reader.optionalInt64()
+        _ = try reader.optionalFloat64()
+        _ = try reader.uint8()
+        _ = try reader.isNull() ? nil : try reader.stringBytesRange()
+        _ = try reader.uint8()
+        return (monitor, at, agent, try reader.stringBytesRange())
     }
 
     /// The columns of a `StoredSample`, as queries select them.

@@ -75,51 +75,51 @@ extension ClickHouseSampleStore {
         var reader = try rows("SELECT toInt64(count()) FROM \(placement.table("samples")) FINAL WHERE \(condition)")
         let deleted = Int(try reader.int64())
         if deleted > 0 { try mutate("DELETE WHERE \(condition)") }
-        // As SQLite numbers a new sample one past the largest left, so do the writers from now on.
-        var largest = try rows("SELECT toInt64(max(id)) FROM \(placement.table("samples"))")
-        let left = try largest.int64()
+        // As SQLite numbers a new sample one past the largest left, so does the store from now on:
+        // the marks are counted again from what is left (samples cleared and sent again are new).
         for endpoint in ddlEndpoints {
-            try client.execute("ALTER TABLE \(placement.localTable("writers"))\(placement.onCluster) DELETE WHERE 1", endpoint: endpoint)
+            try client.execute("ALTER TABLE \(placement.localTable("marks"))\(placement.onCluster) DELETE WHERE 1", endpoint: endpoint)
         }
-        var writerRow = RowBinaryWriter()
-        writerRow.uint64(0)
-        writerRow.uint64(UInt64(max(0, left)))
-        writerRow.int64(Clock.wallMilliseconds())
-        try waitForMutations(on: "writers")
-        try insert("writers", "writer, last_id, updated_at", writerRow.bytes)
+        try waitForMutations(on: "marks")
+        let recount = "SELECT identity_agent, maxState(at), maxState(id) FROM %@ GROUP BY identity_agent"
+        if location.shards.isEmpty {
+            try client.execute("INSERT INTO \(placement.table("marks")) (identity_agent, upto, last_id) "
+                               + recount.replacingOccurrences(of: "%@", with: placement.table("samples")))
+        } else {
+            for endpoint in ddlEndpoints {
+                try client.execute("INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
+                                   + recount.replacingOccurrences(of: "%@", with: placement.localTable("samples")), endpoint: endpoint)
+            }
+        }
         caches.latest = nil
         caches.totals.removeAll()
         caches.nextSampleID = nil
+        caches.agentTimes = nil
+        caches.lastAgent = nil
         return deleted
     }
 
-    /// Rows of one export page at most (pages keep memory bounded whatever the store holds).
-    static let exportPage = 20_000
-
     func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
-        var condition = "held = 0 AND at >= \(from) AND at < \(until)"
+        var condition = "held = 0 AND \(timeCondition(from: from, until: until))"
         if let monitorID {
             guard let monitor = try monitorName(monitorID) else { return }
             condition += " AND monitor = \(clickHouseLiteral(monitor))"
         }
-        var after: (at: Int64, id: UInt64, writer: UInt64)?
-        while true {
-            var keyset = ""
-            if let after {
-                keyset = " AND (at > \(after.at) OR (at = \(after.at) AND (id > \(after.id) "
-                    + "OR (id = \(after.id) AND writer > \(after.writer)))))"
-            }
-            var reader = try rows("""
-                SELECT at, id, writer, record FROM \(try samplesTable()) WHERE \(condition)\(keyset)
-                ORDER BY at, id, writer LIMIT \(ClickHouseSampleStore.exportPage)
-                """)
-            var count = 0
-            while !reader.atEnd {
-                after = (try reader.int64(), try reader.uint64(), try reader.uint64())
+        // One query, sorted by the server, read as it comes: paging by time read, for each page,
+        // every granule of the days asked (a monitor's samples lie together, not a time's).
+        var carry: [UInt8] = []
+        try client.stream("SELECT record FROM \(try samplesTable()) WHERE \(condition) ORDER BY at, id FORMAT RowBinary") { piece, last in
+            carry += piece
+            var reader = RowBinaryReader(carry)
+            var kept = 0
+            while !reader.atEnd, reader.holdsString() {
                 try reader.withStringBytes(visit)
-                count += 1
+                kept = reader.offset
             }
-            if count < ClickHouseSampleStore.exportPage { return }
+            carry.removeFirst(kept)
+            if last, !carry.isEmpty {
+                throw ToolError("ClickHouse at \(location.display) sent a damaged answer: \(carry.count) bytes after the last whole record")
+            }
         }
     }
 }

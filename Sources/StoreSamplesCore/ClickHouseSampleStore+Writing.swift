@@ -76,17 +76,13 @@ extension ClickHouseSampleStore {
         let (remoteAgent, held) = try policy.admit(sample, record: "sample", status: status(ofAgent:))
         batch.open = true
         let monitorID = try monitorID(for: sample)
-        if caches.nextSampleID == nil {
-            var answer = try rows("SELECT toInt64(max(last_id)) FROM \(placement.table("writers"))")
-            let last = try answer.int64()
-            guard last >= 0, last < Int64.max / 2 else {
-                throw ToolError("\(location.display): the writers table holds a last sample id of \(last)")
-            }
-            caches.nextSampleID = last + 1
-        }
+        if caches.agentTimes == nil { try loadMarks() }
         let id = caches.nextSampleID!
         caches.nextSampleID = id + 1
-        ClickHouseRows.write(sample, id: id, writer: writer, remote: policy.remote, agent: remoteAgent, held: held, to: &batch.rows)
+        if batch.count == 0 { batch.firstID = id }
+        if !isNew(sample) { batch.uncertain.append(batch.count) }
+        batch.rowStarts.append(batch.rows.bytes.count)
+        batch.idOffsets.append(ClickHouseRows.write(sample, id: id, remote: policy.remote, agent: remoteAgent, held: held, to: &batch.rows))
         batch.count += 1
         // Keep the batch in flight moving while this one is read (an upload stalls otherwise).
         if inFlight != nil, batch.count & 255 == 0 { client.pump() }
@@ -115,15 +111,17 @@ extension ClickHouseSampleStore {
         return caches.monitors![sample.monitor]!.record.id
     }
 
-    func commitBatch(retention: Retention, now: Int64) throws {
+    @discardableResult
+    func commitBatch(retention: Retention, now: Int64) throws -> BatchOutcome {
         try submitBatch(retention: retention, now: now)
-        try awaitSubmitted()
+        return try awaitSubmitted()
     }
 
     /// Stores the batch's monitors and agents, then sends its samples without waiting for the
     /// answer, so the next batch is read meanwhile; `awaitSubmitted` waits (one batch in flight).
     func submitBatch(retention: Retention, now: Int64) throws {
-        try awaitSubmitted()
+        // The caller took the outcome of the batch in flight already (`Ingester` settles first).
+        _ = try awaitSubmitted()
         guard batch.open else { return }
         do {
             // Monitors first, so no sample is ever stored under a monitor the store does not list.
@@ -151,10 +149,11 @@ extension ClickHouseSampleStore {
             }
             try writeAgents(agentRecords)
             if batch.count > 0 {
-                let last = (caches.nextSampleID ?? 1) - 1
-                let pending = client.start("INSERT INTO \(placement.table("samples")) (\(ClickHouseRows.sampleColumns)) FORMAT RowBinary",
-                                           data: batch.rows.bytes, settings: insertSettings)
-                inFlight = (pending, last - Int64(batch.count) + 1, last)
+                let outcome = try settleUncertain()
+                let pending = batch.count == 0 ? nil
+                    : client.start("INSERT INTO \(placement.table("samples")) (\(ClickHouseRows.sampleColumns)) FORMAT RowBinary",
+                                   data: batch.rows.bytes, settings: insertSettings)
+                inFlight = (pending, batch.firstID, batch.firstID + Int64(batch.count) - 1, outcome)
             }
             for name in dirty { caches.monitors?[name]?.dirty = false }
             for record in agentRecords {
@@ -169,22 +168,20 @@ extension ClickHouseSampleStore {
     }
 
     /// Waits for the samples INSERT in flight, if any (sending it again after a transport failure,
-    /// marked first in `resends`), then records the writer's last sample id.
-    func awaitSubmitted() throws {
-        guard let flight = inFlight else { return }
+    /// marked first in `resends`).
+    @discardableResult
+    func awaitSubmitted() throws -> BatchOutcome {
+        guard let flight = inFlight else { return BatchOutcome() }
         inFlight = nil
+        guard let pending = flight.pending else { return flight.outcome }
         do {
             var marked = false
-            _ = try client.finish(flight.pending) {
+            _ = try client.finish(pending) {
                 guard !marked else { return }
                 try self.markResend(firstID: flight.firstID)
                 marked = true
             }
-            var writerRow = RowBinaryWriter()
-            writerRow.uint64(writer)
-            writerRow.uint64(UInt64(max(0, flight.lastID)))
-            writerRow.int64(Clock.wallMilliseconds())
-            try insert("writers", "writer, last_id, updated_at", writerRow.bytes)
+            return flight.outcome
         } catch {
             abortBatch()
             throw error

@@ -54,8 +54,13 @@ final class ClickHouseSampleStore: SampleStore {
         var agentStatus: [String: AgentStatus] = [:]
         /// The span of sample times of each agent whose row this unit has written.
         var agentsWritten: [String: AgentSpan] = [:]
-        /// The number the next sample gets (nil: not read from `writers` yet).
+        /// The number the next sample gets (nil: not read from `marks` yet).
         var nextSampleID: Int64?
+        /// Per identity agent, the latest time stored before this unit of work and the samples it
+        /// added since (nil: `marks` not read yet): which samples may be stored already.
+        var agentTimes: [String: AgentTimes]?
+        /// The identity agent of the sample added last, and its times (most batches name one agent).
+        var lastAgent: (name: String, times: AgentTimes)?
         /// The monitors as the views last read them, by integer id (the id → monitor map of every query).
         var monitorsByID: [Int64: MonitorRecord]?
         /// Whether a view listed every monitor (it then asks each one's latest sample and totals:
@@ -79,6 +84,13 @@ final class ClickHouseSampleStore: SampleStore {
     struct Batch {
         var rows = RowBinaryWriter()
         var count = 0
+        /// Where each sample's row begins, and its number's 8 bytes.
+        var rowStarts: [Int] = []
+        var idOffsets: [Int] = []
+        /// The positions of the samples that may be stored already (see `isNew`).
+        var uncertain: [Int] = []
+        /// The number given the batch's first sample.
+        var firstID: Int64 = 0
         /// Whether a sample or monitor record was added since the last commit.
         var open = false
         var agents = AgentSightings()
@@ -87,14 +99,18 @@ final class ClickHouseSampleStore: SampleStore {
         mutating func clear() {
             rows.bytes.removeAll(keepingCapacity: true)
             count = 0
+            rowStarts.removeAll(keepingCapacity: true)
+            idOffsets.removeAll(keepingCapacity: true)
+            uncertain.removeAll(keepingCapacity: true)
             open = false
             agents.removeAll()
         }
     }
 
     var batch = Batch()
-    /// The samples INSERT sent and not yet answered: its request, and the sample ids it holds.
-    var inFlight: (pending: ClickHouseClient.Pending, firstID: Int64, lastID: Int64)?
+    /// The samples INSERT sent and not yet answered: its request, the sample numbers it holds,
+    /// and which of the batch's samples were not sent, being stored already.
+    var inFlight: (pending: ClickHouseClient.Pending?, firstID: Int64, lastID: Int64, outcome: BatchOutcome)?
 
     /// Opens the store; with `create`, creates the database and tables or migrates them;
     /// without, a store that was never written is an error.
@@ -130,7 +146,11 @@ final class ClickHouseSampleStore: SampleStore {
         case .missing:
             throw ToolError("no store-samples tables in \(location.display) (store samples in it first, or name another with --db)")
         case .upgrade(let from):
-            for statement in ClickHouseSchema.upgrade(from: from, placement, appliedAt: Clock.wallMilliseconds()) {
+            guard let statements = ClickHouseSchema.upgrade(from: from, placement, appliedAt: Clock.wallMilliseconds()) else {
+                throw ToolError("\(location.display) holds store-samples schema version \(from): upgrading it copies each shard's samples, "
+                                + "so name every shard's HTTP endpoint with shards=HOST:PORT,... (see store-samples(1), CLICKHOUSE)")
+            }
+            for statement in statements {
                 for endpoint in ddlEndpoints { try client.execute(statement, endpoint: endpoint) }
             }
         }

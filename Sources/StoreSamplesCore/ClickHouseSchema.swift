@@ -13,19 +13,30 @@ enum ClickHouseSchema {
         let shardingKey: String
     }
 
-    /// Every table. Samples live in a `ReplacingMergeTree` partitioned by month and ordered by
-    /// (monitor, at), keyed by (monitor, at, id, writer): `writer` is a random number of the run
-    /// and `id` its sample's number, so a batch sent again after a lost acknowledgement replaces
-    /// itself instead of doubling. Monitors, agents and writers are small `ReplacingMergeTree`
-    /// tables whose newest version of a row wins.
+    /// The samples: a `ReplacingMergeTree` whose key is a sample's identity (its time, monitor and
+    /// own agent; '' for none) behind the day of its time, partitioned by month. The day first
+    /// keeps every read by time to the days it asks for (the last day's overview reads one day
+    /// whatever the store holds); a monitor's samples of a day lie together, in time order, and
+    /// granules of 1,024 rows keep one monitor's year to about its own rows.
+    static let samples = Table(name: "samples", columns: """
+        monitor String, at Int64, identity_agent String, id UInt64, status UInt8, latency_ms Nullable(Float64), \
+        message Nullable(String), tls_expiry_days Nullable(Int64), speed_mbps Nullable(Float64), origin UInt8, \
+        agent Nullable(String), held UInt8, record String
+        """,
+        engine: "ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) "
+            + "ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024",
+        shardingKey: "cityHash64(monitor)")
+
+    /// For each identity agent, the latest sample time and the largest sample number stored, kept
+    /// by a materialized view as samples are inserted (so they are true exactly when the samples
+    /// are: a writer killed after an INSERT leaves both or neither).
+    static let marks = Table(name: "marks",
+                             columns: "identity_agent String, upto AggregateFunction(max, Int64), last_id AggregateFunction(max, UInt64)",
+                             engine: "AggregatingMergeTree() ORDER BY identity_agent", shardingKey: "cityHash64(identity_agent)")
+
+    /// Every table of this version.
     static let tables = [
-        Table(name: "samples", columns: """
-            monitor String, at Int64, id UInt64, writer UInt64, status UInt8, latency_ms Nullable(Float64), \
-            reason Nullable(String), code Nullable(Int64), message Nullable(String), tls_expiry_days Nullable(Int64), \
-            speed_mbps Nullable(Float64), origin UInt8, agent Nullable(String), held UInt8, record String
-            """,
-              engine: "ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) ORDER BY (monitor, at, id, writer)",
-              shardingKey: "cityHash64(monitor)"),
+        samples,
         Table(name: "monitors", columns: """
             monitor String, id UInt64, name Nullable(String), kind Nullable(String), target Nullable(String), \
             agent Nullable(String), description Nullable(String), check_interval Nullable(Int64), first_seen Int64, \
@@ -34,9 +45,8 @@ enum ClickHouseSchema {
               engine: "ReplacingMergeTree(version) ORDER BY monitor", shardingKey: "cityHash64(monitor)"),
         Table(name: "agents", columns: "id String, status String, created_at Int64, last_seen Int64, name Nullable(String), version UInt64",
               engine: "ReplacingMergeTree(version) ORDER BY id", shardingKey: "cityHash64(id)"),
-        Table(name: "writers", columns: "writer UInt64, last_id UInt64, updated_at Int64",
-              engine: "ReplacingMergeTree(last_id) ORDER BY writer", shardingKey: "cityHash64(writer)"),
-        // Version 2: a row before a batch of samples is sent again (see `ClickHouseSampleStore.samplesTable`).
+        marks,
+        // A row before a batch of samples is sent again (see `ClickHouseSampleStore.samplesTable`).
         Table(name: "resends", columns: "writer UInt64, first_id UInt64, at Int64",
               engine: "MergeTree() ORDER BY writer", shardingKey: "cityHash64(writer)"),
     ]
@@ -44,11 +54,10 @@ enum ClickHouseSchema {
     /// The schema version table: one row per version applied, on every server.
     static let versionTable = "store_samples_schema"
 
-    /// Forward migrations: entry `n` takes a store from version `n` to `n + 1`, by the tables it creates.
-    static let migrations: [[String]] = [["samples", "monitors", "agents", "writers"], ["resends"]]
-
-    /// The schema version this build writes (the `store_samples_schema` table holds it).
-    static var version: Int64 { Int64(migrations.count) }
+    /// The schema version this build writes (the `store_samples_schema` table holds it). Version 1
+    /// had samples keyed by writer and number, monitors, agents and writers; version 2 added
+    /// resends; version 3 keys samples by their identity and adds marks.
+    static let version: Int64 = 3
 
     /// Where a store's tables are: its database, and the cluster of a `Distributed` table over
     /// local ones (nil for one server). `onCluster` is ` ON CLUSTER NAME` when DDL goes to the
@@ -83,9 +92,21 @@ enum ClickHouseSchema {
         }
         return [
             "CREATE TABLE IF NOT EXISTS \(database).\(table.name)_local\(onCluster) (\(table.columns)) ENGINE = \(table.engine)",
-            "CREATE TABLE IF NOT EXISTS \(database).\(table.name)\(onCluster) AS \(database).\(table.name)_local "
-                + "ENGINE = Distributed(\(cluster), \(database), \(table.name)_local, \(table.shardingKey))",
+            distributed(table, placement, cluster: cluster),
         ]
+    }
+
+    private static func distributed(_ table: Table, _ placement: Placement, cluster: String) -> String {
+        let database = placement.database
+        return "CREATE TABLE IF NOT EXISTS \(database).\(table.name)\(placement.onCluster) AS \(database).\(table.name)_local "
+            + "ENGINE = Distributed(\(cluster), \(database), \(table.name)_local, \(table.shardingKey))"
+    }
+
+    /// The view that keeps `marks` as samples are inserted, on every server's local tables.
+    static func marksView(_ placement: Placement) -> String {
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS \(placement.localTable("samples_marks"))\(placement.onCluster) "
+            + "TO \(placement.localTable("marks")) AS SELECT identity_agent, maxState(at) AS upto, maxState(id) AS last_id "
+            + "FROM \(placement.localTable("samples")) GROUP BY identity_agent"
     }
 
     /// What opening a store whose version table says `stored` (0: no tables) must do.
@@ -108,22 +129,57 @@ enum ClickHouseSchema {
     }
 
     /// The statements, in order, that take a store from version `stored` to this build's, each
-    /// to be run on every server that holds tables (each shard endpoint, or the one server).
-    /// Every statement can be run again (`IF NOT EXISTS`), so two processes upgrading at once
-    /// end the same; `appliedAt` is the time recorded beside each version.
-    static func upgrade(from stored: Int64, _ placement: Placement, appliedAt: Int64) -> [String] {
+    /// to be run on every server that holds tables (each shard endpoint, or the one server); nil
+    /// when the store's samples must be copied and the cluster names no shard endpoints (the copy
+    /// runs on each shard's local tables). A new store gets this version's tables. An older one
+    /// gets its samples copied into a table keyed by identity, the first stored of each identity
+    /// kept, then swapped in; each statement can be run again, so an interrupted upgrade is
+    /// finished by the next run. `appliedAt` is the time recorded beside the version.
+    static func upgrade(from stored: Int64, _ placement: Placement, appliedAt: Int64) -> [String]? {
         let (database, onCluster) = (placement.database, placement.onCluster)
         var statements = [
             "CREATE DATABASE IF NOT EXISTS \(database)\(onCluster)",
             "CREATE TABLE IF NOT EXISTS \(database).\(versionTable)\(onCluster) (version UInt32, applied_at Int64) "
                 + "ENGINE = MergeTree() ORDER BY version",
         ]
-        for step in Int(max(0, stored))..<migrations.count {
-            for name in migrations[step] {
-                guard let table = tables.first(where: { $0.name == name }) else { continue }
-                statements += createStatements(table, placement)
-            }
-            statements.append("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(step + 1), \(appliedAt))")
+        if stored > 0 {
+            guard placement.cluster == nil || onCluster.isEmpty else { return nil }
+            statements += identityCopy(placement)
+        }
+        for table in tables { statements += createStatements(table, placement) }
+        statements.append(marksView(placement))
+        if stored > 0 {
+            statements.append("INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
+                              + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent")
+        }
+        statements.append("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(version), \(appliedAt))")
+        return statements
+    }
+
+    /// Version 3's copy of an older store's samples (see `upgrade`), on each server's local tables.
+    private static func identityCopy(_ placement: Placement) -> [String] {
+        let database = placement.database
+        let local = placement.localTable("samples")
+        let next = "\(database).samples_next"
+        let old = "\(database).samples_v2"
+        let columns = "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
+        var statements = [
+            "DROP TABLE IF EXISTS \(old)",
+            "DROP TABLE IF EXISTS \(next)",
+            "CREATE TABLE \(next) (\(samples.columns)) ENGINE = \(samples.engine)",
+            // The identity agent of an older sample is the record's own `agent` string.
+            "INSERT INTO \(next) (\(columns)) SELECT monitor, at, visitParamExtractString(record, 'agent') AS identity_agent, id, status, "
+                + "latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record FROM \(local) "
+                + "ORDER BY id LIMIT 1 BY monitor, at, identity_agent",
+            "RENAME TABLE \(local) TO \(old), \(next) TO \(local)",
+            "DROP TABLE \(old)",
+            // The copy holds each sample once: no read needs FINAL for an earlier resend.
+            "DROP TABLE IF EXISTS \(placement.localTable("resends"))",
+            "DROP TABLE IF EXISTS \(placement.localTable("writers"))",
+        ]
+        if placement.cluster != nil {
+            // The Distributed tables over changed local ones are made again.
+            statements += ["samples", "resends", "writers"].map { "DROP TABLE IF EXISTS \(database).\($0)" }
         }
         return statements
     }

@@ -22,6 +22,10 @@ final class Ingester {
     private var inFlight: [UInt8] = []
     private var inFlightCount = 0
     private var batchCount = 0
+    /// The line number of each sample of the open batch and of the batch in flight, in the
+    /// order they were added (a conflict is reported by its line).
+    private var batchLines: [Int] = []
+    private var inFlightLines: [Int] = []
     /// `monitor` records in the open batch (they change the store but are no samples).
     private var batchNotes = 0
     private var batchStartedMs: Int64 = 0
@@ -35,6 +39,12 @@ final class Ingester {
     private(set) var failure: Error?
     /// Samples stored.
     private(set) var stored = 0
+    /// Samples not stored because the same sample was stored already (a replay).
+    private(set) var duplicates = 0
+    /// The lines of the samples not stored because another of the same identity was stored
+    /// first, of the input being read (reported at its end), and of every input.
+    private(set) var conflictLines: [Int] = []
+    private(set) var conflicts = 0
 
     init(store: SampleStore, retention: Retention, output: RecordWriter, passThrough: Bool,
          diagnostics: Diagnostics, now: @escaping () -> Int64) {
@@ -86,6 +96,12 @@ final class Ingester {
             }
         }
         commit()
+        if reportEachConflict {
+            for line in conflictLines { diagnostics.error(Ingester.conflict(1), source: reader.source, line: line) }
+        } else if let first = conflictLines.first {
+            diagnostics.error(Ingester.conflict(conflictLines.count), source: reader.source, line: first)
+        }
+        conflictLines.removeAll()
         return failure == nil && !reader.interrupted
     }
 
@@ -134,6 +150,7 @@ final class Ingester {
             } else {
                 monitorID = try store.add(try StorableSample(sampleReader, own))
                 batchCount += 1
+                batchLines.append(reader.lineNumber)
             }
             passOn(line, monitorID: monitorID)
         } catch let problem as SampleProblem {
@@ -145,6 +162,7 @@ final class Ingester {
         } catch {
             try? settleInFlight()  // what was acknowledged before still goes on
             batchCount = 0
+            batchLines.removeAll(keepingCapacity: true)
             batchNotes = 0
             pending.removeAll(keepingCapacity: true)
             failure = error
@@ -203,9 +221,10 @@ final class Ingester {
             try settleInFlight()
             guard batchCount > 0 || batchNotes > 0 || !pending.isEmpty else { return }
             let samples = batchCount
+            var outcome = BatchOutcome()
             if batchCount > 0 || batchNotes > 0 {
                 if waiting {
-                    try store.commitBatch(retention: retention, now: now())
+                    outcome = try store.commitBatch(retention: retention, now: now())
                 } else {
                     try store.submitBatch(retention: retention, now: now())
                 }
@@ -213,14 +232,19 @@ final class Ingester {
                 batchNotes = 0
             }
             if waiting {
-                stored += samples
+                count(outcome, of: samples, lines: batchLines)
+                batchLines.removeAll(keepingCapacity: true)
                 try passOnKept(&pending)
             } else {
                 swap(&pending, &inFlight)
+                swap(&batchLines, &inFlightLines)
+                batchLines.removeAll(keepingCapacity: true)
                 inFlightCount = samples
             }
         } catch {
             batchCount = 0
+            batchLines.removeAll(keepingCapacity: true)
+            inFlightLines.removeAll(keepingCapacity: true)
             batchNotes = 0
             pending.removeAll(keepingCapacity: true)
             inFlight.removeAll(keepingCapacity: true)
@@ -231,10 +255,31 @@ final class Ingester {
     /// Waits for the batch in flight, if any, then passes its records on.
     private func settleInFlight() throws {
         guard !inFlight.isEmpty || inFlightCount > 0 else { return }
-        try store.awaitSubmitted()
-        stored += inFlightCount
+        let outcome = try store.awaitSubmitted()
+        count(outcome, of: inFlightCount, lines: inFlightLines)
         inFlightCount = 0
+        inFlightLines.removeAll(keepingCapacity: true)
         try passOnKept(&inFlight)
+    }
+
+    /// Whether each conflict is a line error of its own (the API's answer lists them), rather
+    /// than one line for an input, at the first (the command line's stderr).
+    var reportEachConflict = false
+
+    /// The words for `count` conflicts, at the line of the first.
+    static func conflict(_ count: Int) -> String {
+        count == 1
+            ? "a sample conflicts with a stored one (the same monitor, agent and time, other content): the stored one is kept"
+            : "\(count) samples conflict with stored ones (the same monitor, agent and time, other content): the stored ones are kept; "
+                + "this line is the first"
+    }
+
+    /// Counts a stored batch of `samples` samples added from `lines`.
+    private func count(_ outcome: BatchOutcome, of samples: Int, lines: [Int]) {
+        stored += samples - outcome.skipped
+        duplicates += outcome.duplicates.count
+        conflicts += outcome.conflicts.count
+        for position in outcome.conflicts where position < lines.count { conflictLines.append(lines[position]) }
     }
 
     /// Writes kept records downstream (unless nobody reads any more) and empties `records`.

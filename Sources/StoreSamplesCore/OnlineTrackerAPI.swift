@@ -210,6 +210,7 @@ final class OnlineTrackerWorker: RequestAnswerer {
                                 output: RecordWriter(fd: devNull), passThrough: false, diagnostics: diagnostics, now: { now })
         ingester.maxRows = store.batchRows
         ingester.agent = agent
+        ingester.reportEachConflict = true
         api.writing.withLock { _ in _ = ingester.ingest(reader) }
         if let failure = ingester.failure {
             log("POST /api/samples from agent \(agent): \(failure)")
@@ -221,6 +222,7 @@ final class OnlineTrackerWorker: RequestAnswerer {
             JSONField("agent", .string(agent)),
             JSONField("agent_status", .string(status.rawValue)),
             JSONField("stored", .integer(ingester.stored)),
+            JSONField("duplicates", .integer(ingester.duplicates)),
             JSONField("refused", .array(refused.map { .object(JSONObject([JSONField("line", .integer($0.line)), JSONField("error", .string($0.message))])) })),
         ]))
         return .json(status: refused.isEmpty ? 200 : ingester.stored > 0 ? 207 : 400, answer)

@@ -73,6 +73,12 @@ struct RowBinaryReader {
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
+    /// A reader of `bytes` from byte `offset` on.
+    init(_ bytes: [UInt8], at offset: Int) {
+        self.bytes = bytes
+        self.offset = offset
+    }
+
     var atEnd: Bool { offset >= bytes.count }
 
     /// The error for a damaged answer: `what` was expected at the current byte.
@@ -132,6 +138,26 @@ struct RowBinaryReader {
         let first = try take(Int(length), "")
         return first..<(first + Int(length))
     }
+
+    /// Whether the bytes left hold a whole string (its length, then that many bytes): false when
+    /// they stop short, as a piece of an answer read as it comes may.
+    func holdsString() -> Bool {
+        var position = offset
+        var length: UInt64 = 0
+        var shift: UInt64 = 0
+        while position < bytes.count, shift < 64 {
+            let byte = bytes[position]
+            position += 1
+            length |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return length <= UInt64(bytes.count - position) }
+            shift += 7
+        }
+        // Cut inside the length, or a length too long (reading it says so).
+        return shift >= 64
+    }
+
+    /// Where the next string's bytes are (not checked as UTF-8), taken.
+    mutating func stringBytesRange() throws -> Range<Int> { try stringRange() }
 
     private func notUTF8(_ range: Range<Int>) -> ToolError {
         ToolError("ClickHouse sent a damaged answer: a string that is not UTF-8 at byte \(range.lowerBound) of \(bytes.count)")

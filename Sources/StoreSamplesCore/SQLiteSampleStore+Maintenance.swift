@@ -29,7 +29,9 @@ extension SQLiteSampleStore {
                     let delete = try db.prepare("DELETE FROM samples WHERE monitor_id = ? AND at < ?")
                     delete.bind(id, cutoff)
                     try delete.step()
-                    hint.count -= db.changes
+                    let deleted = db.changes
+                    if deleted > 0 { try countDeletions() }
+                    hint.count -= deleted
                     hint.oldest = try oldestAt(id)
                 }
             }
@@ -40,7 +42,9 @@ extension SQLiteSampleStore {
                     """)
                 delete.bind(id, hint.count - keep)
                 try delete.step()
-                hint.count -= db.changes
+                let deleted = db.changes
+                if deleted > 0 { try countDeletions() }
+                hint.count -= deleted
                 hint.oldest = try oldestAt(id)
             }
             caches.retentionHints[id] = hint
@@ -62,6 +66,7 @@ extension SQLiteSampleStore {
                 statement.bind(monitorID, before ?? Int64.max)
                 try statement.step()
                 deleted = db.changes
+                if deleted > 0 { try countDeletions() }
                 try bumpGeneration()
             }
         } catch {
@@ -81,7 +86,7 @@ extension SQLiteSampleStore {
             statement.bind(monitorID, from, until)
         } else {
             statement = try db.prepare("""
-                SELECT record FROM samples INDEXED BY samples_by_time WHERE at >= ? AND at < ? AND held = 0 ORDER BY at, id
+                SELECT record FROM samples INDEXED BY samples_identity WHERE at >= ? AND at < ? AND held = 0 ORDER BY at, id
                 """)
             statement.bind(from, until)
         }

@@ -134,11 +134,11 @@ extension SQLiteSampleStore {
     }
 
     func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?) {
-        let first = try db.withCached("SELECT min(at) FROM samples INDEXED BY samples_by_time WHERE at >= ?") { statement in
+        let first = try db.withCached("SELECT min(at) FROM samples INDEXED BY samples_identity WHERE at >= ?") { statement in
             statement.bind(from)
             return try statement.step() ? statement.optionalInt64(0) : nil
         }
-        let next = try db.withCached("SELECT min(at) FROM samples INDEXED BY samples_by_time WHERE at > ?") { statement in
+        let next = try db.withCached("SELECT min(at) FROM samples INDEXED BY samples_identity WHERE at > ?") { statement in
             statement.bind(after)
             return try statement.step() ? statement.optionalInt64(0) : nil
         }

@@ -1,5 +1,10 @@
 import SQLiteStore
 import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Writing: samples and monitor records into the open transaction, monitors registered from
 /// them, agents and their approval, and the commit.
@@ -57,6 +62,12 @@ extension SQLiteSampleStore {
         let update = try db.prepare("UPDATE samples SET held = 0 WHERE agent = ? AND held = 1")
         update.bind(agent)
         try update.step()
+        if db.changes > 0 { try countDeletions() }
+    }
+
+    /// Every write that takes samples away or lets held ones count says so (see `SQLiteSchema.sampleIdentity`).
+    func countDeletions() throws {
+        _ = try db.withCached("UPDATE store_state SET deletions = deletions + 1") { try $0.step() }
     }
 
     @discardableResult
@@ -82,13 +93,25 @@ extension SQLiteSampleStore {
             let monitorID = try monitorID(for: sample)
             sample.withText(sample.reasonRange) { reason in
                 sample.withText(sample.messageRange) { message in
-                    insert.bind(monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code, message,
-                                sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held)
+                    sample.withText(sample.metaRanges[3]) { agent in
+                        insert.bind(monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code, message,
+                                    sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held,
+                                    agent ?? SQLiteSampleStore.noAgent)
+                    }
                 }
             }
-            defer { insert.reset() }
             try insert.step()
+            insert.reset()
+            let position = batchSamples
+            batchSamples += 1
             batchMonitors.insert(monitorID)
+            guard db.changes > 0 else {
+                // Stored already: the same bytes are a duplicate, other bytes a conflict (the first stays).
+                if try storedRecord(sample, monitorID: monitorID) { batchOutcome.duplicates.append(position) } else {
+                    batchOutcome.conflicts.append(position)
+                }
+                return monitorID
+            }
             if var hint = caches.retentionHints[monitorID] {
                 hint.count += 1
                 hint.oldest = min(hint.oldest ?? sample.at, sample.at)
@@ -102,8 +125,31 @@ extension SQLiteSampleStore {
         }
     }
 
-    func commitBatch(retention: Retention, now: Int64) throws {
-        guard db.inTransaction else { return }
+    /// Whether the sample stored with `sample`'s identity has its very bytes.
+    private func storedRecord(_ sample: StorableSample, monitorID: Int64) throws -> Bool {
+        try db.withCached("SELECT record FROM samples WHERE at = ? AND monitor_id = ? AND identity_agent = ?") { select in
+            sample.withText(sample.metaRanges[3]) { agent in select.bind(sample.at, monitorID, agent ?? SQLiteSampleStore.noAgent) }
+            guard try select.step() else { throw ToolError("a sample vanished while its copy was being stored") }
+            let stored = select.textBytes(0)
+            return stored.count == sample.line.count && (stored.isEmpty || memcmp(stored.baseAddress!, sample.line.baseAddress!, stored.count) == 0)
+        }
+    }
+
+    /// The identity agent of a sample that names none.
+    static var noAgent: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: nil, count: 0) }
+
+    func submitBatch(retention: Retention, now: Int64) throws {
+        submitted = try commitBatch(retention: retention, now: now)
+    }
+
+    func awaitSubmitted() throws -> BatchOutcome {
+        defer { submitted = BatchOutcome() }
+        return submitted
+    }
+
+    @discardableResult
+    func commitBatch(retention: Retention, now: Int64) throws -> BatchOutcome {
+        guard db.inTransaction else { return BatchOutcome() }
         do {
             for (agent, seen, name) in batchAgents.toWrite(beyond: caches.agentsWritten) {
                 let upsert = try db.prepare("""
@@ -120,6 +166,10 @@ extension SQLiteSampleStore {
             try db.execute("COMMIT", context: "commit")
             batchMonitors.removeAll(keepingCapacity: true)
             batchAgents.removeAll()
+            let outcome = batchOutcome
+            batchSamples = 0
+            batchOutcome = BatchOutcome()
+            return outcome
         } catch {
             abortBatch()
             throw translate(error)

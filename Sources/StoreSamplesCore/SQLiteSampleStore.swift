@@ -31,8 +31,9 @@ final class SQLiteSampleStore: SampleStore {
     let policy: IngestPolicy
     lazy var insertSample = try? db.prepare("""
         INSERT INTO samples (monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record,
-                             origin, agent, held)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                             origin, agent, held, identity_agent)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (at, monitor_id, identity_agent) DO NOTHING
         """)
 
     // MARK: - State of one unit of work
@@ -71,6 +72,11 @@ final class SQLiteSampleStore: SampleStore {
     /// table are brought up to date for them at the commit. Emptied by every commit and abort.
     var batchMonitors: Set<Int64> = []
     var batchAgents = AgentSightings()
+    /// Samples added to the open transaction, and those of them stored already.
+    var batchSamples = 0
+    var batchOutcome = BatchOutcome()
+    /// The outcome of the batch `submitBatch` committed, until `awaitSubmitted` hands it over.
+    var submitted = BatchOutcome()
 
     /// Opens the store at `path`. With `create`, a missing file is created with the current
     /// schema; without, a missing file is an error. Every failure is a `ToolError` in words.
@@ -119,6 +125,9 @@ final class SQLiteSampleStore: SampleStore {
         if db.inTransaction { try? db.execute("ROLLBACK") }
         batchMonitors.removeAll()
         batchAgents.removeAll()
+        batchSamples = 0
+        batchOutcome = BatchOutcome()
+        submitted = BatchOutcome()
         // What the transaction cached may have been rolled back with it.
         caches = UnitCaches()
     }

@@ -64,8 +64,29 @@ enum SQLiteSchema {
     INSERT INTO store_state VALUES (0);
     """
 
+    /// Version 5: a sample is identified by its monitor, its own agent (the record's `agent`
+    /// when it is a string, else '') and its time: a unique index on them, which also serves the
+    /// reads by time that `samples_by_time` served, so an ingest keeps three indexes. Samples
+    /// stored twice before are kept once, the first stored. `deletions` counts the writes that
+    /// took samples away or let held ones count (retention, clear, an approval), so the kept
+    /// counts of checks (`check_counts`, for `metrics`) know when to count again from scratch.
+    static let sampleIdentity = """
+    ALTER TABLE samples ADD COLUMN identity_agent TEXT NOT NULL DEFAULT '';
+    UPDATE samples SET identity_agent = json_extract(record, '$.agent') WHERE json_type(record, '$.agent') = 'text';
+    DELETE FROM samples WHERE id NOT IN (SELECT min(id) FROM samples GROUP BY at, monitor_id, identity_agent);
+    DROP INDEX samples_by_time;
+    CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent);
+    ALTER TABLE store_state ADD COLUMN deletions INTEGER NOT NULL DEFAULT 0;
+    UPDATE store_state SET generation = generation + 1, deletions = deletions + 1;
+    CREATE TABLE check_counts (
+        monitor_id INTEGER NOT NULL, status INTEGER NOT NULL, checks INTEGER NOT NULL, PRIMARY KEY (monitor_id, status)
+    ) WITHOUT ROWID;
+    CREATE TABLE check_counts_state (through_id INTEGER NOT NULL, deletions INTEGER NOT NULL);
+    INSERT INTO check_counts_state VALUES (0, -1);
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [tables, monitorSettings, agentModel, generationCounter]
+    static let migrations: [String] = [tables, monitorSettings, agentModel, generationCounter, sampleIdentity]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versioned = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)

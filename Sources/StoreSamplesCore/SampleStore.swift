@@ -35,6 +35,10 @@ protocol SampleStore: AnyObject {
     /// Adds one sample (and its line, kept whole for export) to the open batch, opening one
     /// when none is open. Nothing is visible to readers until `commitBatch`. Returns the
     /// monitor's integer id, the `id` the views show.
+    ///
+    /// A sample is identified by its monitor, its own `agent` (none when it names none) and its
+    /// time in ms: one that is stored already is not stored again. The batch's outcome says which
+    /// of its samples were (`BatchOutcome`).
     @discardableResult
     func add(_ sample: StorableSample) throws -> Int64
     /// Registers or refreshes a monitor from a `monitor` record (see
@@ -45,13 +49,17 @@ protocol SampleStore: AnyObject {
     /// Approves the agents the ingest policy lists (`--approve-agents`), counting the samples
     /// they had held, before ingesting.
     func approveListedAgents(now: Int64) throws
-    /// Applies retention to the monitors the batch touched and commits it atomically.
-    func commitBatch(retention: Retention, now: Int64) throws
+    /// Applies retention to the monitors the batch touched and commits it atomically; says which
+    /// of its samples were stored already.
+    @discardableResult
+    func commitBatch(retention: Retention, now: Int64) throws -> BatchOutcome
     /// As `commitBatch`, but may return before the store has acknowledged the batch: nothing
     /// of it counts as stored until `awaitSubmitted` returns. At most one batch is in flight.
     func submitBatch(retention: Retention, now: Int64) throws
-    /// Waits until the batch submitted last is stored (or throws: it may not be).
-    func awaitSubmitted() throws
+    /// Waits until the batch submitted last is stored (or throws: it may not be), and says which
+    /// of its samples were stored already (an empty outcome when none was in flight).
+    @discardableResult
+    func awaitSubmitted() throws -> BatchOutcome
     /// Drops the open batch, if any.
     func abortBatch()
     /// Every monitor, by id.
@@ -63,6 +71,9 @@ protocol SampleStore: AnyObject {
     /// Samples of a monitor in `[from, until)`, oldest first: time, status, latency.
     func forEachSample(monitorID: Int64, from: Int64, until: Int64,
                        _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws
+    /// The 15-minute buckets of a monitor's samples in `[from, until)`, oldest first, only those
+    /// with checks (`HistoryBucket` says what each figure is).
+    func forEachBucket(monitorID: Int64, from: Int64, until: Int64, _ visit: (HistoryBucket) throws -> Void) throws
     /// A page of samples of a monitor in `[from, until)`, newest first.
     func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample]
     /// Totals of a monitor in `[from, until)` (speed only when asked: it costs more).
@@ -102,9 +113,28 @@ protocol SampleStore: AnyObject {
 }
 
 extension SampleStore {
+    /// The buckets folded in Swift from the samples, in time order.
+    func forEachBucket(monitorID: Int64, from: Int64, until: Int64, _ visit: (HistoryBucket) throws -> Void) throws {
+        var buckets = HistoryBuckets()
+        try forEachSample(monitorID: monitorID, from: from, until: until) { at, status, latency in
+            try buckets.add(at: at, status: status, latency: latency, visit)
+        }
+        try buckets.finish(visit)
+    }
+
     var batchRows: Int { 1000 }
     func generation() throws -> Int64? { nil }
     func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?) { (nil, nil) }
-    func submitBatch(retention: Retention, now: Int64) throws { try commitBatch(retention: retention, now: now) }
-    func awaitSubmitted() throws {}
+}
+
+/// What became of a batch's samples that were not stored because a sample of the same identity
+/// (monitor, agent, time) was stored first: each by its position among the batch's samples, in
+/// the order they were added. The same bytes are a duplicate (a replay: nothing to say); other
+/// bytes a conflict (the first stored wins, and the user is told).
+struct BatchOutcome: Equatable, Sendable {
+    var duplicates: [Int] = []
+    var conflicts: [Int] = []
+
+    /// Samples of the batch not stored.
+    var skipped: Int { duplicates.count + conflicts.count }
 }

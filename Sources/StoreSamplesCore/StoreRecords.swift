@@ -84,9 +84,9 @@ struct StoredSample: Sendable, Equatable {
     var id: Int64
     var at: Int64
     var status: SampleStatus
-    var latencyMs: Double?
-    var message: String?
-    var tlsExpiryDays: Int64?
+    var latencyMs: Double? = nil
+    var message: String? = nil
+    var tlsExpiryDays: Int64? = nil
 }
 
 /// An agent's standing (OnlineTracker's agent model): a pending agent's samples are stored and

@@ -180,11 +180,12 @@ struct Views {
     /// over the checks with a latency.
     func history(_ record: MonitorRecord, hours: Int, separator: UInt8, into out: inout [UInt8]) throws {
         let from = now - Int64(hours) * 3_600_000
-        var buckets = HistoryBuckets(separator: separator)
-        try store.forEachSample(monitorID: record.id, from: from, until: now + 1) { at, status, latency in
-            buckets.add(at: at, status: status, latency: latency, into: &out)
+        var written = 0
+        try store.forEachBucket(monitorID: record.id, from: from, until: now + 1) { bucket in
+            if written > 0 { out.append(separator) }
+            written += 1
+            bucket.append(to: &out)
         }
-        buckets.finish(into: &out)
     }
 
     // MARK: - GET /api/monitors/{id}/results
@@ -272,49 +273,45 @@ func number(_ value: Double) -> JSONValue {
     return .number(String(decoding: out, as: UTF8.self))
 }
 
-/// Folds samples in time order into 15-minute buckets, writing each finished bucket's JSON
-/// straight into the output; a struct with mutating methods, so the per-sample path has no
-/// closures over local state (and no dynamic exclusivity checks) and no allocation per bucket.
-struct HistoryBuckets {
-    /// Written between buckets (`,` inside an array, a newline for NDJSON).
-    let separator: UInt8
-    private var bucketStart: Int64 = .min
-    private var latencies: [Double] = []
-    private var checks = 0
-    private var good = 0
-    private var worst = -1
-    private var written = 0
+/// One 15-minute history bucket's figures. Status is the worst in the bucket (a down or error
+/// check makes it down, else a degraded one degraded, else up); uptime is the share of up
+/// checks; the average and percentiles are over the checks with a latency: the sum taken in
+/// ascending order, percentiles by nearest rank (the value at position ceil(q × n), from 1, of the
+/// sorted latencies). Both backends compute exactly these (ClickHouse in its own SQL).
+struct HistoryBucket: Equatable {
+    /// The bucket's start, ms.
+    var start: Int64
+    var checks = 0
+    var good = 0
+    /// -1 for no status known, 0 up, 1 degraded, 2 down.
+    var worst = -1
+    /// Checks with a latency, their sum (ascending order) and percentiles.
+    var latencyCount = 0
+    var latencySum = 0.0
+    var p50 = 0.0
+    var p95 = 0.0
+    var p99 = 0.0
 
-    init(separator: UInt8) {
-        self.separator = separator
-        latencies.reserveCapacity(1024)
-    }
+    /// The bucket of time `at`: clock-aligned 15-minute spans.
+    static func start(of at: Int64) -> Int64 { at - ((at % Views.bucketMs) + Views.bucketMs) % Views.bucketMs }
 
-    /// Adds a sample; a sample in a new bucket first writes the previous one.
-    mutating func add(at: Int64, status: SampleStatus, latency: Double?, into out: inout [UInt8]) {
-        let bucket = at - ((at % Views.bucketMs) + Views.bucketMs) % Views.bucketMs
-        if bucket != bucketStart {
-            finish(into: &out)
-            bucketStart = bucket
-        }
-        checks += 1
+    /// How a status counts toward `worst`.
+    static func severity(_ status: SampleStatus) -> Int {
         switch status {
-        case .up: good += 1; if worst < 0 { worst = 0 }
-        case .degraded: if worst < 1 { worst = 1 }
-        case .down, .error: worst = 2
-        case .unknown: break
+        case .up: return 0
+        case .degraded: return 1
+        case .down, .error: return 2
+        case .unknown: return -1
         }
-        if let latency { latencies.append(latency) }
     }
 
-    /// Writes the open bucket, if it has checks, and starts afresh.
-    mutating func finish(into out: inout [UInt8]) {
-        guard checks > 0 else { return }
-        if written > 0 { out.append(separator) }
-        written += 1
-        latencies.sort()
+    /// The 1-based nearest rank of quantile `q` among `count` values: ceil(q × count), at least 1.
+    static func rank(_ q: Double, of count: Int) -> Int { max(1, min(count, Int((q * Double(count)).rounded(.up)))) }
+
+    /// The bucket's JSON object, as OnlineTracker's history answer has it.
+    func append(to out: inout [UInt8]) {
         JSONText.appendLiteral("{\"timestamp\":\"", to: &out)
-        Timestamp.append(milliseconds: bucketStart, to: &out, fraction: false)
+        Timestamp.append(milliseconds: start, to: &out, fraction: false)
         switch worst {
         case 2: JSONText.appendLiteral("\",\"status\":\"down\",\"uptime_percent\":", to: &out)
         case 1: JSONText.appendLiteral("\",\"status\":\"degraded\",\"uptime_percent\":", to: &out)
@@ -323,32 +320,61 @@ struct HistoryBuckets {
         }
         appendTwoDecimals(Views.percent(good: good, of: checks), to: &out)
         JSONText.appendLiteral(",\"response_time_avg_ms\":", to: &out)
-        if latencies.isEmpty {
+        if latencyCount == 0 {
             JSONText.appendLiteral("null,\"p50_ms\":null,\"p95_ms\":null,\"p99_ms\":null", to: &out)
         } else {
-            var sum = 0.0
-            for latency in latencies { sum += latency }
-            JSONText.appendInt(Int64((sum / Double(latencies.count)).rounded()), to: &out)
+            JSONText.appendInt(Int64((latencySum / Double(latencyCount)).rounded()), to: &out)
             JSONText.appendLiteral(",\"p50_ms\":", to: &out)
-            JSONText.appendFixed(rank(0.50), decimals: 2, to: &out)
+            JSONText.appendFixed(p50, decimals: 2, to: &out)
             JSONText.appendLiteral(",\"p95_ms\":", to: &out)
-            JSONText.appendFixed(rank(0.95), decimals: 2, to: &out)
+            JSONText.appendFixed(p95, decimals: 2, to: &out)
             JSONText.appendLiteral(",\"p99_ms\":", to: &out)
-            JSONText.appendFixed(rank(0.99), decimals: 2, to: &out)
+            JSONText.appendFixed(p99, decimals: 2, to: &out)
         }
         JSONText.appendLiteral(",\"checks\":", to: &out)
         JSONText.appendInt(checks, to: &out)
         out.append(UInt8(ascii: "}"))
-        latencies.removeAll(keepingCapacity: true)
-        checks = 0
-        good = 0
-        worst = -1
+    }
+}
+
+/// Folds samples in time order into `HistoryBucket`s, handing each finished one to `visit`; a
+/// struct with mutating methods, so the per-sample path has no closures over local state (and no
+/// dynamic exclusivity checks) and no allocation per bucket.
+struct HistoryBuckets {
+    private var bucket = HistoryBucket(start: .min)
+    private var latencies: [Double] = []
+
+    init() { latencies.reserveCapacity(1024) }
+
+    /// Adds a sample; a sample in a new bucket first hands over the previous one.
+    mutating func add(at: Int64, status: SampleStatus, latency: Double?, _ visit: (HistoryBucket) throws -> Void) rethrows {
+        let start = HistoryBucket.start(of: at)
+        if start != bucket.start {
+            try finish(visit)
+            bucket.start = start
+        }
+        bucket.checks += 1
+        if status == .up { bucket.good += 1 }
+        bucket.worst = max(bucket.worst, HistoryBucket.severity(status))
+        if let latency { latencies.append(latency) }
     }
 
-    /// Nearest rank: the value at position ceil(q × n) of the sorted latencies.
-    private func rank(_ q: Double) -> Double {
-        let index = max(0, Int((q * Double(latencies.count)).rounded(.up)) - 1)
-        return latencies[min(index, latencies.count - 1)]
+    /// Hands over the open bucket, if it has checks, and starts afresh.
+    mutating func finish(_ visit: (HistoryBucket) throws -> Void) rethrows {
+        guard bucket.checks > 0 else { return }
+        latencies.sort()
+        var sum = 0.0
+        for latency in latencies { sum += latency }
+        bucket.latencyCount = latencies.count
+        bucket.latencySum = sum
+        if !latencies.isEmpty {
+            bucket.p50 = latencies[HistoryBucket.rank(0.50, of: latencies.count) - 1]
+            bucket.p95 = latencies[HistoryBucket.rank(0.95, of: latencies.count) - 1]
+            bucket.p99 = latencies[HistoryBucket.rank(0.99, of: latencies.count) - 1]
+        }
+        try visit(bucket)
+        latencies.removeAll(keepingCapacity: true)
+        bucket = HistoryBucket(start: bucket.start)
     }
 }
 

@@ -118,7 +118,7 @@ struct ClickHouseBackendTests {
         let samples = BackendCorpus.monitors.count * BackendCorpus.perMonitor
         #expect(try server.query("SELECT count() FROM vitals.samples FINAL") == "\(samples)", "6 × 1,152 samples, the bad lines not")
         #expect(try server.query("SELECT count() FROM (SELECT monitor, version FROM vitals.monitors FINAL)") == "7", "six monitors and the switched-off one")
-        #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "2")
+        #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "3")
         let monitors = BackendCorpus.monitors + ["old"]
         #expect(try expectSameViews(url, monitors: monitors, "after ingest") == ClickHouseBackendTests.views(monitors: monitors).count)
 
@@ -177,7 +177,7 @@ struct ClickHouseBackendTests {
         let onSecond = try second.query("SELECT arrayStringConcat(groupUniqArray(monitor), ',') FROM vitals.samples_local")
         let (a, b) = (Set(onFirst.split(separator: ",")), Set(onSecond.split(separator: ",")))
         #expect(!a.isEmpty && !b.isEmpty && a.isDisjoint(with: b) && a.union(b).count == 7, "\(a) / \(b)")
-        #expect(try second.query("SELECT max(version) FROM vitals.store_samples_schema") == "2", "the schema on every shard")
+        #expect(try second.query("SELECT max(version) FROM vitals.store_samples_schema") == "3", "the schema on every shard")
     }
 
     /// Starts the cutting proxy of Fixtures/clickhouse/cut_proxy.py in front of `port` (detached:

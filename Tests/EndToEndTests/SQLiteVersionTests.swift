@@ -10,7 +10,7 @@ struct SQLiteVersionTests {
 
     let heart = "HKQuantityTypeIdentifierHeartRate"
     /// The schema version each tool writes today.
-    let versions = ["store-samples": 4, "snapshot-delta": 4]
+    let versions = ["store-samples": 5, "snapshot-delta": 4]
 
     func storeSamples(_ db: String) throws -> RunResult {
         try run("store-samples", ["--db", db], stdin: sample("a") + "\n")
@@ -57,12 +57,14 @@ struct SQLiteVersionTests {
         #expect(try sqlite(scratch.path("snapshot-delta-zero.db"), "SELECT count(*) FROM snapshots") == "1")
     }
 
-    @Test("a version-1 store-samples file gains the monitors' config and enabled, the agent model and the generation, keeping its samples")
+    @Test("a version-1 store-samples file gains the monitors' config and enabled, the agent model, the generation and the identity key, keeping its samples")
     func storeSamplesVersionOne() throws {
         let db = scratch.path("v1.db")
         #expect(try storeSamples(db).status == 0)
-        // Back to version 1's tables: what versions 2, 3 and 4 added, taken away again.
+        // Back to version 1's tables: what versions 2 to 5 added, taken away again.
         _ = try sqlite(db, """
+            DROP TABLE check_counts; DROP TABLE check_counts_state; DROP INDEX samples_identity; ALTER TABLE samples DROP COLUMN identity_agent;
+            CREATE INDEX samples_by_time ON samples(at);
             DROP TABLE store_state; DROP INDEX samples_held_by_agent; DROP INDEX samples_by_monitor_time;
             ALTER TABLE samples DROP COLUMN held; ALTER TABLE samples DROP COLUMN agent; ALTER TABLE samples DROP COLUMN origin;
             ALTER TABLE agents DROP COLUMN name; ALTER TABLE monitors DROP COLUMN config; ALTER TABLE monitors DROP COLUMN enabled;
@@ -71,8 +73,8 @@ struct SQLiteVersionTests {
         let later = try run("store-samples", ["--db", db], stdin: sample("a", minute: 1, extra: #","enabled":false,"config":{"ping_count":5}"#) + "\n")
         #expect(later.status == 0, "\(later.stderr)")
         #expect(try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM samples; SELECT config, enabled FROM monitors")
-                == "4\n2\n{\"ping_count\":5}|0")
-        #expect(try sqlite(db, "SELECT generation FROM store_state") == "1", "one write since version 4")
+                == "5\n2\n{\"ping_count\":5}|0")
+        #expect(try sqlite(db, "SELECT generation FROM store_state") == "2", "version 5's migration and one write since version 4")
         #expect(try sqlite(db, "SELECT sum(held), sum(origin) FROM samples") == "0|0", "what was stored is the user's own and counts")
     }
 

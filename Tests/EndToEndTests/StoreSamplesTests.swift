@@ -118,7 +118,8 @@ struct StoreSamplesTests {
     func concurrentWriters() throws {
         let count = 6000
         let inputs = try (0..<2).map { writer -> String in
-            let lines = (0..<count).map { sample("w\(writer)-\($0 % 50)", minute: $0 % 120, second: $0 % 60) }
+            // Each line a sample of its own (monitor and time), as the two writers are told apart by their monitors.
+            let lines = (0..<count).map { sample("w\(writer)-\($0 % 50)", minute: $0 / 50, second: 0) }
             return try scratch.write("in\(writer).ndjson", lines.joined(separator: "\n") + "\n")
         }
         // The database exists before the race starts (a reader of a missing database is an error by design).
@@ -308,7 +309,7 @@ struct StoreSamplesTests {
         _ = try sqlite(db, "PRAGMA user_version = 99")
         let newer = try store(sample("a", minute: 1) + "\n")
         #expect(newer.status == 2)
-        #expect(newer.stderr.contains("has schema version 99; this store-samples knows versions up to 4"))
+        #expect(newer.stderr.contains("has schema version 99; this store-samples knows versions up to 5"))
         let missing = try run("store-samples", ["--db", scratch.path("absent.db"), "overview"])
         #expect(missing.status == 2 && missing.stderr.contains("no database at"))
         #expect(!FileManager.default.fileExists(atPath: scratch.path("absent.db")), "a query never creates a database")
