@@ -1,6 +1,7 @@
 import FixtureServer
 import Foundation
 import Testing
+import VitalsKit
 
 /// The samples both backends are given: six monitors checked every five minutes for four days
 /// (2026-01-29T00:00Z to 2026-02-02T00:00Z, past the `--now` of 2026-02-01T12:00Z and across a
@@ -298,5 +299,70 @@ struct ClickHouseBackendTests {
         #expect(try local.records().allSatisfy { $0.string("agent") == host }, "\(local.stdout)")
         let none = try run("probe-http", ["--agent", "", targets])
         #expect(try none.records().allSatisfy { $0.string("agent") == nil }, "--agent '' writes none")
+    }
+}
+
+/// The history's figures computed by ClickHouse are the ones Swift computes from the same samples:
+/// buckets of every size from 1 to 120 checks (so ceil(q × n) lands on and between whole ranks for
+/// 0.5, 0.95 and 0.99), latencies whose sums depend on the order they are added in, some checks
+/// without a latency, every status.
+@Suite("history figures: ClickHouse's aggregation is SQLite's, to the byte", .serialized, .timeLimit(.minutes(5)))
+struct HistoryIdentityTests {
+    static let start = 1_769_644_800_000  // 2026-01-29T00:00:00Z
+
+    static func lines() -> [String] {
+        var lines: [String] = []
+        let statuses = ["up", "up", "up", "degraded", "down", "error", "unknown"]
+        for bucket in 0..<120 {
+            let checks = bucket + 1
+            for check in 0..<checks {
+                let at = start + bucket * 900_000 + check * 7_000
+                let seed = (bucket * 7_919 + check * 104_729) % 1_000_003
+                // A third of a tenth and tenths that do not add up exactly (0.1 + 0.2 != 0.3).
+                let latency = check % 11 == 5 ? "null" : String(format: "%.3f", Double(seed % 400_000) / 1000 + (check % 3 == 0 ? 0.1 : 0.2))
+                let status = statuses[(bucket + check) % statuses.count]
+                lines.append(#"{"type":"sample","monitor":"h","at":"\#(ISO8601Milliseconds.format(at))","status":"\#(status)","latency_ms":\#(latency)}"#)
+            }
+        }
+        return lines
+    }
+
+    @Test("buckets of 1 to 120 checks: the same bytes from both backends, and hand-checked ranks")
+    func sameFigures() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        let scratch = try ScratchDirectory()
+        let server = try ClickHouseServer()
+        try server.start()
+        let input = HistoryIdentityTests.lines().joined(separator: "\n") + "\n"
+        let stores = [scratch.path("h.db"), "clickhouse://127.0.0.1:\(server.httpPort)/history"]
+        var outputs: [String] = []
+        for store in stores {
+            #expect(try run("store-samples", ["--db", store, "--quiet"], stdin: input).status == 0)
+            let history = try run("store-samples", ["--db", store, "--now", "2026-01-31T00:00:00Z", "history", "h", "--hours", "48", "--ndjson"])
+            #expect(history.status == 0, "\(history.stderr)")
+            outputs.append(history.stdout)
+        }
+        #expect(outputs[0] == outputs[1], "ClickHouse's figures are SQLite's")
+        let buckets = outputs[1].split(separator: "\n")
+        #expect(buckets.count == 120)
+        // Bucket 21 (22 checks at 2026-01-29T05:15:00Z, 20 with a latency), worked by hand from the same
+        // formula: the latencies sorted; p50 the 10th (ceil(0.5 × 20)), p95 the 19th, p99 the 20th.
+        let checks = 22
+        var latencies: [Double] = []
+        for check in 0..<checks where check % 11 != 5 {
+            let seed = (21 * 7_919 + check * 104_729) % 1_000_003
+            latencies.append(Double(String(format: "%.3f", Double(seed % 400_000) / 1000 + (check % 3 == 0 ? 0.1 : 0.2)))!)
+        }
+        latencies.sort()
+        #expect(latencies.count == 20)
+        let bucket = try #require(try JSONParser.parse(Array(buckets[21].utf8)).objectValue)
+        #expect(bucket["timestamp"]?.stringValue == "2026-01-29T05:15:00Z")
+        #expect(bucket["checks"]?.intValue == 22)
+        // Each figure is its rank's latency to two decimals, and nearer to it than to any other.
+        for (key, rank) in [("p50_ms", 10), ("p95_ms", 19), ("p99_ms", 20)] {
+            let figure = try #require(bucket[key]?.doubleValue)
+            let nearest = latencies.indices.min { abs(latencies[$0] - figure) < abs(latencies[$1] - figure) }!
+            #expect(abs(latencies[rank - 1] - figure) < 0.0051 && nearest == rank - 1, "\(key) \(figure): rank \(rank) is \(latencies[rank - 1])")
+        }
     }
 }
