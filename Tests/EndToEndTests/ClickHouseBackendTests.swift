@@ -229,6 +229,59 @@ struct ClickHouseBackendTests {
         #expect(try results.records().first?.int("total") == 1_250)
     }
 
+    @Test("a version-2 store (samples keyed by writer and number) is copied by identity: the first stored of each kept, numbering goes on")
+    func upgradeFromVersionTwo() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        let server = try ClickHouseServer()
+        try server.start()
+        // Version 2's tables, as store-samples made them, and what a version-2 writer left in them:
+        // a batch resent after a lost answer (the same rows twice), the file ingested again (the same
+        // samples under new numbers), and a sample of one identity with other content.
+        let line = { (minute: Int, latency: String) in
+            #"{"type":"sample","monitor":"api","at":"2026-01-29T00:0\#(minute):00.000Z","status":"up","latency_ms":\#(latency),"agent":"paris"}"#
+        }
+        var rows: [String] = []
+        for (id, writer, minute, latency) in [(1, 7, 1, "1.5"), (2, 7, 2, "2.5"), (1, 7, 1, "1.5"), (2, 7, 2, "2.5"),
+                                              (3, 8, 1, "1.5"), (4, 8, 2, "2.5"), (5, 8, 3, "9.5"), (6, 9, 3, "3.5")] {
+            let at = HistoryIdentityTests.start + minute * 60_000
+            let record = line(minute, latency).replacingOccurrences(of: "'", with: "\\'")
+            rows.append("('api', \(at), \(id), \(writer), 0, \(latency), NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, '\(record)')")
+        }
+        try server.query("CREATE DATABASE old")
+        for statement in [
+            "CREATE TABLE old.store_samples_schema (version UInt32, applied_at Int64) ENGINE = MergeTree() ORDER BY version",
+            "INSERT INTO old.store_samples_schema VALUES (1, 0), (2, 0)",
+            "CREATE TABLE old.samples (monitor String, at Int64, id UInt64, writer UInt64, status UInt8, latency_ms Nullable(Float64), "
+                + "reason Nullable(String), code Nullable(Int64), message Nullable(String), tls_expiry_days Nullable(Int64), "
+                + "speed_mbps Nullable(Float64), origin UInt8, agent Nullable(String), held UInt8, record String) "
+                + "ENGINE = ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) ORDER BY (monitor, at, id, writer)",
+            "CREATE TABLE old.monitors (monitor String, id UInt64, name Nullable(String), kind Nullable(String), target Nullable(String), "
+                + "agent Nullable(String), description Nullable(String), check_interval Nullable(Int64), first_seen Int64, "
+                + "config Nullable(String), enabled Nullable(UInt8), version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY monitor",
+            "CREATE TABLE old.agents (id String, status String, created_at Int64, last_seen Int64, name Nullable(String), version UInt64) "
+                + "ENGINE = ReplacingMergeTree(version) ORDER BY id",
+            "CREATE TABLE old.writers (writer UInt64, last_id UInt64, updated_at Int64) ENGINE = ReplacingMergeTree(last_id) ORDER BY writer",
+            "CREATE TABLE old.resends (writer UInt64, first_id UInt64, at Int64) ENGINE = MergeTree() ORDER BY writer",
+            "INSERT INTO old.resends VALUES (7, 1, 0)",
+            "INSERT INTO old.writers VALUES (7, 2, 0), (8, 5, 0), (9, 6, 0)",
+            "INSERT INTO old.monitors VALUES ('api', 1, NULL, NULL, NULL, 'paris', NULL, NULL, \(HistoryIdentityTests.start + 60_000), NULL, NULL, 1)",
+            "INSERT INTO old.samples VALUES " + rows.joined(separator: ", "),
+        ] { try server.query(statement) }
+        let url = "clickhouse://127.0.0.1:\(server.httpPort)/old"
+        let read = try run("store-samples", ["--db", url, "export"])
+        #expect(read.status == 2 && read.stderr.contains("no store-samples tables"), "a query does not upgrade: \(read.stderr)")
+        let next = try run("store-samples", ["--db", url, "--keep-days", "0"], stdin: line(4, "4.5") + "\n" + line(2, "2.5") + "\n")
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(try server.query("SELECT max(version) FROM old.store_samples_schema") == "3")
+        #expect(try server.query("SELECT groupArray((id, latency_ms)) FROM (SELECT id, latency_ms FROM old.samples ORDER BY at)")
+                == "[(1,1.5),(2,2.5),(5,9.5),(6,4.5)]",
+                "each identity once, the first stored (lowest number) kept; the new sample numbered one past the largest left, as SQLite does")
+        #expect(try server.query("SELECT count() FROM system.tables WHERE database = 'old' AND name IN ('writers', 'samples_v2', 'samples_next')") == "0")
+        #expect(try server.query("SELECT count() FROM old.resends") == "0", "no read needs FINAL for the old resend")
+        let exported = try run("store-samples", ["--db", url, "export"])
+        #expect(exported.stdout == [line(1, "1.5"), line(2, "2.5"), line(3, "9.5"), line(4, "4.5")].joined(separator: "\n") + "\n")
+    }
+
     @Test("a server that is down: a clear error, the password masked, exit 2, nothing passed on; --wait retries until it is up; the password from the environment or a file")
     func serverDownAndPasswords() throws {
         guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
