@@ -37,11 +37,11 @@ public enum StoreSamplesCommand: VitalsCommand {
             .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
             OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
-            OptionSpec("sort", value: "ORDER", default: "status",
+            OptionSpec("sort", value: "ORDER", default: "status", choices: ["status", "id"],
                        help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
             OptionSpec("tokens", value: "FILE",
                        help: "agents token, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"),
-            OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
+            OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")], choices: ["json", "ndjson", "csv"],
                        help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
         ],
         subcommands: [
@@ -53,7 +53,9 @@ public enum StoreSamplesCommand: VitalsCommand {
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
             SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
             SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
-            SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]", options: ["format", "tokens"],
+            SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]",
+                           actions: [SubcommandAction("approve", "ID"), SubcommandAction("reject", "ID"), SubcommandAction("token", "ID")],
+                           options: ["format", "tokens"],
                            summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
             SubcommandSpec("cgi", options: ["tokens"],
                            summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
@@ -162,7 +164,7 @@ public enum StoreSamplesCommand: VitalsCommand {
                                         default: subcommand == "export" ? "ndjson" : "json") == "ndjson"
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
-        let order = Views.MonitorOrder(rawValue: try options.choice("sort", of: ["status", "id"]))!
+        let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
         let store = try openStore(create: false)
         let views = Views(store: store, now: now, order: order)
         func findMonitor(_ key: String) throws -> MonitorRecord {
