@@ -103,6 +103,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         if let stop = Signals.stopStatus { return stop }
         let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
         let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
+        runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
         let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
         return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {
@@ -152,6 +153,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         } catch {
             throw UsageError(error.message)
         }
+        runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: 1, watch: check.watch)
         return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
     }
 }

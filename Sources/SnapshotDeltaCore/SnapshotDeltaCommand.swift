@@ -32,6 +32,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("post-restore", help: "take: mark the snapshot as a baseline after a restore"),
             OptionSpec("no-samples", help: "take: count and chain only; do not archive the samples themselves"),
             OptionSpec("exit-status", short: "e", help: "take, diff: exit 1 when an anomaly is found"),
+        ] + OptionSpec.progress("take") + [
             .now(),
             OptionSpec("unresolved", help: "anomalies: only those not resolved yet"),
             OptionSpec("preview", help: "delete: say what deleting would do, change nothing"),
@@ -65,7 +66,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         subcommands: [
             SubcommandSpec("take", operands: 0...Int.max, "[FILE...]",
                            options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "debounce", "post-restore", "no-samples",
-                                                          "exit-status", "restore-records"]),
+                                                          "exit-status", "restore-records", "progress", "no-progress"]),
                            summary: "count an Apple Health export or NDJSON health records and add a snapshot to the chain"),
             SubcommandSpec("list", options: ["format"], summary: "the snapshots in the chain"),
             SubcommandSpec("show", operands: 1...1, "ID", options: ["format"], summary: "one snapshot, its delta and anomalies"),

@@ -29,6 +29,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
             OptionSpec("auto-approve", help: "ingest --remote: approve an agent seen for the first time instead of leaving it pending"),
             OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
+        ] + OptionSpec.progress("ingest") + [
             .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
             OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
             OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
@@ -46,7 +47,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         ],
         subcommands: [
             SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
-                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents"],
+                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
             SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
@@ -149,9 +150,23 @@ public enum StoreSamplesCommand: VitalsCommand {
                                     diagnostics: context.diagnostics, now: clock)
             ingester.maxRows = store.batchRows
             var keepGoing = true
-            Inputs(operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in
-                if keepGoing { keepGoing = ingester.ingest(reader) }
+            // Progress on a terminal for files (a stream from a probe is a pipe: its own tool shows how it goes).
+            let inputs = Inputs(operands, stdin: context.streams.input)
+            let total = inputs.totalBytes
+            let progress = context.progressLine(options, auto: total != nil)
+            var bytesBefore: Int64 = 0
+            func progressText(_ bytes: Int64) -> String {
+                "store-samples: " + ProgressText.reading(bytes: bytes, of: total, items: ingester.stored, noun: "samples",
+                                                         seconds: progress?.elapsedSeconds ?? 0)
             }
+            inputs.forEach(diagnostics: context.diagnostics) { reader in
+                if let progress {
+                    reader.onRead = { [unowned reader] in progress.update { progressText(bytesBefore + reader.bytesRead) } }
+                }
+                if keepGoing { keepGoing = ingester.ingest(reader) }
+                bytesBefore += reader.bytesRead
+            }
+            progress?.finish(progressText(bytesBefore))
             if let failure = ingester.failure {
                 context.diagnostics.error("\(failure)")
                 return .failure

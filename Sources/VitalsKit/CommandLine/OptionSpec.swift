@@ -97,6 +97,15 @@ public struct OptionSpec: Sendable, Equatable {
     public static let help = OptionSpec("help", short: "h", help: "print this help and exit")
     /// `--version`, present in every tool.
     public static let version = OptionSpec("version", short: "V", help: "print the version and exit")
+
+    /// `--progress` and `--no-progress`, for a tool with work that can take a while (its help lines start
+    /// with `scope:` when only a subcommand has such work): progress shows on standard error when it is a
+    /// terminal unless forced either way (read by `ProgressLine.wanted`).
+    public static func progress(_ scope: String? = nil, _ what: String = "progress") -> [OptionSpec] {
+        let prefix = scope.map { $0 + ": " } ?? ""
+        return [OptionSpec("progress", help: prefix + "show \(what) on standard error even when it is not a terminal"),
+                OptionSpec("no-progress", help: prefix + "show none (by default \(what) shows when standard error is a terminal)")]
+    }
 }
 
 /// A word that a subcommand takes as its first operand to choose what it does (`agents approve ID`),
