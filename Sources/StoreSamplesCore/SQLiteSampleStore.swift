@@ -322,6 +322,14 @@ final class SQLiteSampleStore: SampleStore {
         return (first, next)
     }
 
+    func startRequest(now: Int64) {
+        agentStatus.removeAll()
+        monitorIDs.removeAll()
+        monitorMeta.removeAll()
+        hints.removeAll()
+        agentSeen.removeAll()
+    }
+
     func abortBatch() {
         if db.inTransaction { try? db.execute("ROLLBACK") }
         batchMonitors.removeAll()

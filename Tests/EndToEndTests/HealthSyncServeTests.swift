@@ -33,9 +33,9 @@ private let heart = "HKQuantityTypeIdentifierHeartRate"
 private let steps = "HKQuantityTypeIdentifierStepCount"
 private let sleep = "HKCategoryTypeIdentifierSleepAnalysis"
 
-/// Health Sync's endpoint through real nginx + fcgiwrap on loopback, fetched with curl over
+/// Health Sync's endpoint through real nginx and snapshot-delta's responder on loopback, fetched with curl over
 /// TLS 1.3 with client certificates made at test time by `snapshot-delta cert`.
-@Suite("Health Sync over HTTPS: nginx + fcgiwrap + snapshot-delta cgi", .timeLimit(.minutes(3)))
+@Suite("Health Sync over HTTPS: nginx + snapshot-delta serve", .timeLimit(.minutes(3)))
 struct HealthSyncServeTests {
     /// A small archive: three heart rates, two step counts, one sleep stage, one snapshot.
     static func makeArchive() throws -> HealthArchive {
@@ -124,7 +124,7 @@ struct HealthSyncServeTests {
 
     @Test("a paired client's fetch decodes into the seed's HealthSample, newest first, and pages; dates bound the range")
     func pairedFetch() throws {
-        guard try requireGate(servingInstalled, "Health Sync's server needs nginx and fcgiwrap (apt-get install nginx fcgiwrap)") else { return }
+        guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
         let fixture = try Fixture()
         let all = try fixture.data(#"{"types":["\#(heart)","\#(steps)"]}"#)
         #expect(all.status == 200, "\(all.body)")
@@ -194,7 +194,7 @@ struct HealthSyncServeTests {
 
     @Test("no client certificate and an unpaired one get 401 JSON; unpairing ends access; each refusal is logged")
     func unpaired() throws {
-        guard try requireGate(servingInstalled, "Health Sync's server needs nginx and fcgiwrap (apt-get install nginx fcgiwrap)") else { return }
+        guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
         let fixture = try Fixture()
         let query = #"{"types":["\#(heart)"]}"#
         let none = try fixture.data(query, client: nil)
@@ -227,7 +227,7 @@ struct HealthSyncServeTests {
 
     @Test("a pairing token works once, within its lifetime; expired, reused and unknown tokens are refused and logged")
     func tokens() throws {
-        guard try requireGate(servingInstalled, "Health Sync's server needs nginx and fcgiwrap (apt-get install nginx fcgiwrap)") else { return }
+        guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
         let fixture = try Fixture(pair: false)
         // Issued an hour ago with the default 10 minutes: expired.
         let expired = try fixture.newToken(["--now", Timestamp.format(milliseconds: Clock.wallMilliseconds() - 3_600_000)])
@@ -264,7 +264,7 @@ struct HealthSyncServeTests {
 
     @Test("TLS 1.2 is refused in the handshake; the 61st request in a minute gets 429 JSON; 1 MB + 1 byte gets 413 JSON")
     func limits() throws {
-        guard try requireGate(servingInstalled, "Health Sync's server needs nginx and fcgiwrap (apt-get install nginx fcgiwrap)") else { return }
+        guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
         let fixture = try Fixture()
         let old = try runProcess("/usr/bin/env", ["curl", "-sS", "--tls-max", "1.2", "--cacert", fixture.serverCert,
                                                   "--cert", fixture.tls.path("alice/client.crt"), "--key", fixture.tls.path("alice/client.key"),
@@ -294,9 +294,15 @@ struct HealthSyncServeTests {
         #expect(answers.allSatisfy { $0.first == "200" || $0.first == "429" } && answers.count == 60, "\(burst.stdout)")
         var accepted = 1 + answers.filter { $0.first == "200" }.count
         var refusedBody = answers.first { $0.first == "429" }.flatMap { try? String(contentsOfFile: $0.last ?? "", encoding: .utf8) }
+        var limitedSeen = answers.filter { $0.first == "429" }.count
         while refusedBody == nil && accepted < 80 {
             let answer = try fixture.data(#"{"types":["\#(heart)"]}"#, client: "carol")
-            if answer.status == 429 { refusedBody = answer.body } else { accepted += 1 }
+            if answer.status == 429 {
+                refusedBody = answer.body
+                limitedSeen += 1
+            } else {
+                accepted += 1
+            }
         }
         let elapsed = Date().timeIntervalSince(started)
         #expect(accepted >= 60 && Double(accepted) <= 60 + elapsed.rounded(.up), "\(accepted) accepted in \(elapsed) s")
@@ -312,11 +318,26 @@ struct HealthSyncServeTests {
         let query = #"{"types":["\#(heart)"]}"#
         let justRight = try fixture.tls.write("ok.json", query + String(repeating: " ", count: 1_048_576 - query.utf8.count))
         #expect(try fixture.request("POST", "/api/v1/health/data", bodyFile: justRight, client: "alice").status == 200)
+
+        // What nginx refused itself reached the operation log too, by status, path and client (the
+        // seed audits network events): the rate limit's 429s, counted, and the 413.
+        fixture.server.stop()
+        let refusals = try fixture.archive.run(["log"]).records().filter { $0.string("operation") == "network_refusal" }
+            .compactMap { $0["detail"]?.objectValue }
+        let limitedCount = refusals.filter { $0.int("status") == 429 }.compactMap { $0.int("count") }.reduce(0, +)
+        let carolSHA1 = try shell("openssl x509 -in '\(fixture.tls.path("carol/client.crt"))' -noout -fingerprint -sha1").stdout
+            .split(separator: "=").last.map { $0.replacingOccurrences(of: ":", with: "").trimmingCharacters(in: .whitespacesAndNewlines).lowercased() }
+        #expect(limitedCount == limitedSeen && refusals.filter { $0.int("status") == 429 }.allSatisfy {
+            $0.string("outcome") == "rate_limited" && $0.string("path") == "/api/v1/health/data" && $0.string("client_sha1") == carolSHA1
+        }, "\(refusals)")
+        let tooLargeLogged = refusals.filter { $0.int("status") == 413 }
+        #expect(tooLargeLogged.count == 1 && tooLargeLogged.first?.string("outcome") == "too_large" && tooLargeLogged.first?.int("count") == 1,
+                "\(refusals)")
     }
 
     @Test("a client sending its request a byte a second is cut at 10 s, and so is a body that stops")
     func slowClients() throws {
-        guard try requireGate(servingInstalled, "Health Sync's server needs nginx and fcgiwrap (apt-get install nginx fcgiwrap)") else { return }
+        guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
         guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the slow client is python3") else { return }
         let fixture = try Fixture()
         // Both at once: each trickles (or stalls) until the server closes, and says after how long.
@@ -366,7 +387,7 @@ struct HealthSyncServeTests {
 
     @Test("paths with ../, %00, SQL text or 10 KB, odd types and wrong methods get 400, 404 or 405 JSON; secrets never show")
     func oddRequests() throws {
-        guard try requireGate(servingInstalled, "Health Sync's server needs nginx and fcgiwrap (apt-get install nginx fcgiwrap)") else { return }
+        guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
         let fixture = try Fixture()
         let long = String(repeating: "a", count: 10 * 1024)
         let paths: [(String, Int)] = [
@@ -447,7 +468,7 @@ private struct HealthAnswer {
     var json: JSONObject? { (try? JSONParser.parse(body))?.objectValue }
 }
 
-/// `snapshot-delta` as fcgiwrap runs it, with the CGI environment set directly (no nginx).
+/// `snapshot-delta` as a web server that runs a program per request runs it, with the CGI environment set directly (no nginx).
 @Suite("snapshot-delta cgi with the CGI environment set directly", .timeLimit(.minutes(3)))
 struct HealthSyncCGITests {
     func cgi(_ db: String, method: String = "POST", path: String, body: String = "", certificate: String? = nil) throws -> (head: [String], body: JSONObject?) {

@@ -220,6 +220,12 @@ public struct JSONParser {
             let byte = base[index]
             if byte == UInt8(ascii: "\"") { return index }
             if byte == UInt8(ascii: "\\") || byte < 0x20 { return -1 }
+            if byte >= 0x80 {
+                let length = utf8SequenceLength(base, index, end)
+                guard length > 0 else { return -1 }
+                index = ordinaryStringBytesEnd(base, from: index + length, end)
+                continue
+            }
             index += 1
         }
         return -1
@@ -378,6 +384,12 @@ public struct JSONParser {
                 continue
             }
             if byte < 0x20 { throw error("control character in a string (escape it)") }
+            if byte >= 0x80 {
+                let length = bytes.baseAddress.map { Self.utf8SequenceLength($0, index, bytes.count) } ?? 0
+                guard length > 0 else { throw error("a string is not valid UTF-8") }
+                index += length
+                continue
+            }
             index += 1
         }
         throw error("unterminated string")
@@ -389,13 +401,15 @@ public struct JSONParser {
         index = Self.ordinaryStringBytesEnd(base, from: index, bytes.count)
     }
 
-    /// From `start`, skips string bytes that need no attention (not `"`, not `\`, not a control
-    /// character) eight at a time: the index of the first byte that does, or where fewer than
-    /// eight bytes are left before `end` (the caller reads those one by one).
+    /// From `start`, skips string bytes that need no attention (ASCII other than `"`, `\` and the
+    /// control characters) eight at a time: the index of the first byte that does, or where fewer
+    /// than eight bytes are left before `end` (the caller reads those one by one). Bytes of 0x80
+    /// and up stop it: the caller checks that they form UTF-8 (`utf8SequenceLength`), so every
+    /// reader refuses the same lines (RFC 8259 §8.1: JSON text is UTF-8).
     ///
     /// Per 64-bit word, `(w - 0x01...01 * n) & ~w & 0x80...80` flags the bytes below n (n <= 0x80),
     /// and the lowest flag is exact (a borrow only reaches bytes above a flagged one); a byte equal
-    /// to c is a zero byte of `w ^ c...c`. UTF-8 bytes (0x80 and up) are never flagged.
+    /// to c is a zero byte of `w ^ c...c`; `w & 0x80...80` flags the bytes of 0x80 and up.
     @inline(__always)
     private static func ordinaryStringBytesEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> Int {
         let raw = UnsafeRawPointer(base)
@@ -406,11 +420,30 @@ public struct JSONParser {
             let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
             let quote = word ^ (ones &* 0x22)
             let backslash = word ^ (ones &* 0x5C)
-            let flags = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word) & highs
+            let flags = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word | word) & highs
             if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
             index += 8
         }
         return index
+    }
+
+    /// The length of the well-formed UTF-8 sequence starting at `index` (a byte of 0x80 or more),
+    /// or 0 when there is none (RFC 3629 §4: no overlong forms, no surrogates, nothing past U+10FFFF).
+    @inline(__always)
+    static func utf8SequenceLength(_ base: UnsafePointer<UInt8>, _ index: Int, _ end: Int) -> Int {
+        @inline(__always) func continuation(_ at: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
+            at < end && base[at] >= low && base[at] <= high
+        }
+        switch base[index] {
+        case 0xC2...0xDF: return continuation(index + 1) ? 2 : 0
+        case 0xE0: return continuation(index + 1, 0xA0) && continuation(index + 2) ? 3 : 0
+        case 0xE1...0xEC, 0xEE, 0xEF: return continuation(index + 1) && continuation(index + 2) ? 3 : 0
+        case 0xED: return continuation(index + 1, 0x80, 0x9F) && continuation(index + 2) ? 3 : 0
+        case 0xF0: return continuation(index + 1, 0x90) && continuation(index + 2) && continuation(index + 3) ? 4 : 0
+        case 0xF1...0xF3: return continuation(index + 1) && continuation(index + 2) && continuation(index + 3) ? 4 : 0
+        case 0xF4: return continuation(index + 1, 0x80, 0x8F) && continuation(index + 2) && continuation(index + 3) ? 4 : 0
+        default: return 0
+        }
     }
 
     @inline(__always) private mutating func skipNumber() throws(JSONSyntaxError) {
