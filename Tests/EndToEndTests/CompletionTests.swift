@@ -163,8 +163,11 @@ struct CompletionTests {
         #expect(Set(offered).subtracting(["keys/", "completions/"]) == test.offers, "offered \(offered)")
     }
 
-    @Test("every script loads in its shell without an error, for every tool")
+    @Test("every script loads in its shell without an error, for every tool (the tools scripts/install installs)")
     func syntax() throws {
+        // scripts/install installs the tools vitals-completions lists: every tool with a man page.
+        let pages = try FileManager.default.contentsOfDirectory(atPath: Binaries.repositoryRoot.appendingPathComponent("man/man1").path)
+        #expect(try Completions.tools().sorted() == pages.map { String($0.dropLast(2)) }.sorted())
         let scratch = try ScratchDirectory()
         for shell in ["bash", "zsh", "fish"] where shell == "bash" || Completions.available(shell) {
             try Completions.install(shell, into: scratch.path(shell))
