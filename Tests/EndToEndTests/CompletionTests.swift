@@ -2,7 +2,8 @@ import Foundation
 import Testing
 import VitalsKit
 
-/// The completion scripts vitals-completions writes, as each shell runs them.
+/// The completion scripts vitals-completions writes, as each shell runs them. Each shell runs once
+/// for many command lines (a batch), so the suite starts few shells.
 enum Completions {
     /// The tools vitals-completions knows (`--list`).
     static func tools() throws -> [String] {
@@ -22,36 +23,51 @@ enum Completions {
         }
     }
 
-    /// What bash offers for the last of `words` (the word being completed, maybe empty), run in `directory`:
-    /// the tool's script sourced, COMP_WORDS and COMP_CWORD set as readline sets them, the function called.
-    static func bash(_ words: [String], folder: String, directory: URL) throws -> [String] {
-        let quoted = words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
-        let script = """
-        source "$0/\(words[0])" || exit 2
-        COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); COMPREPLY=()
-        "$(complete -p \(words[0]) | sed 's/.*-F \\([^ ]*\\) .*/\\1/')" || exit 2
-        for reply in "${COMPREPLY[@]}"; do printf '%s\\n' "$reply"; done
-        """
+    /// The offers printed after each `@@ LINE` marker, in order.
+    static func batches(_ output: String) -> [[String]] {
+        var result: [[String]] = []
+        for line in output.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("@@ ") { result.append([]) } else if !line.isEmpty, !result.isEmpty { result[result.count - 1].append(String(line)) }
+        }
+        return result
+    }
+
+    /// What bash offers for the last word of each of `lines` (the word being completed, maybe empty),
+    /// run in `directory`: the tool's script sourced, COMP_WORDS and COMP_CWORD set as readline sets
+    /// them, the function `complete -p` names called.
+    static func bash(_ lines: [[String]], folder: String, directory: URL) throws -> [[String]] {
+        var script = "for f in \"$0\"/*; do source \"$f\" || exit 2; done\n"
+        for words in lines {
+            let quoted = words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+            script += """
+            echo "@@ \(words.joined(separator: " "))"
+            COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); COMPREPLY=()
+            "$(complete -p \(words[0]) | sed 's/.*-F \\([^ ]*\\) .*/\\1/')" || exit 2
+            for reply in "${COMPREPLY[@]}"; do printf '%s\\n' "$reply"; done
+
+            """
+        }
         let result = try runProcess("/bin/bash", ["--norc", "-c", script, folder], stdin: "", environment: toolEnvironment(), directory: directory)
-        guard result.status == 0 else { throw TestFailure("bash completion of \(words): \(result.stderr)") }
-        return result.lines
+        guard result.status == 0 else { throw TestFailure("bash completion: \(result.stderr)") }
+        return batches(result.stdout)
     }
 
-    /// What zsh's completion system offers for `line` typed at an interactive prompt (Fixtures/completion/zsh-complete.zsh).
-    static func zsh(_ line: String, folder: String, directory: URL) throws -> [String] {
-        let harness = Binaries.fixtures.appendingPathComponent("completion/zsh-complete.zsh").path
-        let result = try runProcess("/usr/bin/timeout", ["60", "zsh", "-f", harness, folder, line], stdin: "", environment: toolEnvironment(),
+    /// What zsh's completion system offers for each of `lines` typed at an interactive prompt
+    /// (Fixtures/completion/zsh-complete.zsh), or fish's `complete -C`.
+    static func other(_ shell: String, _ lines: [String], folder: String, directory: URL) throws -> [[String]] {
+        let result: RunResult
+        if shell == "zsh" {
+            let harness = Binaries.fixtures.appendingPathComponent("completion/zsh-complete.zsh").path
+            result = try runProcess("/usr/bin/timeout", ["120", "zsh", "-f", harness, folder] + lines, stdin: "", environment: toolEnvironment(),
                                     directory: directory)
-        guard result.status == 0 else { throw TestFailure("zsh completion of '\(line)': exit \(result.status) \(result.stderr)") }
-        return result.lines
-    }
-
-    /// What fish offers for `line` (`complete -C`), the scripts sourced.
-    static func fish(_ line: String, folder: String, directory: URL) throws -> [String] {
-        let result = try runProcess("/usr/bin/env", ["fish", "--no-config", "-c", "for f in $argv[1]/*.fish; source $f; end; complete -C $argv[2]", folder, line],
-                                    stdin: "", environment: toolEnvironment(), directory: directory)
-        guard result.status == 0 else { throw TestFailure("fish completion of '\(line)': \(result.stderr)") }
-        return result.lines.map { String($0.split(separator: "\t", maxSplits: 1).first ?? "") }
+        } else {
+            let script = "for f in $argv[1]/*.fish; source $f; end; for line in $argv[2..-1]; echo \"@@ $line\"; complete -C $line; end"
+            result = try runProcess("/usr/bin/env", ["fish", "--no-config", "-c", script, folder] + lines, stdin: "", environment: toolEnvironment(),
+                                    directory: directory)
+        }
+        guard result.status == 0 else { throw TestFailure("\(shell) completion: exit \(result.status) \(result.stderr)") }
+        // fish writes each candidate's description after a tab.
+        return batches(result.stdout).map { $0.map { String($0.split(separator: "\t", maxSplits: 1).first ?? "") } }
     }
 
     static func available(_ program: String) -> Bool {
@@ -90,77 +106,86 @@ let completionCases: [CompletionCase] = [
 // A hang guard: the limit counts the wait for a thread of the test pool, which tests waiting on servers hold.
 @Suite("shell completions come from the command table", .timeLimit(.minutes(5)))
 struct CompletionTests {
-    /// A folder like a user's: a file of each kind the cases name, and a folder.
-    static func workspace() throws -> ScratchDirectory {
+    /// A folder like a user's: a file of each kind the cases name, and a folder; the scripts in completions/.
+    static func workspace(_ shell: String) throws -> ScratchDirectory {
         let scratch = try ScratchDirectory()
         try scratch.write("export.xml", "<HealthData/>\n")
         try scratch.write("notes.txt", "\n")
         try FileManager.default.createDirectory(atPath: scratch.path("keys"), withIntermediateDirectories: true)
+        try Completions.install(shell, into: scratch.path("completions"))
         return scratch
     }
 
-    @Test("bash completes probe-http --con, store-samples agents, choices, actions and files", arguments: completionCases)
-    func bash(_ test: CompletionCase) throws {
-        let scratch = try CompletionTests.workspace()
-        try Completions.install("bash", into: scratch.path("completions"))
-        var words = test.line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
-        if test.line.hasSuffix(" ") { words[words.count - 1] = "" }
-        let offered = try Completions.bash(words, folder: scratch.path("completions"), directory: scratch.url)
-        #expect(Set(offered) == test.offers, "offered \(offered)")
+    /// A case's line as bash's words: the last one is what is being completed (empty after a space).
+    static func words(_ line: String) -> [String] {
+        line.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    @Test("bash completes probe-http --con, store-samples agents, choices, actions and files")
+    func bash() throws {
+        let scratch = try CompletionTests.workspace("bash")
+        let offered = try Completions.bash(completionCases.map { CompletionTests.words($0.line) }, folder: scratch.path("completions"),
+                                           directory: scratch.url)
+        try #require(offered.count == completionCases.count)
+        for (test, offer) in zip(completionCases, offered) {
+            #expect(Set(offer) == test.offers, "'\(test.line)': offered \(offer)")
+        }
     }
 
     @Test("bash: a value after '=' (bash splits --format=ndjson at '='), an option's file or folder, nothing for a number")
     func bashValues() throws {
-        let scratch = try CompletionTests.workspace()
-        try Completions.install("bash", into: scratch.path("completions"))
-        let folder = scratch.path("completions")
-        #expect(try Completions.bash(["store-samples", "--format", "=", "nd"], folder: folder, directory: scratch.url) == ["ndjson"])
-        #expect(Set(try Completions.bash(["store-samples", "-f", ""], folder: folder, directory: scratch.url)) == ["json", "ndjson", "csv"])
-        #expect(Set(try Completions.bash(["store-samples", "--db", ""], folder: folder, directory: scratch.url))
-                == ["completions", "export.xml", "notes.txt", "keys"])
-        #expect(try Completions.bash(["snapshot-delta", "cert", "server", "--out", ""], folder: folder, directory: scratch.url).sorted() == ["completions", "keys"])
-        #expect(try Completions.bash(["probe-http", "-c", ""], folder: folder, directory: scratch.url).isEmpty)
-        #expect(try Completions.bash(["probe-http", "-c8", "--in"], folder: folder, directory: scratch.url).sorted() == ["--insecure", "--interval"])
-        // After --, everything is an operand: files, not options.
-        #expect(try Completions.bash(["probe-http", "--", "--"], folder: folder, directory: scratch.url).isEmpty)
-        // An action's operand is the user's (an agent's id): nothing offered.
-        #expect(try Completions.bash(["store-samples", "agents", "approve", ""], folder: folder, directory: scratch.url).isEmpty)
+        let scratch = try CompletionTests.workspace("bash")
+        let cases: [([String], Set<String>)] = [
+            (["store-samples", "--format", "=", "nd"], ["ndjson"]),
+            (["store-samples", "-f", ""], ["json", "ndjson", "csv"]),
+            (["store-samples", "--db", ""], ["completions", "export.xml", "notes.txt", "keys"]),
+            (["snapshot-delta", "cert", "server", "--out", ""], ["completions", "keys"]),
+            (["probe-http", "-c", ""], []),
+            (["probe-http", "-c8", "--in"], ["--insecure", "--interval"]),
+            // After --, everything is an operand: files, not options.
+            (["probe-http", "--", "--"], []),
+            // An action's operand is the user's (an agent's id): nothing offered.
+            (["store-samples", "agents", "approve", ""], []),
+        ]
+        let offered = try Completions.bash(cases.map(\.0), folder: scratch.path("completions"), directory: scratch.url)
+        try #require(offered.count == cases.count)
+        for ((words, expected), offer) in zip(cases, offered) {
+            #expect(Set(offer) == expected, "\(words): offered \(offer)")
+        }
     }
 
     @Test("bash offers exactly the options each subcommand's --help lists (and the aliases it names)")
     func bashMatchesHelp() throws {
-        let scratch = try CompletionTests.workspace()
-        try Completions.install("bash", into: scratch.path("completions"))
-        for tool in try Completions.tools() {
-            let help = try run(tool, ["--help"]).stdout
-            // The subcommands, as the help's "Subcommands" list names them.
-            let subcommands = help.components(separatedBy: "\nSubcommands").dropFirst().first.map { section in
-                section.split(separator: "\n").dropFirst().prefix { $0.hasPrefix("  ") }
-                    .filter { !$0.hasPrefix("   ") }.map { String($0.split(separator: " ")[0]) }
-            } ?? []
-            for subcommand in [nil] + subcommands.map(Optional.some) {
-                let words = [tool] + (subcommand.map { [$0] } ?? []) + ["--"]
-                let text = try run(tool, (subcommand.map { [$0] } ?? []) + ["--help"]).stdout
-                // Before a subcommand is named, every option may come (it may precede the subcommand).
-                let listed = Set(helpOptions(text).map { "--" + $0.long })
-                let named = Set(text.matches(of: try Regex("--[a-z][a-z0-9-]*")).map { String(text[$0.range]) })
-                let offered = Set(try Completions.bash(words, folder: scratch.path("completions"), directory: scratch.url))
-                #expect(listed.isSubset(of: offered), "\(words): not offered: \(listed.subtracting(offered))")
-                #expect(offered.isSubset(of: named), "\(words): offered but not in --help: \(offered.subtracting(named))")
+        let scratch = try CompletionTests.workspace("bash")
+        var lines: [[String]] = []
+        var helps: [String] = []
+        for spec in documentedSpecs {
+            // Before a subcommand is named, every option may come (it may precede the subcommand).
+            for subcommand in [nil] + spec.subcommands.map(\.name) {
+                lines.append([spec.name] + (subcommand.map { [$0] } ?? []) + ["--"])
+                helps.append(Help.render(spec, subcommand: subcommand))
             }
+        }
+        let offered = try Completions.bash(lines, folder: scratch.path("completions"), directory: scratch.url)
+        try #require(offered.count == lines.count)
+        for ((words, text), offer) in zip(zip(lines, helps), offered) {
+            let listed = Set(helpOptions(text).map { "--" + $0.long })
+            let named = Set(text.matches(of: try Regex("--[a-z][a-z0-9-]*")).map { String(text[$0.range]) })
+            #expect(listed.isSubset(of: Set(offer)), "\(words): not offered: \(listed.subtracting(offer))")
+            #expect(Set(offer).isSubset(of: named), "\(words): offered but not in --help: \(Set(offer).subtracting(named))")
         }
     }
 
-    @Test("zsh (its completion system at an interactive prompt) and fish (complete -C) complete the same",
-          arguments: ["zsh", "fish"], completionCases)
-    func otherShells(_ shell: String, _ test: CompletionCase) throws {
+    @Test("zsh (its completion system at an interactive prompt) and fish (complete -C) complete the same", arguments: ["zsh", "fish"])
+    func otherShells(_ shell: String) throws {
         guard try requireGate(Completions.available(shell), "\(shell) is not installed") else { return }
-        let scratch = try CompletionTests.workspace()
-        try Completions.install(shell, into: scratch.path("completions"))
-        let offered = shell == "zsh" ? try Completions.zsh(test.line, folder: scratch.path("completions"), directory: scratch.url)
-            : try Completions.fish(test.line, folder: scratch.path("completions"), directory: scratch.url)
-        // Where a file is wanted, zsh and fish offer the folders too (to go into them).
-        #expect(Set(offered).subtracting(["keys/", "completions/"]) == test.offers, "offered \(offered)")
+        let scratch = try CompletionTests.workspace(shell)
+        let offered = try Completions.other(shell, completionCases.map(\.line), folder: scratch.path("completions"), directory: scratch.url)
+        try #require(offered.count == completionCases.count, "\(offered)")
+        for (test, offer) in zip(completionCases, offered) {
+            // Where a file is wanted, zsh and fish offer the folders too (to go into them).
+            #expect(Set(offer).subtracting(["keys/", "completions/"]) == test.offers, "\(shell) '\(test.line)': offered \(offer)")
+        }
     }
 
     @Test("every script loads in its shell without an error, for every tool (the tools scripts/install installs)")
