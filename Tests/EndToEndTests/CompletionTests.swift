@@ -103,8 +103,7 @@ let completionCases: [CompletionCase] = [
     CompletionCase(line: "probe-http no", offers: ["notes.txt"]),
 ]
 
-// A hang guard: the limit counts the wait for a thread of the test pool, which tests waiting on servers hold.
-@Suite("shell completions come from the command table", .timeLimit(.minutes(5)))
+@Suite("shell completions come from the command table", .hangGuard(minutes: 2))
 struct CompletionTests {
     /// A folder like a user's: a file of each kind the cases name, and a folder; the scripts in completions/.
     static func workspace(_ shell: String) throws -> ScratchDirectory {

@@ -240,8 +240,7 @@ func words(_ text: String) -> Set<String> {
     Set(text.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "-") }).map(String.init))
 }
 
-// A hang guard: the limit counts the wait for a thread of the test pool, which tests waiting on servers hold.
-@Suite("subcommands' actions and options' choices are in help and man pages", .timeLimit(.minutes(5)))
+@Suite("subcommands' actions and options' choices are in help and man pages", .hangGuard(minutes: 2))
 struct ActionAndChoiceDocumentationTests {
     @Test("every action of a subcommand is in its --help line and in the man page's SYNOPSIS, with its operands",
           arguments: documentedSpecs)

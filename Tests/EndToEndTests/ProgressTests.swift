@@ -21,8 +21,7 @@ private func kilobytes(_ size: Int) throws -> String {
     return "\(Int((Double(size) / 1000).rounded())) KB"
 }
 
-// A hang guard: the limit counts the wait for a thread of the test pool, which tests waiting on servers hold.
-@Suite("progress on a terminal, never in a pipe, never on standard output", .serialized, .timeLimit(.minutes(5)))
+@Suite("progress on a terminal, never in a pipe, never on standard output", .serialized, .hangGuard(minutes: 2))
 struct ProgressTests {
     @Test("progress words: sizes, counts and times as people read them (hand-worked)")
     func words() {
