@@ -215,11 +215,11 @@ final class OnlineTrackerWorker: RequestAnswerer {
             log("POST /api/samples from agent \(agent): \(failure)")
             throw APIError.internalError
         }
-        let status = try store.agents().first { $0.id == agent }?.status ?? (api.autoApprove ? "approved" : "pending")
+        let status = try store.agents().first { $0.id == agent }?.status ?? (api.autoApprove ? .approved : .pending)
         let refused = diagnostics.lineErrors
         let answer = JSONValue.object(JSONObject([
             JSONField("agent", .string(agent)),
-            JSONField("agent_status", .string(status)),
+            JSONField("agent_status", .string(status.rawValue)),
             JSONField("stored", .integer(ingester.stored)),
             JSONField("refused", .array(refused.map { .object(JSONObject([JSONField("line", .integer($0.line)), JSONField("error", .string($0.message))])) })),
         ]))
