@@ -55,7 +55,9 @@ struct Decision {
 }
 
 /// Turns samples into notifications: transitions per monitor (with thresholds), then, once
-/// per round, per channel: mutes, cooldowns per key, grouping and repeats.
+/// per round, per channel: mutes, cooldowns per key, grouping and repeats. Where a round ends
+/// is the caller's to say (`closeRound`), from the input's round marks; `add` closes one by the
+/// samples' times only when asked to (input without marks).
 ///
 /// Everything runs on event time, so a replay, one long stream and many short runs decide
 /// the same notifications. A channel is told what changed since it was last told: a change
@@ -88,15 +90,17 @@ final class Decider {
     /// Whether a round is open.
     var roundOpen: Bool { roundStart != nil }
 
-    /// Takes one sample; returns the notifications of the round it closed, if it closed one.
-    func add(_ sample: SampleEvent) -> [Decision] {
+    /// Takes one sample; returns the notifications of the round it closed, if it closed one. With
+    /// `roundByTime` (input without round marks), a sample whose `at` lies --group-wait or more
+    /// from the open round's first closes that round first; otherwise only `closeRound` does.
+    func add(_ sample: SampleEvent, roundByTime: Bool = true) -> [Decision] {
         if let track = monitors[sample.monitor], sample.at <= track.lastAt {
             // Already seen (an overlapping replay): it neither counts nor moves the rounds.
             staleSamples += 1
             return []
         }
         var decided: [Decision] = []
-        if let start = roundStart, sample.at >= start + policy.groupWaitMs || sample.at < start - policy.groupWaitMs {
+        if roundByTime, let start = roundStart, sample.at >= start + policy.groupWaitMs || sample.at < start - policy.groupWaitMs {
             decided = closeRound()
         }
         if sample.status == .unknown {

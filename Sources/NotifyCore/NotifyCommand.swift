@@ -140,6 +140,7 @@ public enum NotifyCommand: VitalsCommand {
             reader.idleAfterMs = Int32(clamping: policy.groupWaitMs)
             reader.onIdle = { run.idle() }
             run.read(reader)
+            run.inputEnded()
         }
         try run.finish()
         if let problem = run.writeProblem { throw problem }

@@ -50,6 +50,7 @@ final class ConnectivityCheck {
     private let engine = HTTPEngine(maxInFlight: 1)
     private let network = NetworkView(refreshAfterMs: 0)
     private let pageTarget: Target
+    private var marks = RoundMarks(tool: "probe-http")
     /// What was written so far.
     private(set) var tally = ProbeTally()
 
@@ -71,13 +72,19 @@ final class ConnectivityCheck {
         pageTarget = target
     }
 
-    /// Checks once, or with `watch` every interval until interrupted, writing one sample each time.
+    /// Checks once, or with `watch` every interval until interrupted, writing one sample each
+    /// time, each a round of its own between its marks.
     func run() throws {
         var nextMs = Clock.monotonicMilliseconds()
+        var round = 0
         repeat {
             let startMs = Clock.monotonicMilliseconds()
+            round += 1
+            try marks.probeStarts(round: round, output: output)
             guard let record = check() else { break }
             try output.write(record)
+            marks.sampleWritten(round: round)
+            try marks.roundEnds(round, output: output)
             try output.flush()
             guard settings.watch else { break }
             nextMs = max(nextMs + settings.intervalMs, startMs)
