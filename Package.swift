@@ -25,9 +25,9 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // (libcurl via HTTPTransport; HMAC and ES256 via VitalsCrypto); OnlineTracker's device endpoints (Serving)
     ("notify", "NotifyCore", ["HTTPTransport", "VitalsCrypto", "Serving"]),
     // integrity snapshots of health records: chain, deltas, anomaly rules, the sample archive; Health Sync's
-    // data endpoint (libxml2 via CXML2 for Apple Health exports, SQLite via SQLiteStore, SHA-256 via
+    // data endpoint (libxml2 via XMLStream for Apple Health exports, SQLite via SQLiteStore, SHA-256 via
     // VitalsCrypto, the responder via Serving)
-    ("snapshot-delta", "SnapshotDeltaCore", ["CXML2", "SQLiteStore", "VitalsCrypto", "Serving"]),
+    ("snapshot-delta", "SnapshotDeltaCore", ["XMLStream", "SQLiteStore", "VitalsCrypto", "Serving"]),
 ]
 
 var targets: [Target] = [
@@ -45,6 +45,8 @@ var targets: [Target] = [
     .target(name: "VitalsKit"),
     // SHA-256, HMAC-SHA256, ES256 signatures, Base64: the only importer of CCrypto.
     .target(name: "VitalsCrypto", dependencies: ["CCrypto"]),
+    // libxml2's SAX2 push parser, streaming: the only importer of CXML2.
+    .target(name: "XMLStream", dependencies: ["CXML2"]),
     // SQLite connections and statements: the only importer of CSQLite.
     .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
     // The curl multi engine: the only importer of CCurl.

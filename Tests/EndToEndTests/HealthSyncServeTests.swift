@@ -387,6 +387,12 @@ struct HealthSyncServeTests {
         // tells a cut from none (the client gives up at 20 s), far from what a busy machine adds.
         #expect(times[0] >= 9 && times[0] < 19, "a byte a second: cut after \(times[0]) s")
         #expect(times[1] >= 9 && times[1] < 19, "a stalled body: cut after \(times[1]) s")
+        // Both cuts are network events nginx handled itself: they reach the operation log as 408s.
+        fixture.server.stop()
+        let refusals = try fixture.archive.run(["log"]).records().filter { $0.string("operation") == "network_refusal" }
+            .compactMap { $0["detail"]?.objectValue }
+        #expect(refusals.filter { $0.int("status") == 408 }.compactMap { $0.int("count") }.reduce(0, +) == 2,
+                "\(refusals) \(fixture.server.accessLog)")
     }
 
     // MARK: - Odd requests
