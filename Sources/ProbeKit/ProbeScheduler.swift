@@ -42,7 +42,7 @@ public struct ProbeScheduler {
     private var nextStartNs: UInt64 = 0
     private let spacingNs: UInt64
     /// Probes started and not finished.
-    private(set) var activeCount = 0
+    public private(set) var activeCount = 0
     /// The round of each probe's current run (0 before its first).
     private var roundOf: [Int]
     /// Per round not ended: its probes not finished yet.
