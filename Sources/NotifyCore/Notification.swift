@@ -21,7 +21,7 @@ struct MonitorChange: Codable, Equatable, Sendable {
     var name: String
     /// The status now.
     var status: String
-    /// The status the channel knew before (nil for a monitor first seen with --notify-initial).
+    /// The status the channel knew before (nil for a monitor first seen not up: it was unknown).
     var previousStatus: String?
     /// When the episode (the outage, the degradation) began; for a recovery, when the one that ended began.
     var since: Int64?
