@@ -18,7 +18,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
 
         With --connectivity, check whether this machine is online instead (Online Now): fetch a success page \
         (URL, default \(ConnectivitySettings.defaultURL)) and look for its word, name the interface and link \
-        type it left by, and with --speed-url measure the download speed; one sample.
+        type it left by, and measure the download speed (from \(ConnectivitySettings.defaultSpeedURL), --speed-url, \
+        or not with --no-speed); one sample.
         """,
         options: ProbeRunOptions.limitOptions(noun: "probes", concurrency: 256, short: "c") + [
             .duration("timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(TargetDefaults().timeoutMs)), range: 1...3_600_000,
@@ -27,14 +28,18 @@ public enum ProbeHTTPCommand: VitalsCommand {
             OptionSpec("degraded-ms", value: "MS", help: "latency above which a sample is down, for targets without http_degraded_threshold_ms (default: none)"),
             OptionSpec("ssl-ok-days", value: "DAYS", default: String(TargetDefaults().sslOkDays), help: "certificate days left at or above which TLS is fine"),
             OptionSpec("ssl-warning-days", value: "DAYS", default: String(TargetDefaults().sslWarningDays), help: "certificate days left below which the target is down"),
-            OptionSpec("ip", value: "FAMILY", default: "any", help: "address family for targets without 'ip': 4, 6, both (one sample each) or any"),
+            OptionSpec("ip", value: "FAMILY", default: "any", choices: IPChoice.words, help: "address family for targets without 'ip': 4, 6, both (one sample each) or any"),
             OptionSpec("max-redirects", value: "N", default: String(TargetDefaults().maxRedirects), help: "redirects followed for targets without max_redirects"),
             OptionSpec("max-body", value: "SIZE", default: "1M", help: "body bytes read at most for content and hash checks"),
             OptionSpec("speed-test", help: "download speed_test_bytes (default 512000) from every target and report speed_mbps"),
             OptionSpec("speed-test-bytes", value: "SIZE", help: "bytes to download in a speed test; implies --speed-test"),
             OptionSpec("connectivity", help: "check whether this machine is online (the operand is the success page URL); one sample"),
             OptionSpec("expect", value: "TEXT", help: "with --connectivity, the text the success page must contain (default Success)"),
-            OptionSpec("speed-url", value: "URL", help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
+            OptionSpec("speed-url", value: "URL", default: ConnectivitySettings.defaultSpeedURL,
+                       help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
+            OptionSpec("no-speed", help: "with --connectivity, measure no speed"),
+            .duration("speed-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultSpeedTimeoutMs)), range: 1...3_600_000,
+                      help: "with --connectivity, time budget of the speed test's download, apart from --timeout's for the page"),
             OptionSpec("insecure", short: "k", help: "do not verify certificates (the expiry is still reported)"),
             OptionSpec("user-agent", value: "TEXT", help: "the User-Agent header (default vitals-probe-http/VERSION)"),
             OptionSpec("simulate-latency", value: "MS", help: "add MS to each measured latency and mark the sample simulated (isitup's debug simulation)"),
@@ -45,6 +50,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
             "probe-http --watch --interval 30s targets.ndjson | store-samples",
             "probe-http --exit-status --only api targets.ndjson >/dev/null || echo 'api is not up'",
             "probe-http --connectivity --speed-url https://example.com/bytes/512000",
+            "probe-http --connectivity --no-speed --watch --interval 5m",
         ],
         exitStatuses: [
             (.success, "every target was probed (whatever the verdicts)"),
@@ -75,7 +81,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         defaults.sslOkDays = try options.integer("ssl-ok-days", in: 0...3650)
         defaults.sslWarningDays = try options.integer("ssl-warning-days", in: 0...3650)
         if defaults.sslWarningDays > defaults.sslOkDays { throw UsageError("--ssl-warning-days must not be above --ssl-ok-days") }
-        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"])) ?? .any
+        defaults.ip = IPChoice(rawValue: try options.choice("ip")) ?? .any
         defaults.maxRedirects = try options.integer("max-redirects", in: 0...50)
         settings.maxBodyBytes = try options.size("max-body", default: SizeText.parseBytes(options.valueOrDefault("max-body") ?? "") ?? 0)
         guard settings.maxBodyBytes > 0 else { throw UsageError("--max-body must be more than 0") }
@@ -92,7 +98,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         if options.has("connectivity") {
             return try runConnectivity(options, context, defaults: defaults, settings: settings)
         }
-        for connectivityOnly in ["expect", "speed-url"] where options.has(connectivityOnly) {
+        for connectivityOnly in ["expect", "speed-url", "no-speed", "speed-timeout"] where options.has(connectivityOnly) {
             throw UsageError("--\(connectivityOnly) only applies with --connectivity")
         }
 
@@ -103,6 +109,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         if let stop = Signals.stopStatus { return stop }
         let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
         let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
+        runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
         let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
         return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {
@@ -126,7 +133,13 @@ public enum ProbeHTTPCommand: VitalsCommand {
             guard !expected.isEmpty else { throw UsageError("--expect must not be empty") }
             check.expected = expected
         }
-        check.speedURL = options.value("speed-url")
+        if options.has("no-speed") {
+            guard !options.has("speed-url") else { throw UsageError("--no-speed and --speed-url contradict each other; give one") }
+            check.speedURL = nil
+        } else if let speedURL = options.value("speed-url") {
+            check.speedURL = speedURL
+        }
+        check.speedTimeoutMs = Int(try options.duration("speed-timeout")!)
         if let speedURL = check.speedURL {
             let scheme = URLText(speedURL).scheme
             guard scheme == "http" || scheme == "https" else {
@@ -152,6 +165,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         } catch {
             throw UsageError(error.message)
         }
+        runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: 1, watch: check.watch)
         return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
     }
 }

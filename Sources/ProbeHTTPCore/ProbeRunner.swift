@@ -45,9 +45,15 @@ final class ProbeRunner {
     private let engine: HTTPEngine
     private let output: RecordWriter
     private var scheduler: ProbeScheduler
+    private var marks = RoundMarks(tool: "probe-http")
     private let network = NetworkView()
     /// What was written so far.
     private(set) var tally = ProbeTally()
+    /// The status line on a terminal, when one is wanted.
+    var progress: ProbeProgress?
+
+    /// The number of probes (two for a target with `ip: both`).
+    var probeCount: Int { probes.count }
 
     /// Prepares probes for `targets` (two per target for `ip: both`).
     init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
@@ -70,19 +76,23 @@ final class ProbeRunner {
     /// The scheduler decides when each probe starts (concurrency, per-host and rate limits,
     /// intervals). A probe's start time (`at`) and its deadline are taken when it starts, not
     /// when it is queued, and its HEAD-to-GET fallback or certificate inspection runs in the
-    /// slot it already holds.
+    /// slot it already holds. Each round of probes is marked: `round_start` when its first probe
+    /// starts, `round_end` after its last sample.
     func run() throws {
+        defer { progress?.finish() }
         while true {
             if Signals.stopRequested {
                 engine.cancelAll()
                 break
             }
-            scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index in
+            try scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index, round in
+                try marks.probeStarts(round: round, output: output)
                 begin(index, now: Clock.monotonicMilliseconds())
             }
             if scheduler.isFinished { break }
             try output.flush()
             let waitMs = min(1000, scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()) ?? 1000)
+            progress?.update(inFlight: scheduler.activeCount, nextInMs: scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()))
             for completion in engine.step(timeoutMs: max(0, waitMs)) {
                 try complete(completion)
             }
@@ -179,7 +189,8 @@ final class ProbeRunner {
 
     private func finish(_ index: Int, probe: Probe, result: HTTPResult, inspection: HTTPResult?) throws {
         probes[index] = probe
-        scheduler.finish(index)
+        let round = scheduler.round(of: index)
+        let roundEnded = scheduler.finish(index)
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
         var verdict = HTTPVerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
@@ -196,7 +207,10 @@ final class ProbeRunner {
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probe.targetIndex].name, latency)
         }
+        progress?.record(index, verdict.status)
         try output.write(record)
+        marks.sampleWritten(round: round)
+        if let roundEnded { try marks.roundEnds(roundEnded, output: output) }
     }
 
     /// Why a HEAD should be retried as GET (words for the message, and the sample's `head_reason`),

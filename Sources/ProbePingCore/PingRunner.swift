@@ -102,6 +102,7 @@ final class PingRunner {
     private var probes: [Probe] = []
     private var runs: [Run]
     private var scheduler: ProbeScheduler
+    private var marks = RoundMarks(tool: "probe-ping")
     private let settings: PingSettings
     private let output: RecordWriter
     private let diagnostics: Diagnostics
@@ -120,6 +121,11 @@ final class PingRunner {
     private let cookie = UInt64.random(in: 1...UInt64.max)
     /// What was written so far.
     private(set) var tally = ProbeTally()
+    /// The status line on a terminal, when one is wanted.
+    var progress: ProbeProgress?
+
+    /// The number of samples a round writes (two for a target with `ip: both`).
+    var probeCount: Int { probes.count }
 
     /// Prepares samples for `targets` (two per target for `ip: both`).
     init(targets: [PingTarget], settings: PingSettings, output: RecordWriter, diagnostics: Diagnostics) {
@@ -143,10 +149,14 @@ final class PingRunner {
 
     /// Runs until every sample is written (or forever with `watch`), or a stop signal.
     func run() throws {
+        defer { progress?.finish() }
         var waits: [WaitDescriptor] = []
         var pollfds: [pollfd] = []
         while !Signals.stopRequested {
-            scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index in begin(index) }
+            try scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index, round in
+                try marks.probeStarts(round: round, output: output)
+                begin(index)
+            }
             fireTimers()
             try writeCompleted()
             if scheduler.isFinished { break }
@@ -156,6 +166,7 @@ final class PingRunner {
             var waitMs = scheduler.waitMs(nowNs: UInt64(now)) ?? 1000
             if let top = timers.peek { waitMs = min(waitMs, Int(max(0, top.deadline - now) + 999_999) / 1_000_000) }
             waitMs = min(waitMs, 1000)
+            progress?.update(inFlight: scheduler.activeCount, nextInMs: scheduler.waitMs(nowNs: UInt64(now)))
 
             waits.removeAll(keepingCapacity: true)
             for socket in sockets { if let socket { waits.append(WaitDescriptor(fd: socket.fd)) } }
@@ -435,11 +446,15 @@ final class PingRunner {
 
     private func emit(_ index: Int, record: [UInt8], verdict: ProbeVerdict) throws {
         runs[index].active = false
-        scheduler.finish(index)
+        let round = scheduler.round(of: index)
+        let roundEnded = scheduler.finish(index)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probes[index].targetIndex].name, latency)
         }
+        progress?.record(index, verdict.status)
         try output.write(record)
+        marks.sampleWritten(round: round)
+        if let roundEnded { try marks.roundEnds(roundEnded, output: output) }
     }
 }

@@ -11,10 +11,10 @@ struct NotifyDecisionTests {
         try run("notify", arguments, stdin: lines.joined(separator: "\n") + "\n")
     }
 
-    @Test("the first sample is the baseline; down, degraded, error and recovery are each notified once")
+    @Test("a monitor starts unknown: first seen degraded is news, first seen up is not; down, degraded, error and recovery are each notified once")
     func transitions() throws {
         let result = try notify([
-            sampleLine("api", 0, "up"), sampleLine("web", 0.1, "degraded"),   // baselines: nothing
+            sampleLine("api", 0, "up"), sampleLine("web", 0.1, "degraded"),   // unknown -> up: nothing; unknown -> degraded: told
             sampleLine("api", 60, "down"),                                     // api up -> down
             sampleLine("api", 120, "up"), sampleLine("web", 120.1, "up"),      // two recoveries in one round: grouped
             sampleLine("api", 180, "degraded"),                                // api up -> degraded (its own key)
@@ -22,34 +22,52 @@ struct NotifyDecisionTests {
             sampleLine("api", 300, "down"),                                    // error -> down: one condition, nothing
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try result.events() == ["down api \(traceTime(60))", "recovered api,web \(traceTime(120.1))",
+        #expect(try result.events() == ["degraded web \(traceTime(0.1))", "down api \(traceTime(60))", "recovered api,web \(traceTime(120.1))",
                                         "degraded api \(traceTime(180))", "down api \(traceTime(240))"])
         let records = try result.records()
-        let first = records[0]
-        #expect(first.string("type") == "notification")
-        #expect(first.string("title") == "Monitor DOWN")
-        #expect(first.string("body") == "Api is not responding")
-        #expect(first.string("message") == "HTTP 503, expected 200-399")
-        #expect(first.string("previous_status") == "up")
-        #expect(first.string("since") == traceTime(60))
-        #expect(first.string("key") == "api")
-        #expect(records[1].string("title") == "2 services recovered")
-        #expect(records[1].string("body") == "Api, Web")
-        #expect(records[1].string("key") == "groupedRecovery")
-        #expect(records[2].string("key") == "api.degrading")
-        #expect(records[3].string("status") == "error")
-        #expect(records[3].string("previous_status") == "degraded")
-        #expect(records[3].string("message") == "Request timeout after 5s")
+        #expect(records[0].string("title") == "Monitor DEGRADED")
+        #expect(records[0].string("key") == "web.degrading")
+        #expect(records[0].string("previous_status") == nil, "nothing was known of web before")
+        let down = records[1]
+        #expect(down.string("type") == "notification")
+        #expect(down.string("title") == "Monitor DOWN")
+        #expect(down.string("body") == "Api is not responding")
+        #expect(down.string("message") == "HTTP 503, expected 200-399")
+        #expect(down.string("previous_status") == "up")
+        #expect(down.string("since") == traceTime(60))
+        #expect(down.string("key") == "api")
+        #expect(records[2].string("title") == "2 services recovered")
+        #expect(records[2].string("body") == "Api, Web")
+        #expect(records[2].string("key") == "groupedRecovery")
+        #expect(records[3].string("key") == "api.degrading")
+        #expect(records[4].string("status") == "error")
+        #expect(records[4].string("previous_status") == "degraded")
+        #expect(records[4].string("message") == "Request timeout after 5s")
     }
 
-    @Test("--notify-initial: a monitor first seen down is notified; one first seen up is not")
-    func notifyInitial() throws {
+    // Seed 000, 4 Data Model: HealthState has `unknown` (every service before its first check);
+    // 6.3: checkAll "collects transition outcomes: transitioned to failure (down/error),
+    // transitioned to degrading" and decides the notification from them. unknown -> down is a
+    // transition to failure: a service already failing is news on the first run. A first
+    // sample that is up is no failure: silent.
+    @Test("a monitor first seen down is news (isitup's unknown -> down); one first seen up is not; --baseline keeps the first sample as the baseline")
+    func unknownFirst() throws {
         let lines = [sampleLine("api", 0, "down"), sampleLine("web", 0.5, "up")]
-        #expect(try notify(lines).events() == [])
-        let records = try notify(lines, ["--notify-initial"]).records()
+        let records = try notify(lines).records()
         #expect(records.count == 1)
+        #expect(records.first?.string("title") == "Monitor DOWN")
         #expect(records.first?.string("monitor") == "api")
+        #expect(records.first?.string("key") == "api")
         #expect(records.first?.string("previous_status") == nil)
+        #expect(records.first?.string("since") == traceTime(0))
+        #expect(try notify(lines, ["--baseline"]).events() == [])
+        // The next run of the same outage is no news: the state knows api is down.
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        #expect(try run("notify", ["--state", state], stdin: lines.joined(separator: "\n") + "\n").records().count == 1)
+        let again = [sampleLine("api", 60, "down"), sampleLine("web", 60.5, "up")]
+        #expect(try run("notify", ["--state", state], stdin: again.joined(separator: "\n") + "\n").records().isEmpty)
+        #expect(try run("notify", ["--notify-initial"], stdin: "").status == 64, "the old option is gone: it is the default")
     }
 
     @Test("--cooldown-mode defer: 60 s per key; a change held back is told when the key's cooldown ends, if it still holds")
@@ -76,26 +94,26 @@ struct NotifyDecisionTests {
         #expect(try eager.events().count == 3)
     }
 
-    @Test("grouping: monitors newly down in one round make one notification; a grouped outage that grows is sent again inside the cooldown")
+    @Test("grouping: monitors newly down in one round make one notification; one newly down while they are still down is told on its own")
     func grouping() throws {
         let lines = [
             sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"), sampleLine("d", 0, "up"),
             sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"), sampleLine("c", 60.2, "down"), // one round: grouped
-            sampleLine("d", 90, "down"),                      // groupedOutage cools down until 120.2, but the set grows: sent
+            sampleLine("d", 90, "down"),                      // alone in its round: "Monitor DOWN", key d (free)
             sampleLine("a", 120, "up"), sampleLine("b", 120.1, "up"),                                  // two recoveries: grouped
             sampleLine("c", 150, "up"),                                                                // one: alone
         ]
         let result = try notify(lines)
-        #expect(try result.events() == ["down a,b,c \(traceTime(60.2))", "down a,b,c,d \(traceTime(90))",
+        #expect(try result.events() == ["down a,b,c \(traceTime(60.2))", "down d \(traceTime(90))",
                                         "recovered a,b \(traceTime(120.1))", "recovered c \(traceTime(150))"])
         let records = try result.records()
         #expect(records[0].string("title") == "3 services down")
         #expect(records[0].string("body") == "A, B, C")
         #expect(records[0].string("key") == "groupedOutage")
-        #expect(records[0]["added"] == .array([]))
-        #expect(records[1].string("title") == "4 services down")
-        #expect(records[1].string("body") == "A, B, C, D (new: D)")
-        #expect(records[1]["added"] == .array([.string("d")]))
+        #expect(records[0]["added"] == nil, "no field of the groups that grew")
+        #expect(records[1].string("title") == "Monitor DOWN")
+        #expect(records[1].string("body") == "D is not responding")
+        #expect(records[1].string("key") == "d")
         #expect(records[0]["monitor"] == nil, "a grouped record has no single monitor")
         // --group-min 0 never groups.
         #expect(try notify(Array(lines.prefix(7)), ["--group-min", "0"]).events()

@@ -12,14 +12,31 @@ struct RunResult {
     /// Non-empty stdout lines.
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
-    /// Each stdout line parsed as a JSON object.
+    /// Each stdout line parsed as a JSON object, but for the round marks (`round_start`,
+    /// `round_end`) that probe runs write and filters pass on: `allRecords` has those too.
     func records() throws -> [JSONObject] {
+        try allRecords().filter { !RunResult.isRoundMark($0) }
+    }
+
+    /// Each stdout line parsed as a JSON object.
+    func allRecords() throws -> [JSONObject] {
         try lines.map { line in
             guard case .object(let object) = try JSONParser.parse(line) else {
                 throw TestFailure("not a JSON object: \(line)")
             }
             return object
         }
+    }
+
+    /// The round marks on stdout, each as `start ROUND` or `end ROUND`, in order.
+    func marks() throws -> [String] {
+        try allRecords().filter(RunResult.isRoundMark).map { mark in
+            "\(mark.string("type") == "round_start" ? "start" : "end") \(mark.string("round") ?? "?")"
+        }
+    }
+
+    static func isRoundMark(_ record: JSONObject) -> Bool {
+        record.string("type") == "round_start" || record.string("type") == "round_end"
     }
 }
 
@@ -122,16 +139,8 @@ func runProcess(_ executable: String, _ arguments: [String], stdin: String, envi
     for (fd, isError) in [(output[0], false), (errors[0], true)] {
         group.enter()
         DispatchQueue.global().async {
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { break }
-                data.append(contentsOf: buffer[0..<count])
-            }
+            collected.set(readToEnd(fd), error: isError)
             close(fd)
-            collected.set(data, error: isError)
             group.leave()
         }
     }
@@ -155,6 +164,20 @@ func runProcess(_ executable: String, _ arguments: [String], stdin: String, envi
     // As Foundation's terminationStatus: the exit status, or the signal that ended it.
     let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : status & 0x7F
     return RunResult(stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self), status: code)
+}
+
+/// Everything `fd` gives until its end (or an error), in 64 KiB reads.
+func readToEnd(_ fd: Int32, each: ((ArraySlice<UInt8>) -> Void)? = nil) -> Data {
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { break }
+        data.append(contentsOf: buffer[0..<count])
+        each?(buffer[0..<count])
+    }
+    return data
 }
 
 final class CollectedOutput: @unchecked Sendable {
@@ -203,6 +226,14 @@ final class RunningTool {
             if chunk.isEmpty { return buffered.isEmpty ? nil : String(decoding: buffered, as: UTF8.self) }
             buffered.append(chunk)
         }
+    }
+
+    /// Blocks until one whole line that is not a round mark arrives (nil at end of output).
+    func readLineSkippingMarks() -> String? {
+        while let line = readLine() {
+            if !line.contains(#""type":"round_start""#) && !line.contains(#""type":"round_end""#) { return line }
+        }
+        return nil
     }
 
     /// Sends a signal and waits for the exit; returns the status, the rest of stdout and all of stderr.
