@@ -209,6 +209,21 @@ extension ClickHouseSampleStore {
         return Int(try reader.int64())
     }
 
+    /// Every monitor's counts by status in one pass over two columns (monitor, status) of the samples.
+    func checkCounts() throws -> [Int64: [Int]] {
+        let ids = Dictionary(try readMonitors().map { ($0.monitor, $0.id) }, uniquingKeysWith: { first, _ in first })
+        var reader = try rows("SELECT monitor, status, toInt64(count()) FROM \(try samplesTable()) WHERE held = 0 GROUP BY monitor, status")
+        var result: [Int64: [Int]] = [:]
+        while !reader.atEnd {
+            let monitor = try reader.string()
+            let status = try SampleStatus(storeCode: Int64(try reader.uint8()))
+            let checks = Int(try reader.int64())
+            guard let id = ids[monitor] else { continue }
+            result[id, default: [0, 0, 0, 0, 0]][Int(status.storeCode)] += checks
+        }
+        return result
+    }
+
     func agents() throws -> [AgentRecord] {
         var perAgent: [String: Int] = [:]
         for monitor in try readMonitors() { if let agent = monitor.metadata.agent { perAgent[agent, default: 0] += 1 } }

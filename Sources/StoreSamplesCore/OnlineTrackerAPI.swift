@@ -21,6 +21,7 @@ import VitalsKit
 /// | GET /api/monitors/{id}/history?hours= | `store-samples history ID --hours H` |
 /// | GET /api/monitors/{id}/results?hours=&page=&per_page= | `store-samples results ID ...` |
 /// | GET /api/agents | `store-samples agents` |
+/// | GET /metrics | `store-samples metrics` (Prometheus' text format) |
 /// | POST /api/samples | `store-samples ingest --remote` of the body, for the agent its bearer token names |
 ///
 /// One instance serves every worker thread of a responder; each thread answers through its own
@@ -75,6 +76,7 @@ final class OnlineTrackerAPI: Sendable {
                                perPage: try request.integer("per_page", default: 25, in: 1...100))
         }
         router.add(["GET"], "/api/agents") { _, _, worker in try worker.agents() }
+        router.add(["GET"], "/metrics") { _, _, worker in try worker.metrics() }
         router.add(["POST"], "/api/samples") { request, _, worker in try worker.receiveSamples(request) }
         self.router = router
     }
@@ -179,6 +181,15 @@ final class OnlineTrackerWorker: RequestAnswerer {
     func agents() throws -> APIResponse {
         let views = try views()
         return try kept("agents", views, window: nil) { JSONValue.array(try views.agents()).encoded() + [0x0A] }
+    }
+
+    /// The exposition for Prometheus: no time window (it holds latest states and counts), so it
+    /// is kept until the store changes.
+    func metrics() throws -> APIResponse {
+        let views = try views()
+        var response = try kept("metrics", views, window: nil) { try views.metrics() }
+        response.contentType = MetricsExposition.contentType
+        return response
     }
 
     /// The views and the monitor an `{id}` names (its integer id, or its monitor id); 404 if none.

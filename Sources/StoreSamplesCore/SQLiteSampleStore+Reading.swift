@@ -144,4 +144,64 @@ extension SQLiteSampleStore {
         }
         return (first, next)
     }
+
+    /// The counts kept in `check_counts`, brought up to date first: the samples numbered past the
+    /// last count are added, or, when samples went away or held ones came to count since
+    /// (`deletions` moved), every sample is counted again. So a scrape costs the samples stored
+    /// since the last one, not the whole store. A file this process cannot write is counted whole,
+    /// without keeping the result.
+    func checkCounts() throws -> [Int64: [Int]] {
+        // Samples numbered past the last count, found by number (a few pages of the table); all of
+        // them, from the covering index (about a tenth of the bytes of the table, whose rows hold
+        // each record whole).
+        let count = """
+            SELECT monitor_id, status, count(*) FROM samples WHERE id > ? AND id <= ? AND held = 0 GROUP BY monitor_id, status
+            """
+        let countAll = """
+            SELECT monitor_id, status, count(*) FROM samples INDEXED BY samples_by_monitor_time
+            WHERE held = 0 AND id > ? AND id <= ? GROUP BY monitor_id, status
+            """
+        do {
+            try db.writeTransaction {
+                let deletions = try db.scalarInt("SELECT deletions FROM store_state") ?? 0
+                let state = try db.prepare("SELECT through_id, deletions FROM check_counts_state")
+                guard try state.step() else { throw ToolError("the store's check_counts_state has no row") }
+                var through = state.int64(0)
+                if state.int64(1) != deletions {
+                    try db.execute("DELETE FROM check_counts")
+                    through = 0
+                }
+                let last = try db.scalarInt("SELECT max(id) FROM samples") ?? 0
+                if last > through {
+                    let add = try db.prepare("INSERT INTO check_counts (monitor_id, status, checks) " + (through == 0 ? countAll : count)
+                                             + " ON CONFLICT (monitor_id, status) DO UPDATE SET checks = checks + excluded.checks")
+                    add.bind(through, last)
+                    try add.step()
+                }
+                let save = try db.prepare("UPDATE check_counts_state SET through_id = ?, deletions = ?")
+                save.bind(max(through, last), deletions)
+                try save.step()
+            }
+        } catch let error as SQLiteError where error.isReadOnly {
+            return try translated {
+                let statement = try db.prepare(countAll)
+                statement.bind(Int64(0), Int64.max)
+                return try SQLiteSampleStore.countsByMonitor(statement)
+            }
+        } catch {
+            throw translate(error)
+        }
+        return try translated { try SQLiteSampleStore.countsByMonitor(try db.prepare("SELECT monitor_id, status, checks FROM check_counts")) }
+    }
+
+    /// Rows of (monitor id, status code, count) as a table by monitor.
+    private static func countsByMonitor(_ rows: SQLiteStatement) throws -> [Int64: [Int]] {
+        var result: [Int64: [Int]] = [:]
+        while try rows.step() {
+            let code = Int(rows.int64(1))
+            guard (0...4).contains(code) else { _ = try SampleStatus(storeCode: Int64(code)); continue }
+            result[rows.int64(0), default: [0, 0, 0, 0, 0]][code] += Int(rows.int64(2))
+        }
+        return result
+    }
 }

@@ -80,6 +80,9 @@ protocol SampleStore: AnyObject {
     func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals
     /// The number of samples of a monitor in `[from, until)`.
     func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int
+    /// Every sample stored and counted (not held), by monitor id and status: each monitor's
+    /// counts indexed by the status's `storeCode` (`metrics`' `vitals_checks_total`).
+    func checkCounts() throws -> [Int64: [Int]]
     /// Every agent.
     func agents() throws -> [AgentRecord]
     /// Sets an agent's status; false when there is no such agent.

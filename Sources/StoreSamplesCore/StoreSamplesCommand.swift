@@ -9,14 +9,15 @@ public enum StoreSamplesCommand: VitalsCommand {
         name: "store-samples",
         summary: "Keep sample records in SQLite and answer OnlineTracker's views of their history.",
         usage: ["[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
-                "[OPTIONS] agents [approve|reject|token ID] | stats | export",
+                "[OPTIONS] agents [approve|reject|token ID] | stats | export | metrics [--output FILE]",
                 "[OPTIONS] serve --socket PATH | cgi",
                 "[OPTIONS] clear --all | --monitor ID | --until WHEN"],
         description: """
         Without a subcommand (or with ingest), samples are read from the FILEs or standard input and stored; \
         each record is written to standard output once the transaction holding it has committed. The other \
         subcommands print JSON shaped as OnlineTracker's API (overview, monitors, monitor, history, results, \
-        agents), Online Now's statistics (stats), or the stored samples (export). serve answers OnlineTracker's \
+        agents), Online Now's statistics (stats), or the stored samples (export); metrics prints every monitor's latest \
+        state and counts in Prometheus' text exposition format. serve answers OnlineTracker's \
         API behind nginx as a FastCGI responder on a private Unix socket, until stopped; cgi answers one request \
         of it under a web server that runs a program per request. See store-samples(1) and vitals-serve(7).
         """,
@@ -39,6 +40,8 @@ public enum StoreSamplesCommand: VitalsCommand {
             .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
             .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
+            OptionSpec("output", value: "FILE",
+                       help: "metrics: write the exposition to FILE, replaced whole (a temporary file renamed over it), for node_exporter's textfile collector"),
             OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
             OptionSpec("sort", value: "ORDER", default: "status", choices: ["status", "id"],
                        help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
@@ -66,6 +69,8 @@ public enum StoreSamplesCommand: VitalsCommand {
                            summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
             SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
+            SubcommandSpec("metrics", options: ["output"],
+                           summary: "every monitor's latest state and checks counted, in Prometheus' text exposition format"),
             SubcommandSpec("clear", options: ["all", "monitor", "until"],
                            summary: "delete samples: all, one monitor's, or those before a time (isitup's and Online Now's clear history)"),
         ],
@@ -76,6 +81,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             "store-samples --db vitals.db history api --hours 24 --ndjson",
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",
             "store-samples --db vitals.db clear --until 30d",
+            "store-samples --db vitals.db metrics --output /var/lib/prometheus/node-exporter/vitals.prom",
         ],
         exitStatuses: [
             (.success, "done (a query that matches nothing prints an empty list)"),
@@ -256,6 +262,16 @@ public enum StoreSamplesCommand: VitalsCommand {
                 JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
                 JSONField("samples", .integer(deleted)),
             ])).encoded())
+        case "metrics":
+            let exposition = try views.metrics()
+            if let file = options.value("output") {
+                // Readable by node_exporter, which runs as another user, as a file made with > would be.
+                let mask = umask(0o022)
+                umask(mask)
+                try AtomicFile.write(exposition, to: file, mode: 0o666 & ~mask)
+            } else {
+                try writer.write(exposition.dropLast())   // the writer ends the last line
+            }
         case "export":
             let monitorID = try options.value("monitor").map { try findMonitor($0).id }
             if !ndjson {

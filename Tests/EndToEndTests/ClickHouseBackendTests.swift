@@ -71,7 +71,7 @@ struct ClickHouseBackendTests {
             ["overview"], ["overview", "--sort", "id"], ["monitors"], ["monitors", "--ndjson", "--sort", "id"],
             ["agents"], ["agents", "--ndjson"], ["stats"], ["stats", "--since", "24h"], ["stats", "--since", "2026-01-30T06:00:00Z"],
             ["export"], ["export", "--format", "csv"], ["export", "--since", "2026-01-30T00:00:00Z", "--until", "2026-01-31T00:00:00Z"],
-            ["monitor", "2"], ["history", "3", "--hours", "24"],
+            ["monitor", "2"], ["history", "3", "--hours", "24"], ["metrics"],
         ]
         for monitor in monitors {
             views += [
