@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import VitalsKit
 
 /// Values that break out of what the monitor has shown: the default detector.
@@ -51,29 +56,32 @@ struct EnvelopeDetector: MonitorDetector {
     /// The mean deviation's weight per sample.
     static let deviationWeight = 0.01
     /// The mean deviation times this is a floor of the scale.
-    static let deviationFactor = 2.0
+    static let deviationFactor = 1.8
     /// The scale never goes below this share of the median's size.
     static let relativeFloor = 0.001
     /// How far the envelope moves back toward the median per sample.
-    static let envelopeDecay = 0.001
+    static let envelopeDecay = 0.0023
     /// How far beyond the envelope, in spreads, a value must be (at the default threshold's limit).
-    static let envelopeMargin = 0.05
-    /// Samples that stay degrading after the last one over the limit.
-    static let holdSamples = 10
-    /// The change channel's limit, in mean absolute changes, is this times the threshold (8.33 at
-    /// the default 5).
-    static let changeThresholdFactor = 10.0 / 6.0
+    static let envelopeMargin = 0.065
+    /// Quiet samples in a row (evidence at most 1) that end an episode: the episode stays
+    /// degrading through the first `episodeEnd - 1` of them.
+    static let episodeEnd = 11
+    /// The change channel's limit, in mean absolute changes, is this times the threshold (9.69 at
+    /// the default 5.7).
+    static let changeThresholdFactor = 1.7
     /// The mean absolute change's weight per sample.
     static let changeWeight = 0.01
-    /// How far the envelope of changes moves back toward 0 per nonzero change.
-    static let changeDecay = 0.0002
+    /// The envelope of changes moves back toward 0 on each nonzero change by 1 - exp(-elapsed /
+    /// this), with the seconds since the last sample: it remembers the steps of the last day or two
+    /// (the time constant is 1.8 days), whatever the cadence.
+    static let changeTime = 1.8 * 86_400
     /// How far beyond the envelope of changes, in its spreads, a change must be.
-    static let changeMargin = 0.3
+    static let changeMargin = 0.53
     /// The daily profile's phases: the hours of the day (UTC) of a sample's `at`.
     static let phases = 24
     /// The profile's weight per day: a visit of a phase a day or more after its last day's first
     /// weighs this much, one sooner in proportion to the time (none at the same time or earlier).
-    static let profileWeight = 0.1
+    static let profileWeight = 0.03
     /// Days a phase must have been visited on before its profile judges (a visit 12 hours or more
     /// after the last counted one starts a day).
     static let profileVisits = 3
@@ -81,8 +89,14 @@ struct EnvelopeDetector: MonitorDetector {
     /// visited (up to `profileVisits`), and the `at` of the last counted day's first visit.
     static let profileStride = 5
     /// The profile channel's limit, in the phase's mean deviations, is this times the threshold
-    /// (6.67 at the default 5).
-    static let profileThresholdFactor = 8.0 / 6.0
+    /// (7.41 at the default 5.7).
+    static let profileThresholdFactor = 1.3
+    /// The phase's deviation is at least this share of the series' mean deviation.
+    static let profileFloor = 0.8
+    /// Samples that differed from their median the detector must have learned before it judges:
+    /// until a series has varied a few times it has no scale to judge a departure by (a series of
+    /// zeros meeting its first nonzero value).
+    static let neededDeviations = 5
     /// The repeat channel: this many repeats in a row (the value the same as the last one this
     /// many times, so one more values in all) is a stuck value...
     static let stuckRepeats = 3
@@ -104,7 +118,6 @@ struct EnvelopeDetector: MonitorDetector {
     private var deviationWeights = 0.0
     private var upper: Double?
     private var lower: Double?
-    private var hold = 0
     /// Exponentially weighted sum of absolute changes between consecutive learned values, and of
     /// their weights.
     private var changeSum = 0.0
@@ -121,6 +134,10 @@ struct EnvelopeDetector: MonitorDetector {
     /// last one after a different one), and the repeats in a row up to the last learned value.
     private var repeatRate = 0.0
     private var repeats = 0
+    /// Learned samples that differed from their median, up to `neededDeviations`.
+    private var deviations = 0
+    /// The `at` of the last learned sample with one (ms), for the decays per time.
+    private var lastAtMs: Int64?
 
     init(settings: DetectorSettings) {
         window = SortedWindow(capacity: settings.window - 1)
@@ -157,7 +174,7 @@ struct EnvelopeDetector: MonitorDetector {
         let n = window.count
         let simulated = observation.simulated && settings.promotes
         guard n > 0, let high = upper, let low = lower else {
-            if !observation.simulated { learn(x, median: x) }
+            if !observation.simulated { learn(x, median: x, atMs: observation.atMs) }
             // isitup's fallback: a simulated latency with no real one to compare with.
             guard simulated, SimulatedLatency.isDegrading(x, realMean: nil) else { return Self.unjudged }
             return Report(verdict: .degrading, baselineCount: 0, median: nil, upper: nil, lower: nil, z: nil,
@@ -168,7 +185,7 @@ struct EnvelopeDetector: MonitorDetector {
         // isitup's +500 ms over the real mean (the window holds only real values).
         let realMean = simulated ? SimulatedLatency.mean(window.sorted) : nil
         let simulatedOver = simulated && SimulatedLatency.isDegrading(x, realMean: realMean)
-        if n + 1 >= settings.minSamples {
+        if n + 1 >= settings.minSamples, deviations >= Self.neededDeviations {
             let mad = window.mad
             var scale = max(Self.madToSigma * mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
             if deviationWeights > 0 { scale = max(scale, Self.deviationFactor * deviationSum / deviationWeights) }
@@ -196,7 +213,7 @@ struct EnvelopeDetector: MonitorDetector {
                profile[base + 3] >= Double(Self.profileVisits), profile[base + 2] > 0 {
                 let weight = profile[base + 2]
                 var deviation = profile[base + 1] / weight
-                if deviationWeights > 0 { deviation = max(deviation, deviationSum / deviationWeights) }
+                if deviationWeights > 0 { deviation = max(deviation, Self.profileFloor * deviationSum / deviationWeights) }
                 if deviation > 0 {
                     let residual = (x - (median + profile[base] / weight)) / (Self.profileThresholdFactor * k * deviation)
                     if settings.direction.judgesHigh { evidence = max(evidence, residual) }
@@ -210,14 +227,7 @@ struct EnvelopeDetector: MonitorDetector {
                (Self.stuckRepeats...Self.stuckLongest).contains(repeats + 1), repeatRate < Self.stuckRate {
                 evidence = max(evidence, min(Self.stuckCeiling, Double(repeats + 1) / Self.stuckDivisor))
             }
-            var over = evidence > 1
-            if simulatedOver { over = true }
-            if over {
-                hold = Self.holdSamples
-            } else if hold > 0 {
-                hold -= 1
-                over = true
-            }
+            let over = evidence > 1 || simulatedOver
             report.verdict = over ? .degrading : .stable
             report.z = z
             report.score = evidenceScore(evidence, scale: 1)
@@ -227,7 +237,7 @@ struct EnvelopeDetector: MonitorDetector {
             report.score = SimulatedLatency.score(x, realMean: realMean)
         }
         if !observation.simulated {
-            learn(x, median: median)
+            learn(x, median: median, atMs: observation.atMs)
             if let at = observation.atMs { learnProfile(x - median, at: at) }
         }
         return report
@@ -268,7 +278,13 @@ struct EnvelopeDetector: MonitorDetector {
 
     /// Learns a value: the mean deviation from `median` (the baseline it was judged against), the
     /// envelope, the window.
-    private mutating func learn(_ x: Double, median: Double) {
+    private mutating func learn(_ x: Double, median: Double, atMs: Int64?) {
+        // The seconds since the last learned sample (0 without times, or when time steps back).
+        var elapsed = 0.0
+        if let at = atMs {
+            if let last = lastAtMs { elapsed = max(0, Double(at &- last) / 1000) }
+            lastAtMs = at
+        }
         if window.count > 0 {
             let change = x - window.newest
             // The repeat rate counts the first repeat of a run and every sample that is not a
@@ -286,8 +302,9 @@ struct EnvelopeDetector: MonitorDetector {
             if let rise = changeUpper, let fall = changeLower {
                 // A step of 0 says nothing about the size of steps (as a value at the median above).
                 if change != 0 {
-                    changeUpper = max(change, rise * (1 - Self.changeDecay))
-                    changeLower = min(change, fall * (1 - Self.changeDecay))
+                    let decay = Self.forgetting(elapsed, Self.changeTime)
+                    changeUpper = max(change, rise * (1 - decay))
+                    changeLower = min(change, fall * (1 - decay))
                 }
             } else {
                 changeUpper = change
@@ -295,6 +312,7 @@ struct EnvelopeDetector: MonitorDetector {
             }
             deviationSum = (1 - Self.deviationWeight) * deviationSum + Self.deviationWeight * abs(x - median)
             deviationWeights = (1 - Self.deviationWeight) * deviationWeights + Self.deviationWeight
+            if x != median, deviations < Self.neededDeviations { deviations += 1 }
         }
         if let high = upper, let low = lower {
             // A value equal to the median says nothing about the range: on a series that is mostly
@@ -310,6 +328,12 @@ struct EnvelopeDetector: MonitorDetector {
         window.append(x)
     }
 
+    /// The share forgotten over `elapsed` seconds at the time constant `time`: 1 - exp(-elapsed / time).
+    @inline(__always)
+    static func forgetting(_ elapsed: Double, _ time: Double) -> Double {
+        elapsed > 0 ? -expm1(-elapsed / time) : 0
+    }
+
     // MARK: - State
 
     func encodeState(to out: inout [UInt8]) {
@@ -318,7 +342,6 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.number("deviation_weights", deviationWeights, to: &out)
         StateText.optionalNumber("upper", upper, to: &out)
         StateText.optionalNumber("lower", lower, to: &out)
-        StateText.optionalInteger("hold", Int64(hold), to: &out)
         StateText.number("change_sum", changeSum, to: &out)
         StateText.number("change_weights", changeWeights, to: &out)
         StateText.optionalNumber("change_upper", changeUpper, to: &out)
@@ -326,6 +349,8 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.numbers("profile", profile, to: &out)
         StateText.number("repeat_rate", repeatRate, to: &out)
         StateText.optionalInteger("repeats", Int64(repeats), to: &out)
+        StateText.optionalInteger("deviations", Int64(deviations), to: &out)
+        StateText.optionalInteger("last_at_ms", lastAtMs, to: &out)
     }
 
     init(state: JSONObject, settings: DetectorSettings) throws(StateError) {
@@ -335,10 +360,6 @@ struct EnvelopeDetector: MonitorDetector {
         deviationWeights = try state.stateNumber("deviation_weights")
         upper = try state.optionalStateNumber("upper")
         lower = try state.optionalStateNumber("lower")
-        guard let held = try state.optionalStateInteger("hold"), (0...Int64(Self.holdSamples)).contains(held) else {
-            throw StateError("'hold' is not a whole number from 0 to \(Self.holdSamples)")
-        }
-        hold = Int(held)
         guard deviationSum >= 0, (0...1).contains(deviationWeights) else { throw StateError("the mean deviation is out of range") }
         guard (upper == nil) == (lower == nil), (upper == nil) == (window.count == 0) else {
             throw StateError("the envelope does not match the values")
@@ -362,6 +383,11 @@ struct EnvelopeDetector: MonitorDetector {
             throw StateError("'repeats' is not a whole number of 0 or more")
         }
         repeats = Int(run)
+        guard let varied = try state.optionalStateInteger("deviations"), (0...Int64(Self.neededDeviations)).contains(varied) else {
+            throw StateError("'deviations' is not a whole number from 0 to \(Self.neededDeviations)")
+        }
+        deviations = Int(varied)
+        lastAtMs = try state.optionalStateInteger("last_at_ms")
         for phase in 0..<(profile.count / Self.profileStride) {
             let base = Self.profileStride * phase
             let visits = profile[base + 3]
