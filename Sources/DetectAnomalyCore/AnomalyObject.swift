@@ -45,6 +45,8 @@ struct AnomalyObject: ~Copyable {
     let keys: AnomalyKeys
     private var buffer = LineBuffer(capacity: 512)
     private let detectorName: [UInt8]
+    /// The text of an episode's `started_at`, kept from line to line.
+    private var timeText: [UInt8] = []
 
     init(detector: DetectorKind, keys: AnomalyKeys) {
         self.keys = keys
@@ -86,7 +88,9 @@ struct AnomalyObject: ~Copyable {
             }
             buffer.append(integer: Int(episode.id))
             buffer.append(",\"started_at\":\"")
-            buffer.append(Array(Timestamp.format(milliseconds: episode.startedAtMs).utf8))
+            timeText.removeAll(keepingCapacity: true)
+            Timestamp.append(milliseconds: episode.startedAtMs, to: &timeText)
+            buffer.append(timeText)
             buffer.append("\",\"samples\":")
             buffer.append(integer: episode.samples)
             buffer.append(",\"duration_ms\":")
