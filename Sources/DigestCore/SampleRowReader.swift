@@ -88,8 +88,47 @@ struct SampleRowReader {
             services.noteLatest(service, at: instant, reason: reasonBytes, message: scratch)
         }
         sequence += 1
-        return .sample(SampleRow(at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
-                                 sequence: sequence, service: service, status: statusIndex))
+        var row = SampleRow(at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
+                            sequence: sequence, service: service, status: statusIndex)
+        if let anomaly = own.anomaly { row.episode = Self.episode(line, anomaly) }
+        return .sample(row)
+    }
+
+    /// Where the sample stands in an episode, from its `anomaly` object: the compact form
+    /// detect-anomaly writes (`"episode":{"state":"onset"`) is read in place; any other form of an
+    /// object that names an episode is parsed.
+    static func episode(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> UInt8 {
+        let value = UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
+        guard value.first == UInt8(ascii: "{"), let key = find(episodeKey, in: value) else { return EpisodeIndex.none }
+        let rest = UnsafeBufferPointer(rebasing: value[(key + episodeKey.count)...])
+        if starts(rest, with: onsetText) { return EpisodeIndex.onset }
+        if starts(rest, with: ongoingText) { return EpisodeIndex.ongoing }
+        if starts(rest, with: nullText) || starts(rest, with: endText) { return EpisodeIndex.none }
+        guard let state = (try? JSONParser.parse(value))?.objectValue?["episode"]?.objectValue?["state"]?.stringValue else {
+            return EpisodeIndex.none
+        }
+        return state == "onset" ? EpisodeIndex.onset : state == "ongoing" ? EpisodeIndex.ongoing : EpisodeIndex.none
+    }
+
+    private static let episodeKey = Array("\"episode\"".utf8)
+    private static let onsetText = Array(":{\"state\":\"onset\"".utf8)
+    private static let ongoingText = Array(":{\"state\":\"ongoing\"".utf8)
+    private static let endText = Array(":{\"state\":\"end\"".utf8)
+    private static let nullText = Array(":null".utf8)
+
+    /// The position of the first `needle` in `haystack`.
+    private static func find(_ needle: [UInt8], in haystack: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        var index = 0
+        while index <= haystack.count - needle.count {
+            if haystack[index] == needle[0], starts(UnsafeBufferPointer(rebasing: haystack[index...]), with: needle) { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    private static func starts(_ bytes: UnsafeBufferPointer<UInt8>, with prefix: [UInt8]) -> Bool {
+        bytes.count >= prefix.count && prefix.indices.allSatisfy { bytes[$0] == prefix[$0] }
     }
 
     // MARK: - Bytes
@@ -155,12 +194,14 @@ struct DigestFields: SampleFieldReader {
     var name: FieldRange?
     var speed: FieldRange?
     var message: FieldRange?
+    var anomaly: FieldRange?
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch (count, key[0]) {
         case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
         case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
         default: break
         }
