@@ -13,20 +13,21 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // mark latency anomalies on rolling windows per monitor (no C)
     ("detect-anomaly", "DetectAnomalyCore", []),
     // keep samples in SQLite, or in ClickHouse over its HTTP interface, and answer OnlineTracker's views,
-    // on the command line and as its API's CGI program (SQLite via SQLiteStore; libcurl via HTTPTransport;
-    // agents' token hashes via VitalsCrypto)
-    ("store-samples", "StoreSamplesCore", ["SQLiteStore", "HTTPTransport", "VitalsCrypto"]),
+    // on the command line and as its API's FastCGI responder (SQLite via SQLiteStore; libcurl via HTTPTransport;
+    // agents' token hashes via VitalsCrypto; the responder via Serving)
+    ("store-samples", "StoreSamplesCore", ["SQLiteStore", "HTTPTransport", "VitalsCrypto", "Serving"]),
     // summarize a day of samples per service: trends, outages, correlated failures (no C)
     ("digest", "DigestCore", []),
     // ICMP echo and TCP connect probes, many on one thread; shares ProbeKit's target conventions and
     // scheduler with probe-http (TCP and TLS through HTTPTransport's connect-only mode)
     ("probe-ping", "ProbePingCore", ["ProbeKit", "HTTPTransport", "VitalsCrypto"]),
     // state changes into notifications: cooldowns, grouping, webhook/ntfy/chat/mail/push/desktop/exec channels
-    // (libcurl via HTTPTransport; HMAC and ES256 via VitalsCrypto)
-    ("notify", "NotifyCore", ["HTTPTransport", "VitalsCrypto"]),
-    // integrity snapshots of health records: chain, deltas, anomaly rules, the sample archive
-    // (libxml2 via CXML2 for Apple Health exports, SQLite via SQLiteStore, SHA-256 via VitalsCrypto)
-    ("snapshot-delta", "SnapshotDeltaCore", ["CXML2", "SQLiteStore", "VitalsCrypto"]),
+    // (libcurl via HTTPTransport; HMAC and ES256 via VitalsCrypto); OnlineTracker's device endpoints (Serving)
+    ("notify", "NotifyCore", ["HTTPTransport", "VitalsCrypto", "Serving"]),
+    // integrity snapshots of health records: chain, deltas, anomaly rules, the sample archive; Health Sync's
+    // data endpoint (libxml2 via XMLStream for Apple Health exports, SQLite via SQLiteStore, SHA-256 via
+    // VitalsCrypto, the responder via Serving)
+    ("snapshot-delta", "SnapshotDeltaCore", ["XMLStream", "SQLiteStore", "VitalsCrypto", "Serving"]),
 ]
 
 var targets: [Target] = [
@@ -44,10 +45,17 @@ var targets: [Target] = [
     .target(name: "VitalsKit"),
     // SHA-256, HMAC-SHA256, ES256 signatures, Base64: the only importer of CCrypto.
     .target(name: "VitalsCrypto", dependencies: ["CCrypto"]),
+    // libxml2's SAX2 push parser, streaming: the only importer of CXML2.
+    .target(name: "XMLStream", dependencies: ["CXML2"]),
     // SQLite connections and statements: the only importer of CSQLite.
     .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
     // The curl multi engine: the only importer of CCurl.
     .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsKit", "VitalsCrypto"]),
+    // The web side of the tools with an API: a FastCGI responder (a private Unix socket, worker
+    // threads, a supervisor that restarts its worker), one router and one JSON error writer, and a
+    // thin CGI adapter. No C: the protocol is written here (see Responder.swift for why not libfcgi).
+    .target(name: "Serving", dependencies: ["VitalsKit"]),
+    .testTarget(name: "ServingTests", dependencies: ["Serving", "VitalsKit"]),
     // Shared by the two probes: run options, scheduler, tally, target lists, ids, verdicts, a sample's leading fields, the network view.
     .target(name: "ProbeKit", dependencies: ["VitalsKit", "VitalsCrypto", "HTTPTransport"]),
 
@@ -62,7 +70,7 @@ var targets: [Target] = [
 for row in tools {
     targets.append(.target(name: row.core, dependencies: ["VitalsKit"] + row.uses))
     targets.append(.executableTarget(name: row.tool, dependencies: [.target(name: row.core)]))
-    targets.append(.testTarget(name: row.core + "Tests", dependencies: [.target(name: row.core), "VitalsKit"]))
+    targets.append(.testTarget(name: row.core + "Tests", dependencies: [.target(name: row.core), "VitalsKit"] + row.uses))
 }
 
 // End-to-end tests run the built executables in real pipes against real local servers.

@@ -74,7 +74,8 @@ public struct MailEnvelope: Sendable, Equatable {
     }
 }
 
-/// One HTTP request as the engine runs it: a fresh connection, bounded in time and size.
+/// One HTTP request as the engine runs it: a fresh connection (unless `reuseConnection`),
+/// bounded in time and size.
 public struct HTTPRequest: Sendable {
     /// The URL (http or https).
     public var url: String
@@ -112,6 +113,9 @@ public struct HTTPRequest: Sendable {
     public var password: String?
     /// Send mail: with an `smtp://` or `smtps://` URL, `body` is uploaded as the message.
     public var mail: MailEnvelope?
+    /// Keep the connection open afterwards and take an open one to the same server if the engine
+    /// has one (a database client's requests; a probe measures a fresh connection each time).
+    public var reuseConnection = false
 
     /// Creates a request.
     public init(url: String, method: String, timeoutMs: Int, userAgent: String) {

@@ -207,10 +207,12 @@ final class Transfer {
         check(ccurl_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"), "redirect protocols")
         check(ccurl_setopt_long(handle, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMs)), "timeout")
         check(ccurl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.timeoutMs)), "connect timeout")
-        check(ccurl_setopt_long(handle, CURLOPT_FRESH_CONNECT, 1), "fresh connect")
-        check(ccurl_setopt_long(handle, CURLOPT_FORBID_REUSE, 1), "forbid reuse")
-        check(ccurl_setopt_long(handle, CURLOPT_DNS_CACHE_TIMEOUT, 0), "DNS cache")
-        check(ccurl_setopt_long(handle, CURLOPT_SSL_SESSIONID_CACHE, 0), "TLS session cache")
+        if !request.reuseConnection {
+            check(ccurl_setopt_long(handle, CURLOPT_FRESH_CONNECT, 1), "fresh connect")
+            check(ccurl_setopt_long(handle, CURLOPT_FORBID_REUSE, 1), "forbid reuse")
+            check(ccurl_setopt_long(handle, CURLOPT_DNS_CACHE_TIMEOUT, 0), "DNS cache")
+            check(ccurl_setopt_long(handle, CURLOPT_SSL_SESSIONID_CACHE, 0), "TLS session cache")
+        }
         check(ccurl_setopt_string(handle, CURLOPT_USERAGENT, request.userAgent), "user agent")
         switch request.ipFamily {
         case .any: break

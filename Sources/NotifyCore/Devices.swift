@@ -1,3 +1,4 @@
+import Serving
 import VitalsKit
 
 /// `notify devices`: OnlineTracker's device registry (register, unregister, count), kept beside
@@ -84,39 +85,57 @@ enum DevicesCommand {
     }
 }
 
-/// `notify cgi`: OnlineTracker's device endpoints as a CGI program (see vitals-serve(7)), over the
-/// same registry and answers as `notify devices`. The state file is `--state`, else
-/// `$VITALS_NOTIFY_STATE`.
-enum DevicesAPI {
-    static func answer(_ request: CGIRequest, statePath: String?, now: Int64) throws -> CGIResponse {
-        let path = request.segments
-        guard path.count == 3, path[0] == "api", path[1] == "devices" else { throw CGIError.notFound("no such path: see vitals-serve(7) for the routes") }
-        guard let statePath else {
-            throw CGIError(status: 503, reason: "no_state", message: "no device list is configured (VITALS_NOTIFY_STATE)", headers: [("Retry-After", "60")])
-        }
-        let registry = DeviceRegistry(statePath: statePath)
-        switch path[2] {
-        case "register":
-            guard request.method == "POST" else { throw CGIError.method(request.method, allowed: ["POST"]) }
-            guard let body = try? JSONParser.parse(request.body).objectValue, let token = body["device_token"]?.stringValue else {
-                throw CGIError(status: 400, reason: "bad_body", message: #"the body must be {"device_token": "...", "platform": "ios", "app_version": "..."}"#)
+/// OnlineTracker's device endpoints (`notify serve`, behind nginx; see vitals-serve(7)), over the
+/// same registry and answers as `notify devices`: `POST /api/devices/register`,
+/// `GET /api/devices/count` and `DELETE /api/devices/{token}`. The device list is the one beside
+/// the state file `--state` names.
+final class DevicesAPI: Sendable, RequestAnswerer {
+    let statePath: String?
+    let clock: @Sendable () -> Int64
+    let router: Router<DevicesAPI>
+    /// The limits of every request: the bodies are a token and two short words.
+    static let limits = RequestLimits(maxBody: 64 << 10, deadlineMs: 10_000)
+
+    init(statePath: String?, clock: @escaping @Sendable () -> Int64) {
+        self.statePath = statePath
+        self.clock = clock
+        var router = Router<DevicesAPI>(notFound: "no such path: see vitals-serve(7) for the routes")
+        router.add(["POST"], "/api/devices/register") { request, _, api in try api.register(request) }
+        router.add(["GET"], "/api/devices/count") { _, _, api in .json(.object(try DevicesCommand.count(try api.registry()))) }
+        router.add(["DELETE"], "/api/devices/{token}") { _, values, api in
+            let unknown = APIError(status: 404, reason: "unknown_device", message: "no device with that token is registered")
+            guard let token = try? DevicesCommand.normalized(values[0]), let answer = try DevicesCommand.unregister(try api.registry(), token: token) else {
+                throw unknown
             }
-            guard let normalized = try? DevicesCommand.normalized(token) else {
-                throw CGIError(status: 400, reason: "bad_body", message: "device_token must be an even number of hexadecimal digits (64 for APNs)")
-            }
-            let platform = body["platform"]?.stringValue ?? "ios"
-            guard !platform.isEmpty, platform.utf8.count <= 64 else { throw CGIError(status: 400, reason: "bad_body", message: "platform must be a short word") }
-            let appVersion = body["app_version"]?.stringValue
-            guard (appVersion?.utf8.count ?? 0) <= 64 else { throw CGIError(status: 400, reason: "bad_body", message: "app_version must be at most 64 bytes") }
-            return .json(.object(try DevicesCommand.register(registry, token: normalized, platform: platform, appVersion: appVersion, now: now)))
-        case "count":
-            guard request.method == "GET" || request.method == "HEAD" else { throw CGIError.method(request.method, allowed: ["GET", "HEAD"]) }
-            return .json(.object(try DevicesCommand.count(registry)))
-        default:
-            guard request.method == "DELETE" else { throw CGIError.method(request.method, allowed: ["DELETE"]) }
-            let unknown = CGIError(status: 404, reason: "unknown_device", message: "no device with that token is registered")
-            guard let token = try? DevicesCommand.normalized(path[2]), let answer = try DevicesCommand.unregister(registry, token: token) else { throw unknown }
             return .json(.object(answer))
         }
+        self.router = router
+    }
+
+    /// The registry beside the state file; a 503 when none is configured.
+    func registry() throws -> DeviceRegistry {
+        guard let statePath else {
+            throw APIError(status: 503, reason: "no_state", message: "no device list is configured (notify --state)", headers: [("Retry-After", "60")])
+        }
+        return DeviceRegistry(statePath: statePath)
+    }
+
+    func answer(_ request: APIRequest) -> APIResponse {
+        router.answer(request, self, log: { _ in })
+    }
+
+    /// POST /api/devices/register: `{"device_token": "...", "platform": "ios", "app_version": "..."}`.
+    func register(_ request: APIRequest) throws -> APIResponse {
+        guard let body = try? JSONParser.parse(request.body).objectValue, let token = body["device_token"]?.stringValue else {
+            throw APIError(status: 400, reason: "bad_body", message: #"the body must be {"device_token": "...", "platform": "ios", "app_version": "..."}"#)
+        }
+        guard let normalized = try? DevicesCommand.normalized(token) else {
+            throw APIError(status: 400, reason: "bad_body", message: "device_token must be an even number of hexadecimal digits (64 for APNs)")
+        }
+        let platform = body["platform"]?.stringValue ?? "ios"
+        guard !platform.isEmpty, platform.utf8.count <= 64 else { throw APIError(status: 400, reason: "bad_body", message: "platform must be a short word") }
+        let appVersion = body["app_version"]?.stringValue
+        guard (appVersion?.utf8.count ?? 0) <= 64 else { throw APIError(status: 400, reason: "bad_body", message: "app_version must be at most 64 bytes") }
+        return .json(.object(try DevicesCommand.register(try registry(), token: normalized, platform: platform, appVersion: appVersion, now: clock())))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Serving
 import VitalsKit
 
 /// `notify`: turn state changes in sample records into notifications that arrive once,
@@ -8,7 +9,7 @@ public enum NotifyCommand: VitalsCommand {
     public static let spec = CommandSpec(
         name: "notify",
         summary: "Turn monitors' state changes into notifications: cooldowns, grouping, thresholds, channels.",
-        usage: ["[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list", "[OPTIONS] cgi"],
+        usage: ["[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list", "[OPTIONS] serve --socket PATH | cgi"],
         description: """
         Sample records are read from the FILEs (or standard input; - is standard input). A monitor going down \
         (or error), degraded, or back up is a notification, decided on the samples' own times with isitup's \
@@ -17,7 +18,7 @@ public enum NotifyCommand: VitalsCommand {
         result of each channel named by --to or --config. With --state, what was decided and delivered is kept, \
         so runs from cron behave like one long stream and undelivered notifications are retried by the next run. \
         See notify(1) for the channel URLs and vitals-records(7) for the record. \
-        cgi answers OnlineTracker's /api/devices/ endpoints under a web server (see vitals-serve(7)).
+        serve answers OnlineTracker's /api/devices/ endpoints behind nginx (cgi: one request, for web servers that run a program per request); see vitals-serve(7).
         """,
         options: [
             OptionSpec("to", value: "URL", repeatable: true, help: "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"),
@@ -42,7 +43,7 @@ public enum NotifyCommand: VitalsCommand {
             OptionSpec("app-version", value: "VERSION", help: "devices add: the app version the device runs"),
             OptionSpec("exit-status", short: "e", help: "exit 1 when something was notified"),
             OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
-        ],
+        ] + Serve.options,
         subcommands: [
             SubcommandSpec("deliver", operands: 0...Int.max, "[FILE...]",
                            options: ["to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
@@ -51,6 +52,8 @@ public enum NotifyCommand: VitalsCommand {
                            summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
             SubcommandSpec("devices", operands: 1...2, "add TOKEN | remove TOKEN | count | list", options: ["platform", "app-version"],
                            summary: "keep the devices Apple push goes to, beside the --state file (FILE.devices)"),
+            SubcommandSpec("serve", options: Serve.optionNames,
+                           summary: "answer OnlineTracker's device endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec("cgi", summary: "answer one request of OnlineTracker's device endpoints as a CGI program (see vitals-serve(7))"),
         ],
         defaultSubcommand: "deliver",
@@ -78,10 +81,17 @@ public enum NotifyCommand: VitalsCommand {
         let fixedNow = now
         let wallClock: () -> Int64 = fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
 
-        if options.subcommand == "cgi" {
+        if options.subcommand == "serve" || options.subcommand == "cgi" {
             let statePath = options.value("state") ?? context.environment["VITALS_NOTIFY_STATE"].flatMap { $0.isEmpty ? nil : $0 }
-            return CGIRequest.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
-                                    diagnostics: context.diagnostics) { try DevicesAPI.answer($0, statePath: statePath, now: wallClock()) }
+            let clock: @Sendable () -> Int64 = fixedNow.map { base in { @Sendable in base + Clock.monotonicMilliseconds() - started } }
+                ?? { Clock.wallMilliseconds() }
+            let api = DevicesAPI(statePath: statePath, clock: clock)
+            if options.subcommand == "cgi" {
+                return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
+                                        maxBody: DevicesAPI.limits.maxBody, api.answer)
+            }
+            guard statePath != nil else { throw UsageError("serve keeps the device list beside the state file: name it with --state FILE") }
+            return try Serve.run(options, context, what: "OnlineTracker's device endpoints (\(statePath!))", limits: DevicesAPI.limits) { api }
         }
         if options.subcommand == "devices" {
             return try DevicesCommand.run(options.operands, options, context, wallClock: wallClock)

@@ -1,13 +1,13 @@
-internal import CXML2
 import VitalsKit
+import XMLStream
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// Reads an Apple Health `export.xml` as a stream with libxml2's SAX2 push parser (the only
-/// reacher of CXML2): constant memory whatever the file size, the internal DTD removed
+/// Reads an Apple Health `export.xml` as a stream with libxml2's SAX2 push parser
+/// (`XMLPushParser`): constant memory whatever the file size, the internal DTD removed
 /// before parsing (see `ExportHead`), no entity expansion, no network.
 ///
 /// Only the children of `HealthData` count: `Record` (by its type), `Correlation` (by its
@@ -16,7 +16,7 @@ import Darwin
 /// (`HKActivitySummaryTypeIdentifier`), `Audiogram` (by its type), `VisionPrescription`
 /// (`HKVisionPrescriptionTypeIdentifier`) and `ClinicalRecord` (`ClinicalRecord:` and its
 /// FHIR resource type). A parse error anywhere fails the whole read.
-final class AppleHealthReader {
+final class AppleHealthReader: XMLStreamHandler {
     /// The export's `HealthKit Export Version`, when its DTD comment said.
     private(set) var exportVersion: String?
     /// The export's `ExportDate`.
@@ -27,7 +27,7 @@ final class AppleHealthReader {
     private let sink: SampleSink
     private let source: String
     private let diagnostics: Diagnostics
-    private var parser: xmlParserCtxtPtr?
+    private var parser: XMLPushParser?
     private var depth = 0
     private var sample = RawSample()
     private var fatal: String?
@@ -49,7 +49,6 @@ final class AppleHealthReader {
     /// are counted by the sink); reports what went wrong otherwise. Throws when the
     /// archive behind the sink fails.
     func read(_ input: LineReader) throws -> Bool {
-        xmlInitParser()
         var head: [UInt8] = []
         var prolog: [UInt8]?
         while prolog == nil, let chunk = input.nextChunk() {
@@ -78,43 +77,15 @@ final class AppleHealthReader {
             return false
         }
 
-        var handler = xmlSAXHandler()
-        handler.initialized = UInt32(XML_SAX2_MAGIC)
-        handler.startElementNs = { context, name, _, _, _, _, attributeCount, _, attributes in
-            guard let context, let name else { return }
-            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue()
-                .start(name, Int(attributeCount), attributes)
-        }
-        handler.endElementNs = { context, _, _, _ in
-            guard let context else { return }
-            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue().end()
-        }
-        handler.serror = { context, error in
-            guard let context, let error else { return }
-            Unmanaged<AppleHealthReader>.fromOpaque(context).takeUnretainedValue()
-                .noteError(level: error.pointee.level.rawValue, message: error.pointee.message, line: error.pointee.line)
-        }
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        let context = prolog.withUnsafeBufferPointer { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { chars in
-                xmlCreatePushParserCtxt(&handler, me, chars.baseAddress, Int32(min(chars.count, 4)), source)
-            }
-        }
-        guard let context else {
+        guard let made = prolog.withUnsafeBufferPointer({ XMLPushParser(handler: self, start: $0, source: source) }) else {
             diagnostics.error("\(source): libxml2 could not start a parser")
             return false
         }
-        parser = context
-        defer {
-            xmlFreeParserCtxt(context)
-            parser = nil
-        }
-        // No network, no DTD loading, no entity substitution: the defaults, stated.
-        xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue))
-
-        if prolog.count > 4 {
+        parser = made
+        defer { parser = nil }
+        if prolog.count > made.consumed {
             let ok = prolog.withUnsafeBufferPointer { bytes in
-                feed(UnsafeBufferPointer(rebasing: bytes[4...]))
+                feed(UnsafeBufferPointer(rebasing: bytes[made.consumed...]))
             }
             if !ok { return try finish(input) }
         }
@@ -122,23 +93,13 @@ final class AppleHealthReader {
             if !feed(chunk) { return try finish(input) }
         }
         if input.interrupted || input.readError != nil { return try finish(input) }
-        _ = xmlParseChunk(context, nil, 0, 1)
+        made.end()
         return try finish(input)
     }
 
     private func feed(_ chunk: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let parser else { return false }
-        var offset = 0
-        // xmlParseChunk takes an int length: hand over at most 1 GiB at a time.
-        while offset < chunk.count {
-            let length = min(chunk.count - offset, 1 << 30)
-            let code = chunk.withMemoryRebound(to: CChar.self) { chars in
-                xmlParseChunk(parser, chars.baseAddress! + offset, Int32(length), 0)
-            }
-            if code != 0 || fatal != nil || thrown != nil { return false }
-            offset += length
-        }
-        return true
+        return parser.feed(chunk) && fatal == nil && thrown == nil
     }
 
     private func finish(_ input: LineReader) throws -> Bool {
@@ -152,7 +113,7 @@ final class AppleHealthReader {
             diagnostics.error(fatal, source: source, line: fatalLine)
             return false
         }
-        if let parser, parser.pointee.wellFormed == 0 {
+        if let parser, !parser.isWellFormed {
             diagnostics.error("\(source): not well-formed XML")
             return false
         }
@@ -163,21 +124,29 @@ final class AppleHealthReader {
         return true
     }
 
-    private func noteError(level: UInt32, message: UnsafeMutablePointer<CChar>?, line: Int32) {
-        guard level >= XML_ERR_ERROR.rawValue, fatal == nil else { return }
-        var text = message.map { String(cString: $0) } ?? "XML error"
-        while text.last == "\n" || text.last == " " { text.removeLast() }
-        fatal = text
-        fatalLine = Int(line)
-        if let parser { xmlStopParser(parser) }
+    // MARK: - What the parser tells
+
+    func error(_ message: String, line: Int) {
+        guard fatal == nil else { return }
+        fatal = message
+        fatalLine = line
+        parser?.stop()
     }
 
-    private var line: Int { parser.map { Int(xmlSAX2GetLineNumber($0)) } ?? 0 }
+    func startElement(_ name: UnsafePointer<UInt8>, attributeCount: Int, attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) {
+        start(name, attributeCount, attributes)
+    }
+
+    func endElement() {
+        end()
+    }
+
+    private var line: Int { parser?.line ?? 0 }
 
     // MARK: - Elements
 
     @inline(__always)
-    private func start(_ name: UnsafePointer<xmlChar>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+    private func start(_ name: UnsafePointer<UInt8>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) {
         depth += 1
         if depth == 2 {
             topLevel(name, count, attributes)
@@ -188,7 +157,7 @@ final class AppleHealthReader {
             if strcmp(name, "HealthData") != 0, fatal == nil {
                 fatal = "the root element is <\(String(cString: name))>, not <HealthData>: not an Apple Health export"
                 fatalLine = line
-                if let parser { xmlStopParser(parser) }
+                parser?.stop()
             }
         }
     }
@@ -202,14 +171,14 @@ final class AppleHealthReader {
                 try sink.endElement()
             } catch {
                 thrown = error
-                if let parser { xmlStopParser(parser) }
+                parser?.stop()
             }
         }
         depth -= 1
     }
 
     /// A `MetadataEntry` child of a top-level element: its key and value.
-    private func metadataEntry(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+    private func metadataEntry(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) {
         guard let attributes else { return }
         var key: String?
         var value: String?
@@ -222,7 +191,7 @@ final class AppleHealthReader {
         if let key { sink.addMetadata(key: key, value: value ?? "") }
     }
 
-    private func topLevel(_ name: UnsafePointer<xmlChar>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+    private func topLevel(_ name: UnsafePointer<UInt8>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) {
         let element: ExportVocabulary.Element
         if strcmp(name, "Record") == 0 { element = .record }
         else if strcmp(name, "Workout") == 0 { element = .workout }
@@ -333,19 +302,19 @@ final class AppleHealthReader {
             }
         } catch {
             thrown = error
-            if let parser { xmlStopParser(parser) }
+            parser?.stop()
         }
     }
 
     /// A date attribute's instant, or nil after reporting that the element cannot be counted.
-    private func date(_ text: UnsafeBufferPointer<UInt8>, _ attribute: String, of name: UnsafePointer<xmlChar>) -> Int64? {
+    private func date(_ text: UnsafeBufferPointer<UInt8>, _ attribute: String, of name: UnsafePointer<UInt8>) -> Int64? {
         if let instant = AppleDate.parse(text) { return instant }
         sink.recordError("<\(String(cString: name))> has a \(attribute) that is not a date: '\(String(decoding: text, as: UTF8.self))'",
                          source: source, line: line)
         return nil
     }
 
-    private func exportDateAttribute(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?) {
+    private func exportDateAttribute(_ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) {
         guard let attributes else { return }
         for index in 0..<count {
             guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],

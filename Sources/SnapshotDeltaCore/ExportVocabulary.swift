@@ -1,4 +1,3 @@
-internal import CXML2
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -18,7 +17,7 @@ enum ExportVocabulary {
 
     /// The attribute `name` (a NUL-terminated name from libxml2), told by its bytes without making a String.
     @inline(__always)
-    static func attribute(_ name: UnsafePointer<xmlChar>) -> Attribute {
+    static func attribute(_ name: UnsafePointer<UInt8>) -> Attribute {
         func equals(_ literal: StaticString) -> Bool {
             literal.withUTF8Buffer { text in
                 memcmp(name, text.baseAddress!, text.count) == 0 && name[text.count] == 0

@@ -1,4 +1,5 @@
 import Foundation
+import Serving
 import VitalsCrypto
 import VitalsKit
 
@@ -9,7 +10,7 @@ import VitalsKit
 /// nginx has already done TLS 1.3, the client certificate handshake, the rate limit, the size
 /// cap and the timeouts; what arrives here is the method, the path (nginx's normalized
 /// `DOCUMENT_URI`), the client certificate (PEM in `SSL_CLIENT_CERT`, %-escaped, when one was
-/// presented) and the body. Every answer is JSON; errors are `CGIError`s,
+/// presented) and the body. Every answer is JSON; errors are `APIError`s,
 /// `{"error": "words", "reason": "word"}`, with nothing internal in them.
 enum HealthSyncAPI {
     static let dataPath = "/api/v1/health/data"
@@ -21,36 +22,56 @@ enum HealthSyncAPI {
     /// The most types one request may name.
     static let maxTypes = 64
 
-    /// Answers one request against the archive at `archivePath`; refusals are thrown as `CGIError`.
-    static func handle(_ request: CGIRequest, archivePath: String, now: () -> Int64, diagnostics: Diagnostics) throws -> CGIResponse {
-        let path = request.environment["DOCUMENT_URI"].flatMap { $0.isEmpty ? nil : $0 } ?? request.rawPath
-        guard path == dataPath || path == pairPath else { throw CGIError.notFound("there is no such endpoint") }
-        guard request.method == "POST" else { throw CGIError.method(request.method, allowed: ["POST"]) }
+    /// The limits of every request (the seed's: 1 MB bodies, 10 s a request), held by the responder
+    /// itself as well as by nginx.
+    static let limits = RequestLimits(maxBody: 1 << 20, deadlineMs: 10_000)
+
+    /// The two endpoints; any other path is a 404, another method a 405 naming POST.
+    static let router: Router<(archivePath: String, now: @Sendable () -> Int64, diagnostics: Diagnostics)> = {
+        var router = Router<(archivePath: String, now: @Sendable () -> Int64, diagnostics: Diagnostics)>(notFound: "there is no such endpoint")
+        router.add(["POST"], pairPath) { request, _, context in
+            try withArchive(request, context.archivePath, context.diagnostics) { archive, fingerprint in
+                try pair(request, archive: archive, fingerprint: fingerprint, now: context.now, diagnostics: context.diagnostics)
+            }
+        }
+        router.add(["POST"], dataPath) { request, _, context in
+            try withArchive(request, context.archivePath, context.diagnostics) { archive, fingerprint in
+                try data(request, archive: archive, fingerprint: fingerprint, now: context.now, diagnostics: context.diagnostics)
+            }
+        }
+        return router
+    }()
+
+    /// Answers one request against the archive at `archivePath`.
+    static func handle(_ request: APIRequest, archivePath: String, now: @escaping @Sendable () -> Int64, diagnostics: Diagnostics) -> APIResponse {
+        router.answer(request, (archivePath, now, diagnostics), log: { diagnostics.error($0) })
+    }
+
+    /// Runs `body` with the archive and the client certificate's SHA-256 fingerprint (nil when the
+    /// client presented none); 503 while there is no archive.
+    private static func withArchive(_ request: APIRequest, _ archivePath: String, _ diagnostics: Diagnostics,
+                                    _ body: (Archive, String?) throws -> APIResponse) throws -> APIResponse {
         var fingerprint: String?
-        if let escaped = request.environment["SSL_CLIENT_CERT"], !escaped.isEmpty {
-            guard let certificate = Certificate(pem: escaped.removingPercentEncoding ?? escaped) else {
-                throw CGIError(status: 401, reason: "unauthorized", message: "the client certificate could not be read")
+        if let escaped = request.parameters["SSL_CLIENT_CERT"], !escaped.isEmpty {
+            guard let certificate = Certificate(pem: URLText.percentDecoded(escaped)) else {
+                throw APIError(status: 401, reason: "unauthorized", message: "the client certificate could not be read")
             }
             fingerprint = certificate.sha256Fingerprint
         }
         guard access(archivePath, F_OK) == 0 else {
             diagnostics.error("no archive at \(archivePath)")
-            throw CGIError(status: 503, reason: "unavailable", message: "the archive is not ready", headers: [("Retry-After", "60")])
+            throw APIError(status: 503, reason: "unavailable", message: "the archive is not ready", headers: [("Retry-After", "60")])
         }
-        let archive = try Archive(path: archivePath, create: false)
-        if path == pairPath {
-            return try pair(request, archive: archive, fingerprint: fingerprint, now: now, diagnostics: diagnostics)
-        }
-        return try data(request, archive: archive, fingerprint: fingerprint, now: now, diagnostics: diagnostics)
+        return try body(try Archive(path: archivePath, create: false), fingerprint)
     }
 
-    static func refusal(_ status: Int, _ reason: String, _ message: String) -> CGIError {
-        CGIError(status: status, reason: reason, message: message)
+    static func refusal(_ status: Int, _ reason: String, _ message: String) -> APIError {
+        APIError(status: status, reason: reason, message: message)
     }
 
     // MARK: - POST /api/v1/pair
 
-    static func pair(_ request: CGIRequest, archive: Archive, fingerprint: String?, now: () -> Int64, diagnostics: Diagnostics) throws -> CGIResponse {
+    static func pair(_ request: APIRequest, archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics) throws -> APIResponse {
         guard let fingerprint else {
             try logRefusal(archive, "pair", fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
             throw refusal(401, "unauthorized", "pairing needs a client certificate (curl --cert)")
@@ -74,7 +95,7 @@ enum HealthSyncAPI {
 
     // MARK: - POST /api/v1/health/data
 
-    static func data(_ request: CGIRequest, archive: Archive, fingerprint: String?, now: () -> Int64, diagnostics: Diagnostics) throws -> CGIResponse {
+    static func data(_ request: APIRequest, archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics) throws -> APIResponse {
         guard let fingerprint else {
             try logRefusal(archive, "health_data", fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
             throw refusal(401, "unauthorized", "a paired client certificate is required")
@@ -108,9 +129,9 @@ enum HealthSyncAPI {
 
     /// Reads the data request: `types` (required), `startDate` and `endDate` (ISO 8601; also
     /// `start_date`, `end_date`), `offset` (default 0) and `limit` (default 1000, at most 10,000).
-    static func parseQuery(_ bytes: [UInt8]) throws(CGIError) -> SampleQuery {
+    static func parseQuery(_ bytes: [UInt8]) throws(APIError) -> SampleQuery {
         let body = try parseObject(bytes)
-        func bad(_ message: String) -> CGIError { refusal(400, "bad_request", message) }
+        func bad(_ message: String) -> APIError { refusal(400, "bad_request", message) }
         guard let list = body["types"]?.arrayValue, !list.isEmpty else {
             throw bad("\"types\" must be a non-empty array of type identifiers")
         }
@@ -157,7 +178,7 @@ enum HealthSyncAPI {
         return value.intValue
     }
 
-    private static func parseObject(_ bytes: [UInt8]) throws(CGIError) -> JSONObject {
+    private static func parseObject(_ bytes: [UInt8]) throws(APIError) -> JSONObject {
         guard !bytes.isEmpty, let value = try? JSONParser.parse(bytes), let object = value.objectValue else {
             throw refusal(400, "bad_request", "the body must be a JSON object")
         }
@@ -166,7 +187,7 @@ enum HealthSyncAPI {
 
     /// Logs a request that was refused before it reached the archive's samples.
     private static func logRefusal(_ archive: Archive, _ operation: String, fingerprint: String?, status: Int, outcome: String,
-                                   now: () -> Int64, diagnostics: Diagnostics) throws {
+                                   now: @Sendable () -> Int64, diagnostics: Diagnostics) throws {
         let detail = JSONObject([JSONField("client_fingerprint", fingerprint.map { .string($0) } ?? .null),
                                  JSONField("status", .integer(status)), JSONField("outcome", .string(outcome))])
         _ = try archive.withLoggedChange(operation, snapshotIDs: [], at: now(), diagnostics: diagnostics) { ((), detail) }

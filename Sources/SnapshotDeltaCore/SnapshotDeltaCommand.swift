@@ -1,4 +1,5 @@
 import Foundation
+import Serving
 import VitalsKit
 
 /// `snapshot-delta`: HealthProbe's integrity chain for health records, on the command line.
@@ -9,15 +10,16 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         summary: "Integrity snapshots of health records: a hash chain of per-type counts, deltas, anomaly rules and the samples themselves.",
         usage: ["[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | verify | log",
                 "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID", "[OPTIONS] samples --type TYPE | disappeared A B",
-                "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT", "[OPTIONS] cert server|client --out DIR", "[OPTIONS] cgi"],
+                "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT", "[OPTIONS] cert server|client --out DIR", "[OPTIONS] serve --socket PATH | cgi"],
         description: """
         take reads an Apple Health export.xml (streamed with libxml2, its DTD ignored) or NDJSON health_record \
         and type_status lines, counts the records per type, and adds a snapshot to the chain in the archive: \
         type hashes, a checksum over the complete types, the delta from the previous snapshot with a reason per \
         type, and HealthProbe's anomaly rules. Any error in the input means no snapshot. The other subcommands \
         read and check the chain, delete a snapshot from any position, and query the archived samples. \
-        pair, paired, unpair and cert manage Health Sync's clients; cgi answers Health Sync's POST /api/v1/pair and \
-        POST /api/v1/health/data behind nginx and fcgiwrap (vitals-serve(7)). \
+        pair, paired, unpair and cert manage Health Sync's clients; serve answers Health Sync's POST /api/v1/pair \
+        and POST /api/v1/health/data behind nginx as a FastCGI responder (cgi: one request, for web servers that \
+        run a program per request; vitals-serve(7)). \
         See snapshot-delta(1) for every rule, vitals-records(7) for the records.
         """,
         options: [
@@ -61,7 +63,9 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("deletion-critical", value: "PCT", default: DefaultText.number(seedRules.deletionCriticalPercent),
                        help: "share lost from which a deletion is critical, percent"),
             OptionSpec("restore-records", value: "N", default: "1000", help: "take: a chain start with more records is a post-restore baseline"),
-        ],
+            OptionSpec("refusal-socket", value: "PATH",
+                       help: "serve: also listen on a datagram socket at PATH for nginx's syslog lines of the requests it refused itself, written to the operation log (network_refusal)"),
+        ] + Serve.options,
         subcommands: [
             SubcommandSpec("take", operands: 0...Int.max, "[FILE...]",
                            options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "debounce", "post-restore", "no-samples",
@@ -86,7 +90,9 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("unpair", operands: 1...1, "FINGERPRINT", summary: "unpair a client certificate by its SHA-256 fingerprint"),
             SubcommandSpec("cert", operands: 1...1, "server|client", options: ["out", "name", "days", "force", "format"],
                            summary: "make a self-signed server or client certificate and key with openssl"),
-            SubcommandSpec("cgi", summary: "answer one Health Sync request as a CGI program (run by fcgiwrap)"),
+            SubcommandSpec("serve", options: Serve.optionNames.union(["refusal-socket"]),
+                           summary: "answer Health Sync's endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
+            SubcommandSpec("cgi", summary: "answer one Health Sync request as a CGI program (see vitals-serve(7))"),
         ],
         examples: [
             "snapshot-delta --db health.db take export.xml",
@@ -117,7 +123,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         let operands = options.operands
         let path = options.value("db") ?? context.environment["VITALS_HEALTH_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "health.db"
         let fixedNow = try options.now()
-        let now: () -> Int64 = { fixedNow ?? Clock.wallMilliseconds() }
+        let now: @Sendable () -> Int64 = { fixedNow ?? Clock.wallMilliseconds() }
         let rules = try anomalyRules(options)
         let run = Run(options: options, context: context, path: path, now: now, rules: rules)
         switch options.subcommand {
@@ -134,6 +140,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         case "paired": return try run.paired()
         case "unpair": return try run.unpair(operands[0])
         case "cert": return try run.cert(operands[0])
+        case "serve": return try run.serve()
         case "cgi": return try run.cgi()
         default: return try run.disappeared(operands[0], operands[1])
         }

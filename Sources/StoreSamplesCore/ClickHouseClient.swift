@@ -188,6 +188,9 @@ final class ClickHouseClient {
         request.headers = ["Expect:", "Content-Type: application/octet-stream"]
         request.bodyPolicy = .collect(limit: ClickHouseClient.maxAnswerBytes)
         request.maxRedirects = 0
+        // One connection kept open per client: a responder's worker asks the same server request
+        // after request (ClickHouse's HTTP interface keeps connections alive).
+        request.reuseConnection = true
         request.username = location.user ?? (location.password != nil ? "default" : nil)
         request.password = location.password
         let place = endpoint.map { "the shard at \($0) of \(location.display)" } ?? location.display

@@ -62,7 +62,7 @@ final class ClickHouseSampleStore: SampleStore {
     private let location: ClickHouseLocation
     private let policy: IngestPolicy
     /// The time views take as now (the window of the latest-sample query).
-    private let now: Int64
+    private var now: Int64
     /// A random number naming this run's writes (part of each sample's key).
     private let writer = UInt64.random(in: 1...UInt64.max)
 
@@ -628,6 +628,20 @@ final class ClickHouseSampleStore: SampleStore {
     /// again (a `resends` row is written before the second try). Without a resend no sample has
     /// a copy, and `FINAL` would only cost time: 18.16 merges every part of the range on one
     /// thread (a year of one monitor: 0.25 s instead of 0.13 s). Asked once a run.
+    func startRequest(now: Int64) {
+        self.now = now
+        monitorsByName = nil
+        agentsByID = nil
+        agentStatus.removeAll()
+        agentSeen.removeAll()
+        touched.removeAll()
+        monitorCache = nil
+        listed = false
+        latestCache = nil
+        totalsCache.removeAll()
+        samplesFrom = nil
+    }
+
     private func samplesTable() throws -> String {
         if let known = samplesFrom { return known }
         var reader = try rows("SELECT toInt64(count()) FROM \(table("resends"))")

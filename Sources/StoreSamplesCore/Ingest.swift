@@ -27,6 +27,10 @@ final class Ingester {
     private var batchStartedMs: Int64 = 0
     /// The one sample reader, kept from line to line.
     private var sampleReader = SampleLine()
+    /// The agent every record must come from (an API token's; see `AgentStamp`), nil for any.
+    var agent: String?
+    /// A line with the agent stamped in, reused from line to line.
+    private var stamped: [UInt8] = []
     /// The first failure to commit; ingesting stops there.
     private(set) var failure: Error?
     /// Samples stored.
@@ -57,20 +61,23 @@ final class Ingester {
                 diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
             case .line(let line):
                 var own = StoredFields()
-                switch sampleReader.read(line, extra: &own) {
-                case .blank:
-                    continue
-                case .otherRecord:
-                    if let type = sampleReader.field(named: "type"), sampleReader.text(type) == "monitor" {
-                        keep(line, own, reader, monitorRecord: true)
-                    } else {
-                        passOn(line)
+                let kind = sampleReader.read(line, extra: &own)
+                if let agent, isAgentsRecord(kind) {
+                    switch AgentStamp.apply(agent: agent, reader: sampleReader, into: &stamped) {
+                    case .asWritten:
+                        handle(kind, line, own, reader)
+                    case .refused(let why):
+                        diagnostics.error(why, source: reader.source, line: reader.lineNumber)
+                    case .stamped:
+                        // The stamped line is read again by the same reader: what is stored is what it says.
+                        let copy = stamped
+                        copy.withUnsafeBufferPointer { buffer in
+                            var stampedOwn = StoredFields()
+                            handle(sampleReader.read(buffer, extra: &stampedOwn), buffer, stampedOwn, reader)
+                        }
                     }
-                case .problem(let problem):
-                    diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
-                    if problem.lineIsRecord { passOn(line) }
-                case .sample:
-                    keep(line, own, reader, monitorRecord: false)
+                } else {
+                    handle(kind, line, own, reader)
                 }
                 if batchCount >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     // More input is waiting: send this batch and read the next while it is stored.
@@ -80,6 +87,37 @@ final class Ingester {
         }
         commit()
         return failure == nil && !reader.interrupted
+    }
+
+    /// What a line `kind` calls for: stored (a sample, a monitor record), passed on (another
+    /// record), reported (a problem) or skipped (blank).
+    private func handle(_ kind: SampleLine.Kind, _ line: UnsafeBufferPointer<UInt8>, _ own: StoredFields, _ reader: LineReader) {
+        switch kind {
+        case .blank:
+            return
+        case .otherRecord:
+            if let type = sampleReader.field(named: "type"), sampleReader.text(type) == "monitor" {
+                keep(line, own, reader, monitorRecord: true)
+            } else {
+                passOn(line)
+            }
+        case .problem(let problem):
+            diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
+            if problem.lineIsRecord { passOn(line) }
+        case .sample:
+            keep(line, own, reader, monitorRecord: false)
+        }
+    }
+
+    /// Whether a record of `kind` (just read) belongs to an agent: a sample or a monitor record.
+    private func isAgentsRecord(_ kind: SampleLine.Kind) -> Bool {
+        switch kind {
+        case .sample: return true
+        case .otherRecord:
+            guard let type = sampleReader.field(named: "type") else { return false }
+            return sampleReader.text(type) == "monitor"
+        default: return false
+        }
     }
 
     /// Stores the sample just read in the open batch, or, for a `monitor` record, registers or

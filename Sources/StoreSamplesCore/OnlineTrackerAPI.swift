@@ -1,10 +1,16 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Serving
+import Synchronization
 import VitalsCrypto
 import VitalsKit
 
-/// OnlineTracker's server API as a CGI program (`store-samples cgi`, run by fcgiwrap behind
-/// nginx): each route answers with the very bytes the matching subcommand prints, from the same
-/// `Views`, so the command line and the API never disagree. See vitals-serve(7).
+/// OnlineTracker's server API (`store-samples serve`, behind nginx; see vitals-serve(7)): each
+/// route answers with the very bytes the matching subcommand prints, from the same `Views`, so
+/// the command line and the API never disagree.
 ///
 /// | route | answer |
 /// |---|---|
@@ -16,118 +22,170 @@ import VitalsKit
 /// | GET /api/monitors/{id}/results?hours=&page=&per_page= | `store-samples results ID ...` |
 /// | GET /api/agents | `store-samples agents` |
 /// | POST /api/samples | `store-samples ingest --remote` of the body, for the agent its bearer token names |
-struct OnlineTrackerAPI {
-    /// The store's location as --db gave it (a file, or a clickhouse:// URL).
+///
+/// One instance serves every worker thread of a responder; each thread answers through its own
+/// `OnlineTrackerWorker`, which holds that thread's store connection.
+final class OnlineTrackerAPI: Sendable {
+    /// How the API opens its store: `create` for a write, with the ingest policy of received samples.
+    typealias StoreOpener = @Sendable (_ create: Bool, _ policy: IngestPolicy) throws -> SampleStore
+
+    /// The store, as --db named it (a file, or a clickhouse:// URL), for messages.
     let database: String
     /// The agents' token file (`AGENT SHA256HEX` a line), or nil when none is set.
     let tokens: String?
-    /// Opens the store.
-    let openStore: (_ create: Bool, _ policy: IngestPolicy) throws -> SampleStore
-    /// The time taken as now.
-    let now: Int64
-    /// Whether an agent seen for the first time is approved at once (VITALS_APPROVE_AGENTS=1).
+    /// Whether an agent seen for the first time is approved at once (--auto-approve).
     let autoApprove: Bool
+    let openStore: StoreOpener
+    /// The clock (`--now` fixes it).
+    let clock: @Sendable () -> Int64
+    /// Answers kept while they hold (a store with a generation: SQLite).
+    let kept = ViewCache()
+    /// Held by the worker thread that is storing a POST's samples: SQLite takes one writer at a
+    /// time, and writers that meet its lock back off by sleeping (up to 100 ms a try), so ten
+    /// agents posting at once stored 1,274 samples a second until the threads took turns here.
+    let writing = Mutex(())
+    /// The routes.
+    let router: Router<OnlineTrackerWorker>
 
-    /// Answers one request.
-    func answer(_ request: CGIRequest) throws -> CGIResponse {
-        let path = request.segments
-        if path == ["health"] {
-            try only(request, ["GET", "HEAD"])
-            return .json(.object(JSONObject([JSONField("status", .string("healthy")), JSONField("mode", .string("server"))])))
+    /// The limits of every request: 1 MiB bodies (an agent's batch of about 3,000 samples), 10 s.
+    static let limits = RequestLimits(maxBody: 1 << 20, deadlineMs: 10_000)
+    /// The longest history a request may ask for (a year) and the results window (ten years), in hours.
+    static let historyHours = 1...8760
+    static let resultsHours = 1...87_600
+
+    init(database: String, tokens: String?, autoApprove: Bool, clock: @escaping @Sendable () -> Int64, openStore: @escaping StoreOpener) {
+        self.database = database
+        self.tokens = tokens
+        self.autoApprove = autoApprove
+        self.clock = clock
+        self.openStore = openStore
+        var router = Router<OnlineTrackerWorker>(notFound: "no such path: see vitals-serve(7) for the API's routes")
+        router.add(["GET"], "/health") { _, _, _ in
+            .json(.object(JSONObject([JSONField("status", .string("healthy")), JSONField("mode", .string("server"))])))
         }
-        guard path.first == "api", path.count >= 2 else { throw CGIError.notFound("no such path: see vitals-serve(7) for the API's routes") }
-        switch (path[1], path.count) {
-        case ("status", 3) where path[2] == "overview":
-            try only(request, ["GET", "HEAD"])
-            let views = try views()
-            return CGIResponse(status: 200, body: try kept("overview", views) {
-                let body = try views.overview().encoded() + [0x0A]
-                // The 24-hour window [now - 24 h, now] holds the same samples until its oldest
-                // one leaves it or a sample from the future enters it.
-                let window: Int64 = 86_400_000
-                let (oldest, next) = try views.store.firstTimes(from: now - window, after: now)
-                var until = Int64.max
-                if let oldest, oldest < Int64.max - window - 1 { until = min(until, oldest + window + 1) }
-                if let next { until = min(until, next) }
-                return ViewCache.Computed(body: body, validUntil: until)
-            })
-        case ("monitors", 2):
-            try only(request, ["GET", "HEAD"])
-            let views = try views()
-            return CGIResponse(status: 200, body: try kept("monitors", views) {
-                // The list has no time window: it holds until the store changes.
-                ViewCache.Computed(body: JSONValue.array(try views.monitors()).encoded() + [0x0A], validUntil: Int64.max)
-            })
-        case ("monitors", 3):
-            try only(request, ["GET", "HEAD"])
-            let (views, record) = try monitor(path[2])
-            return .json(try views.monitor(record))
-        case ("monitors", 4) where path[3] == "history":
-            try only(request, ["GET", "HEAD"])
-            let hours = try integer(request, "hours", default: 72, in: 1...8760)
-            let (views, record) = try monitor(path[2])
+        router.add(["GET"], "/api/status/overview") { _, _, worker in try worker.overview() }
+        router.add(["GET"], "/api/monitors") { _, _, worker in try worker.monitors() }
+        router.add(["GET"], "/api/monitors/{id}") { _, values, worker in try worker.monitor(values[0]) }
+        router.add(["GET"], "/api/monitors/{id}/history") { request, values, worker in
+            try worker.history(values[0], hours: try request.integer("hours", default: 72, in: OnlineTrackerAPI.historyHours))
+        }
+        router.add(["GET"], "/api/monitors/{id}/results") { request, values, worker in
+            try worker.results(values[0], hours: try request.integer("hours", default: 24, in: OnlineTrackerAPI.resultsHours),
+                               page: try request.integer("page", default: 1, in: 1...Int(Int32.max)),
+                               perPage: try request.integer("per_page", default: 25, in: 1...100))
+        }
+        router.add(["GET"], "/api/agents") { _, _, worker in try worker.agents() }
+        router.add(["POST"], "/api/samples") { request, _, worker in try worker.receiveSamples(request) }
+        self.router = router
+    }
+}
+
+/// One worker thread's side of the API: its own store connection, opened on first need and kept
+/// (the ingest policy of received samples: from elsewhere, approved on sight with --auto-approve).
+final class OnlineTrackerWorker: RequestAnswerer {
+    let api: OnlineTrackerAPI
+    let log: (String) -> Void
+    /// The connection reads and writes go through (a SQLite connection in WAL mode, or a ClickHouse client).
+    private var store: SampleStore?
+    /// The time of the request being answered.
+    private var now: Int64 = 0
+
+    init(api: OnlineTrackerAPI, log: @escaping (String) -> Void) {
+        self.api = api
+        self.log = log
+    }
+
+    func answer(_ request: APIRequest) -> APIResponse {
+        now = api.clock()
+        store?.startRequest(now: now)
+        return api.router.answer(request, self, log: log)
+    }
+
+    /// The worker's store, opened now if it is not yet; with `create`, made when missing (a
+    /// POST), else a missing store is a 503 (nothing was ever stored).
+    private func openedStore(create: Bool) throws -> SampleStore {
+        if let store { return store }
+        do {
+            let opened = try api.openStore(create, IngestPolicy(remote: true, autoApprove: api.autoApprove, approvedAgents: []))
+            opened.startRequest(now: now)
+            store = opened
+            return opened
+        } catch is ToolError {
+            throw APIError(status: 503, reason: "no_store",
+                           message: create ? "the store cannot be opened or created"
+                                           : "the store cannot be opened: no samples were stored yet, or it is unreachable",
+                           headers: [("Retry-After", "10")])
+        }
+    }
+
+    // MARK: - Reading
+
+    /// The views over the store.
+    private func views() throws -> Views {
+        Views(store: try openedStore(create: false), now: now)
+    }
+
+    /// The answer `key`, kept between requests while it holds, else computed. `window` is the
+    /// time window the answer reads (`[now - window, now]`), nil for none.
+    private func kept(_ key: String, _ views: Views, window: Int64?, _ compute: () throws -> [UInt8]) throws -> APIResponse {
+        guard let generation = try views.store.generation() else { return APIResponse(status: 200, body: try compute()) }
+        let now = self.now
+        let body = try api.kept.answer(key, generation: generation, now: now) {
+            let body = try compute()
+            guard let window else { return ViewCache.Computed(body: body, validUntil: Int64.max) }
+            // The window [now - window, now] holds the same samples until its oldest one leaves
+            // it or a sample from the future enters it (judged over the whole store: never later).
+            let (oldest, next) = try views.store.firstTimes(from: now - window, after: now)
+            var until = Int64.max
+            if let oldest, oldest < Int64.max - window - 1 { until = min(until, oldest + window + 1) }
+            if let next { until = min(until, next) }
+            return ViewCache.Computed(body: body, validUntil: until)
+        }
+        return APIResponse(status: 200, body: body)
+    }
+
+    func overview() throws -> APIResponse {
+        let views = try views()
+        return try kept("overview", views, window: Views.overviewWindowMs) { try views.overview().encoded() + [0x0A] }
+    }
+
+    func monitors() throws -> APIResponse {
+        let views = try views()
+        return try kept("monitors", views, window: nil) { JSONValue.array(try views.monitors()).encoded() + [0x0A] }
+    }
+
+    func monitor(_ key: String) throws -> APIResponse {
+        let (views, record) = try monitorRecord(key)
+        return try kept("monitor \(record.id)", views, window: nil) { try views.monitor(record).encoded() + [0x0A] }
+    }
+
+    func history(_ key: String, hours: Int) throws -> APIResponse {
+        let (views, record) = try monitorRecord(key)
+        return try kept("history \(record.id) \(hours)", views, window: Int64(hours) * 3_600_000) {
             var out: [UInt8] = [UInt8(ascii: "[")]
             try views.history(record, hours: hours, separator: UInt8(ascii: ","), into: &out)
             out.append(contentsOf: [UInt8(ascii: "]"), 0x0A])
-            return CGIResponse(status: 200, body: out)
-        case ("monitors", 4) where path[3] == "results":
-            try only(request, ["GET", "HEAD"])
-            let hours = try integer(request, "hours", default: 24, in: 1...87_600)
-            let page = try integer(request, "page", default: 1, in: 1...Int(Int32.max))
-            let perPage = try integer(request, "per_page", default: 25, in: 1...100)
-            let (views, record) = try monitor(path[2])
-            return .json(try views.results(record, hours: hours, page: page, perPage: perPage))
-        case ("agents", 2):
-            try only(request, ["GET", "HEAD"])
-            return .json(.array(try views().agents()))
-        case ("samples", 2):
-            try only(request, ["POST"])
-            return try receiveSamples(request)
-        default:
-            throw CGIError.notFound("no such path: see vitals-serve(7) for the API's routes")
+            return out
         }
     }
 
-    /// The answer `key`, kept between requests while it holds (a SQLite store; see `ViewCache`),
-    /// else computed afresh.
-    private func kept(_ key: String, _ views: Views, _ compute: () throws -> ViewCache.Computed) throws -> [UInt8] {
-        guard !database.hasPrefix(ClickHouseLocation.prefix), let generation = try views.store.generation() else { return try compute().body }
-        return try ViewCache(database: database).answer(key, generation: generation, now: now, compute: compute)
-    }
-
-    /// Refuses a method the route does not take (405, with Allow).
-    private func only(_ request: CGIRequest, _ methods: [String]) throws {
-        guard methods.contains(request.method) else { throw CGIError.method(request.method, allowed: methods) }
-    }
-
-    /// A whole-number query parameter in `range`, or its default; anything else is a 400.
-    private func integer(_ request: CGIRequest, _ name: String, default value: Int, in range: ClosedRange<Int>) throws -> Int {
-        guard let text = request.parameter(name) else { return value }
-        guard let number = Int(text), range.contains(number) else {
-            throw CGIError(status: 400, reason: "bad_parameter",
-                           message: "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
-                           fields: [JSONField("parameter", .string(name))])
+    func results(_ key: String, hours: Int, page: Int, perPage: Int) throws -> APIResponse {
+        let (views, record) = try monitorRecord(key)
+        return try kept("results \(record.id) \(hours) \(page) \(perPage)", views, window: Int64(hours) * 3_600_000) {
+            try views.results(record, hours: hours, page: page, perPage: perPage).encoded() + [0x0A]
         }
-        return number
     }
 
-    /// The views over the store; a store that does not exist yet is a 503 (nothing was ever stored).
-    private func views() throws -> Views {
-        let store: SampleStore
-        do {
-            store = try openStore(false, IngestPolicy())
-        } catch is ToolError {
-            throw CGIError(status: 503, reason: "no_store", message: "the store cannot be opened: no samples were stored yet, or it is unreachable",
-                           headers: [("Retry-After", "10")])
-        }
-        return Views(store: store, now: now)
+    func agents() throws -> APIResponse {
+        let views = try views()
+        return try kept("agents", views, window: nil) { JSONValue.array(try views.agents()).encoded() + [0x0A] }
     }
 
     /// The views and the monitor an `{id}` names (its integer id, or its monitor id); 404 if none.
-    private func monitor(_ key: String) throws -> (Views, MonitorRecord) {
+    private func monitorRecord(_ key: String) throws -> (Views, MonitorRecord) {
         let views = try views()
         guard key.utf8.count <= 512, !key.utf8.contains(0), let record = try views.store.monitor(matching: key) else {
-            throw CGIError(status: 404, reason: "unknown_monitor", message: "no such monitor")
+            throw APIError(status: 404, reason: "unknown_monitor", message: "no such monitor")
         }
         return (views, record)
     }
@@ -135,77 +193,45 @@ struct OnlineTrackerAPI {
     // MARK: - POST /api/samples
 
     /// Stores an agent's samples: the body is NDJSON as `store-samples ingest` reads it, the agent
-    /// the one whose token the `Authorization: Bearer` header carries. A sample without `agent`
-    /// gets the token's agent; one naming another agent is refused. The samples count once the
-    /// agent is approved (`store-samples agents approve AGENT`), as with `ingest --remote`.
-    private func receiveSamples(_ request: CGIRequest) throws -> CGIResponse {
+    /// the one whose token the `Authorization: Bearer` header carries, stamped on each record by
+    /// the store's own reader (`AgentStamp`). The samples count once the agent is approved
+    /// (`store-samples agents approve AGENT`), as with `ingest --remote`.
+    func receiveSamples(_ request: APIRequest) throws -> APIResponse {
         let agent = try authenticate(request)
-        // Lines naming another agent become blank (so line numbers stay), the rest get the agent.
-        var refused: [(line: Int, message: String)] = []
-        var body: [UInt8] = []
-        body.reserveCapacity(request.body.count + request.body.count / 8)
-        var lineNumber = 0
-        for line in request.body.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            lineNumber += 1
-            defer { body.append(0x0A) }
-            guard let object = try? JSONParser.parse(Array(line)).objectValue, object["type"]?.stringValue == "sample" else {
-                body.append(contentsOf: line)  // blank, or not a sample: ingest says what is wrong
-                continue
-            }
-            switch object["agent"] {
-            case nil, .null?:
-                var fields = object
-                fields["agent"] = .string(agent)
-                body.append(contentsOf: JSONValue.object(fields).encoded())
-            case .string(let named)? where named == agent:
-                body.append(contentsOf: line)
-            default:
-                refused.append((lineNumber, "the sample names agent \(object["agent"]!.jsonText); this token is agent \"\(agent)\""))
-            }
-        }
+        // The worker's own store: startRequest has made it forget what it knew of the agents'
+        // statuses, so an agent approved from the command line a moment ago counts at once.
+        let store = try openedStore(create: true)
         let diagnostics = Diagnostics(tool: "store-samples", capture: true)
-        let (stored, status) = try ingest(body, agent: agent, diagnostics: diagnostics)
-        refused += diagnostics.lineErrors
-        refused.sort { $0.line < $1.line }
+        let reader = LineReader(bytes: request.body, source: "body")
+        let devNull = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        defer { close(devNull) }
+        let now = self.now
+        let ingester = Ingester(store: store, retention: Retention(perMonitor: nil, days: Retention.defaultDays),
+                                output: RecordWriter(fd: devNull), passThrough: false, diagnostics: diagnostics, now: { now })
+        ingester.maxRows = store.batchRows
+        ingester.agent = agent
+        api.writing.withLock { _ in _ = ingester.ingest(reader) }
+        if let failure = ingester.failure {
+            log("POST /api/samples from agent \(agent): \(failure)")
+            throw APIError.internalError
+        }
+        let status = try store.agents().first { $0.id == agent }?.status ?? (api.autoApprove ? "approved" : "pending")
+        let refused = diagnostics.lineErrors
         let answer = JSONValue.object(JSONObject([
             JSONField("agent", .string(agent)),
             JSONField("agent_status", .string(status)),
-            JSONField("stored", .integer(stored)),
+            JSONField("stored", .integer(ingester.stored)),
             JSONField("refused", .array(refused.map { .object(JSONObject([JSONField("line", .integer($0.line)), JSONField("error", .string($0.message))])) })),
         ]))
-        return .json(status: refused.isEmpty ? 200 : stored > 0 ? 207 : 400, answer)
-    }
-
-    /// Stores `body` as `ingest --remote` would, passing nothing on; the number stored and the agent's status.
-    private func ingest(_ body: [UInt8], agent: String, diagnostics: Diagnostics) throws -> (Int, String) {
-        let policy = IngestPolicy(remote: true, autoApprove: autoApprove, approvedAgents: [])
-        let store: SampleStore
-        do {
-            store = try openStore(true, policy)
-        } catch is ToolError {
-            throw CGIError(status: 503, reason: "no_store", message: "the store cannot be opened or created",
-                           headers: [("Retry-After", "10")])
-        }
-        let fd = try CGIBody.descriptor(body)
-        let reader = LineReader(fd: fd, source: "body", ownsDescriptor: true)
-        let devNull = open("/dev/null", O_WRONLY | O_CLOEXEC)
-        defer { close(devNull) }
-        let ingester = Ingester(store: store, retention: Retention(perMonitor: nil, days: 400), output: RecordWriter(fd: devNull),
-                                passThrough: false, diagnostics: diagnostics, now: { now })
-        ingester.maxRows = store.batchRows
-        _ = ingester.ingest(reader)
-        if let failure = ingester.failure { throw failure }
-        let status = try store.agents().first { $0.id == agent }?.status ?? (autoApprove ? "approved" : "pending")
-        return (ingester.stored, status)
+        return .json(status: refused.isEmpty ? 200 : ingester.stored > 0 ? 207 : 400, answer)
     }
 
     /// The agent whose token the request carries; 401 without one or with a wrong one.
-    private func authenticate(_ request: CGIRequest) throws -> String {
-        let refusal = CGIError(status: 401, reason: "unauthorized", message: "an agent's bearer token is needed (Authorization: Bearer TOKEN)",
+    private func authenticate(_ request: APIRequest) throws -> String {
+        let refusal = APIError(status: 401, reason: "unauthorized", message: "an agent's bearer token is needed (Authorization: Bearer TOKEN)",
                                headers: [("WWW-Authenticate", "Bearer realm=\"vitals\"")])
-        guard let header = request.header("Authorization"), header.lowercased().hasPrefix("bearer "), let tokens else { throw refusal }
-        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        guard !token.isEmpty, let agent = AgentTokens(path: tokens).agent(presenting: token) else { throw refusal }
+        guard let token = request.bearerToken, let tokens = api.tokens,
+              let agent = AgentTokens(path: tokens).agent(presenting: token) else { throw refusal }
         return agent
     }
 }
@@ -254,18 +280,3 @@ struct AgentTokens {
     }
 }
 
-/// A request body as a descriptor the line reader can read: an unlinked temporary file.
-enum CGIBody {
-    static func descriptor(_ bytes: [UInt8]) throws -> Int32 {
-        var template = Array((NSTemporaryDirectory() + "/vitals-body-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw ToolError("cannot make a temporary file for the request body") }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        let written = bytes.withUnsafeBytes { Streams.writeAll(fd, $0) }
-        guard written, lseek(fd, 0, SEEK_SET) == 0 else {
-            close(fd)
-            throw ToolError("cannot write the request body to a temporary file")
-        }
-        return fd
-    }
-}

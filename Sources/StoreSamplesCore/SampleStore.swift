@@ -78,12 +78,14 @@ struct SampleTotals: Sendable {
 
 /// How much history to keep.
 struct Retention: Sendable, Equatable {
+    /// Days of samples kept unless --keep-days says otherwise (the API's ingest keeps as many).
+    static let defaultDays = 400
     /// Samples kept per monitor at most (nil: no limit).
     var perMonitor: Int?
     /// Days of samples kept (nil: no limit).
     var days: Int?
     /// Creates a policy.
-    init(perMonitor: Int? = nil, days: Int? = 400) {
+    init(perMonitor: Int? = nil, days: Int? = Retention.defaultDays) {
         self.perMonitor = perMonitor
         self.days = days
     }
@@ -149,6 +151,12 @@ protocol SampleStore: AnyObject {
     /// The earliest sample time at or after `from`, and the earliest after `after` (held samples
     /// included): when a time window's contents next change as the clock moves.
     func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?)
+    /// Starts a unit of work at `now`. The cache model: what an instance remembers of the store
+    /// between calls (ClickHouse's read caches, the monitors and agents' statuses learnt while
+    /// writing) holds for one unit of work. A command is one; a long-lived instance (a
+    /// responder's) calls this first thing in each request, so it answers from the store as it
+    /// is now, whoever wrote to it meanwhile.
+    func startRequest(now: Int64)
 }
 
 extension SampleStore {

@@ -1,4 +1,5 @@
 import Foundation
+import Serving
 import VitalsKit
 
 /// `store-samples`: keep samples in SQLite and answer OnlineTracker's views of them.
@@ -9,15 +10,15 @@ public enum StoreSamplesCommand: VitalsCommand {
         summary: "Keep sample records in SQLite and answer OnlineTracker's views of their history.",
         usage: ["[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
                 "[OPTIONS] agents [approve|reject|token ID] | stats | export",
-                "[OPTIONS] cgi",
+                "[OPTIONS] serve --socket PATH | cgi",
                 "[OPTIONS] clear --all | --monitor ID | --until WHEN"],
         description: """
         Without a subcommand (or with ingest), samples are read from the FILEs or standard input and stored; \
         each record is written to standard output once the transaction holding it has committed. The other \
         subcommands print JSON shaped as OnlineTracker's API (overview, monitors, monitor, history, results, \
-        agents), Online Now's statistics (stats), or the stored samples (export). cgi answers one request of \
-        OnlineTracker's API under a web server (fcgiwrap runs store-samples bare, and it answers as cgi). \
-        See store-samples(1) and vitals-serve(7).
+        agents), Online Now's statistics (stats), or the stored samples (export). serve answers OnlineTracker's \
+        API behind nginx as a FastCGI responder on a private Unix socket, until stopped; cgi answers one request \
+        of it under a web server that runs a program per request. See store-samples(1) and vitals-serve(7).
         """,
         options: [
             OptionSpec("db", short: "d", value: "PATH|URL",
@@ -27,7 +28,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
             OptionSpec("keep-days", value: "DAYS", default: "400", help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
             OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
-            OptionSpec("auto-approve", help: "ingest --remote: approve an agent seen for the first time instead of leaving it pending"),
+            OptionSpec("auto-approve", help: "ingest --remote, serve, cgi: approve an agent seen for the first time instead of leaving it pending"),
             OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
             .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
             OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
@@ -40,10 +41,10 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("sort", value: "ORDER", default: "status",
                        help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
             OptionSpec("tokens", value: "FILE",
-                       help: "agents token, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"),
+                       help: "agents token, serve, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"),
             OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
                        help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
-        ],
+        ] + Serve.options,
         subcommands: [
             SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
                            options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents"],
@@ -55,7 +56,9 @@ public enum StoreSamplesCommand: VitalsCommand {
             SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
             SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]", options: ["format", "tokens"],
                            summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
-            SubcommandSpec("cgi", options: ["tokens"],
+            SubcommandSpec("serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
+                           summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
+            SubcommandSpec("cgi", options: ["tokens", "auto-approve"],
                            summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
             SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
@@ -96,7 +99,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         let waitMs = try options.duration("wait") ?? 0
         if clickHouse == nil, options.has("wait") { throw UsageError("--wait applies to a ClickHouse store (--db clickhouse://...)") }
         /// Opens the store the --db value names.
-        func openStore(create: Bool, policy: IngestPolicy = IngestPolicy()) throws -> SampleStore {
+        @Sendable func openStore(create: Bool, policy: IngestPolicy = IngestPolicy()) throws -> SampleStore {
             if let clickHouse {
                 return try ClickHouseSampleStore(location: clickHouse, waitMs: waitMs, create: create, now: now, policy: policy)
             }
@@ -109,12 +112,20 @@ public enum StoreSamplesCommand: VitalsCommand {
             return clickHouse == nil ? database + ".tokens" : nil
         }
 
-        if subcommand == "cgi" {
-            let api = OnlineTrackerAPI(database: database, tokens: tokensFile(),
-                                       openStore: { create, policy in try openStore(create: create, policy: policy) },
-                                       now: now, autoApprove: context.environment["VITALS_APPROVE_AGENTS"] == "1")
-            return CGIRequest.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
-                                    diagnostics: context.diagnostics, api.answer)
+        if subcommand == "serve" || subcommand == "cgi" {
+            let fixed = fixedNow
+            let api = OnlineTrackerAPI(database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"),
+                                       clock: { fixed ?? Clock.wallMilliseconds() },
+                                       openStore: { create, policy in try openStore(create: create, policy: policy) })
+            if subcommand == "cgi" {
+                let worker = OnlineTrackerWorker(api: api, log: { context.diagnostics.error($0) })
+                return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
+                                        maxBody: OnlineTrackerAPI.limits.maxBody, worker.answer)
+            }
+            let errorFD = context.streams.error
+            return try Serve.run(options, context, what: "OnlineTracker's API (\(path))", limits: OnlineTrackerAPI.limits) {
+                OnlineTrackerWorker(api: api, log: { Streams.writeAll(errorFD, "store-samples: \($0)\n") })
+            }
         }
 
         if subcommand == "agents", operands.count == 2, operands[0] == "token" {
@@ -187,7 +198,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             try writer.write(try views.monitor(try findMonitor(operands[0])).encoded())
         case "history":
             let record = try findMonitor(operands[0])
-            let hours = try options.integer("hours", default: 72, in: 1...8760)
+            let hours = try options.integer("hours", default: 72, in: OnlineTrackerAPI.historyHours)
             var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
             out.reserveCapacity(1 << 16)
             try views.history(record, hours: hours, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
@@ -195,7 +206,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             if !(ndjson && out.isEmpty) { try writer.write(out) }
         case "results":
             let record = try findMonitor(operands[0])
-            let hours = try options.integer("hours", default: 24, in: 1...8760 * 10)
+            let hours = try options.integer("hours", default: 24, in: OnlineTrackerAPI.resultsHours)
             let page = try options.integer("page", in: 1...Int(Int32.max))
             let perPage = try options.integer("per-page", in: 1...100)
             try writer.write(try views.results(record, hours: hours, page: page, perPage: perPage).encoded())

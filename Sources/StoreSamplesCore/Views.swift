@@ -17,6 +17,9 @@ struct Views {
         case id
     }
 
+    /// The overview's window: the last 24 hours.
+    static let overviewWindowMs: Int64 = 86_400_000
+
     /// Creates views over a store.
     init(store: SampleStore, now: Int64, order: MonitorOrder = .status) {
         self.store = store
@@ -91,7 +94,7 @@ struct Views {
             let latest = try store.latest(monitorID: monitor.id)
             let status = Views.clientStatus(latest?.status)
             counts[status, default: 0] += 1
-            let totals = try store.totals(monitorID: monitor.id, from: now - 86_400_000, until: now + 1, withSpeed: false)
+            let totals = try store.totals(monitorID: monitor.id, from: now - Views.overviewWindowMs, until: now + 1, withSpeed: false)
             let uptime = Views.percent(good: totals.good, of: totals.checks)
             if totals.checks > 0 {
                 uptimeSum += uptime

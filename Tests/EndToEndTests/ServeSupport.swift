@@ -3,21 +3,26 @@ import Foundation
 import Glibc
 #endif
 
-/// Whether nginx and fcgiwrap are installed (Debian packages `nginx`, `fcgiwrap`).
+/// Whether nginx is installed (Debian package `nginx`).
 let nginxPath = ["/usr/sbin/nginx", "/usr/bin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
-let fcgiwrapPath = ["/usr/sbin/fcgiwrap", "/usr/bin/fcgiwrap"].first { FileManager.default.isExecutableFile(atPath: $0) }
-let servingInstalled = nginxPath != nil && fcgiwrapPath != nil
+let servingInstalled = nginxPath != nil
 
-/// `scripts/serve` running one site on a free loopback port: nginx + fcgiwrap in front of the
-/// built tools. Started with posix_spawn and an empty signal mask (the test runner's threads block
+/// Run as root (`runningAsRoot`, as CI does), scripts/serve runs nginx's workers and the
+/// responders as `servingUser`, and a second user tries the sockets.
+/// The user the served stack runs as when the tests run as root.
+let servingUser = "nobody"
+
+/// `scripts/serve` running one site on a free loopback port: nginx in front of the tools'
+/// responders. Started with posix_spawn and an empty signal mask (the test runner's threads block
 /// signals, and a shell that inherits that mask never sees SIGTERM or SIGCHLD) and no descriptor
-/// of the runner's but the three; stopped with
-/// SIGTERM, as a user's Ctrl-C would, when the value goes away.
+/// of the runner's but the three; stopped with SIGTERM, as a user's Ctrl-C would, when the value
+/// goes away. Run as root, it serves as `servingUser`, whose the scratch folder and the folders
+/// of the files it is given become.
 final class ServeHandle {
     let port: Int
     let log: String
     let runDirectory: String
-    private var pid: pid_t = 0
+    private(set) var pid: pid_t = 0
 
     /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving.
     init(site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:]) throws {
@@ -25,7 +30,17 @@ final class ServeHandle {
         log = scratch.path("serve-\(port).log")
         runDirectory = scratch.path("run-\(port)")
         let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
-        let argv = [script, "--site", site, "--listen", "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir", runDirectory] + arguments
+        var argv = [script, "--site", site, "--listen", "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir", runDirectory] + arguments
+        if runningAsRoot {
+            argv += ["--user", servingUser]
+            var folders = [scratch.url.path]
+            for (index, argument) in arguments.enumerated() where ["--db", "--archive", "--notify-state", "--tokens"].contains(argument) {
+                if index + 1 < arguments.count, arguments[index + 1].hasPrefix("/") {
+                    folders.append((arguments[index + 1] as NSString).deletingLastPathComponent)
+                }
+            }
+            try giveToServingUser(folders)
+        }
         pid = try spawnClean(argv, environment: toolEnvironment(environment), output: log)
         let deadline = Date().addingTimeInterval(20)
         while true {
@@ -41,7 +56,7 @@ final class ServeHandle {
         }
     }
 
-    /// Stops nginx and fcgiwrap (SIGTERM to scripts/serve) and waits for it; the exit status.
+    /// Stops nginx and the responders (SIGTERM to scripts/serve) and waits for it; the exit status.
     @discardableResult
     func stop() -> Int32 {
         guard pid > 0 else { return -1 }
@@ -56,8 +71,49 @@ final class ServeHandle {
 
     /// The access log nginx wrote.
     var accessLog: String { (try? String(contentsOfFile: runDirectory + "/logs/access.log", encoding: .utf8)) ?? "" }
-    /// The error log nginx wrote (the CGI programs' stderr lands here too).
-    var errorLog: String { (try? String(contentsOfFile: runDirectory + "/logs/error.log", encoding: .utf8)) ?? "" }
+    /// The error log nginx wrote, then what the responders wrote on their standard error.
+    var errorLog: String {
+        let logs = runDirectory + "/logs"
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: logs)) ?? []).filter { $0.hasSuffix(".log") && $0 != "access.log" }.sorted()
+        return names.map { (try? String(contentsOfFile: logs + "/" + $0, encoding: .utf8)) ?? "" }.joined()
+    }
+
+    /// The processes scripts/serve started, and theirs: (pid, parent, real uid, command line).
+    func processes() -> [(pid: pid_t, parent: pid_t, uid: uid_t, command: String)] {
+        var children: [pid_t: [pid_t]] = [:]
+        var info: [pid_t: (pid_t, uid_t, String)] = [:]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let number = pid_t(entry),
+                  let status = try? String(contentsOfFile: "/proc/\(entry)/status", encoding: .utf8) else { continue }
+            var parent: pid_t = 0
+            var uid: uid_t = 0
+            for line in status.split(separator: "\n") {
+                if line.hasPrefix("PPid:") { parent = pid_t(line.dropFirst(5).trimmingCharacters(in: .whitespaces)) ?? 0 }
+                if line.hasPrefix("Uid:") { uid = uid_t(line.dropFirst(4).split(separator: "\t").first { !$0.isEmpty } ?? "") ?? 0 }
+            }
+            let command = ((try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(entry)/cmdline"))) ?? Data())
+                .split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.joined(separator: " ")
+            children[parent, default: []].append(number)
+            info[number] = (parent, uid, command)
+        }
+        var result: [(pid_t, pid_t, uid_t, String)] = []
+        var queue = children[pid] ?? []
+        while let next = queue.popLast() {
+            if let (parent, uid, command) = info[next] { result.append((next, parent, uid, command)) }
+            queue += children[next] ?? []
+        }
+        return result
+    }
+}
+
+/// Run as root: gives `folders` (and what is in them) to `servingUser`, so the responders, which
+/// run as that user, can use the files the tests made as root.
+func giveToServingUser(_ folders: [String]) throws {
+    guard runningAsRoot else { return }
+    for folder in folders {
+        let result = try runProcess("/bin/chown", ["-R", "\(servingUser):", folder], stdin: "", environment: toolEnvironment())
+        guard result.status == 0 else { throw TestFailure("chown \(folder): \(result.stderr)") }
+    }
 }
 
 /// Starts `argv` with standard input from /dev/null, standard output and error to the file

@@ -1,11 +1,12 @@
 import Testing
+import Serving
 import VitalsKit
 @testable import SnapshotDeltaCore
 
 @Suite("Health Sync's request parsing and sample JSON")
 struct HealthSyncAPITests {
-    func parse(_ text: String) -> Result<SampleQuery, CGIError> {
-        Result { () throws(CGIError) -> SampleQuery in try HealthSyncAPI.parseQuery(Array(text.utf8)) }
+    func parse(_ text: String) -> Result<SampleQuery, APIError> {
+        Result { () throws(APIError) -> SampleQuery in try HealthSyncAPI.parseQuery(Array(text.utf8)) }
     }
 
     @Test("a full request: types once each, dates in both spellings, offset and limit")

@@ -91,8 +91,11 @@ struct JSONTests {
             var fields: [FieldRange] = []
             return line.withUnsafeBufferPointer { JSONParser.scanCompactObject($0, into: &fields) }
         }
-        let base = Array(#"{"type":"sample","":"","monitor":"mon-0001","n":0,"m":-0.5,"e":1E+9,"f":-12e-3,"t":true,"u":false,"z":null,"long string value here":"caf\#u{E9} and more than eight bytes"}"#.utf8)
+        let base = Array(#"{"type":"sample","":"","monitor":"mon-0001","n":0,"m":-0.5,"e":1E+9,"f":-12e-3,"t":true,"u":false,"z":null,"long string value here":"cafe and more than eight bytes"}"#.utf8)
         #expect(isCompact(base), "the base line takes the fast path")
+        // A string with a UTF-8 letter is the general scan's to check, with the same outcome.
+        let accented = Array(#"{"type":"sample","name":"caf\#u{E9} and more than eight bytes"}"#.utf8)
+        #expect(!isCompact(accented) && outcome(accented, general: false) == outcome(accented, general: true))
         #expect(outcome(base, general: false) == outcome(base, general: true))
         #expect(outcome(base, general: false).hasPrefix("2,6,8,16 18,18,20,22 "), "fields found where they are (worked by hand)")
         var variants: [[UInt8]] = [Array("{}".utf8), Array("{} ".utf8), Array("{\"a\":1} ".utf8), Array("{\"a\":01}".utf8),
@@ -126,9 +129,11 @@ struct JSONTests {
 
     @Test("a string's end, escapes and control characters are found at every position of the eight-byte scan")
     func stringScanPositions() throws {
-        // Filler with a two-byte UTF-8 letter (bytes 0xC3 0xA9), never a byte the scan stops at.
+        // Filler with a two-byte UTF-8 letter (bytes 0xC3 0xA9): the scan stops at it to check it is
+        // UTF-8 and goes on. A cut inside it would be invalid UTF-8, so the one position that would
+        // split it takes the whole letter instead (`position` counts bytes).
         let filler = Array("ab\u{E9}cdefghijklmnopqrstuvwxyz".utf8)
-        for position in 0..<20 {
+        for position in 0..<20 where position != 3 {
             let text = Array(filler[0..<position])
             // The string ends at its first unescaped quote: the value is the quotes and `position` bytes.
             let plain = [UInt8(ascii: "{"), 0x22, 0x6B, 0x22, 0x3A, 0x22] + text + [0x22, 0x2C, 0x22, 0x6E, 0x22, 0x3A, 0x31, 0x7D]
@@ -150,6 +155,36 @@ struct JSONTests {
                 Issue.record("\(error)")
             }
         }
+    }
+
+    @Test("invalid UTF-8 in a string is an error for every reader, at the byte where it starts (RFC 3629 §4)")
+    func invalidUTF8EveryReader() throws {
+        let cases: [(bytes: [UInt8], column: Int)] = [
+            ([0xFF], 7), ([0xC3], 7), ([0xC0, 0xAF], 7), ([0xC1, 0xBF], 7),  // a stray byte, a cut letter, overlong forms of '/' and DEL
+            ([0xE0, 0x80, 0xAF], 7), ([0xED, 0xA0, 0x80], 7),                 // an overlong three-byte form, a surrogate
+            ([0xF4, 0x90, 0x80, 0x80], 7), ([0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x80], 15),  // past U+10FFFF; after the 8-byte scan
+        ]
+        for (bytes, column) in cases {
+            let line = Array(#"{"k":""#.utf8) + bytes + Array(#"","n":1}"#.utf8)
+            for general in [false, true] {
+                do {
+                    if general {
+                        _ = try JSONParser.parse(line)
+                    } else {
+                        _ = try line.withUnsafeBufferPointer { try JSONParser.scanObject($0) }
+                    }
+                    Issue.record("\(bytes) accepted")
+                } catch let error as JSONSyntaxError {
+                    #expect(error.message == "a string is not valid UTF-8" && error.column == column, "\(bytes): \(error)")
+                } catch {
+                    Issue.record("\(error)")
+                }
+            }
+        }
+        // Well-formed letters of every length pass, on both paths: é, €, 𝄞 and U+10FFFF.
+        let good = Array(#"{"k":"é€𝄞\#u{10FFFF}abcdefgh","n":1}"#.utf8)
+        #expect(try good.withUnsafeBufferPointer { try JSONParser.scanObject($0) }.count == 2)
+        #expect(try JSONParser.parse(good).objectValue?["k"]?.stringValue == "é€𝄞\u{10FFFF}abcdefgh")
     }
 
     @Test("scanArray finds element ranges")

@@ -28,3 +28,24 @@ struct URLTextTests {
         #expect(URLText("a@b@host/").host == "host", "the last @ ends the user info")
     }
 }
+
+@Suite("percent-decoding and encoding, from RFC 3986")
+struct PercentCodingTests {
+    @Test("%XX is a byte in either case; any other % stays as written (RFC 3986 §2.1)")
+    func decoding() {
+        #expect(URLText.percentDecoded("a%20b%2Fc%2fd") == "a b/c/d")
+        #expect(URLText.percentDecoded("%+1%G0%4%") == "%+1%G0%4%", "not two hexadecimal digits: kept, never byte 0x01")
+        #expect(URLText.percentDecoded("%E2%82%AC") == "€")
+        #expect(URLText.percentDecoded("a+b") == "a+b")
+        #expect(URLText.percentDecoded("a+b%2B", plusAsSpace: true) == "a b+")
+        #expect(URLText.percentDecodedBytes(Array("%00%FF".utf8)) == [0x00, 0xFF])
+        #expect(URLText.percentDecoded("%FF") == "\u{FFFD}", "bytes that are not UTF-8 become U+FFFD in text")
+    }
+
+    @Test("encoding keeps the unreserved characters (§2.3) and writes the rest as upper-case %XX (§2.1)")
+    func encoding() {
+        #expect(URLText.percentEncoded("AZaz09-._~") == "AZaz09-._~")
+        #expect(URLText.percentEncoded("a b/c?d=€") == "a%20b%2Fc%3Fd%3D%E2%82%AC")
+        #expect(URLText.percentDecoded(URLText.percentEncoded("any text: 100% & more")) == "any text: 100% & more")
+    }
+}

@@ -6,7 +6,7 @@ struct Run {
     let options: ParsedOptions
     let context: ToolContext
     let path: String
-    let now: () -> Int64
+    let now: @Sendable () -> Int64
     let rules: AnomalyRules
 
     var writer: RecordWriter { context.output }

@@ -50,7 +50,7 @@ public protocol VitalsCommand {
 extension VitalsCommand {
     /// The entry point of the executable: installs the signal policy, runs, exits.
     /// A tool with a `cgi` subcommand run with no arguments under a web server (GATEWAY_INTERFACE
-    /// set, as fcgiwrap runs a program) answers the request: the arguments are `cgi`.
+    /// set, as a web server that runs a program per request does) answers the request: the arguments are `cgi`.
     public static func main(_ arguments: [String] = Array(CommandLine.arguments.dropFirst())) -> Never {
         Signals.install()
         let environment = ProcessInfo.processInfo.environment

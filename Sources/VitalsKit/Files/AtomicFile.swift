@@ -8,7 +8,7 @@ import Darwin
 /// contents or the new ones: every state file and cache of the suite is written through here.
 ///
 /// The steps: a temporary file in the same directory (so the rename stays on one file system),
-/// mode 0600 before any byte is written, every byte written, `fsync`, a checked `close`,
+/// mode 0600 before any byte is written (and, for root, the old file's owner), every byte written, `fsync`, a checked `close`,
 /// `rename` over the path, and an `fsync` of the directory so the rename itself is durable.
 /// On any failure before the rename the temporary file is removed and the old file is untouched.
 public enum AtomicFile {
@@ -33,6 +33,12 @@ public enum AtomicFile {
             return error
         }
         if fchmod(fd, mode) != 0 { throw abandon() }
+        // Root replacing a file another user owns (a token file or a state file a responder
+        // running as that user reads) gives the new file the same owner, as SQLite does for its
+        // journal files: otherwise the owner could no longer read its own file.
+        var existing = stat()
+        if geteuid() == 0, lstat(path, &existing) == 0, existing.st_uid != 0 || existing.st_gid != 0,
+           fchown(fd, existing.st_uid, existing.st_gid) != 0 { throw abandon() }
         if !bytes.withUnsafeBytes({ Streams.writeAll(fd, $0) }) { throw abandon() }
         if fsync(fd) != 0 { throw abandon() }
         if close(fd) != 0 {

@@ -134,124 +134,6 @@ public struct JSONParser {
         if parser.index != bytes.count { throw parser.error("unexpected text after the JSON object") }
     }
 
-    /// The common line, fast: an object written compactly (no blank between tokens, none
-    /// around it), whose keys and string values have no escapes, and whose values are strings,
-    /// numbers, true, false or null, as the tools write records. True when the line is such an
-    /// object, with `fields` filled as the general scan fills them. False for anything else,
-    /// valid or not, having decided nothing: the general scan then reads the line from the
-    /// start and gives the verdict and the error. Raw pointers, no optional bytes, strings
-    /// eight bytes at a time: a third of the general scan's instructions on a probe-http line.
-    @inline(__always)
-    static func scanCompactObject(_ bytes: UnsafeBufferPointer<UInt8>, into fields: inout [FieldRange]) -> Bool {
-        guard let base = bytes.baseAddress, bytes.count >= 2, base[0] == UInt8(ascii: "{") else { return false }
-        let end = bytes.count
-        if base[1] == UInt8(ascii: "}") { return end == 2 }
-        // Fields are gathered on the stack and added to the array 32 at a time: one append per
-        // field cost about 40 instructions (a uniqueness check each time).
-        return withUnsafeTemporaryAllocation(of: FieldRange.self, capacity: 32) { pending -> Bool in
-            let slots = pending.baseAddress!
-            var found = 0
-            var index = 1
-            while true {
-                guard index < end, base[index] == UInt8(ascii: "\"") else { return false }
-                let keyStart = index + 1
-                let keyEnd = plainStringEnd(base, from: keyStart, end)
-                guard keyEnd >= 0 else { return false }
-                index = keyEnd + 1
-                guard index + 1 < end, base[index] == UInt8(ascii: ":") else { return false }
-                index += 1
-                let valueStart = index
-                let first = base[index]
-                if first == UInt8(ascii: "\"") {
-                    let close = plainStringEnd(base, from: index + 1, end)
-                    guard close >= 0 else { return false }
-                    index = close + 1
-                } else if first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39) {
-                    index = numberEnd(base, from: index, end)
-                    guard index >= 0 else { return false }
-                } else if first == UInt8(ascii: "n") {
-                    guard index + 4 <= end, word(base, index) == word("null") else { return false }
-                    index += 4
-                } else if first == UInt8(ascii: "t") {
-                    guard index + 4 <= end, word(base, index) == word("true") else { return false }
-                    index += 4
-                } else if first == UInt8(ascii: "f") {
-                    guard index + 5 <= end, word(base, index + 1) == word("alse") else { return false }
-                    index += 5
-                } else {
-                    return false
-                }
-                if found == 32 {
-                    fields.append(contentsOf: UnsafeBufferPointer(start: slots, count: found))
-                    found = 0
-                }
-                (slots + found).initialize(to: FieldRange(keyStart: keyStart, keyEnd: keyEnd, valueStart: valueStart, valueEnd: index))
-                found += 1
-                guard index < end else { return false }
-                let next = base[index]
-                if next == UInt8(ascii: ",") {
-                    index += 1
-                    continue
-                }
-                guard next == UInt8(ascii: "}"), index + 1 == end else { return false }
-                fields.append(contentsOf: UnsafeBufferPointer(start: slots, count: found))
-                return true
-            }
-        }
-    }
-
-    /// Four bytes as one integer, for comparing literals.
-    @inline(__always)
-    private static func word(_ base: UnsafePointer<UInt8>, _ index: Int) -> UInt32 {
-        UnsafeRawPointer(base + index).loadUnaligned(as: UInt32.self)
-    }
-
-    @inline(__always)
-    private static func word(_ literal: StaticString) -> UInt32 {
-        UnsafeRawPointer(literal.utf8Start).loadUnaligned(as: UInt32.self)
-    }
-
-    /// The index of the quote closing a string whose content starts at `start`, or -1 when a
-    /// backslash or a control character comes first, or the line ends (the general scan decides).
-    @inline(__always)
-    private static func plainStringEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> Int {
-        var index = ordinaryStringBytesEnd(base, from: start, end)
-        while index < end {
-            let byte = base[index]
-            if byte == UInt8(ascii: "\"") { return index }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { return -1 }
-            index += 1
-        }
-        return -1
-    }
-
-    /// One past a number starting at `start` (RFC 8259's grammar), or -1 when it breaks the
-    /// grammar or reaches the end of the line (the general scan decides).
-    @inline(__always)
-    private static func numberEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> Int {
-        var index = start
-        @inline(__always) func isDigit(_ at: Int) -> Bool { at < end && base[at] &- 0x30 < 10 }
-        if base[index] == UInt8(ascii: "-") { index += 1 }
-        guard isDigit(index) else { return -1 }
-        if base[index] == 0x30 {
-            index += 1
-        } else {
-            repeat { index += 1 } while isDigit(index)
-        }
-        if index < end, base[index] == UInt8(ascii: ".") {
-            index += 1
-            guard isDigit(index) else { return -1 }
-            repeat { index += 1 } while isDigit(index)
-        }
-        if index < end, base[index] | 0x20 == UInt8(ascii: "e") {
-            index += 1
-            if index < end, base[index] == UInt8(ascii: "+") || base[index] == UInt8(ascii: "-") { index += 1 }
-            guard isDigit(index) else { return -1 }
-            repeat { index += 1 } while isDigit(index)
-        }
-        return index < end ? index : -1
-    }
-
     /// Validates that `bytes` is one JSON array and returns the byte range of each element, in order.
     public static func scanArray(_ bytes: UnsafeBufferPointer<UInt8>) throws(JSONSyntaxError) -> [Range<Int>] {
         var parser = JSONParser(bytes)
@@ -378,6 +260,12 @@ public struct JSONParser {
                 continue
             }
             if byte < 0x20 { throw error("control character in a string (escape it)") }
+            if byte >= 0x80 {
+                let length = bytes.baseAddress.map { Self.utf8SequenceLength($0, index, bytes.count) } ?? 0
+                guard length > 0 else { throw error("a string is not valid UTF-8") }
+                index += length
+                continue
+            }
             index += 1
         }
         throw error("unterminated string")
@@ -389,15 +277,17 @@ public struct JSONParser {
         index = Self.ordinaryStringBytesEnd(base, from: index, bytes.count)
     }
 
-    /// From `start`, skips string bytes that need no attention (not `"`, not `\`, not a control
-    /// character) eight at a time: the index of the first byte that does, or where fewer than
-    /// eight bytes are left before `end` (the caller reads those one by one).
+    /// From `start`, skips string bytes that need no attention (ASCII other than `"`, `\` and the
+    /// control characters) eight at a time: the index of the first byte that does, or where fewer
+    /// than eight bytes are left before `end` (the caller reads those one by one). Bytes of 0x80
+    /// and up stop it: the caller checks that they form UTF-8 (`utf8SequenceLength`), so every
+    /// reader refuses the same lines (RFC 8259 §8.1: JSON text is UTF-8).
     ///
     /// Per 64-bit word, `(w - 0x01...01 * n) & ~w & 0x80...80` flags the bytes below n (n <= 0x80),
     /// and the lowest flag is exact (a borrow only reaches bytes above a flagged one); a byte equal
-    /// to c is a zero byte of `w ^ c...c`. UTF-8 bytes (0x80 and up) are never flagged.
+    /// to c is a zero byte of `w ^ c...c`; `w & 0x80...80` flags the bytes of 0x80 and up.
     @inline(__always)
-    private static func ordinaryStringBytesEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> Int {
+    static func ordinaryStringBytesEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> Int {
         let raw = UnsafeRawPointer(base)
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
@@ -406,32 +296,66 @@ public struct JSONParser {
             let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: index, as: UInt64.self))
             let quote = word ^ (ones &* 0x22)
             let backslash = word ^ (ones &* 0x5C)
-            let flags = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word) & highs
+            let flags = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word | word) & highs
             if flags != 0 { return index + flags.trailingZeroBitCount / 8 }
             index += 8
         }
         return index
     }
 
+    /// The length of the well-formed UTF-8 sequence starting at `index` (a byte of 0x80 or more),
+    /// or 0 when there is none (RFC 3629 §4: no overlong forms, no surrogates, nothing past U+10FFFF).
+    @inline(__always)
+    static func utf8SequenceLength(_ base: UnsafePointer<UInt8>, _ index: Int, _ end: Int) -> Int {
+        @inline(__always) func continuation(_ at: Int, _ low: UInt8 = 0x80, _ high: UInt8 = 0xBF) -> Bool {
+            at < end && base[at] >= low && base[at] <= high
+        }
+        switch base[index] {
+        case 0xC2...0xDF: return continuation(index + 1) ? 2 : 0
+        case 0xE0: return continuation(index + 1, 0xA0) && continuation(index + 2) ? 3 : 0
+        case 0xE1...0xEC, 0xEE, 0xEF: return continuation(index + 1) && continuation(index + 2) ? 3 : 0
+        case 0xED: return continuation(index + 1, 0x80, 0x9F) && continuation(index + 2) ? 3 : 0
+        case 0xF0: return continuation(index + 1, 0x90) && continuation(index + 2) && continuation(index + 3) ? 4 : 0
+        case 0xF1...0xF3: return continuation(index + 1) && continuation(index + 2) && continuation(index + 3) ? 4 : 0
+        case 0xF4: return continuation(index + 1, 0x80, 0x8F) && continuation(index + 2) && continuation(index + 3) ? 4 : 0
+        default: return 0
+        }
+    }
+
     @inline(__always) private mutating func skipNumber() throws(JSONSyntaxError) {
-        if peek() == UInt8(ascii: "-") { index += 1 }
-        guard let first = peek(), first >= 0x30, first <= 0x39 else { throw error("invalid number") }
-        index += 1
-        if first == 0x30, let next = peek(), next >= 0x30, next <= 0x39 {
-            throw error("invalid number (leading zero)")
-        }
-        while let digit = peek(), digit >= 0x30, digit <= 0x39 { index += 1 }
-        if peek() == UInt8(ascii: ".") {
+        guard let base = bytes.baseAddress else { throw error("invalid number") }
+        let number = Self.numberEnd(base, from: index, bytes.count)
+        index = number.index
+        if let problem = number.problem { throw error(problem.description) }
+    }
+
+    /// RFC 8259's number grammar, the one both scans use: from `start` (a `-` or a digit), one
+    /// past the number, or the index of the first byte that breaks the grammar and what it
+    /// breaks. (A number that runs to `end` is whole; what may follow is the caller's to judge.)
+    @inline(__always)
+    static func numberEnd(_ base: UnsafePointer<UInt8>, from start: Int, _ end: Int) -> (index: Int, problem: StaticString?) {
+        var index = start
+        @inline(__always) func isDigit(_ at: Int) -> Bool { at < end && base[at] &- 0x30 < 10 }
+        if index < end, base[index] == UInt8(ascii: "-") { index += 1 }
+        guard isDigit(index) else { return (index, "invalid number") }
+        if base[index] == 0x30 {
             index += 1
-            guard let digit = peek(), digit >= 0x30, digit <= 0x39 else { throw error("invalid number (digit expected after '.')") }
-            while let digit = peek(), digit >= 0x30, digit <= 0x39 { index += 1 }
+            if isDigit(index) { return (index, "invalid number (leading zero)") }
+        } else {
+            repeat { index += 1 } while isDigit(index)
         }
-        if let e = peek(), e == UInt8(ascii: "e") || e == UInt8(ascii: "E") {
+        if index < end, base[index] == UInt8(ascii: ".") {
             index += 1
-            if let sign = peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { index += 1 }
-            guard let digit = peek(), digit >= 0x30, digit <= 0x39 else { throw error("invalid number (digit expected in exponent)") }
-            while let digit = peek(), digit >= 0x30, digit <= 0x39 { index += 1 }
+            guard isDigit(index) else { return (index, "invalid number (digit expected after '.')") }
+            repeat { index += 1 } while isDigit(index)
         }
+        if index < end, base[index] | 0x20 == UInt8(ascii: "e") {
+            index += 1
+            if index < end, base[index] == UInt8(ascii: "+") || base[index] == UInt8(ascii: "-") { index += 1 }
+            guard isDigit(index) else { return (index, "invalid number (digit expected in exponent)") }
+            repeat { index += 1 } while isDigit(index)
+        }
+        return (index, nil)
     }
 
     private mutating func readHex4() throws(JSONSyntaxError) -> UInt32 {

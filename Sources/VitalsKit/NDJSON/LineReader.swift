@@ -66,6 +66,21 @@ public final class LineReader {
         self.buffer = .allocate(capacity: chunkSize)
     }
 
+    /// Reads the lines of `bytes` (a request's body, say): no descriptor, nothing to wait for; the
+    /// same line rules as a descriptor's (byte order mark, CR LF, the longest line).
+    public init(bytes: [UInt8], source: String, maxLineBytes: Int = LineReader.defaultMaxLineBytes) {
+        self.fd = -1
+        self.source = source
+        self.ownsDescriptor = false
+        self.maxLineBytes = maxLineBytes
+        self.chunkSize = max(bytes.count, 1)
+        self.capacity = max(bytes.count, 1)
+        self.buffer = .allocate(capacity: max(bytes.count, 1))
+        bytes.withUnsafeBufferPointer { if let base = $0.baseAddress { buffer.update(from: base, count: $0.count) } }
+        self.end = bytes.count
+        self.atEOF = true
+    }
+
     deinit {
         buffer.deallocate()
         if ownsDescriptor { close(fd) }

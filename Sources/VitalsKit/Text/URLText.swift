@@ -114,3 +114,66 @@ public struct URLText: Sendable, Equatable {
         return userInfo[..<colon] + ":***"
     }
 }
+
+extension URLText {
+    /// Percent-decodes `text` (RFC 3986 §2.1): `%` followed by exactly two hexadecimal digits
+    /// is that byte; any other `%` is kept as it is (so `%+1`, `%G0` and a `%` at the end stay
+    /// literal); with `plusAsSpace`, `+` is a space (HTML form encoding, for query strings).
+    /// Bytes that do not form UTF-8 are replaced with U+FFFD.
+    public static func percentDecoded<S: StringProtocol>(_ text: S, plusAsSpace: Bool = false) -> String {
+        let bytes = Array(text.utf8)
+        guard bytes.contains(UInt8(ascii: "%")) || (plusAsSpace && bytes.contains(UInt8(ascii: "+"))) else { return String(text) }
+        return String(decoding: percentDecodedBytes(bytes, plusAsSpace: plusAsSpace), as: UTF8.self)
+    }
+
+    /// The bytes `percentDecoded` decodes, without the UTF-8 repair.
+    public static func percentDecodedBytes(_ bytes: [UInt8], plusAsSpace: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%"), index + 2 < bytes.count,
+               let high = hexDigitValue(bytes[index + 1]), let low = hexDigitValue(bytes[index + 2]) {
+                out.append(high << 4 | low)
+                index += 3
+                continue
+            }
+            out.append(plusAsSpace && byte == UInt8(ascii: "+") ? 0x20 : byte)
+            index += 1
+        }
+        return out
+    }
+
+    /// Percent-encodes every byte of `text` outside RFC 3986's unreserved set
+    /// (`A-Z a-z 0-9 - . _ ~`), with upper-case hexadecimal digits.
+    public static func percentEncoded(_ text: String) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            if isUnreserved(byte) {
+                out.append(byte)
+            } else {
+                out += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// RFC 3986's unreserved characters: `ALPHA / DIGIT / "-" / "." / "_" / "~"`.
+    public static func isUnreserved(_ byte: UInt8) -> Bool {
+        isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+    }
+
+    /// The value of a hexadecimal digit (either case), or nil for any other byte.
+    public static func hexDigitValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
