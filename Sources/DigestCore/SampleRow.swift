@@ -14,8 +14,9 @@ struct SampleRow: Equatable {
     var service: UInt32
     /// The status, as an index into `SampleStatus.allCases`.
     var status: UInt8
-    /// Where the sample stands in an anomaly episode detect-anomaly marked (`EpisodeIndex`).
-    var episode: UInt8 = EpisodeIndex.none
+    /// Where the sample stands in an anomaly episode detect-anomaly marked: an
+    /// `AnomalyEpisodeState`'s raw value, 0 for none.
+    var episode: UInt8 = 0
 
     /// The marker for a missing number.
     static let none = Int64.min
@@ -34,16 +35,6 @@ struct SampleRow: Equatable {
     var sampleStatus: SampleStatus { SampleStatus.allCases[Int(status)] }
     /// Whether the status is `down` or `error`.
     var isFailure: Bool { sampleStatus.isFailure }
-}
-
-/// Where a row stands in an anomaly episode: its `anomaly.episode.state`.
-enum EpisodeIndex {
-    /// In none (no anomaly object, `episode` null, or the sample that ends one).
-    static let none: UInt8 = 0
-    /// The onset: the sample that starts an episode.
-    static let onset: UInt8 = 1
-    /// A sample inside an episode after its onset.
-    static let ongoing: UInt8 = 2
 }
 
 /// The status indexes rows use.

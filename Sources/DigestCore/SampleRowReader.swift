@@ -90,45 +90,8 @@ struct SampleRowReader {
         sequence += 1
         var row = SampleRow(at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
                             sequence: sequence, service: service, status: statusIndex)
-        if let anomaly = own.anomaly { row.episode = Self.episode(line, anomaly) }
+        if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(line, anomaly)?.rawValue ?? 0 }
         return .sample(row)
-    }
-
-    /// Where the sample stands in an episode, from its `anomaly` object: the compact form
-    /// detect-anomaly writes (`"episode":{"state":"onset"`) is read in place; any other form of an
-    /// object that names an episode is parsed.
-    static func episode(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> UInt8 {
-        let value = UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
-        guard value.first == UInt8(ascii: "{"), let key = find(episodeKey, in: value) else { return EpisodeIndex.none }
-        let rest = UnsafeBufferPointer(rebasing: value[(key + episodeKey.count)...])
-        if starts(rest, with: onsetText) { return EpisodeIndex.onset }
-        if starts(rest, with: ongoingText) { return EpisodeIndex.ongoing }
-        if starts(rest, with: nullText) || starts(rest, with: endText) { return EpisodeIndex.none }
-        guard let state = (try? JSONParser.parse(value))?.objectValue?["episode"]?.objectValue?["state"]?.stringValue else {
-            return EpisodeIndex.none
-        }
-        return state == "onset" ? EpisodeIndex.onset : state == "ongoing" ? EpisodeIndex.ongoing : EpisodeIndex.none
-    }
-
-    private static let episodeKey = Array("\"episode\"".utf8)
-    private static let onsetText = Array(":{\"state\":\"onset\"".utf8)
-    private static let ongoingText = Array(":{\"state\":\"ongoing\"".utf8)
-    private static let endText = Array(":{\"state\":\"end\"".utf8)
-    private static let nullText = Array(":null".utf8)
-
-    /// The position of the first `needle` in `haystack`.
-    private static func find(_ needle: [UInt8], in haystack: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        var index = 0
-        while index <= haystack.count - needle.count {
-            if haystack[index] == needle[0], starts(UnsafeBufferPointer(rebasing: haystack[index...]), with: needle) { return index }
-            index += 1
-        }
-        return nil
-    }
-
-    private static func starts(_ bytes: UnsafeBufferPointer<UInt8>, with prefix: [UInt8]) -> Bool {
-        bytes.count >= prefix.count && prefix.indices.allSatisfy { bytes[$0] == prefix[$0] }
     }
 
     // MARK: - Bytes

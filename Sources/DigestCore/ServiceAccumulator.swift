@@ -109,7 +109,9 @@ struct ServiceAccumulator {
             speedCount += 1
             speedSumMilli += row.speedMilli
         }
-        if row.episode == EpisodeIndex.onset || (row.episode == EpisodeIndex.ongoing && checks == 1) { anomalies += 1 }
+        if row.episode == AnomalyEpisodeState.onset.rawValue || (row.episode == AnomalyEpisodeState.ongoing.rawValue && checks == 1) {
+            anomalies += 1
+        }
         let failing = row.isFailure
         var began = false
         if failing, openOutageStart == nil {
