@@ -8,41 +8,42 @@ import VitalsKit
 /// Values that break out of what the monitor has shown: the default detector.
 ///
 /// Per monitor, on the raw values (no logarithm: zeros, negative and [0, 1]-rescaled values are
-/// ordinary numbers here), in arrival order (only the daily profile reads the time of a sample,
-/// and only its hour of the day, so irregular cadence, repeated or backward timestamps count as
-/// samples):
+/// ordinary numbers here), in arrival order (the daily profile reads the hour of a sample's time,
+/// and the envelope of changes the time since the last sample; irregular cadence, repeated or
+/// backward timestamps otherwise count as samples):
 /// - the baseline: the median of the last `window - 1` values;
-/// - the scale: the larger of 1.4826 times their MAD, 2 times an exponentially weighted mean
+/// - the scale: the larger of 1.4826 times their MAD, 1.8 times an exponentially weighted mean
 ///   of past absolute deviations from the median (weight 1%, about the last 100 samples), and
 ///   0.1% of the median's size. The mean deviation keeps the scale above 0 on a series that is
 ///   mostly one value (mostly zeros), where the MAD is 0 and every other value would be an outlier;
-/// - an envelope: the highest and lowest values seen, each pulled back toward the median by 0.1%
-///   of the distance per sample that differs from the median (a half-life of about 700 such
-///   samples), so it remembers the range the series has shown for several hundred samples, and a
+///   until 5 learned samples differed from their median there is no scale, and no verdict;
+/// - an envelope: the highest and lowest values seen, each pulled back toward the median by 0.23%
+///   of the distance per sample that differs from the median (a half-life of about 300 such
+///   samples), so it remembers the range the series has shown for a few hundred samples, and a
 ///   value that rose to it once is not new;
-/// - evidence on the high side: min(z / threshold, (x - upper) / (0.05 spread)), with z the robust
+/// - evidence on the high side: min(z / threshold, (x - upper) / (0.065 spread)), with z the robust
 ///   z-score and spread the larger of upper - lower and the scale; likewise below on the low side.
 ///   Both must exceed 1: far from the median in robust deviations, and beyond the envelope.
 /// - the change channel, a prediction error with the last value as the prediction: the change
 ///   c = x - previous against the exponentially weighted mean absolute change (weight 1%) and an
-///   envelope of changes (the largest rise and fall, decaying toward 0 by 0.02% per nonzero
-///   change): min(c / (10/6 threshold mean changes), (c - rise) / (0.3 spread of changes)) on the
-///   high side, likewise for a fall. It catches a jump on a smooth series that the value channel
-///   finds ordinary (the series was there before); a jump like those it makes every few hours is
-///   not new.
+///   envelope of changes (the largest rise and fall, drawn back toward 0 on each nonzero change by
+///   1 - exp(-t / 1.8 days), t the time since the last sample): min(c / (1.7 threshold mean
+///   changes), (c - rise) / (0.53 spread of changes)) on the high side, likewise for a fall. It
+///   catches a jump on a smooth series that the value channel finds ordinary (the series was there
+///   before); a jump like those of the last day or two is not new.
 /// - the daily profile, a seasonal baseline in 24 phases (the UTC hour of `at`): per phase, the
-///   mean residual from the median and the mean absolute deviation from it, weighted 10% a day
+///   mean residual from the median and the mean absolute deviation from it, weighted 3% a day
 ///   (a sample sooner after its phase's day began weighs in proportion to the time). After 3
-///   days, (x - median - phase mean) / (8/6 threshold deviations), the deviation at least the
-///   mean deviation above; off while the MAD is 0 (mostly one value).
+///   days, (x - median - phase mean) / (1.3 threshold deviations), the deviation at least 0.8 of
+///   the mean deviation above; off while the MAD is 0 (mostly one value).
 /// - the repeat channel (--direction both only): a value equal to the last one for the 3rd to the
 ///   10th time in a row, on a series where fewer than 2% of samples begin a run of repeats, once
 ///   the window is full: evidence repeats / 2.5, at most 1.5. A stuck metric.
-/// The evidence of a sample is the largest of the four channels'.
-/// A sample is degrading when the evidence of a judged side is over 1, and for the next 10 samples
-/// after one is (so one incident with normal-looking values inside it is one alarm, not several,
-/// closed after 10 quiet samples); a held sample keeps its own score. The score is
-/// evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
+/// The evidence of a sample is the largest of the four channels'. A sample is over the limit
+/// (its own verdict degrading) when the evidence of a judged side is over 1. The score is
+/// evidence / (evidence + 1): 0.5 at the limit, rising toward 1. The episodes (`EpisodeTracker`)
+/// end after `episodeEnd` quiet samples, so one incident with normal-looking values inside it is
+/// one episode, not several.
 /// A sample after a sustained shift finds the envelope already at the new level, so the score
 /// falls back quickly instead of staying at 1 for the whole shift.
 ///
@@ -50,7 +51,7 @@ import VitalsKit
 /// the median on the latency field, and never learned, so they do not move the baseline.
 ///
 /// Cost: as `SortedWindow` (O(log window) and a small memory move) plus O(1); memory is the window
-/// and twelve numbers per monitor, and 120 for the daily profile once a sample with an `at` is learned.
+/// and fourteen numbers per monitor, and 120 for the daily profile once a sample with an `at` is learned.
 struct EnvelopeDetector: MonitorDetector {
     static let madToSigma = 1.4826
     /// The mean deviation's weight per sample.
