@@ -21,8 +21,6 @@ public struct SQLiteError: Error, CustomStringConvertible {
     public var isFull: Bool { code == SQLITE_FULL || (code == SQLITE_IOERR && message.contains("disk")) }
     /// Another connection holds a lock.
     public var isBusy: Bool { code == SQLITE_BUSY || code == SQLITE_LOCKED }
-    /// The database cannot be written by this connection (the file, or its folder, is read-only).
-    public var isReadOnly: Bool { code == SQLITE_READONLY }
 
     /// What a user can act on, for a failure on the database at `path`; `afterFull` says
     /// what a full disk left behind (each tool knows what it had not yet done).

@@ -148,8 +148,7 @@ extension SQLiteSampleStore {
     /// The counts kept in `check_counts`, brought up to date first: the samples numbered past the
     /// last count are added, or, when samples went away or held ones came to count since
     /// (`deletions` moved), every sample is counted again. So a scrape costs the samples stored
-    /// since the last one, not the whole store. A file this process cannot write is counted whole,
-    /// without keeping the result.
+    /// since the last one, not the whole store.
     func checkCounts() throws -> [Int64: [Int]] {
         // Samples numbered past the last count, found by number (a few pages of the table); all of
         // them, from the covering index (about a tenth of the bytes of the table, whose rows hold
@@ -181,12 +180,6 @@ extension SQLiteSampleStore {
                 let save = try db.prepare("UPDATE check_counts_state SET through_id = ?, deletions = ?")
                 save.bind(max(through, last), deletions)
                 try save.step()
-            }
-        } catch let error as SQLiteError where error.isReadOnly {
-            return try translated {
-                let statement = try db.prepare(countAll)
-                statement.bind(Int64(0), Int64.max)
-                return try SQLiteSampleStore.countsByMonitor(statement)
             }
         } catch {
             throw translate(error)

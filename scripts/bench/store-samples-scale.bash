@@ -130,8 +130,10 @@ for millions in "${size_list[@]}"; do
         query_figures history "$store" --db "$db" --now "$now" history year --hours 8760
         query_figures results "$store" --db "$db" --now "$now" results year --hours 8760 --page 1000
         query_figures export "$store" --db "$db" export --since "$day_since" --until "$now"
+        # A scrape after the first (on SQLite the first one counts every sample into check_counts).
+        query_figures metrics "$store" --db "$db" metrics
         key="$millions $backend"
-        fig[$key]="$seconds $ingest_kb $bytes ${q_ms[overview]} ${q_kb[overview]} ${q_ms[history]} ${q_kb[history]} ${q_ms[results]} ${q_kb[results]} ${q_ms[export]} ${q_kb[export]}"
+        fig[$key]="$seconds $ingest_kb $bytes ${q_ms[overview]} ${q_kb[overview]} ${q_ms[history]} ${q_kb[history]} ${q_ms[results]} ${q_kb[results]} ${q_ms[export]} ${q_kb[export]} ${q_ms[metrics]} ${q_kb[metrics]}"
         echo "bench: $key: $(printf '%s ' ${fig[$key]})" >&2
         drop_backend "$backend"
     done
@@ -144,15 +146,15 @@ echo "store-samples: $("$store" --version)"
 echo "clickhouse-server: $(clickhouse-client --port "$single_tcp" --query 'SELECT version()'), sqlite3: $(sqlite3 --version | cut -d' ' -f1), nproc: $(nproc)"
 echo "10,000 monitors; ingest once per size, each query the median of three runs (ms, and peak MB of store-samples)"
 echo
-printf '%-8s %-24s %10s %8s %8s %10s %10s %10s %10s\n' "samples" "backend" "ingest/s" "MB" "B/sample" "overview" "history" "results" "day export"
+printf '%-8s %-24s %10s %8s %8s %10s %10s %10s %10s %10s\n' "samples" "backend" "ingest/s" "MB" "B/sample" "overview" "history" "results" "day export" "metrics"
 for millions in "${size_list[@]}"; do
     for backend in "${backend_names[@]}"; do
-        read -r seconds ingest_kb bytes o_ms o_kb h_ms h_kb r_ms r_kb e_ms e_kb <<<"${fig[$millions $backend]}"
+        read -r seconds ingest_kb bytes o_ms o_kb h_ms h_kb r_ms r_kb e_ms e_kb m_ms m_kb <<<"${fig[$millions $backend]}"
         size=$((millions * 1000000))
-        printf '%-8s %-24s %10.0f %8.1f %8.1f %5d %4.0f %5d %4.0f %5d %4.0f %5d %4.0f\n' "${millions}M" "${backend_label[$backend]}" \
+        printf '%-8s %-24s %10.0f %8.1f %8.1f %5d %4.0f %5d %4.0f %5d %4.0f %5d %4.0f %5d %4.0f\n' "${millions}M" "${backend_label[$backend]}" \
             "$(echo "$size / $seconds" | bc -l)" "$(echo "$ingest_kb / 1000" | bc -l)" "$(echo "$bytes / $size" | bc -l)" \
             "$o_ms" "$(echo "$o_kb / 1000" | bc -l)" "$h_ms" "$(echo "$h_kb / 1000" | bc -l)" \
-            "$r_ms" "$(echo "$r_kb / 1000" | bc -l)" "$e_ms" "$(echo "$e_kb / 1000" | bc -l)"
+            "$r_ms" "$(echo "$r_kb / 1000" | bc -l)" "$e_ms" "$(echo "$e_kb / 1000" | bc -l)" "$m_ms" "$(echo "$m_kb / 1000" | bc -l)"
     done
 done
 echo "(MB after ingest/s is the ingest's peak memory; each query column is ms then peak MB)"
@@ -167,7 +169,7 @@ if [[ ! ,$sizes, =~ ,50, ]]; then
 else
     for backend in clickhouse cluster; do
         [[ -n ${fig[50 $backend]:-} ]] || { echo "goal at 50M: ${backend_label[$backend]}: not run (--backends)"; scale_status=1; continue; }
-        read -r _ _ bytes o_ms _ h_ms _ _ _ _ _ <<<"${fig[50 $backend]}"
+        read -r _ _ bytes o_ms _ h_ms _ <<<"${fig[50 $backend]}"
         per_sample=$(echo "$bytes / 50000000" | bc -l)
         overview_ok=$(( o_ms <= 200 )); bytes_ok=$(echo "$per_sample <= 40" | bc)
         printf 'goal at 50M: %-24s overview of 10,000 <= 200 ms  %-8s (%d ms)\n' "${backend_label[$backend]}" "$(verdict "$overview_ok")" "$o_ms"
@@ -176,7 +178,7 @@ else
     done
     for backend in sqlite clickhouse cluster; do
         [[ -n ${fig[50 $backend]:-} ]] || { echo "goal at 50M: ${backend_label[$backend]}: not run (--backends)"; scale_status=1; continue; }
-        read -r _ _ _ _ _ h_ms _ _ _ _ _ <<<"${fig[50 $backend]}"
+        read -r _ _ _ _ _ h_ms _ <<<"${fig[50 $backend]}"
         history_ok=$(( h_ms <= 150 ))
         printf 'goal at 50M: %-24s year history <= 150 ms        %-8s (%d ms)\n' "${backend_label[$backend]}" "$(verdict "$history_ok")" "$h_ms"
         ((history_ok)) || scale_status=1
