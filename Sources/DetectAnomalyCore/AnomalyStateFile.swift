@@ -143,30 +143,22 @@ enum AnomalyStateFile {
         }
         // The header's fields are read as values; the monitors are found as byte ranges and read one
         // at a time, so memory stays near the file's size however many monitors there are.
-        let result: Result<Void, ToolError> = bytes.withUnsafeBufferPointer { buffer in
-            do throws(ToolError) {
-                try load(buffer, path: path, settings: settings, into: table, fail: fail)
-                return .success(())
-            } catch {
-                return .failure(error)
-            }
-        }
-        try result.get()
+        try load(bytes.span, path: path, settings: settings, into: table, fail: fail)
     }
 
-    private static func load<Detector: MonitorDetector>(_ bytes: UnsafeBufferPointer<UInt8>, path: String, settings: DetectorSettings,
+    private static func load<Detector: MonitorDetector>(_ bytes: Span<UInt8>, path: String, settings: DetectorSettings,
                                                         into table: MonitorTable<Detector>,
                                                         fail: (String) -> ToolError) throws(ToolError) {
         var object = JSONObject()
         var monitorsRange: Range<Int>?
         do {
             for field in try JSONParser.scanObject(bytes) {
-                let key = try JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[(field.keyStart - 1)..<(field.keyEnd + 1)]))
+                let key = try JSONParser.parse(bytes.extracting((field.keyStart - 1)..<(field.keyEnd + 1)))
                 guard let name = key.stringValue else { continue }
                 if name == "monitors" {
                     monitorsRange = field.valueStart..<field.valueEnd
                 } else {
-                    object[name] = try JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[field.valueStart..<field.valueEnd]))
+                    object[name] = try JSONParser.parse(bytes.extracting(field.valueStart..<field.valueEnd))
                 }
             }
         } catch {
@@ -186,12 +178,12 @@ enum AnomalyStateFile {
                             + "this run has --\(key.replacingUnderscores) \(expected.jsonText.unquoted) "
                             + "(run with the same options, or name another --state file)")
         }
-        guard let monitorsRange, let monitors = try? JSONParser.scanArray(UnsafeBufferPointer(rebasing: bytes[monitorsRange])) else {
+        guard let monitorsRange, let monitors = try? JSONParser.scanArray(bytes.extracting(monitorsRange)) else {
             throw fail("\"monitors\" is not an array")
         }
         for (position, range) in monitors.enumerated() {
             let start = monitorsRange.lowerBound + range.lowerBound
-            let entry = try? JSONParser.parse(UnsafeBufferPointer(rebasing: bytes[start..<(start + range.count)]))
+            let entry = try? JSONParser.parse(bytes.extracting(start..<(start + range.count)))
             guard let state = entry?.objectValue, let name = state["monitor"]?.stringValue else {
                 throw fail("monitor \(position + 1) has no \"monitor\" name")
             }
