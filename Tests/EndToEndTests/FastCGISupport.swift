@@ -41,7 +41,11 @@ try:
         open(sys.argv[5], "w").close()
         while os.path.exists(sys.argv[5]):
             time.sleep(0.01)
-        connection.sendall(data[cut:])
+        try:
+            if data[cut:]:
+                connection.sendall(data[cut:])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the responder answered before taking the rest: its answer is read below
     else:
         try:
             connection.sendall(head + data)
