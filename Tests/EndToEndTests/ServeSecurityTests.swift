@@ -299,12 +299,7 @@ final class ServeSecurityTests {
         let pause = scratch.path("pause")
         let bodyFile = try scratch.write("body", sample("late", minutesAgo: 1) + "\n")
         let json = #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(try String(contentsOfFile: bodyFile, encoding: .utf8).utf8.count)"}"#
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        client.arguments = ["-c", fastCGIClient, socket, json, bodyFile, "10", pause]
-        let clientOutput = Pipe()
-        client.standardOutput = clientOutput
-        try client.run()
+        let (client, clientOutput) = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 10, pause: pause)
         while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
         try #require(FileManager.default.fileExists(atPath: pause), "the client sent its first bytes")
         responder.process.terminate()  // SIGTERM, with the request half read
@@ -338,28 +333,15 @@ final class ServeSecurityTests {
         try #require(worker > 0, "the supervisor started its worker")
         // One request answered first, so the worker is serving (a worker stopped while it starts
         // would meet the stop before it listens; that is another case).
-        let ready = Process()
-        ready.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        let empty = try scratch.write("body-empty", "")
-        ready.arguments = ["-c", fastCGIClient, socket, #"{"REQUEST_METHOD":"GET","REQUEST_URI":"/health"}"#, empty]
-        let readyOutput = Pipe()
-        ready.standardOutput = readyOutput
-        try ready.run()
-        ready.waitUntilExit()
-        let readyAnswer = String(decoding: readyOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let readyAnswer = try fastCGIRequest(socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], scratch: scratch)
         try #require(cgiStatus(readyAnswer) == 200, "the worker answers: \(readyAnswer)")
         kill(worker, SIGSTOP)
         let pause = scratch.path("pause-backlog")
         let body = sample("late", minutesAgo: 1) + "\n"
         let bodyFile = try scratch.write("body-backlog", body)
         let json = #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(body.utf8.count)"}"#
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         // A cut past the end: the whole request is sent, then the client waits for the pause file to go.
-        client.arguments = ["-c", fastCGIClient, socket, json, bodyFile, "1000000", pause]
-        let clientOutput = Pipe()
-        client.standardOutput = clientOutput
-        try client.run()
+        let (client, clientOutput) = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 1_000_000, pause: pause)
         while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
         try #require(FileManager.default.fileExists(atPath: pause), "the client sent its request")
         responder.process.terminate()
