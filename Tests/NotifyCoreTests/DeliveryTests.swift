@@ -71,6 +71,10 @@ struct DeliveryTests {
         #expect(after(date) == 90_000)
         #expect(HTTPJudgement.retryAfter(Self.answer(503, headers: ["retry-after:  7 "]), nowMs: 0) == 7_000, "names are case-insensitive")
         #expect(HTTPJudgement.retryAfter(Self.answer(503, headers: ["Retry-After: \(date)"]), nowMs: 784_111_777_000 + 5_000) == 0)
+        // RFC 9111 1.2.2: a delta-seconds greater than the greatest integer a recipient can
+        // represent is taken as 2^31 seconds. A server's huge value is no crash.
+        #expect(after("99999999999999999999") == 2_147_483_648_000)
+        #expect(after("1e300") == 2_147_483_648_000)
         #expect(after("-5") == nil)
         #expect(after("soon") == nil)
         #expect(HTTPJudgement.retryAfter(Self.answer(503), nowMs: now) == nil)
