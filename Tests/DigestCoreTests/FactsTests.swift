@@ -20,6 +20,8 @@ struct PercentileTests {
         #expect(p95((1...21).map(Double.init)) == 20)
         // n = 100: rank 95.
         #expect(p95((1...100).map { Double($0) * 1.5 }) == 142.5)
+        // n = 12: rank ⌈11.4⌉ = 12 (rounding up, not to the nearest).
+        #expect(p95((1...12).map(Double.init)) == 12)
         // n = 1: rank ⌈0.95⌉ = 1; n = 2: rank ⌈1.9⌉ = 2.
         #expect(p95([7]) == 7)
         #expect(p95([7, 3]) == 7)
@@ -238,6 +240,15 @@ struct DigestFactsTests {
         #expect(try In.facts([In.line("a", "10:00", "up")]).worst == nil)
     }
 
+    @Test("more outage time first when outages and uptime are equal")
+    func orderByOutageTime() throws {
+        // x: down 10:00 to 10:01, y: down 10:00 to 10:05; both 1 of 2 checks up, one outage each.
+        let facts = try In.facts([
+            In.line("x", "10:00", "down"), In.line("x", "10:01", "up"), In.line("y", "10:00", "down"), In.line("y", "10:05", "up"),
+        ])
+        #expect(facts.services.map(\.monitor) == ["y", "x"])
+    }
+
     @Test("lower uptime first: 1 unknown check in 2 is worse than 1 in 4")
     func orderByUptime() throws {
         let facts = try In.facts([
@@ -253,11 +264,12 @@ struct DigestFactsTests {
         // Buckets of 5 minutes: [10:00, 10:05) and [10:05, 10:10).
         let facts = try In.facts([
             In.line("a", "10:00", "up"), In.line("a", "10:04:59", "down"),
-            In.line("b", "10:00", "up"), In.line("b", "10:01", "error"), In.line("b", "10:02", "up"), In.line("b", "10:03", "down"),
+            In.line("b", "10:00", "up"), In.line("b", "10:01", "error"), In.line("b", "10:02", "up"), In.line("b", "10:04:59.500", "down"),
             In.line("c", "10:00", "up"), In.line("c", "10:05", "down"),
             In.line("d", "10:00", "up"), In.line("d", "10:09", "down"),
         ], now: In.at("10:10"))
-        // b began twice in the first bucket and counts once, at 10:01; a at 10:04:59.
+        // b began twice in the first bucket and counts once, at its first start, 10:01 (its
+        // second, 10:04:59.5, is after a's at 10:04:59).
         // c (10:05) and d (10:09) share the second.
         #expect(facts.correlated == [
             CorrelatedFailure(start: In.at("10:00"), end: In.at("10:05"), monitors: ["b", "a"], names: ["b", "a"]),

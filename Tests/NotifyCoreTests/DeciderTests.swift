@@ -75,6 +75,7 @@ struct DeciderFirstSampleTests {
         #expect(down.map(\.event) == [.down])
         #expect(down.first?.monitors.first?.previousStatus == nil)
         #expect(down.first?.monitors.first?.status == "down")
+        #expect(down.first?.monitors.first?.since == at(0), "the outage began at the first sample")
         // error is a failure like down (seed 000 6.3 counts down/error as failed): event down,
         // the monitor's status error, and the notification's status the one monitor's.
         let error = DeciderRun().told(s("a", 0, .error))
