@@ -10,7 +10,8 @@ struct AccumulatorTests {
 
     /// A row at `minute` minutes past 2026-01-27T10:00Z.
     static func row(_ minute: Int64, _ status: UInt8, latencyMs: Int64? = nil, episode: AnomalyEpisodeState? = nil) -> SampleRow {
-        var row = SampleRow(at: DigestInput.at("10:00") + minute * Self.minute, latencyMicros: latencyMs.map { $0 * 1000 } ?? SampleRow.none,
+        var row = SampleRow(at: DigestInput.at("10:00") + minute * Self.minute,
+                            latencyMicros: latencyMs.map { $0 * 1000 } ?? SampleRow.none,
                             speedMilli: SampleRow.none, sequence: UInt64(minute), service: 0, status: status)
         row.episode = episode?.rawValue ?? 0
         return row

@@ -16,7 +16,8 @@ enum DigestInput {
     /// `extra` adds fields (`,"name":"API"`).
     static func line(_ monitor: String, _ clock: String, _ status: String, latency: String = "null", extra: String = "") -> String {
         let time = clock.count == 5 ? clock + ":00" : clock
-        return #"{"type":"sample","monitor":"\#(monitor)","at":"2026-01-27T\#(time)Z","status":"\#(status)","latency_ms":\#(latency)\#(extra)}"#
+        return #"{"type":"sample","monitor":"\#(monitor)","at":"2026-01-27T\#(time)Z","status":"\#(status)","#
+            + #""latency_ms":\#(latency)\#(extra)}"#
     }
 
     /// The facts of `lines`, read in the order given.

@@ -140,7 +140,8 @@ struct DigestTextTests {
     func oneDown() throws {
         // Payments: up, down, down: 1 of 3 up (33.3%), down since 10:10. Both: 4 of 6 (66.7%).
         let lines = [
-            In.line("api", "10:00", "up", latency: "40"), In.line("api", "10:10", "up", latency: "40"), In.line("api", "10:20", "up", latency: "40"),
+            In.line("api", "10:00", "up", latency: "40"), In.line("api", "10:10", "up", latency: "40"),
+            In.line("api", "10:20", "up", latency: "40"),
             In.line("pay", "10:00", "up", latency: "100", extra: #","name":"Payments""#),
             In.line("pay", "10:10", "down", extra: #","name":"Payments""#),
             In.line("pay", "10:20", "down", extra: #","name":"Payments","message":"HTTP 503""#),
@@ -192,7 +193,8 @@ struct DigestTextTests {
         let twice = try In.service(try In.facts([
             In.line("x", "10:00", "error"), In.line("x", "10:05", "up"), In.line("x", "10:20", "error", extra: #","message":"timeout""#),
         ], now: In.at("10:30")), "x")
-        #expect(DigestText.clause(twice, words) == "was down twice for 15m in total (33.3% up) and has been failing again since 10:20 (timeout)")
+        #expect(DigestText.clause(twice, words)
+            == "was down twice for 15m in total (33.3% up) and has been failing again since 10:20 (timeout)")
         // Two anomaly episodes, no outage: degraded at 3 of 10 checks.
         let episode = { (state: String) in #","anomaly":{"episode":{"state":"\#(state)"}}"# }
         let web = try In.service(try In.facts([

@@ -53,7 +53,8 @@ struct ChannelURLParsingTests {
 
     @Test("${file:PATH} reads a file, without its last newline")
     func fileReference() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("notify-secret-\(ProcessInfo.processInfo.processIdentifier)").path
+        let name = "notify-secret-\(ProcessInfo.processInfo.processIdentifier)"
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(name).path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try "line one\nhunter2\n".write(toFile: path, atomically: true, encoding: .utf8)
         let url = try ChannelURL("jsons://h/p?secret=${file:\(path)}", environment: [:])
