@@ -2,6 +2,7 @@
 @testable import DigestCore
 import FixtureServer
 import Foundation
+import HealthSyncCore
 import NotifyCore
 @testable import ProbeHTTPCore
 @testable import ProbePingCore
@@ -11,7 +12,7 @@ import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta"]
+let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta", "healthsync"]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -225,7 +226,7 @@ struct DocumentationTests {
 
     @Test("the option table, --help and the man page list the same options",
           arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                      NotifyCommand.spec, SnapshotDeltaCommand.spec])
+                      NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec])
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
@@ -261,7 +262,7 @@ func manOptionEntries(_ page: String) -> [String: String] {
 struct OptionDefaultsDocumentationTests {
     @Test("every default and alias in an option table is written in the man page's entry for that option",
           arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                      NotifyCommand.spec, SnapshotDeltaCommand.spec])
+                      NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec])
     func defaultsAndAliases(spec: CommandSpec) throws {
         let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
         for option in spec.options {
@@ -285,7 +286,7 @@ struct OptionDefaultsDocumentationTests {
     @Test("vitals(7) lists every short option of the suite, each letter with one meaning")
     func shortOptions() throws {
         let specs = [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                     NotifyCommand.spec, SnapshotDeltaCommand.spec]
+                     NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec]
         var meaning: [Character: String] = [:]
         for spec in specs {
             for option in spec.allOptions {
