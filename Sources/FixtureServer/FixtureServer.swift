@@ -39,6 +39,8 @@ public final class FixtureServer: Sendable {
     private let counters = Mutex<[String: Int]>([:])
     private let openConnections = Mutex<Set<Int32>>([])
     private let stopped = Atomic<Bool>(false)
+    /// How long `/bytes/N` takes to send its body, in milliseconds (0: at once).
+    public let bytesPaceMs: Int
 
     /// Every route, with what it does (the demo prints this list).
     public static let routes: [(String, String)] = [
@@ -50,7 +52,7 @@ public final class FixtureServer: Sendable {
         ("/head-reset, /head-close", "resets or closes on HEAD, 200 to GET"),
         ("/content?text=T", "200 with T inside an HTML body"),
         ("/body?size=N&needle=T", "200 with N bytes of body ending in T"),
-        ("/bytes/N", "200 with N bytes of body"),
+        ("/bytes/N", "200 with N bytes of body (spread over the server's byte pace, when it has one)"),
         ("/fixed", "200 with a fixed body (for hash checks)"),
         ("/echo", "200 with the request echoed as JSON"),
         ("/redirect/N", "N redirects, then 200"),
@@ -69,8 +71,11 @@ public final class FixtureServer: Sendable {
     public var baseURL: String { host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)" }
 
     /// Starts listening on `host` (and, with `alsoIPv6`, on `::1` at the same port) and
-    /// serving on background threads. Port 0 picks a free port.
-    public init(host: String = "127.0.0.1", port: Int = 0, alsoIPv6: Bool = false) throws {
+    /// serving on background threads. Port 0 picks a free port. With `bytesPaceMs`, `/bytes/N`
+    /// sends its body in pieces after a pause each, so the body's last byte leaves at least that
+    /// long after the headers, however fast the machine: a download whose duration (and so its
+    /// speed's confidence) does not depend on the machine's speed.
+    public init(host: String = "127.0.0.1", port: Int = 0, alsoIPv6: Bool = false, bytesPaceMs: Int = 0) throws {
         let first = try FixtureServer.listen(host: host, port: port)
         var fds = [first.fd]
         if alsoIPv6, let second = try? FixtureServer.listen(host: "::1", port: first.port) {
@@ -79,6 +84,7 @@ public final class FixtureServer: Sendable {
         self.host = host
         self.port = first.port
         self.listenFDs = fds
+        self.bytesPaceMs = max(0, bytesPaceMs)
         for fd in fds {
             Thread.detachNewThread { [self] in self.acceptLoop(fd) }
         }
@@ -226,7 +232,11 @@ public final class FixtureServer: Sendable {
         case "bytes":
             let size = parts.count > 1 ? max(0, Int(parts[1]) ?? 0) : 0
             let body = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
-            respond(fd, 200, body: body, head: isHead, contentType: "application/octet-stream")
+            if bytesPaceMs > 0 && !isHead {
+                sendPaced(fd, body)
+            } else {
+                respond(fd, 200, body: body, head: isHead, contentType: "application/octet-stream")
+            }
         case "fixed":
             respond(fd, 200, body: Array(FixtureServer.fixedBody.utf8), head: isHead)
         case "echo":
@@ -260,18 +270,25 @@ public final class FixtureServer: Sendable {
             let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 64 * 1024)
             while !stopped.load(ordering: .sequentiallyConsistent), sendAll(fd, chunk) {}
         case "huge-headers":
+            // Sent as it is made, 64 KiB at a time: the first bytes leave at once, however slow the machine.
             var head = Array("HTTP/1.1 200 OK\r\n".utf8)
-            let filler = String(repeating: "f", count: 1000)
+            let filler = [UInt8](repeating: UInt8(ascii: "f"), count: 1000)
             for index in 0..<4096 {
-                head.append(contentsOf: "X-Filler-\(index): \(filler)\r\n".utf8)
+                head.append(contentsOf: "X-Filler-\(index): ".utf8)
+                head.append(contentsOf: filler)
+                head.append(contentsOf: [13, 10])
+                if head.count >= 64 * 1024 {
+                    guard sendAll(fd, head) else { return }
+                    head.removeAll(keepingCapacity: true)
+                }
             }
             head.append(contentsOf: "Content-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8)
             _ = sendAll(fd, head)
         case "huge-header-line":
-            var head = Array("HTTP/1.1 200 OK\r\nX-Filler: ".utf8)
-            head.append(contentsOf: repeatElement(UInt8(ascii: "f"), count: 4 << 20))
-            head.append(contentsOf: "\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8)
-            _ = sendAll(fd, head)
+            guard sendAll(fd, Array("HTTP/1.1 200 OK\r\nX-Filler: ".utf8)) else { return }
+            let filler = [UInt8](repeating: UInt8(ascii: "f"), count: 64 * 1024)
+            for _ in 0..<64 { guard sendAll(fd, filler) else { return } }
+            _ = sendAll(fd, Array("\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n".utf8))
         case "reset":
             reset(fd)
             closeNormally = false
@@ -296,6 +313,26 @@ public final class FixtureServer: Sendable {
         if !head { bytes.append(contentsOf: body) }
         _ = sendAll(fd, bytes)
     }
+
+    /// The headers at once, then the body in up to `pacePieces` pieces, each after an equal share
+    /// of `bytesPaceMs`: the last byte leaves no sooner than `bytesPaceMs` after the headers.
+    private func sendPaced(_ fd: Int32, _ body: [UInt8]) {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(body.count)\r\nConnection: close\r\n\r\n"
+        guard sendAll(fd, Array(head.utf8)) else { return }
+        let pieces = max(1, min(FixtureServer.pacePieces, body.count))
+        let pause = UInt32((bytesPaceMs * 1000 + pieces - 1) / pieces)
+        var offset = 0
+        for piece in 1...pieces {
+            usleep(pause)
+            if stopped.load(ordering: .sequentiallyConsistent) { return }
+            let end = body.count * piece / pieces
+            guard sendAll(fd, Array(body[offset..<end])) else { return }
+            offset = end
+        }
+    }
+
+    /// How many pieces a paced body is sent in, at most.
+    static let pacePieces = 20
 
     private func reset(_ fd: Int32) {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)

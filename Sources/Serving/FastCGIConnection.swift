@@ -42,6 +42,15 @@ final class FastCGIConnection: @unchecked Sendable {
     /// Whether bytes of a next request are already buffered (the peer sent it before our answer).
     var hasBufferedBytes: Bool { start < buffer.count }
 
+    /// Lets go of a buffer a large request grew, once nothing is buffered: a kept connection
+    /// idles with 16 KiB, not with the 1 MiB of the last body it carried.
+    func shrink() {
+        guard start == buffer.count, buffer.capacity > 256 << 10 else { return }
+        buffer = []
+        buffer.reserveCapacity(16 << 10)
+        start = 0
+    }
+
     /// Closes the socket.
     func close() {
         _ = closeDescriptor(fd)

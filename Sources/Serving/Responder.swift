@@ -198,6 +198,7 @@ public final class Responder: @unchecked Sendable {
                 return answerer!.answer(request)
             }
             if keep && !stopping.load(ordering: .sequentiallyConsistent) {
+                connection.shrink()
                 if connection.hasBufferedBytes {
                     queue.push(connection)
                 } else {

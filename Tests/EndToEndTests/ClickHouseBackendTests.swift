@@ -53,7 +53,7 @@ enum ISO8601Milliseconds {
     }
 }
 
-@Suite("store-samples on ClickHouse", .serialized, .timeLimit(.minutes(10)))
+@Suite("store-samples on ClickHouse", .serialized, .hangGuard(minutes: 10))
 struct ClickHouseBackendTests {
     let scratch: ScratchDirectory
     var sqliteDB: String { scratch.path("vitals.db") }

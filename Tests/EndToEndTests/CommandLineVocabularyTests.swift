@@ -4,7 +4,7 @@ import VitalsKit
 
 /// The suite's one vocabulary: canonical spellings and their aliases reach the same option,
 /// subcommand tables refuse what does not apply, and short options mean one thing.
-@Suite("one command-line vocabulary across the tools", .timeLimit(.minutes(2)))
+@Suite("one command-line vocabulary across the tools", .hangGuard(minutes: 2))
 struct CommandLineVocabularyTests {
     /// A spelling, what the tool should do with it, and words its stderr must contain.
     struct Spelling: CustomTestStringConvertible, Sendable {
@@ -101,8 +101,7 @@ struct CommandLineVocabularyTests {
     }
 }
 
-// A hang guard: the limit counts the wait for a thread of the test pool, which tests waiting on servers hold.
-@Suite("notify's subcommands from the framework's table", .timeLimit(.minutes(5)))
+@Suite("notify's subcommands from the framework's table", .hangGuard(minutes: 5))
 struct NotifySubcommandTests {
     @Test("deliver is the default; devices takes its own options; each refuses the other's", arguments: [
         (["devices", "count", "--to", "json://127.0.0.1:9/x"], "notify: --to does not apply to devices; it applies to deliver\n"),

@@ -6,7 +6,7 @@ import VitalsKit
 /// The command-line conventions of vitals(7), held for every tool: a reader that goes away,
 /// SIGTERM, a second SIGINT, TZ, proxies. Each test waits on a condition (a line, a request
 /// the server saw, the tool blocked reading its input), never on a sleep.
-@Suite("conventions, for every tool", .serialized, .timeLimit(.minutes(3)))
+@Suite("conventions, for every tool", .serialized, .hangGuard(minutes: 3))
 struct ConventionTests {
     static let tools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "notify", "digest", "snapshot-delta"]
 
@@ -191,7 +191,7 @@ func waitUntilReadingStdin(_ pid: Int32) throws {
 
 /// Bounded memory, measured: the peak resident set of the tool as a child of python3
 /// (getrusage(RUSAGE_CHILDREN) there sees that one child only), on one input and on ten times it.
-@Suite("bounded memory", .serialized, .timeLimit(.minutes(3)))
+@Suite("bounded memory", .serialized, .hangGuard(minutes: 3))
 struct BoundedMemoryTests {
     /// Peak RSS in KiB of `tool arguments` reading `file`.
     static func peakKiB(_ tool: String, _ arguments: [String], file: String) throws -> Int {

@@ -26,7 +26,7 @@ func steadyThenSpike(_ monitor: String = "api") -> [String] {
     (0..<11).map { sampleLine(monitor, minute: $0, latency: Double(50 + $0 % 3)) } + [sampleLine(monitor, minute: 11, latency: 400)]
 }
 
-@Suite("detect-anomaly end to end", .serialized, .timeLimit(.minutes(3)))
+@Suite("detect-anomaly end to end", .serialized, .hangGuard(minutes: 3))
 struct DetectAnomalyTests {
     @Test("every valid line comes out in order; other records byte for byte; samples gain only the anomaly object")
     func passThrough() throws {
@@ -251,7 +251,7 @@ struct DetectAnomalyTests {
     }
 }
 
-@Suite("detect-anomaly state files", .serialized, .timeLimit(.minutes(5)))
+@Suite("detect-anomaly state files", .serialized, .hangGuard(minutes: 5))
 struct DetectAnomalyStateTests {
     /// Three monitors over 300 minutes each, interleaved: noise, a shift, a drift, an outage, a simulated stretch.
     static let trace: [String] = {

@@ -3,7 +3,7 @@ import Testing
 import VitalsKit
 
 /// digest against isitup's words (issue 15): a trend over the day, and a cache that can be cleared.
-@Suite("digest: seed fidelity", .timeLimit(.minutes(2)))
+@Suite("digest: seed fidelity", .hangGuard(minutes: 2))
 struct DigestFidelityTests {
     /// One sample line every 5 minutes from `start`, with the latencies given.
     static func fiveMinuteSamples(_ monitor: String, start: String, latencies: [Double]) -> String {

@@ -54,7 +54,7 @@ struct GoldenCase: CustomStringConvertible, Sendable {
     var description: String { golden }
 }
 
-@Suite("digest end to end", .timeLimit(.minutes(3)))
+@Suite("digest end to end", .hangGuard(minutes: 3))
 struct DigestTests {
     static let goldenCases = [
         GoldenCase(golden: "basic.text", trace: "basic", arguments: []),
@@ -392,7 +392,7 @@ struct DigestTests {
 }
 
 /// The facts of each trace, worked out by hand from the trace files.
-@Suite("digest facts", .timeLimit(.minutes(2)))
+@Suite("digest facts", .hangGuard(minutes: 2))
 struct DigestFactsTests {
     func facts(_ trace: String, _ arguments: [String] = []) throws -> (JSONObject, [JSONObject]) {
         let result = try run("digest", ["-f", "json"] + arguments + [DigestFixtures.trace(trace)])
@@ -515,7 +515,7 @@ struct DigestFactsTests {
 }
 
 /// --llm-command with small scripts as fake models.
-@Suite("digest --llm-command", .timeLimit(.minutes(2)))
+@Suite("digest --llm-command", .hangGuard(minutes: 2))
 struct DigestLLMTests {
     let scratch: ScratchDirectory
     init() throws { scratch = try ScratchDirectory() }
@@ -540,15 +540,17 @@ struct DigestLLMTests {
         #expect(try String(contentsOfFile: promptPath, encoding: .utf8) == prompt)
     }
 
+    // Only the model that hangs is given a short --llm-timeout: the others answer at once, and a
+    // generous one keeps a slow machine's start-up from being taken for a hang.
     @Test("a model that fails, says nothing, hangs or does not exist: the built-in text, and a warning", arguments: [
-        ("exit 3", "failed", "it exited with status 3"),
-        ("cat >/dev/null; printf '  \\n'", "empty", "its output was empty"),
-        ("exec sleep 30", "hangs", "it gave no answer within --llm-timeout (500ms)"),
-        ("kill -9 $$", "killed", "it was killed by signal 9"),
+        ("exit 3", "failed", "it exited with status 3", "60s"),
+        ("cat >/dev/null; printf '  \\n'", "empty", "its output was empty", "60s"),
+        ("exec sleep 30", "hangs", "it gave no answer within --llm-timeout (500ms)", "500ms"),
+        ("kill -9 $$", "killed", "it was killed by signal 9", "60s"),
     ])
-    func fallback(body: String, name: String, reason: String) throws {
+    func fallback(body: String, name: String, reason: String, timeout: String) throws {
         let model = try script(name, body)
-        let result = try run("digest", ["--llm-command", model, "--llm-timeout", "500ms", DigestFixtures.trace("basic")])
+        let result = try run("digest", ["--llm-command", model, "--llm-timeout", timeout, DigestFixtures.trace("basic")])
         #expect(result.status == 0)
         #expect(result.stderr == "digest: warning: --llm-command gave no digest (\(reason)); writing digest's own text instead\n")
         try DigestFixtures.check(result.stdout, golden: "basic.text")
@@ -564,7 +566,7 @@ struct DigestLLMTests {
 }
 
 /// --cache: a digest made today is printed again without reading the samples.
-@Suite("digest --cache", .timeLimit(.minutes(2)))
+@Suite("digest --cache", .hangGuard(minutes: 2))
 struct DigestCacheTests {
     /// A zone where it is now about noon, so "today" cannot change during the test.
     static var noonZone: String {
@@ -622,7 +624,7 @@ struct DigestCacheTests {
 }
 
 /// The HTML page looked at in a real browser: headless Chromium takes a screenshot.
-@Suite("digest --format html in a browser", .timeLimit(.minutes(3)))
+@Suite("digest --format html in a browser", .hangGuard(minutes: 3))
 struct DigestBrowserTests {
     @Test("the page renders: the screenshot has the window's size, the table's badges, the outage shading and the line")
     func renders() throws {

@@ -100,7 +100,7 @@ func parseOptionSignature(_ text: String) -> DocumentedOption {
     return DocumentedOption(long: long, short: short, value: value)
 }
 
-@Suite("man pages and help agree", .timeLimit(.minutes(2)))
+@Suite("man pages and help agree", .hangGuard(minutes: 2))
 struct DocumentationTests {
     @Test("every option in --help is in the man page, with the same short form and value, and no other", arguments: documentedTools)
     func optionsMatch(tool: String) throws {
@@ -256,9 +256,8 @@ func manOptionEntries(_ page: String) -> [String: String] {
     return entries
 }
 
-// A time limit counts the wait for one of the test pool's threads too (two on two cores, where tests that
-// wait on servers hold them for minutes): it guards against a hang, not for speed.
-@Suite("man pages carry the option table's defaults and aliases", .timeLimit(.minutes(5)))
+// A hang guard, not a speed goal (see HangGuard).
+@Suite("man pages carry the option table's defaults and aliases", .hangGuard(minutes: 5))
 struct OptionDefaultsDocumentationTests {
     @Test("every default and alias in an option table is written in the man page's entry for that option",
           arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
@@ -303,10 +302,11 @@ struct OptionDefaultsDocumentationTests {
 }
 
 /// Runs the examples of the man pages and the README: each `$ ` line, with example.com
-/// pointed at local servers and --watch bounded by timeout(1), in bash with `set -o pipefail`
-/// (so a tool failing upstream of `jq` or `tee` fails the example), and checks what each prints
-/// against `Fixtures/examples/<page>.expected` (format and masking rule: the README there).
-@Suite("documented examples run", .serialized, .timeLimit(.minutes(3)))
+/// pointed at local servers and each --watch interrupted once it has written what the example
+/// shows, in bash with `set -o pipefail` (so a tool failing upstream of `jq` or `tee` fails the
+/// example), and checks what each prints against `Fixtures/examples/<page>.expected` (format and
+/// masking rule: the README there).
+@Suite("documented examples run", .serialized, .hangGuard(minutes: 3))
 struct ExampleTests {
     static func examples(in text: String, roff: Bool) -> [String] {
         var commands: [String] = []
@@ -344,6 +344,31 @@ struct ExampleTests {
         }
     }
 
+    /// `vitals_watch N COMMAND...`: runs COMMAND (a --watch), copies what it writes, and sends it
+    /// SIGINT once it has written N lines; its status is COMMAND's (130). Stopping on what the tool
+    /// wrote, not after a fixed time, keeps the example's outcome the same on a slow machine.
+    /// timeout(1) passes the SIGINT on; its 120 s only ends a tool that never writes its lines
+    /// (a failure either way).
+    static let watchFunction = """
+    vitals_watch() {
+        local want=$1 seen=0 line pid status fifo
+        shift
+        fifo=$(mktemp -u) && mkfifo "$fifo" || return 2
+        timeout --preserve-status -s INT 120 "$@" > "$fifo" &
+        pid=$!
+        while IFS= read -r line; do
+            printf '%s\\n' "$line"
+            seen=$((seen + 1))
+            if [ "$seen" = "$want" ]; then kill -INT "$pid"; fi
+        done < "$fifo"
+        wait "$pid"
+        status=$?
+        rm -f "$fifo"
+        return "$status"
+    }
+
+    """
+
     @Test("examples", arguments: sources)
     func run(source: String) throws {
         let text = try readPage(source)
@@ -355,7 +380,10 @@ struct ExampleTests {
         // The file follows the page: the same commands, in the same order.
         try #require(expectations.map(\.command) == commands,
                      "\(expectedName) does not list \(source)'s examples in order: \(expectations.map(\.command)) vs \(commands)")
-        let server = try FixtureServer()
+        // /bytes/N sends its body over 400 ms, so a speed test's download lasts well past the 50 ms
+        // under which its confidence is low, however fast the machine: the confidence the pages
+        // show (medium) is the one every machine gets.
+        let server = try FixtureServer(bytesPaceMs: 400)
         let scratch = try ScratchDirectory()
         try scratch.write("targets.ndjson", """
         {"id":"api","name":"api","url":"\(server.baseURL)/ok","agent":"office"}
@@ -385,14 +413,16 @@ struct ExampleTests {
                 let gate = try #require(ExampleTests.gate(name), "\(expectedName): unknown gate \(name)")
                 guard try requireGate(gate.holds, "\(source): `\(command)`: \(gate.why)") else { continue }
             }
+            // A --watch runs until it has written the lines the example shows (at least one), then gets SIGINT.
+            let watchLines = max(1, expectation.stdout.count)
             let local = command
                 .replacingOccurrences(of: "ssl://example.com:443", with: "ssl://\(tlsHostPort)")
                 .replacingOccurrences(of: "tcp://example.com:443", with: "tcp://\(tlsHostPort)")
                 .replacingOccurrences(of: "https://example.com", with: server.baseURL)
-                .replacingOccurrences(of: "probe-http --watch", with: "timeout --preserve-status -s INT 2 probe-http --watch")
-                .replacingOccurrences(of: "probe-ping --watch", with: "timeout --preserve-status -s INT 2 probe-ping --watch")
+                .replacingOccurrences(of: "probe-http --watch", with: "vitals_watch \(watchLines) probe-http --watch")
+                .replacingOccurrences(of: "probe-ping --watch", with: "vitals_watch \(watchLines) probe-ping --watch")
             // /bin/sh is dash here, which has no pipefail: bash runs the examples.
-            let result = try runProcess("/bin/bash", ["-c", "set -o pipefail\n" + local], stdin: "",
+            let result = try runProcess("/bin/bash", ["-c", "set -o pipefail\n" + ExampleTests.watchFunction + local], stdin: "",
                                         environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
             #expect(result.status == expectation.status,
                     "\(source): `\(command)` exited \(result.status), not \(expectation.status): \(result.stderr)")
@@ -479,7 +509,7 @@ struct ExpectedOutput {
     }
 }
 
-@Suite("notify's record is documented", .timeLimit(.minutes(5)))  // a hang guard (see above)
+@Suite("notify's record is documented", .hangGuard(minutes: 5))
 struct NotifyDocumentationTests {
     @Test("every field notify writes is in vitals-records(7) NOTIFICATION and notify(1) OUTPUT")
     func notificationFields() throws {

@@ -35,7 +35,7 @@ private let sleep = "HKCategoryTypeIdentifierSleepAnalysis"
 
 /// Health Sync's endpoint through real nginx and snapshot-delta's responder on loopback, fetched with curl over
 /// TLS 1.3 with client certificates made at test time by `snapshot-delta cert`.
-@Suite("Health Sync over HTTPS: nginx + snapshot-delta serve", .timeLimit(.minutes(3)))
+@Suite("Health Sync over HTTPS: nginx + snapshot-delta serve", .hangGuard(minutes: 3))
 struct HealthSyncServeTests {
     /// A small archive: three heart rates, two step counts, one sleep stage, one snapshot.
     static func makeArchive() throws -> HealthArchive {
@@ -273,36 +273,33 @@ struct HealthSyncServeTests {
         #expect(old.status == 35, "curl: \(old.stderr)")
         #expect(old.stdout == "000")
 
-        // Carol pairs (her first request), then sends 60 more at once, then one at a time until
-        // refused. nginx's bucket holds 60 and refills one a second: the first 60 requests always
-        // pass, and she is refused by her 61st plus one for each whole second the requests took.
+        // Carol pairs (her first request), then sends bursts of 60 at once until one is refused.
+        // nginx's bucket holds 60 and refills one a second: the first 60 requests always pass,
+        // and she is refused by her 61st plus one for each whole second the requests took. (Bursts,
+        // not one request at a time: on a loaded machine one at a time can be slower than the refill.)
         let started = Date()
         let token = try fixture.newToken()
         #expect(try fixture.post("/api/v1/pair", #"{"token":"\#(token)"}"#, client: "carol").status == 200)
-        var config = ""
-        for index in 0..<60 {
-            config += "url = \"\(fixture.url)/api/v1/health/data\"\noutput = \"\(fixture.tls.path("burst-\(index).json"))\"\n"
-        }
-        let configFile = try fixture.tls.write("burst.cfg", config)
-        let burst = try runProcess("/usr/bin/env", ["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-immediate", "--parallel-max", "60",
-                                                    "--cacert", fixture.serverCert, "--cert", fixture.tls.path("carol/client.crt"),
-                                                    "--key", fixture.tls.path("carol/client.key"), "-H", "Content-Type: application/json",
-                                                    "-w", "%{http_code} %{filename_effective}\\n",
-                                                    "--data", #"{"types":["\#(heart)"]}"#, "-K", configFile],
-                                   stdin: "", environment: toolEnvironment())
-        let answers = burst.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-        #expect(answers.allSatisfy { $0.first == "200" || $0.first == "429" } && answers.count == 60, "\(burst.stdout)")
-        var accepted = 1 + answers.filter { $0.first == "200" }.count
-        var refusedBody = answers.first { $0.first == "429" }.flatMap { try? String(contentsOfFile: $0.last ?? "", encoding: .utf8) }
-        var limitedSeen = answers.filter { $0.first == "429" }.count
-        while refusedBody == nil && accepted < 80 {
-            let answer = try fixture.data(#"{"types":["\#(heart)"]}"#, client: "carol")
-            if answer.status == 429 {
-                refusedBody = answer.body
-                limitedSeen += 1
-            } else {
-                accepted += 1
+        var accepted = 1
+        var refusedBody: String?
+        var limitedSeen = 0
+        for round in 0..<10 where refusedBody == nil {
+            var config = ""
+            for index in 0..<60 {
+                config += "url = \"\(fixture.url)/api/v1/health/data\"\noutput = \"\(fixture.tls.path("burst-\(round)-\(index).json"))\"\n"
             }
+            let configFile = try fixture.tls.write("burst-\(round).cfg", config)
+            let burst = try runProcess("/usr/bin/env", ["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-immediate", "--parallel-max", "60",
+                                                        "--cacert", fixture.serverCert, "--cert", fixture.tls.path("carol/client.crt"),
+                                                        "--key", fixture.tls.path("carol/client.key"), "-H", "Content-Type: application/json",
+                                                        "-w", "%{http_code} %{filename_effective}\\n",
+                                                        "--data", #"{"types":["\#(heart)"]}"#, "-K", configFile],
+                                       stdin: "", environment: toolEnvironment())
+            let answers = burst.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            #expect(answers.allSatisfy { $0.first == "200" || $0.first == "429" } && answers.count == 60, "\(burst.stdout)")
+            accepted += answers.filter { $0.first == "200" }.count
+            limitedSeen += answers.filter { $0.first == "429" }.count
+            refusedBody = answers.first { $0.first == "429" }.flatMap { try? String(contentsOfFile: $0.last ?? "", encoding: .utf8) }
         }
         let elapsed = Date().timeIntervalSince(started)
         #expect(accepted >= 60 && Double(accepted) <= 60 + elapsed.rounded(.up), "\(accepted) accepted in \(elapsed) s")
@@ -386,8 +383,16 @@ struct HealthSyncServeTests {
                                     stdin: "", environment: toolEnvironment())
         let times = result.stdout.split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         try #require(times.count == 2, "\(result.stdout) \(result.stderr)")
-        #expect(times[0] >= 9 && times[0] <= 12, "a byte a second: cut after \(times[0]) s")
-        #expect(times[1] >= 9 && times[1] <= 12, "a stalled body: cut after \(times[1]) s")
+        // Not before nginx's 10 s (less the client's own second of slack); the upper bound only
+        // tells a cut from none (the client gives up at 20 s), far from what a busy machine adds.
+        #expect(times[0] >= 9 && times[0] < 19, "a byte a second: cut after \(times[0]) s")
+        #expect(times[1] >= 9 && times[1] < 19, "a stalled body: cut after \(times[1]) s")
+        // Both cuts are network events nginx handled itself: they reach the operation log as 408s.
+        fixture.server.stop()
+        let refusals = try fixture.archive.run(["log"]).records().filter { $0.string("operation") == "network_refusal" }
+            .compactMap { $0["detail"]?.objectValue }
+        #expect(refusals.filter { $0.int("status") == 408 }.compactMap { $0.int("count") }.reduce(0, +) == 2,
+                "\(refusals) \(fixture.server.accessLog)")
     }
 
     // MARK: - Odd requests
@@ -476,7 +481,7 @@ private struct HealthAnswer {
 }
 
 /// `snapshot-delta` as a web server that runs a program per request runs it, with the CGI environment set directly (no nginx).
-@Suite("snapshot-delta cgi with the CGI environment set directly", .timeLimit(.minutes(3)))
+@Suite("snapshot-delta cgi with the CGI environment set directly", .hangGuard(minutes: 3))
 struct HealthSyncCGITests {
     func cgi(_ db: String, method: String = "POST", path: String, body: String = "", certificate: String? = nil) throws -> (head: [String], body: JSONObject?) {
         var environment = ["GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_URI": path,

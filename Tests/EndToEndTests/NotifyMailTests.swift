@@ -4,7 +4,7 @@ import VitalsKit
 
 /// notify's mail and command channels: SMTP against Debian's aiosmtpd (STARTTLS, implicit
 /// TLS, AUTH), sendmail:// and exec:// against commands the tests write.
-@Suite("notify: mailto, mailtos, sendmail, exec", .serialized, .timeLimit(.minutes(3)))
+@Suite("notify: mailto, mailtos, sendmail, exec", .serialized, .hangGuard(minutes: 3))
 struct NotifyMailTests {
     static let certificates: TestCertificates? = try? TestCertificates()
 
@@ -131,7 +131,7 @@ struct NotifyMailTests {
 
 /// desktop:// against a real notification daemon: dunst on Xvfb in a D-Bus session
 /// (Fixtures/notify/desktop_session.sh records what dunst shows).
-@Suite("notify: desktop notifications", .serialized, .timeLimit(.minutes(2)))
+@Suite("notify: desktop notifications", .serialized, .hangGuard(minutes: 2))
 struct NotifyDesktopTests {
     @Test("desktop:// shows the title and text through notify-send, as arguments: nothing is interpreted by a shell")
     func desktop() throws {

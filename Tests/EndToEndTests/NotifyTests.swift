@@ -5,7 +5,7 @@ import VitalsKit
 
 /// notify's decisions, on traces whose expected notifications are worked out by hand in
 /// each test's comments (t is seconds after 2026-01-27T10:00:00Z).
-@Suite("notify: transitions, cooldowns, grouping, thresholds, repeats, mutes", .timeLimit(.minutes(2)))
+@Suite("notify: transitions, cooldowns, grouping, thresholds, repeats, mutes", .hangGuard(minutes: 2))
 struct NotifyDecisionTests {
     func notify(_ lines: [String], _ arguments: [String] = []) throws -> RunResult {
         try run("notify", arguments, stdin: lines.joined(separator: "\n") + "\n")
@@ -192,7 +192,7 @@ struct NotifyDecisionTests {
 }
 
 /// notify's state across runs: cron runs behave like one stream; dry runs change nothing.
-@Suite("notify: state, split runs, dry runs, streaming", .serialized, .timeLimit(.minutes(2)))
+@Suite("notify: state, split runs, dry runs, streaming", .serialized, .hangGuard(minutes: 2))
 struct NotifyStateTests {
     /// A trace of 12 cycles, 30 s apart, of three monitors: an outage of two (grouped), a
     /// third joining it, flaps inside cooldowns, recoveries.

@@ -4,7 +4,7 @@ import VitalsKit
 
 /// notify's HTTP channels against Fixtures/notify/webhook_server.py, which checks the
 /// signatures with Python's own hmac and answers as each test scripts.
-@Suite("notify: webhooks, ntfy, Slack, Discord, Teams; retries and pending deliveries", .serialized, .timeLimit(.minutes(3)))
+@Suite("notify: webhooks, ntfy, Slack, Discord, Teams; retries and pending deliveries", .serialized, .hangGuard(minutes: 3))
 struct NotifyWebhookTests {
     /// api up, then down at t=10: one notification.
     static let outage = [sampleLine("api", 0, "up"), sampleLine("api", 10, "down")].joined(separator: "\n") + "\n"

@@ -4,7 +4,7 @@ import VitalsKit
 
 /// Options that had no test: each run on real input whose expected verdict was worked out by
 /// hand from the man page, with the verdict flipping exactly at the option's value.
-@Suite("detect-anomaly --window, --min-samples, --threshold", .timeLimit(.minutes(2)))
+@Suite("detect-anomaly --window, --min-samples, --threshold", .hangGuard(minutes: 2))
 struct DetectAnomalyOptionTests {
     /// Ten points alternating 90 and 110 (mean 100, population stddev 10), then 130:
     /// z = (130 − 100) / 10 = 3 exactly.
@@ -45,7 +45,7 @@ struct DetectAnomalyOptionTests {
     }
 }
 
-@Suite("digest --window and --bucket", .timeLimit(.minutes(2)))
+@Suite("digest --window and --bucket", .hangGuard(minutes: 2))
 struct DigestOptionTests {
     func facts(_ arguments: [String], _ lines: [String]) throws -> JSONObject {
         let result = try run("digest", ["--format", "json"] + arguments, stdin: lines.joined(separator: "\n") + "\n")
@@ -87,7 +87,7 @@ struct DigestOptionTests {
     }
 }
 
-@Suite("notify's TLS channels and their parameters", .serialized, .timeLimit(.minutes(2)))
+@Suite("notify's TLS channels and their parameters", .serialized, .hangGuard(minutes: 2))
 struct NotifyTLSChannelTests {
     static let outage = NotifyWebhookTests.outage
 

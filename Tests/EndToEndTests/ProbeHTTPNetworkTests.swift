@@ -5,7 +5,7 @@ import VitalsKit
 
 /// probe-http's network view, Online Now's connectivity check, and the politeness limits:
 /// the built binary against the fixture server on loopback (and namespaces made here).
-@Suite("probe-http network view, connectivity and politeness", .timeLimit(.minutes(2)))
+@Suite("probe-http network view, connectivity and politeness", .hangGuard(minutes: 2))
 struct ProbeHTTPNetworkTests {
     let server: FixtureServer
 

@@ -3,7 +3,7 @@ import Testing
 import VitalsKit
 
 /// probe-http against real TLS servers with certificates made at test time.
-@Suite("probe-http TLS", .serialized, .timeLimit(.minutes(2)))
+@Suite("probe-http TLS", .serialized, .hangGuard(minutes: 2))
 struct ProbeHTTPTLSTests {
     static let certificates: TestCertificates? = try? TestCertificates()
 

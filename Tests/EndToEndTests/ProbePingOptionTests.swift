@@ -8,7 +8,7 @@ import VitalsKit
 /// --ssl-ok-days, --ssl-warning-days, --concurrency, --per-host and --rate. (--max-loss,
 /// --watch, --interval, --only, --exit-status and --summary are in ProbePingTests.) Expected
 /// values come from the man page and the arithmetic of the options, not from earlier runs.
-@Suite("probe-ping options end to end", .timeLimit(.minutes(3)))
+@Suite("probe-ping options end to end", .hangGuard(minutes: 3))
 struct ProbePingOptionTests {
     func samples(_ result: RunResult) throws -> [String: JSONObject] { try result.samplesByMonitor() }
 

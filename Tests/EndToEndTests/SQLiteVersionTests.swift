@@ -3,7 +3,7 @@ import Testing
 import VitalsKit
 
 /// The one versioned open both SQLite tools share (SQLiteStore's openVersioned).
-@Suite("SQLite files: one versioned open for store-samples and snapshot-delta", .timeLimit(.minutes(2)))
+@Suite("SQLite files: one versioned open for store-samples and snapshot-delta", .hangGuard(minutes: 2))
 struct SQLiteVersionTests {
     let scratch: ScratchDirectory
     init() throws { scratch = try ScratchDirectory() }

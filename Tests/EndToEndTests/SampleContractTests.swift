@@ -48,7 +48,7 @@ enum SampleContract {
     static let passedOn = [1, 3, 4, 5, 6, 7, 8, 10, 11, 13]
 }
 
-@Suite("the sample contract, tool by tool", .serialized, .timeLimit(.minutes(3)))
+@Suite("the sample contract, tool by tool", .serialized, .hangGuard(minutes: 3))
 struct SampleContractTests {
     /// What to run, and how to see that the good samples were processed.
     struct Case: CustomTestStringConvertible, Sendable {

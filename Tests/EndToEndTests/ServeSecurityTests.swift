@@ -5,7 +5,7 @@ import VitalsKit
 /// Issue 25: the responders behind nginx, attacked as a local user with an account and as an
 /// agent with a token would: who can reach the sockets, what a FastCGI request can make them
 /// do, who runs as what, whose samples an agent can store, and what a killed responder loses.
-@Suite("the responders: sockets, users, agents, a killed worker", .serialized, .timeLimit(.minutes(5)))
+@Suite("the responders: sockets, users, agents, a killed worker", .serialized, .hangGuard(minutes: 5))
 final class ServeSecurityTests {
     let scratch: ScratchDirectory
     let db: String

@@ -3,7 +3,7 @@ import Testing
 @testable import SnapshotDeltaCore
 import VitalsKit
 
-@Suite("snapshot-delta: the archive and its commands", .timeLimit(.minutes(3)))
+@Suite("snapshot-delta: the archive and its commands", .hangGuard(minutes: 3))
 struct SnapshotDeltaArchiveTests {
     let archive: HealthArchive
     init() throws { archive = try HealthArchive() }
@@ -254,7 +254,7 @@ struct SnapshotDeltaArchiveTests {
     }
 }
 
-@Suite("snapshot-delta: records and words documented", .timeLimit(.minutes(2)))
+@Suite("snapshot-delta: records and words documented", .hangGuard(minutes: 2))
 struct SnapshotDeltaDocumentationTests {
     /// Every key of `object`, and of the objects in its arrays (not the log's free-form detail).
     func keys(_ object: JSONObject) -> Set<String> {

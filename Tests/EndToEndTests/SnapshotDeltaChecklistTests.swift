@@ -6,7 +6,7 @@ import VitalsKit
 /// HealthProbe's 32-item verification checklist, one test per item that is not about
 /// HealthKit's own APIs, named after the item. The items that do not apply (13, 22, 23, 27)
 /// are listed with the reason in snapshot-delta(1), NOTES.
-@Suite("snapshot-delta: HealthProbe's verification checklist", .timeLimit(.minutes(3)))
+@Suite("snapshot-delta: HealthProbe's verification checklist", .hangGuard(minutes: 3))
 struct SnapshotDeltaChecklistTests {
     let archive: HealthArchive
     init() throws { archive = try HealthArchive() }

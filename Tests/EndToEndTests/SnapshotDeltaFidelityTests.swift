@@ -4,7 +4,7 @@ import VitalsKit
 
 /// Issue 15, HealthProbe (seed 004) items of snapshot-delta: each test is named after the item
 /// and uses the seed's own numbers.
-@Suite("snapshot-delta seed fidelity", .timeLimit(.minutes(3)))
+@Suite("snapshot-delta seed fidelity", .hangGuard(minutes: 3))
 struct SnapshotDeltaFidelityTests {
     let archive: HealthArchive
     init() throws { archive = try HealthArchive() }

@@ -7,7 +7,7 @@ func healthFixture(_ path: String) -> String {
     Binaries.fixtures.appendingPathComponent("apple-health/" + path).path
 }
 
-@Suite("snapshot-delta: reading exports and records", .timeLimit(.minutes(3)))
+@Suite("snapshot-delta: reading exports and records", .hangGuard(minutes: 3))
 struct SnapshotDeltaReadingTests {
     let archive: HealthArchive
     init() throws { archive = try HealthArchive() }
@@ -212,7 +212,7 @@ struct SnapshotDeltaReadingTests {
     }
 }
 
-@Suite("snapshot-delta: crashes", .timeLimit(.minutes(2)))
+@Suite("snapshot-delta: crashes", .hangGuard(minutes: 2))
 struct SnapshotDeltaCrashTests {
     @Test("kill -9 in the middle of a take: no snapshot, no sample, an intact archive that takes the next one")
     func killed() throws {

@@ -5,7 +5,7 @@ import VitalsKit
 /// Each anomaly threshold of snapshot-delta(1), at the threshold and just past it. The counts
 /// are chosen so every percentage is worked out by hand below; `diff` applies the rules to a
 /// stored pair again with other options and stores nothing.
-@Suite("snapshot-delta: anomaly thresholds at and just past each option's value", .timeLimit(.minutes(3)))
+@Suite("snapshot-delta: anomaly thresholds at and just past each option's value", .hangGuard(minutes: 3))
 struct SnapshotDeltaThresholdTests {
     let archive: HealthArchive
     init() throws { archive = try HealthArchive() }

@@ -4,7 +4,7 @@ import VitalsKit
 
 /// Issue 15, OnlineTracker (seed 001) items of store-samples: each test is named after the
 /// item and checks the seed's own numbers, decoded with the client's models.
-@Suite("store-samples seed fidelity", .timeLimit(.minutes(3)))
+@Suite("store-samples seed fidelity", .hangGuard(minutes: 3))
 struct StoreSamplesFidelityTests {
     let scratch: ScratchDirectory
     var db: String { scratch.path("vitals.db") }

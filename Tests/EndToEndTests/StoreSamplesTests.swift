@@ -19,7 +19,7 @@ func sqlite(_ db: String, _ sql: String) throws -> String {
 
 let testNow = "2026-01-27T12:00:00Z"
 
-@Suite("store-samples end to end", .timeLimit(.minutes(3)))
+@Suite("store-samples end to end", .hangGuard(minutes: 3))
 struct StoreSamplesTests {
     let scratch: ScratchDirectory
     var db: String { scratch.path("vitals.db") }
