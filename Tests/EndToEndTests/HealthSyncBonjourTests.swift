@@ -123,7 +123,7 @@ final class AvahiLink {
 /// Bonjour discovery on `.local` domain"; "CLI: healthsync fetch → Parse arguments → Discover device
 /// via Bonjour → TCP + mTLS connection".
 @Suite("Health Sync over Bonjour: scripts/serve advertises _healthsync._tcp, healthsync --discover finds it", .serialized,
-       .timeLimit(.minutes(3)))
+       .hangGuard(minutes: 3))
 struct HealthSyncBonjourTests {
     @Test("the server is advertised through avahi with its certificate's SHA-256; the client discovers it, pairs and fetches by it alone")
     func discover() throws {

@@ -11,7 +11,7 @@ private let weight = "HKQuantityTypeIdentifierBodyMass"
 /// the app's "HealthDataTypeToggle: +Bool isEnabled" ("Toggle health data types for sharing"); the
 /// server reads them before "HealthKitService.fetchSamples". The seed's SyncConfiguration starts
 /// with every HealthDataType enabled.
-@Suite("Health Sync serves only the shared types: snapshot-delta share, unshare, shared", .serialized, .timeLimit(.minutes(4)))
+@Suite("Health Sync serves only the shared types: snapshot-delta share, unshare, shared", .serialized, .hangGuard(minutes: 4))
 struct HealthSyncSharingTests {
     /// The responder's processes (scripts/serve's snapshot-delta serve and its worker).
     func responders(_ site: HealthSyncSite) -> Set<pid_t> {
