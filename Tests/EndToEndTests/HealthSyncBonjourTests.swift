@@ -18,8 +18,12 @@ final class AvahiLink {
     let serverAddress: String
     private var pids: [pid_t] = []
 
-    init() throws {
+    /// With `staticService`, the server side's avahi-daemon also reads that file from its
+    /// /etc/avahi/services (a folder of its own, bound over the system's in its mount namespace).
+    init(staticService: String? = nil) throws {
         scratch = try ScratchDirectory()
+        try FileManager.default.createDirectory(atPath: scratch.path("services"), withIntermediateDirectories: true)
+        if let staticService { try scratch.write("services/healthsync.service", staticService) }
         // The bus sockets are reached by the serving user too.
         chmod(scratch.url.path, 0o755)
         let subnet = Int(getpid() % 200) + 20
@@ -80,7 +84,8 @@ final class AvahiLink {
         pids.append(try spawnClean([NetworkNamespace.ip, "netns", "exec", namespace.name, "dbus-daemon", "--config-file=" + scratch.path("\(side)-bus.conf"),
                                     "--nofork", "--nopidfile"], environment: toolEnvironment(), output: scratch.path("\(side)-dbus.log")))
         try waitFor("\(side)'s D-Bus") { FileManager.default.fileExists(atPath: self.scratch.path(side + "-bus")) }
-        let daemon = "mount -t tmpfs tmpfs /run && mkdir /run/avahi-daemon && exec avahi-daemon -f \(scratch.path("\(side)-avahi.conf"))"
+        let services = side == "server" ? "mount --bind \(scratch.path("services")) /etc/avahi/services && " : ""
+        let daemon = "mount -t tmpfs tmpfs /run && mkdir /run/avahi-daemon && \(services)exec avahi-daemon -f \(scratch.path("\(side)-avahi.conf"))"
             + " --no-drop-root --no-chroot --no-rlimits --no-proc-title"
         pids.append(try spawnClean([NetworkNamespace.ip, "netns", "exec", namespace.name, "unshare", "--mount", "/bin/sh", "-c", daemon],
                                    environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": bus(side)]), output: scratch.path("\(side)-avahi.log")))
@@ -130,7 +135,12 @@ struct HealthSyncBonjourTests {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
         guard try requireGate(NetworkNamespace.available, "two hosts on a link need root and network namespaces") else { return }
         guard try requireGate(avahiInstalled, "Bonjour needs avahi-daemon, avahi-utils and dbus-daemon (apt-get install avahi-daemon avahi-utils dbus-daemon)") else { return }
-        let link = try AvahiLink()
+        // vitals-serve(7)'s static service file, as the page prints it, beside what scripts/serve publishes.
+        let page = try readPage("man/man7/vitals-serve.7")
+        let example = try #require(page.components(separatedBy: "/etc/avahi/services/healthsync.service").dropFirst().first)
+        let block = try #require(example.components(separatedBy: ".EX\n").dropFirst().first?.components(separatedBy: "\n.EE").first)
+        let placeholder = String(repeating: "ab", count: 32)
+        let link = try AvahiLink(staticService: block.replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(of: "\\fISHA256\\fP", with: placeholder))
         let address = link.serverAddress
         let site = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive(), extra: ["--service-name", "Health Sync test"],
                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": link.bus("server")], namespace: link.server.name,
@@ -166,6 +176,9 @@ struct HealthSyncBonjourTests {
         #expect(ours.string("address") == address && ours.int("port") == site.server.port && ours.string("host") == "vitals-server.local")
         #expect(ours.string("server_certificate_sha256") == site.serverSHA256 && ours.string("url") == "https://\(address):\(site.server.port)")
         #expect(services.contains { $0.string("name") == "Someone else" } && services.contains { $0.string("name") == "Impostor" })
+        let fromFile = try #require(services.first { $0.string("name") == "Health Sync on vitals-server" }, "\(services)")
+        #expect(fromFile.int("port") == 8443 && fromFile.string("server_certificate_sha256") == placeholder)
+        #expect(fromFile["txt"] == .array([.string("sha256=\(placeholder)"), .string("path=/api/v1"), .string("txtvers=1")]), "\(fromFile)")
 
         // The pairing text names localhost, which is nothing on the client's host: the address
         // comes from Bonjour, by the certificate's SHA-256.
