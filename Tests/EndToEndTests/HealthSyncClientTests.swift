@@ -295,6 +295,32 @@ struct HealthSyncClientTests {
         #expect(!limited.isEmpty && limited.allSatisfy { $0.string("path") == "/api/v1/health/data" })
     }
 
+    @Test("a take on the server between two pages stops the fetch: the offsets no longer fit, and it says so")
+    func takeBetweenPages() throws {
+        guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
+        let archive = try HealthArchive()
+        let records = ["2026-01-10", "2026-01-11", "2026-01-12", "2026-01-13"].flatMap { HealthLines.records(heart, 900, day: $0) }
+        try archive.take(records)
+        let site = try HealthSyncSite(archive: archive)
+        try site.pair("reader")
+        // The first page (1,000 lines, far more than a pipe holds) is written before the second is
+        // asked for, so the fetch waits on its output while the reader of the pipe, having read a
+        // line of the first page, takes a snapshot on the server; then it reads on.
+        let take = "snapshot-delta --db '\(archive.db)' take --device-id-file '\(archive.deviceFile)' --now 2026-02-01T11:00:00Z"
+        let records2 = try archive.scratch.write("more.ndjson", (records + [HealthLines.record(heart, "2026-01-14T08:00:00Z")]).joined(separator: "\n") + "\n")
+        let script = """
+            set -o pipefail
+            healthsync --state '\(site.statePath("reader"))' fetch --page-size 1000 |
+              { IFS= read -r first && \(take) '\(records2)' >/dev/null && wc -l; }
+            """
+        let result = try runProcess("/bin/bash", ["-c", script], stdin: "", environment: toolEnvironment())
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("the server's archive changed during the fetch (snapshot "), "\(result.stderr)")
+        #expect(result.stderr.contains("the fetch stopped after 1000 samples in 1 pages"), "\(result.stderr)")
+        // The first line was read; the rest of the first page and the partial statuses followed.
+        #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1000", "\(result.stdout)")
+    }
+
     @Test("scan --clipboard reads the QR text from an X11 clipboard (Xvfb, xsel); with no display it says there is no clipboard")
     func clipboard() throws {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
