@@ -77,18 +77,24 @@ for row in tools {
     targets.append(.testTarget(name: row.core + "Tests", dependencies: [.target(name: row.core), "VitalsKit"] + row.uses))
 }
 
+// Shell completions (bash, zsh, fish) written from the tools' option tables, so they never drift from --help;
+// vitals-completions runs at install and packaging time (scripts/install) and is not installed itself.
+targets.append(.target(name: "CompletionScripts", dependencies: ["VitalsKit"]))
+targets.append(.executableTarget(name: "vitals-completions", dependencies: ["CompletionScripts"] + tools.map { .target(name: $0.core) }))
+
 // End-to-end tests run the built executables in real pipes against real local servers.
 targets.append(.testTarget(
     name: "EndToEndTests",
     dependencies: ["FixtureServer", "VitalsKit"] + tools.map { .target(name: $0.core) } + tools.map { .target(name: $0.tool) }
-        + [.target(name: "vitals-fixture-server")],
+        + [.target(name: "vitals-fixture-server"), .target(name: "vitals-completions")],
     resources: [.copy("Fixtures")]))
 
 let package = Package(
     name: "vitals",
     platforms: [.macOS(.v14)],
     products: tools.map { .executable(name: $0.tool, targets: [$0.tool]) }
-        + [.executable(name: "vitals-fixture-server", targets: ["vitals-fixture-server"])],
+        + [.executable(name: "vitals-fixture-server", targets: ["vitals-fixture-server"]),
+           .executable(name: "vitals-completions", targets: ["vitals-completions"])],
     targets: targets,
     swiftLanguageModes: [.v6]
 )

@@ -15,10 +15,10 @@ public enum DetectAnomalyCommand: VitalsCommand {
         untouched. See detect-anomaly(1) for every rule, vitals-records(7) for the records.
         """,
         options: [
-            OptionSpec("detector", value: "NAME", default: DetectorKind.envelope.rawValue,
+            OptionSpec("detector", value: "NAME", default: DetectorKind.envelope.rawValue, choices: DetectorKind.allCases.map(\.rawValue),
                        help: "envelope (values far from the median and beyond the range the monitor has shown), robust (sustained shifts and drifts, seasonal), mad (robust point rule) or seed (isitup's AnomalyDetector, exactly)"),
             OptionSpec("field", value: "NAME", default: DetectorSettings().field, help: "the numeric sample field judged"),
-            OptionSpec("direction", value: "SIDE", default: Direction.high.rawValue, help: "which side is bad: high, low (for speeds) or both"),
+            OptionSpec("direction", value: "SIDE", default: Direction.high.rawValue, choices: Direction.allCases.map(\.rawValue), help: "which side is bad: high, low (for speeds) or both"),
             OptionSpec("window", value: "N", help: "points kept per monitor, the current one included (default 100 for envelope, 50 for the others)"),
             OptionSpec("min-samples", value: "N", default: "10", help: "points needed, the current one included, before a verdict other than unknown"),
             OptionSpec("threshold", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7); envelope: robust deviations from the median (default 6)"),
@@ -60,7 +60,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
 
     /// Validates the raw options.
     static func configure(_ options: ParsedOptions) throws(UsageError) -> Configuration {
-        let detectorName = try options.choice("detector", of: DetectorKind.allCases.map(\.rawValue))
+        let detectorName = try options.choice("detector")
         var settings = DetectorSettings(detector: DetectorKind(rawValue: detectorName) ?? .envelope)
         if let field = options.value("field") {
             guard !field.isEmpty else { throw UsageError("--field wants a field name") }
@@ -69,7 +69,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
             }
             settings.field = field
         }
-        let direction = try options.choice("direction", of: Direction.allCases.map(\.rawValue))
+        let direction = try options.choice("direction")
         settings.direction = Direction(rawValue: direction) ?? .high
         settings.window = try options.integer("window", default: settings.detector.defaultWindow, in: 2...100_000)
         settings.minSamples = try options.integer("min-samples", in: 2...100_000)

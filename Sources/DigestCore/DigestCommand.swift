@@ -20,7 +20,7 @@ public enum DigestCommand: VitalsCommand {
         See digest(1) for every rule and vitals-records(7) for the digest record.
         """,
         options: [
-            OptionSpec("format", short: "f", value: "FORMAT", default: "text", help: "text, markdown, html, json or prompt"),
+            OptionSpec("format", short: "f", value: "FORMAT", default: "text", choices: formats, help: "text, markdown, html, json or prompt"),
             .duration("window", default: "24h", range: 1...366 * 86_400_000, help: "how far back the digest looks from its end"),
             .now("end the window at TIME (RFC 3339, or 'now') instead of at the newest sample"),
             .duration("bucket", short: "b", default: "5m", range: 1...86_400_000, help: "outages beginning in the same bucket this wide are correlated"),
@@ -55,7 +55,7 @@ public enum DigestCommand: VitalsCommand {
 
     /// Runs digest.
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> ExitStatus {
-        let format = try options.choice("format", of: formats)
+        let format = try options.choice("format")
         let window = try options.duration("window")!
         let bucket = try options.duration("bucket")!
         let maxServices = try options.integer("max-services", in: 0...1_000_000)

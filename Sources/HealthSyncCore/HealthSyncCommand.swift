@@ -35,7 +35,7 @@ public enum HealthSyncCommand: VitalsCommand {
             .when("until", help: "fetch: samples starting before this time, or this long ago; default no end"),
             OptionSpec("page-size", value: "N", default: "1000", help: "fetch: samples asked for in one request, 1 to 10000"),
             OptionSpec("limit", short: "n", value: "N", help: "fetch: at most N samples in all (default: every sample of the range)"),
-            OptionSpec("format", short: "f", value: "FORMAT", help: "fetch: ndjson (default) or csv; types, discover: ndjson (default) or text; scan: text (default) or ndjson"),
+            OptionSpec("format", short: "f", value: "FORMAT", choices: ["ndjson", "csv", "text"], help: "fetch: ndjson (default) or csv; types, discover: ndjson (default) or text; scan: text (default) or ndjson"),
             .duration("timeout", short: "t", default: "30s", range: 1...3_600_000, help: "how long one request, or the Bonjour search, may take"),
             .now(),
         ],

@@ -26,7 +26,7 @@ public enum NotifyCommand: VitalsCommand {
             OptionSpec("tag", value: "TAG", repeatable: true, help: "use only the configured channels with this tag; repeatable"),
             OptionSpec("state", value: "FILE", help: "keep monitors, cooldowns, pending deliveries, push tokens and devices in FILE (JSON, mode 0600; default: none, every run starts afresh)"),
             .duration("cooldown", default: "60s", range: 0...Int64.max / 4, help: "quiet time per key and channel after a notification"),
-            OptionSpec("cooldown-mode", value: "MODE", default: "drop", help: "drop: a change the cooldown blocks is not told (isitup's rule); defer: it is told when the cooldown ends, if it still holds"),
+            OptionSpec("cooldown-mode", value: "MODE", default: "drop", choices: ["drop", "defer"], help: "drop: a change the cooldown blocks is not told (isitup's rule); defer: it is told when the cooldown ends, if it still holds"),
             OptionSpec("group-min", value: "N", default: "2", help: "monitors newly impacted in one round that make one grouped notification (0 never groups)"),
             .duration("group-wait", default: "2s", range: 1...86_400_000, help: "the length of a round, by the samples' times, and the pause in input that ends one"),
             OptionSpec("failure-threshold", value: "N", default: "1", help: "consecutive failing samples before a monitor is down"),
@@ -50,7 +50,9 @@ public enum NotifyCommand: VitalsCommand {
                                      "repeat-interval", "notify-initial", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
                                      "exit-status", "summary"],
                            summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
-            SubcommandSpec("devices", operands: 1...2, "add TOKEN | remove TOKEN | count | list", options: ["platform", "app-version"],
+            SubcommandSpec("devices", operands: 1...2, "add TOKEN | remove TOKEN | count | list",
+                           actions: [SubcommandAction("add", "TOKEN"), SubcommandAction("remove", "TOKEN"), "count", "list"],
+                           options: ["platform", "app-version"],
                            summary: "keep the devices Apple push goes to, beside the --state file (FILE.devices)"),
             SubcommandSpec("serve", options: Serve.optionNames,
                            summary: "answer OnlineTracker's device endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
@@ -161,7 +163,7 @@ public enum NotifyCommand: VitalsCommand {
     static func readPolicy(_ options: ParsedOptions) throws -> Policy {
         var policy = Policy()
         policy.cooldownMs = try options.duration("cooldown")!
-        policy.deferHeldBack = try options.choice("cooldown-mode", of: ["drop", "defer"]) == "defer"
+        policy.deferHeldBack = try options.choice("cooldown-mode") == "defer"
         policy.groupMin = try options.integer("group-min", in: 0...1_000_000)
         if policy.groupMin == 0 { policy.groupMin = Int.max }
         policy.groupWaitMs = try options.duration("group-wait")!

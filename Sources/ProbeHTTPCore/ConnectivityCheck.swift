@@ -52,6 +52,8 @@ final class ConnectivityCheck {
     private let pageTarget: Target
     /// What was written so far.
     private(set) var tally = ProbeTally()
+    /// The status line on a terminal, when one is wanted.
+    var progress: ProbeProgress?
 
     /// Prepares the check.
     init(settings: ConnectivitySettings, output: RecordWriter) throws(TargetProblem) {
@@ -73,6 +75,7 @@ final class ConnectivityCheck {
 
     /// Checks once, or with `watch` every interval until interrupted, writing one sample each time.
     func run() throws {
+        defer { progress?.finish() }
         var nextMs = Clock.monotonicMilliseconds()
         repeat {
             let startMs = Clock.monotonicMilliseconds()
@@ -82,8 +85,10 @@ final class ConnectivityCheck {
             guard settings.watch else { break }
             nextMs = max(nextMs + settings.intervalMs, startMs)
             while !Signals.stopRequested, Clock.monotonicMilliseconds() < nextMs {
+                let waitMs = max(1, nextMs - Clock.monotonicMilliseconds())
+                progress?.update(inFlight: 0, nextInMs: Int(waitMs))
                 var descriptor = pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0)
-                _ = poll(&descriptor, 1, Int32(clamping: max(1, nextMs - Clock.monotonicMilliseconds())))
+                _ = poll(&descriptor, 1, Int32(clamping: progress == nil ? waitMs : min(waitMs, 1000)))
             }
         } while !Signals.stopRequested
     }
@@ -143,6 +148,7 @@ final class ConnectivityCheck {
         var recordTarget = pageTarget
         recordTarget.speedTestBytes = settings.speedBytes
         tally.byStatus[answer.status, default: 0] += 1
+        progress?.record(0, answer.status)
         return SampleRecord.encode(target: recordTarget, monitor: pageTarget.id, family: settings.family, atMs: atMs, method: "GET",
                                    verdict: answer, result: page, route: route, online: online, simulatedMs: 0)
     }

@@ -27,7 +27,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
             OptionSpec("degraded-ms", value: "MS", help: "latency above which a sample is down, for targets without http_degraded_threshold_ms (default: none)"),
             OptionSpec("ssl-ok-days", value: "DAYS", default: String(TargetDefaults().sslOkDays), help: "certificate days left at or above which TLS is fine"),
             OptionSpec("ssl-warning-days", value: "DAYS", default: String(TargetDefaults().sslWarningDays), help: "certificate days left below which the target is down"),
-            OptionSpec("ip", value: "FAMILY", default: "any", help: "address family for targets without 'ip': 4, 6, both (one sample each) or any"),
+            OptionSpec("ip", value: "FAMILY", default: "any", choices: IPChoice.words, help: "address family for targets without 'ip': 4, 6, both (one sample each) or any"),
             OptionSpec("max-redirects", value: "N", default: String(TargetDefaults().maxRedirects), help: "redirects followed for targets without max_redirects"),
             OptionSpec("max-body", value: "SIZE", default: "1M", help: "body bytes read at most for content and hash checks"),
             OptionSpec("speed-test", help: "download speed_test_bytes (default 512000) from every target and report speed_mbps"),
@@ -75,7 +75,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         defaults.sslOkDays = try options.integer("ssl-ok-days", in: 0...3650)
         defaults.sslWarningDays = try options.integer("ssl-warning-days", in: 0...3650)
         if defaults.sslWarningDays > defaults.sslOkDays { throw UsageError("--ssl-warning-days must not be above --ssl-ok-days") }
-        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"])) ?? .any
+        defaults.ip = IPChoice(rawValue: try options.choice("ip")) ?? .any
         defaults.maxRedirects = try options.integer("max-redirects", in: 0...50)
         settings.maxBodyBytes = try options.size("max-body", default: SizeText.parseBytes(options.valueOrDefault("max-body") ?? "") ?? 0)
         guard settings.maxBodyBytes > 0 else { throw UsageError("--max-body must be more than 0") }
@@ -103,6 +103,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         if let stop = Signals.stopStatus { return stop }
         let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
         let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
+        runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
         let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
         return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {
@@ -152,6 +153,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         } catch {
             throw UsageError(error.message)
         }
+        runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: 1, watch: check.watch)
         return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
     }
 }

@@ -48,6 +48,11 @@ final class ProbeRunner {
     private let network = NetworkView()
     /// What was written so far.
     private(set) var tally = ProbeTally()
+    /// The status line on a terminal, when one is wanted.
+    var progress: ProbeProgress?
+
+    /// The number of probes (two for a target with `ip: both`).
+    var probeCount: Int { probes.count }
 
     /// Prepares probes for `targets` (two per target for `ip: both`).
     init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
@@ -72,6 +77,7 @@ final class ProbeRunner {
     /// when it is queued, and its HEAD-to-GET fallback or certificate inspection runs in the
     /// slot it already holds.
     func run() throws {
+        defer { progress?.finish() }
         while true {
             if Signals.stopRequested {
                 engine.cancelAll()
@@ -83,6 +89,7 @@ final class ProbeRunner {
             if scheduler.isFinished { break }
             try output.flush()
             let waitMs = min(1000, scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()) ?? 1000)
+            progress?.update(inFlight: scheduler.activeCount, nextInMs: scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()))
             for completion in engine.step(timeoutMs: max(0, waitMs)) {
                 try complete(completion)
             }
@@ -196,6 +203,7 @@ final class ProbeRunner {
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probe.targetIndex].name, latency)
         }
+        progress?.record(index, verdict.status)
         try output.write(record)
     }
 

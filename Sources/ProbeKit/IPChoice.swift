@@ -10,6 +10,9 @@ public enum IPChoice: String, Sendable {
 }
 
 extension IPChoice {
+    /// The words `--ip` takes, in the order help names them.
+    public static let words = ["4", "6", "both", "any"]
+
     /// The probes a target with this choice makes: one (`any`, `4`, `6`) or one per family
     /// (`both`, as monitors `ID/ipv4` and `ID/ipv6`).
     public func probes(monitor: String) -> [(family: IPFamily, monitor: String)] {

@@ -27,7 +27,7 @@ public struct ProbeRunOptions: Sendable {
         ]
     }
 
-    /// `--only`, `--watch`, `--interval`, `--exit-status` and `--summary`.
+    /// `--only`, `--watch`, `--interval`, `--exit-status`, `--summary`, `--agent`, `--progress` and `--no-progress`.
     public static let runOptions: [OptionSpec] = [
         OptionSpec("only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"),
         OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
@@ -36,7 +36,7 @@ public struct ProbeRunOptions: Sendable {
         OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
         OptionSpec("agent", value: "NAME",
                    help: "the agent the samples come from, written as each sample's agent (default: this machine's host name; '' writes none; a target's own agent wins)"),
-    ]
+    ] + OptionSpec.progress(nil, "a status line")
 
     /// Reads the shared options (the defaults are the option table's).
     public init(_ options: ParsedOptions) throws(UsageError) {

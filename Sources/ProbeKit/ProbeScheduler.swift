@@ -38,7 +38,7 @@ public struct ProbeScheduler {
     private var nextStartNs: UInt64 = 0
     private let spacingNs: UInt64
     /// Probes started and not finished.
-    private(set) var activeCount = 0
+    public private(set) var activeCount = 0
 
     /// Prepares to schedule probes against `hosts` (one per probe; equal strings are one host),
     /// each repeated every `intervalsMs` when `watch`.

@@ -120,6 +120,11 @@ final class PingRunner {
     private let cookie = UInt64.random(in: 1...UInt64.max)
     /// What was written so far.
     private(set) var tally = ProbeTally()
+    /// The status line on a terminal, when one is wanted.
+    var progress: ProbeProgress?
+
+    /// The number of samples a round writes (two for a target with `ip: both`).
+    var probeCount: Int { probes.count }
 
     /// Prepares samples for `targets` (two per target for `ip: both`).
     init(targets: [PingTarget], settings: PingSettings, output: RecordWriter, diagnostics: Diagnostics) {
@@ -143,6 +148,7 @@ final class PingRunner {
 
     /// Runs until every sample is written (or forever with `watch`), or a stop signal.
     func run() throws {
+        defer { progress?.finish() }
         var waits: [WaitDescriptor] = []
         var pollfds: [pollfd] = []
         while !Signals.stopRequested {
@@ -156,6 +162,7 @@ final class PingRunner {
             var waitMs = scheduler.waitMs(nowNs: UInt64(now)) ?? 1000
             if let top = timers.peek { waitMs = min(waitMs, Int(max(0, top.deadline - now) + 999_999) / 1_000_000) }
             waitMs = min(waitMs, 1000)
+            progress?.update(inFlight: scheduler.activeCount, nextInMs: scheduler.waitMs(nowNs: UInt64(now)))
 
             waits.removeAll(keepingCapacity: true)
             for socket in sockets { if let socket { waits.append(WaitDescriptor(fd: socket.fd)) } }
@@ -440,6 +447,7 @@ final class PingRunner {
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probes[index].targetIndex].name, latency)
         }
+        progress?.record(index, verdict.status)
         try output.write(record)
     }
 }

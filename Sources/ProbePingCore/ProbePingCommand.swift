@@ -28,8 +28,8 @@ public enum ProbePingCommand: VitalsCommand {
                        help: "average round trip above which a sample is down, for targets without ping_degraded_threshold_ms"),
             OptionSpec("max-loss", value: "PERCENT", default: DefaultText.number(PingDefaults().maxLossPercent),
                        help: "loss above which a sample is down, for targets without max_loss_percent"),
-            OptionSpec("ip", value: "FAMILY", default: "any", help: "address family for names without 'ip': 4, 6, both (one sample each) or any"),
-            OptionSpec("socket", value: "KIND", default: "auto", help: "ICMP sockets: auto (datagram where allowed, else raw), datagram or raw"),
+            OptionSpec("ip", value: "FAMILY", default: "any", choices: IPChoice.words, help: "address family for names without 'ip': 4, 6, both (one sample each) or any"),
+            OptionSpec("socket", value: "KIND", default: "auto", choices: ICMPSocketChoice.allCases.map(\.rawValue), help: "ICMP sockets: auto (datagram where allowed, else raw), datagram or raw"),
             OptionSpec("ssl-ok-days", value: "DAYS", default: String(PingDefaults().sslOkDays), help: "for tls targets, certificate days left at or above which TLS is fine"),
             OptionSpec("ssl-warning-days", value: "DAYS", default: String(PingDefaults().sslWarningDays),
                        help: "for tls targets, certificate days left below which the target is down"),
@@ -64,8 +64,8 @@ public enum ProbePingCommand: VitalsCommand {
             throw UsageError("--degraded-ms must not be below --ok-ms")
         }
         defaults.maxLossPercent = try options.number("max-loss", in: 0...100)
-        defaults.ip = IPChoice(rawValue: try options.choice("ip", of: ["4", "6", "both", "any"])) ?? .any
-        settings.socketChoice = ICMPSocketChoice(rawValue: try options.choice("socket", of: ICMPSocketChoice.allCases.map(\.rawValue))) ?? .auto
+        defaults.ip = IPChoice(rawValue: try options.choice("ip")) ?? .any
+        settings.socketChoice = ICMPSocketChoice(rawValue: try options.choice("socket")) ?? .auto
         defaults.sslOkDays = try options.integer("ssl-ok-days", in: 0...3650)
         defaults.sslWarningDays = try options.integer("ssl-warning-days", in: 0...3650)
         if defaults.sslWarningDays > defaults.sslOkDays { throw UsageError("--ssl-warning-days must not be above --ssl-ok-days") }
@@ -82,6 +82,7 @@ public enum ProbePingCommand: VitalsCommand {
         if let stop = Signals.stopStatus { return stop }
         let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
         let runner = PingRunner(targets: targets, settings: settings, output: context.output, diagnostics: context.diagnostics)
+        runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
         let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
         return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {

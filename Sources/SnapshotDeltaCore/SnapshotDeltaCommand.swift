@@ -26,7 +26,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         """,
         options: [
             OptionSpec("db", short: "d", value: "PATH", help: "the archive (default $VITALS_HEALTH_DB, else health.db)"),
-            OptionSpec("format", short: "f", value: "FORMAT", help: "take: auto (default), apple-health or ndjson; list, show, diff, paired, shared, share, unshare: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"),
+            OptionSpec("format", short: "f", value: "FORMAT", choices: ["auto", "apple-health", "ndjson", "text", "csv"], help: "take: auto (default), apple-health or ndjson; list, show, diff, paired, shared, share, unshare: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"),
             OptionSpec("registry", short: "r", value: "FILE", help: "take: the monitored types, one identifier a line (default: every type in the input)"),
             OptionSpec("device-id-file", value: "FILE", help: "take: the stable device id, kept outside the archive (default $XDG_CONFIG_HOME/vitals/device-id)"),
             OptionSpec("tz", value: "ZONE", aliases: ["timezone"], help: "take: the time zone of the yearly counts (default $TZ, else the system's)"),
@@ -36,6 +36,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("post-restore", help: "take: mark the snapshot as a baseline after a restore"),
             OptionSpec("no-samples", help: "take: count and chain only; do not archive the samples themselves"),
             OptionSpec("exit-status", short: "e", help: "take, diff: exit 1 when an anomaly is found"),
+        ] + OptionSpec.progress("take") + [
             .now(),
             OptionSpec("unresolved", help: "anomalies: only those not resolved yet"),
             OptionSpec("preview", help: "delete: say what deleting would do, change nothing"),
@@ -71,7 +72,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         subcommands: [
             SubcommandSpec("take", operands: 0...Int.max, "[FILE...]",
                            options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "debounce", "post-restore", "no-samples",
-                                                          "exit-status", "restore-records"]),
+                                                          "exit-status", "restore-records", "progress", "no-progress"]),
                            summary: "count an Apple Health export or NDJSON health records and add a snapshot to the chain"),
             SubcommandSpec("list", options: ["format"], summary: "the snapshots in the chain"),
             SubcommandSpec("show", operands: 1...1, "ID", options: ["format"], summary: "one snapshot, its delta and anomalies"),
@@ -81,7 +82,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("delete", operands: 1...1, "ID", options: ruleOptions.union(["preview", "force"]),
                            summary: "delete a snapshot from any position, merging the deltas around it"),
             SubcommandSpec("log", summary: "the audit log of every change and access"),
-            SubcommandSpec("anomalies", operands: 0...2, "[resolve ID]", options: ["unresolved"],
+            SubcommandSpec("anomalies", operands: 0...2, "[resolve ID]", actions: [SubcommandAction("resolve", "ID")], options: ["unresolved"],
                            summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
             SubcommandSpec("samples", options: ["type", "since", "until", "offset", "limit", "format"], summary: "the archived samples of one type"),
             SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"],
@@ -95,7 +96,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("unshare", operands: 0...Int.max, "TYPE...", options: ["all", "format"],
                            summary: "stop serving these types to Health Sync's clients (--all: every type)"),
             SubcommandSpec("shared", options: ["format"], summary: "the types Health Sync serves, and those it does not"),
-            SubcommandSpec("cert", operands: 1...1, "server|client", options: ["out", "name", "days", "force", "format"],
+            SubcommandSpec("cert", operands: 1...1, "server|client", actions: ["server", "client"], options: ["out", "name", "days", "force", "format"],
                            summary: "make a self-signed server or client certificate and key with openssl"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["refusal-socket"]),
                            summary: "answer Health Sync's endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),

@@ -36,6 +36,8 @@ struct TakeSettings {
     /// HealthProbe's observer debounce: a take whose trigger is not `manual` is skipped while
     /// the latest snapshot is younger than this, ms (nil: never skipped).
     var debounceMs: Int64?
+    /// A progress line on the terminal, when one is wanted: the bytes read, the records, the rate and the time left.
+    var progress: ProgressLine?
 
     /// The defaults.
     init() {}
@@ -102,6 +104,13 @@ final class Taker {
             }
         }
         let sink = SampleSink(tally: tally, archive: writer, diagnostics: diagnostics)
+        let totalBytes = Inputs.totalBytes(paths, stdin: stdin)
+        var bytesBefore: Int64 = 0
+        func progressText(_ bytes: Int64) -> String {
+            "snapshot-delta: " + ProgressText.reading(bytes: bytes, of: totalBytes, items: Int(tally.recordCount), noun: "records",
+                                                      seconds: settings.progress?.elapsedSeconds ?? 0)
+        }
+        defer { settings.progress?.finish(progressText(bytesBefore)) }
         var exportVersion: String?
         var exportDate: Int64?
         var ok = true
@@ -118,6 +127,11 @@ final class Taker {
                     ok = false
                     continue
                 }
+                if let progress = settings.progress {
+                    let before = bytesBefore
+                    input.onRead = { [unowned input] in progress.update { progressText(before + input.bytesRead) } }
+                }
+                defer { bytesBefore += input.bytesRead }
                 var format = settings.format
                 if format == .auto {
                     switch input.peekFirstSignificantByte() {
@@ -162,6 +176,8 @@ final class Taker {
             archive.rollback()
             throw archive.translate(error)
         }
+        // Read: what is left (the delta, the anomalies, the commit) takes a moment on a large export.
+        settings.progress?.draw(progressText(bytesBefore) + "; saving")
         if let stop = Signals.stopStatus {
             archive.rollback()
             diagnostics.note("stopped (\(stop == .interrupted ? "SIGINT" : "SIGTERM")): no snapshot taken")

@@ -30,6 +30,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
             OptionSpec("auto-approve", help: "ingest --remote, serve, cgi: approve an agent seen for the first time instead of leaving it pending"),
             OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
+        ] + OptionSpec.progress("ingest") + [
             .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
             OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
             OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
@@ -38,23 +39,25 @@ public enum StoreSamplesCommand: VitalsCommand {
             .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
             OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
-            OptionSpec("sort", value: "ORDER", default: "status",
+            OptionSpec("sort", value: "ORDER", default: "status", choices: ["status", "id"],
                        help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
             OptionSpec("tokens", value: "FILE",
                        help: "agents token, serve, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"),
-            OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
+            OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")], choices: ["json", "ndjson", "csv"],
                        help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
         ] + Serve.options,
         subcommands: [
             SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
-                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents"],
+                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
             SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
             SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
             SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
-            SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]", options: ["format", "tokens"],
+            SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]",
+                           actions: [SubcommandAction("approve", "ID"), SubcommandAction("reject", "ID"), SubcommandAction("token", "ID")],
+                           options: ["format", "tokens"],
                            summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
                            summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
@@ -158,9 +161,23 @@ public enum StoreSamplesCommand: VitalsCommand {
                                     diagnostics: context.diagnostics, now: clock)
             ingester.maxRows = store.batchRows
             var keepGoing = true
-            Inputs(operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in
-                if keepGoing { keepGoing = ingester.ingest(reader) }
+            // Progress on a terminal for files (a stream from a probe is a pipe: its own tool shows how it goes).
+            let inputs = Inputs(operands, stdin: context.streams.input)
+            let total = inputs.totalBytes
+            let progress = context.progressLine(options, auto: total != nil)
+            var bytesBefore: Int64 = 0
+            func progressText(_ bytes: Int64) -> String {
+                "store-samples: " + ProgressText.reading(bytes: bytes, of: total, items: ingester.stored, noun: "samples",
+                                                         seconds: progress?.elapsedSeconds ?? 0)
             }
+            inputs.forEach(diagnostics: context.diagnostics) { reader in
+                if let progress {
+                    reader.onRead = { [unowned reader] in progress.update { progressText(bytesBefore + reader.bytesRead) } }
+                }
+                if keepGoing { keepGoing = ingester.ingest(reader) }
+                bytesBefore += reader.bytesRead
+            }
+            progress?.finish(progressText(bytesBefore))
             if let failure = ingester.failure {
                 context.diagnostics.error("\(failure)")
                 return .failure
@@ -173,7 +190,7 @@ public enum StoreSamplesCommand: VitalsCommand {
                                         default: subcommand == "export" ? "ndjson" : "json") == "ndjson"
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
-        let order = Views.MonitorOrder(rawValue: try options.choice("sort", of: ["status", "id"]))!
+        let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
         let store = try openStore(create: false)
         let views = Views(store: store, now: now, order: order)
         func findMonitor(_ key: String) throws -> MonitorRecord {

@@ -13,6 +13,9 @@ import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
 let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta", "healthsync"]
+/// Their command tables.
+let documentedSpecs = [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
+                       NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -225,12 +228,52 @@ struct DocumentationTests {
     }
 
     @Test("the option table, --help and the man page list the same options",
-          arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                      NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec])
+          arguments: documentedSpecs)
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
         #expect(fromTable == helpOptions(Help.render(spec)))
+    }
+}
+
+/// The words of a text: runs of letters, digits and hyphens (`json`, `apple-health`, `4`).
+func words(_ text: String) -> Set<String> {
+    Set(text.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "-") }).map(String.init))
+}
+
+@Suite("subcommands' actions and options' choices are in help and man pages", .hangGuard(minutes: 2))
+struct ActionAndChoiceDocumentationTests {
+    @Test("every action of a subcommand is in its --help line and in the man page's SYNOPSIS, with its operands",
+          arguments: documentedSpecs)
+    func actions(spec: CommandSpec) throws {
+        // The SYNOPSIS's words, without the macro names (.B, .RI, ...) that start its lines.
+        let synopsis = words(manSection(try readPage("man/man1/\(spec.name).1"), "SYNOPSIS")
+            .map { plainRoff($0.hasPrefix(".") ? String($0.drop { $0 != " " }) : $0) }.joined(separator: " "))
+        let help = Help.render(spec)
+        for subcommand in spec.subcommands where !subcommand.actions.isEmpty {
+            let line = try #require(help.split(separator: "\n").first { $0.hasPrefix("  \(subcommand.name) ") }, "\(subcommand.name) in --help")
+            for action in subcommand.actions {
+                #expect(words(String(line)).contains(action.name), "\(spec.name) \(subcommand.name) \(action.name) is not in --help: \(line)")
+                #expect(synopsis.contains(action.name), "\(spec.name) \(subcommand.name) \(action.name) is not in \(spec.name)(1) SYNOPSIS")
+                for operand in words(action.operandNames) {
+                    #expect(words(String(line)).contains(operand) && synopsis.contains(operand), "\(action.name) \(operand)")
+                }
+            }
+        }
+    }
+
+    @Test("every fixed choice of an option is named in its help line and its man page entry",
+          arguments: documentedSpecs)
+    func choices(spec: CommandSpec) throws {
+        let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
+        let help = Help.render(spec, width: 10_000)
+        for option in spec.allOptions where !option.choices.isEmpty {
+            let helpLine = try #require(help.split(separator: "\n").first { $0.contains("--\(option.long) ") }, "--\(option.long) in --help")
+            for choice in option.choices {
+                #expect(words(String(helpLine)).contains(choice), "--\(option.long)'s help does not name \(choice): \(helpLine)")
+                #expect(words(entries[option.long] ?? "").contains(choice), "\(spec.name)(1) --\(option.long) does not name \(choice)")
+            }
+        }
     }
 }
 
@@ -260,8 +303,7 @@ func manOptionEntries(_ page: String) -> [String: String] {
 @Suite("man pages carry the option table's defaults and aliases", .hangGuard(minutes: 5))
 struct OptionDefaultsDocumentationTests {
     @Test("every default and alias in an option table is written in the man page's entry for that option",
-          arguments: [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                      NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec])
+          arguments: documentedSpecs)
     func defaultsAndAliases(spec: CommandSpec) throws {
         let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
         for option in spec.options {
@@ -284,8 +326,7 @@ struct OptionDefaultsDocumentationTests {
 
     @Test("vitals(7) lists every short option of the suite, each letter with one meaning")
     func shortOptions() throws {
-        let specs = [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                     NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec]
+        let specs = documentedSpecs
         var meaning: [Character: String] = [:]
         for spec in specs {
             for option in spec.allOptions {

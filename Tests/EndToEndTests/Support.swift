@@ -122,16 +122,8 @@ func runProcess(_ executable: String, _ arguments: [String], stdin: String, envi
     for (fd, isError) in [(output[0], false), (errors[0], true)] {
         group.enter()
         DispatchQueue.global().async {
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if count < 0, errno == EINTR { continue }
-                guard count > 0 else { break }
-                data.append(contentsOf: buffer[0..<count])
-            }
+            collected.set(readToEnd(fd), error: isError)
             close(fd)
-            collected.set(data, error: isError)
             group.leave()
         }
     }
@@ -155,6 +147,20 @@ func runProcess(_ executable: String, _ arguments: [String], stdin: String, envi
     // As Foundation's terminationStatus: the exit status, or the signal that ended it.
     let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : status & 0x7F
     return RunResult(stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self), status: code)
+}
+
+/// Everything `fd` gives until its end (or an error), in 64 KiB reads.
+func readToEnd(_ fd: Int32, each: ((ArraySlice<UInt8>) -> Void)? = nil) -> Data {
+    var data = Data()
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { break }
+        data.append(contentsOf: buffer[0..<count])
+        each?(buffer[0..<count])
+    }
+    return data
 }
 
 final class CollectedOutput: @unchecked Sendable {

@@ -31,6 +31,7 @@ extension Run {
         }
         settings.deviceIDPath = devicePath
         settings.now = now
+        settings.progress = context.progressLine(options)
         if operands.filter({ $0 == "-" }).count > 1 { throw UsageError("standard input (-) can be read once") }
 
         let archive = try Archive(path: path, create: true)

@@ -59,6 +59,12 @@ public struct ParsedOptions: Sendable {
         try choice(long, of: choices, default: tableDefault(long))
     }
 
+    /// One of the words the option table declares for the option; absent, the table's default.
+    public func choice(_ long: String) throws(UsageError) -> String {
+        guard let choices = table[long]?.choices, !choices.isEmpty else { preconditionFailure("--\(long) declares no choices in the option table") }
+        return try choice(long, of: choices, default: tableDefault(long))
+    }
+
     /// A duration option in milliseconds, within the table's range; absent, the table's default (nil when it has none).
     public func duration(_ long: String) throws(UsageError) -> Int64? {
         let given = value(long)
@@ -132,6 +138,9 @@ public struct ParsedOptions: Sendable {
 
     /// One of the listed words, or `defaultValue` when absent.
     public func choice(_ long: String, of choices: [String], default defaultValue: String) throws(UsageError) -> String {
+        // What a subcommand accepts is among what the table declares (and completions offer).
+        assert(table[long].map { $0.choices.isEmpty || Set(choices).isSubset(of: $0.choices) } ?? true,
+               "--\(long) accepts \(choices), beyond its table's choices")
         guard let text = value(long) else { return defaultValue }
         guard choices.contains(text) else {
             throw UsageError("--\(long) wants one of \(choices.joined(separator: ", ")), not '\(text)'")

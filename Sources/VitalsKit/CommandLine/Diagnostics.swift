@@ -17,6 +17,8 @@ public final class Diagnostics {
     /// When set, lines are collected here instead of written (for in-process tests).
     public private(set) var captured: [String] = []
     private let capture: Bool
+    /// A progress line on the same stream: each diagnostic is written above it.
+    public var progress: ProgressLine?
 
     /// Creates a sink writing to `fd` (stderr by default).
     public init(tool: String, fd: Int32 = 2, capture: Bool = false) {
@@ -59,6 +61,8 @@ public final class Diagnostics {
         let line = "\(tool): \(text)\n"
         if capture {
             captured.append(line)
+        } else if let progress {
+            progress.writeAbove(line)
         } else {
             Streams.writeAll(fd, line)
         }

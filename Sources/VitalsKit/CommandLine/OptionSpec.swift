@@ -38,10 +38,14 @@ public struct OptionSpec: Sendable, Equatable {
     public let aliases: [OptionAlias]
     /// For a duration option: the accepted range in milliseconds.
     public let durationRange: ClosedRange<Int64>?
+    /// For an option whose value is one of a few words (`--format json|ndjson`): every word any
+    /// subcommand accepts. `ParsedOptions.choice` checks against them; completions offer them, and
+    /// the help text names each one.
+    public let choices: [String]
 
     /// Creates an option.
     public init(_ long: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, default defaultValue: String? = nil,
-                aliases: [OptionAlias] = [], durationRange: ClosedRange<Int64>? = nil, help: String) {
+                aliases: [OptionAlias] = [], durationRange: ClosedRange<Int64>? = nil, choices: [String] = [], help: String) {
         self.long = long
         self.short = short
         self.value = value
@@ -50,6 +54,7 @@ public struct OptionSpec: Sendable, Equatable {
         self.defaultValue = defaultValue
         self.aliases = aliases
         self.durationRange = durationRange
+        self.choices = choices
     }
 
     /// A duration option (`DURATION`) with a default and a range: a value outside it is a usage error naming the range.
@@ -92,6 +97,33 @@ public struct OptionSpec: Sendable, Equatable {
     public static let help = OptionSpec("help", short: "h", help: "print this help and exit")
     /// `--version`, present in every tool.
     public static let version = OptionSpec("version", short: "V", help: "print the version and exit")
+
+    /// `--progress` and `--no-progress`, for a tool with work that can take a while (its help lines start
+    /// with `scope:` when only a subcommand has such work): progress shows on standard error when it is a
+    /// terminal unless forced either way (read by `ProgressLine.wanted`).
+    public static func progress(_ scope: String? = nil, _ what: String = "progress") -> [OptionSpec] {
+        let prefix = scope.map { $0 + ": " } ?? ""
+        return [OptionSpec("progress", help: prefix + "show \(what) on standard error even when it is not a terminal"),
+                OptionSpec("no-progress", help: prefix + "show none (by default \(what) shows when standard error is a terminal)")]
+    }
+}
+
+/// A word that a subcommand takes as its first operand to choose what it does (`agents approve ID`),
+/// with the operands that follow it.
+public struct SubcommandAction: Sendable, Equatable, ExpressibleByStringLiteral {
+    /// The word (`approve`).
+    public let name: String
+    /// The operands after it as shown in usage (`ID`), or empty.
+    public let operandNames: String
+
+    /// Creates an action.
+    public init(_ name: String, _ operandNames: String = "") {
+        self.name = name
+        self.operandNames = operandNames
+    }
+
+    /// An action without operands: `"count"`.
+    public init(stringLiteral name: String) { self.init(name) }
 }
 
 /// One subcommand: its operands and the options that apply to it.
@@ -106,14 +138,19 @@ public struct SubcommandSpec: Sendable, Equatable {
     public let summary: String
     /// The long names of the tool's options that apply to it; options named by no subcommand apply to all.
     public let options: Set<String>
+    /// The words its first operand may be, when that operand chooses what it does (`approve`, `reject`,
+    /// `token` for `agents`); `operandNames` shows them. Completions offer them; the tool itself reads them.
+    public let actions: [SubcommandAction]
 
     /// Creates a subcommand.
-    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", options: Set<String> = [], summary: String) {
+    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", actions: [SubcommandAction] = [],
+                options: Set<String> = [], summary: String) {
         self.name = name
         self.operands = operands
         self.operandNames = operandNames
         self.summary = summary
         self.options = options
+        self.actions = actions
     }
 }
 

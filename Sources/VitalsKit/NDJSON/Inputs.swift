@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The inputs named on a command line: each operand a file, `-` (or none at all) standard input.
 public struct Inputs {
     /// The operands as given (`["-"]` when none).
@@ -8,6 +14,21 @@ public struct Inputs {
     public init(_ operands: [String], stdin: Int32) {
         self.paths = operands.isEmpty ? ["-"] : operands
         self.stdin = stdin
+    }
+
+    /// The inputs' total size when every one is a regular file (standard input redirected from one
+    /// included), else nil: how much reading there is, for a progress line.
+    public var totalBytes: Int64? { Inputs.totalBytes(paths, stdin: stdin) }
+
+    /// The total size of `paths` (`-` is `stdin`) when every one is a regular file, else nil.
+    public static func totalBytes(_ paths: [String], stdin: Int32) -> Int64? {
+        var total: Int64 = 0
+        for path in paths {
+            var info = stat()
+            guard (path == "-" ? fstat(stdin, &info) : stat(path, &info)) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+            total += Int64(info.st_size)
+        }
+        return total
     }
 
     /// Calls `body` with a reader for each input in turn. A file that cannot be opened is

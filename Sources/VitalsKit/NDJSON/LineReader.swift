@@ -38,6 +38,10 @@ public final class LineReader {
     @exclusivity(unchecked) public var onIdle: (() -> Void)?
     /// See `onIdle`; negative means no limit.
     @exclusivity(unchecked) public var idleAfterMs: Int32 = -1
+    /// Bytes read from the descriptor so far.
+    @exclusivity(unchecked) public private(set) var bytesRead: Int64 = 0
+    /// Called after each `read(2)` that returned bytes (a progress line follows `bytesRead` there).
+    @exclusivity(unchecked) public var onRead: (() -> Void)?
 
     private let fd: Int32
     private let ownsDescriptor: Bool
@@ -250,6 +254,8 @@ public final class LineReader {
         let count = read(fd, buffer + end, capacity - end)
         if count > 0 {
             end += count
+            bytesRead += Int64(count)
+            onRead?()
         } else if count == 0 {
             atEOF = true
         } else if errno == EINTR {

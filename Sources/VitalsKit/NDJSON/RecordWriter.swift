@@ -33,6 +33,8 @@ public final class RecordWriter {
     @exclusivity(unchecked) public private(set) var brokenPipe = false
     /// Number of records written (or buffered) so far.
     @exclusivity(unchecked) public private(set) var recordCount = 0
+    /// A progress line on the terminal this writer also writes to: erased before each write, drawn again after.
+    public var progress: ProgressLine?
 
     /// Creates a writer on `fd`.
     public init(fd: Int32) {
@@ -69,6 +71,8 @@ public final class RecordWriter {
     public func flush() throws {
         if buffer.isEmpty { return }
         if brokenPipe { throw BrokenPipe() }
+        progress?.hide()
+        defer { progress?.redraw() }
         let ok = buffer.withUnsafeBytes { Streams.writeAll(fd, $0) }
         if !ok {
             let code = errno
