@@ -78,6 +78,14 @@ func expectDocumented(_ records: [JSONObject], sourceLocation: SourceLocation = 
     }
 }
 
+/// A state file as scan writes it, for a server no scan could reach.
+enum ClientStateText {
+    static func make(server: String, certificate: String, key: String) -> String {
+        let zeros = String(repeating: "0", count: 64)
+        return #"{"type":"pairing","server":"\#(server)","server_certificate_sha256":"\#(zeros)","server_public_key_pin":"sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=","client_certificate":"\#(certificate)","client_key":"\#(key)","client_certificate_sha256":"\#(zeros)","pairing_id":"x","paired_at":"2026-01-01T00:00:00.000Z"}"#
+    }
+}
+
 /// What `fetch` wrote: its health_record lines and its type_status lines.
 private struct Fetched {
     var records: [JSONObject] = []
@@ -319,6 +327,45 @@ struct HealthSyncClientTests {
         #expect(result.stderr.contains("the fetch stopped after 1000 samples in 1 pages"), "\(result.stderr)")
         // The first line was read; the rest of the first page and the partial statuses followed.
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1000", "\(result.stdout)")
+
+        // vitals(7): a reader that goes away (| head) is success, here with pages still to come.
+        let head = try runProcess("/bin/bash", ["-c", "healthsync --state '\(site.statePath("reader"))' fetch --format csv | head -n 1 >/dev/null; echo \"${PIPESTATUS[0]}\""],
+                                  stdin: "", environment: toolEnvironment())
+        #expect(head.stdout == "0\n" && head.stderr.isEmpty, "\(head.stdout) \(head.stderr)")
+    }
+
+    @Test("SIGTERM while a server keeps the handshake waiting: exit 143, the types marked partial first")
+    func sigterm() throws {
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the silent server is python3") else { return }
+        let scratch = try ScratchDirectory()
+        #expect(try run("snapshot-delta", ["cert", "client", "--out", scratch.url.path]).status == 0)
+        // A server that accepts connections and never says a word.
+        let script = """
+            import socket, sys
+            listener = socket.socket(); listener.bind(("127.0.0.1", 0)); listener.listen(8)
+            print(listener.getsockname()[1], flush=True)
+            held = []
+            while True:
+                connection, _ = listener.accept(); held.append(connection)
+                open(sys.argv[1], "a").write("accepted\\n")
+            """
+        let silent = Process()
+        silent.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        silent.arguments = ["-c", script, scratch.path("accepted")]
+        let portPipe = Pipe()
+        silent.standardOutput = portPipe
+        try silent.run()
+        // SIGKILL: a child of the test runner may inherit SIGTERM blocked.
+        defer { kill(silent.processIdentifier, SIGKILL); silent.waitUntilExit() }
+        let port = String(decoding: portPipe.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let state = ClientStateText.make(server: "https://127.0.0.1:\(port)", certificate: scratch.path("client.crt"), key: scratch.path("client.key"))
+        try scratch.write("state.json", state)
+        let running = try RunningTool("healthsync", ["--state", scratch.path("state.json"), "fetch", "--types", heart])
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: scratch.path("accepted")) && Date() < deadline { usleep(20_000) }
+        let stopped = running.stop(SIGTERM)
+        #expect(stopped.status == 143, "\(stopped.stderr)")
+        #expect(stopped.rest == #"{"type":"type_status","type_identifier":"\#(heart)","quality":"partial"}"# + "\n", "\(stopped.rest)")
     }
 
     @Test("scan --clipboard reads the QR text from an X11 clipboard (Xvfb, xsel); with no display it says there is no clipboard")
