@@ -11,7 +11,7 @@ final class SyncConnection {
     let server: String
     private let tls: TLSOptions
     private let timeoutMs: Int
-    private let engine = HTTPEngine(maxInFlight: 1)
+    private let engine = HTTPEngine(maxInFlight: 1, wakeFD: Signals.wakeFD)
     private var token = 0
 
     /// The largest answer read: a page of 10,000 samples is about 3 MB.

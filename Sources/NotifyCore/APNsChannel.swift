@@ -4,14 +4,16 @@ import VitalsCrypto
 import VitalsKit
 
 /// `apns://HOST/BUNDLE_ID?team=TEAM_ID&key_id=KEY_ID&key_file=PATH`: Apple push to every
-/// registered device, as OnlineTracker's server does: HTTP/2, token authentication with an
-/// ES256 JWT from the `.p8` key (kept in the state, renewed after 50 minutes and never
-/// sooner than 20), OnlineTracker's payload, at most 4 KB. HOST `production` is
-/// api.push.apple.com and `sandbox` api.sandbox.push.apple.com.
+/// registered device, as OnlineTracker's server does: one push per monitor event (never grouped:
+/// the app opens the monitor a push names), HTTP/2, token authentication with an ES256 JWT from
+/// the `.p8` key (kept in the state, renewed after 50 minutes and never sooner than 20),
+/// OnlineTracker's payload, at most 4 KB. HOST `production` is api.push.apple.com and `sandbox`
+/// api.sandbox.push.apple.com.
 final class APNsChannel: Channel {
     let id: String
     let tags: [String]
     let fansOut = true
+    let groupsMonitors = false
     private let base: String
     private let topic: String
     private let teamID: String

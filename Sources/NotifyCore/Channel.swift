@@ -73,6 +73,9 @@ protocol Channel: AnyObject {
     var tags: [String] { get }
     /// Whether a notification fans out to several recipients (push devices).
     var fansOut: Bool { get }
+    /// Whether monitors newly impacted together may be told in one grouped notification
+    /// (isitup's grouping); false for a channel told of each monitor on its own.
+    var groupsMonitors: Bool { get }
     /// The recipients a notification fans out to (push device tokens); `[nil]` for one delivery.
     func legs(_ state: StateBox) -> [String?]
     /// The attempt for `notification` (to `leg`), given the wall clock and the time allowed.
@@ -85,6 +88,8 @@ protocol Channel: AnyObject {
 
 extension Channel {
     var fansOut: Bool { false }
+
+    var groupsMonitors: Bool { true }
 
     func legs(_ state: StateBox) -> [String?] { [nil] }
 

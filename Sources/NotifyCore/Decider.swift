@@ -4,8 +4,8 @@ import VitalsKit
 /// confirm the next one, and the words of its latest sample. Kept in the state file.
 struct MonitorTrack: Codable, Equatable {
     var name: String
-    /// The confirmed status (`up`, `degraded`, `down`, `error`; `new` before a first sample
-    /// with --notify-initial).
+    /// The confirmed status (`up`, `degraded`, `down`, `error`; `new` until a first status is
+    /// confirmed, isitup's `unknown`: a monitor first seen down is news, unless --baseline).
     var confirmed: String
     /// The `at` of the latest sample taken.
     var lastAt: Int64
@@ -30,16 +30,12 @@ struct MonitorTrack: Codable, Equatable {
     var monitorID: Int?
 }
 
-/// What one channel has been told about each monitor, its cooldowns and its open groups.
+/// What one channel has been told about each monitor, and its cooldowns.
 struct ChannelView: Codable, Equatable {
     /// Per monitor: the status last told and when (event time).
     var told: [String: Told] = [:]
     /// Per cooldown key: the event time of the last notification the channel accepted.
     var cooldowns: [String: Int64] = [:]
-    /// Monitors told down as part of a grouped outage still open.
-    var outageGroup: [String] = []
-    /// Monitors told degraded as part of a grouped degradation still open.
-    var degradedGroup: [String] = []
 }
 
 /// A status told to a channel, and when.
@@ -55,7 +51,9 @@ struct Decision {
 }
 
 /// Turns samples into notifications: transitions per monitor (with thresholds), then, once
-/// per round, per channel: mutes, cooldowns per key, grouping and repeats.
+/// per round, per channel: mutes, cooldowns per key, grouping and repeats. Where a round ends
+/// is the caller's to say (`closeRound`), from the input's round marks; `add` closes one by the
+/// samples' times only when asked to (input without marks).
 ///
 /// Everything runs on event time, so a replay, one long stream and many short runs decide
 /// the same notifications. A channel is told what changed since it was last told: a change
@@ -66,6 +64,9 @@ final class Decider {
     let policy: Policy
     /// The channels, `stdout` first.
     let channels: [String]
+    /// The channels that are told of each monitor on its own, never in groups (Apple push,
+    /// whose app opens the one monitor a notification names).
+    let ungrouped: Set<String>
     private(set) var monitors: [String: MonitorTrack]
     private(set) var views: [String: ChannelView]
     /// Samples skipped because their monitor already had a sample as late (replays overlap).
@@ -77,9 +78,10 @@ final class Decider {
     private var roundBefore: [String: String?] = [:]
     private var roundLastAt: [String: Int64] = [:]
 
-    init(policy: Policy, channels: [String], monitors: [String: MonitorTrack], views: [String: ChannelView]) {
+    init(policy: Policy, channels: [String], ungrouped: Set<String> = [], monitors: [String: MonitorTrack], views: [String: ChannelView]) {
         self.policy = policy
         self.channels = channels
+        self.ungrouped = ungrouped
         self.monitors = monitors
         self.views = views
         for channel in channels where self.views[channel] == nil { self.views[channel] = ChannelView() }
@@ -88,15 +90,17 @@ final class Decider {
     /// Whether a round is open.
     var roundOpen: Bool { roundStart != nil }
 
-    /// Takes one sample; returns the notifications of the round it closed, if it closed one.
-    func add(_ sample: SampleEvent) -> [Decision] {
+    /// Takes one sample; returns the notifications of the round it closed, if it closed one. With
+    /// `roundByTime` (input without round marks), a sample whose `at` lies --group-wait or more
+    /// from the open round's first closes that round first; otherwise only `closeRound` does.
+    func add(_ sample: SampleEvent, roundByTime: Bool = true) -> [Decision] {
         if let track = monitors[sample.monitor], sample.at <= track.lastAt {
             // Already seen (an overlapping replay): it neither counts nor moves the rounds.
             staleSamples += 1
             return []
         }
         var decided: [Decision] = []
-        if let start = roundStart, sample.at >= start + policy.groupWaitMs || sample.at < start - policy.groupWaitMs {
+        if roundByTime, let start = roundStart, sample.at >= start + policy.groupWaitMs || sample.at < start - policy.groupWaitMs {
             decided = closeRound()
         }
         if sample.status == .unknown {
@@ -115,7 +119,7 @@ final class Decider {
 
     private func take(_ sample: SampleEvent) {
         let status = sample.status.rawValue
-        var track = monitors[sample.monitor] ?? MonitorTrack(name: sample.name, confirmed: policy.notifyInitial ? "new" : status,
+        var track = monitors[sample.monitor] ?? MonitorTrack(name: sample.name, confirmed: policy.firstSampleIsBaseline ? status : "new",
                                                                lastAt: sample.at)
         track.name = sample.name
         track.lastAt = sample.at
@@ -147,8 +151,8 @@ final class Decider {
         }
         let isNew = monitors[sample.monitor] == nil
         defer { monitors[sample.monitor] = track }
-        if isNew && !policy.notifyInitial {
-            // The baseline: the first sample is what the monitor is, not a change.
+        if isNew && policy.firstSampleIsBaseline {
+            // --baseline: the first sample is what the monitor is, not a change.
             if sample.status != .up { track.since = sample.at }
             return
         }
@@ -162,14 +166,18 @@ final class Decider {
                 track.confirmed = status
             }
         case .degraded:
-            if current == 0, track.badStreak >= policy.failureThreshold {
+            // An anomaly episode (detect-anomaly's) is one degradation: told at its onset, which the
+            // detector has judged (no threshold), and not again for the samples inside it.
+            if current == 0, sample.episode == .onset || (sample.episode != .ongoing && track.badStreak >= policy.failureThreshold) {
                 track.since = track.badStart
                 track.confirmed = status
             } else if current == 2, track.notFailingStreak >= policy.successThreshold {
                 track.confirmed = status
             }
         case .up:
-            if current > 0, track.upStreak >= policy.successThreshold {
+            // The sample that ends an episode ends the degradation it began: the detector has
+            // already waited for quiet samples.
+            if current > 0, track.upStreak >= policy.successThreshold || (current == 1 && sample.episode == .end) {
                 track.endedSince = track.since
                 track.since = nil
                 track.confirmed = status
@@ -246,13 +254,19 @@ final class Decider {
             let at = roundLastAt[monitor] ?? track.lastAt
             let before = roundBefore[monitor] ?? nil
             // A channel that has not been told about the monitor knows what it was before this
-            // round; a monitor first seen now was nothing yet ("new") with --notify-initial.
-            let known = view.told[monitor] ?? Told(status: before ?? (policy.notifyInitial ? "new" : track.confirmed), at: at)
+            // round; a monitor first seen now was nothing yet ("new", isitup's unknown), or with
+            // --baseline what its first sample said.
+            let known = view.told[monitor] ?? Told(status: before ?? (policy.firstSampleIsBaseline ? track.confirmed : "new"), at: at)
             view.told[monitor] = known
             told[monitor] = known
             if policy.mute(for: monitor, at: at) != nil { continue }
             let now = Decider.severity(track.confirmed)
             let then = Decider.severity(known.status)
+            if now == then, known.status == "new" {
+                // First seen up: nothing to tell, but from now on the channel knows it was up.
+                view.told[monitor] = Told(status: track.confirmed, at: at)
+                told[monitor] = view.told[monitor]
+            }
             if now != then {
                 switch now {
                 case 2: failing.append(monitor)
@@ -271,37 +285,25 @@ final class Decider {
             }
             out.append(notification)
         }
-        // Leaving a group: a member no longer failing (or degraded) is out of it, by what this
-        // round tells (a member recovering now is out before anyone newly failing is grouped
-        // with it), else by what the channel was last told.
-        var roundSeverity: [String: Int] = [:]
-        for monitor in failing { roundSeverity[monitor] = 2 }
-        for monitor in degraded { roundSeverity[monitor] = 1 }
-        for monitor in recovered { roundSeverity[monitor] = 0 }
-        func prune() {
-            let toldNow = view.told
-            func severity(_ monitor: String) -> Int { roundSeverity[monitor] ?? Decider.severity(toldNow[monitor]?.status) }
-            view.outageGroup.removeAll { severity($0) != 2 }
-            view.degradedGroup.removeAll { severity($0) != 1 }
-        }
-
-        prune()
+        // isitup's grouping, per round: two or more monitors newly into down (or degraded) make
+        // one notification under the group's key; one alone is told on its own, under its own key
+        // and cooldown, whatever was told before. A channel that never groups (Apple push) is
+        // told of each monitor on its own.
+        let groupMin = ungrouped.contains(channel) ? Int.max : policy.groupMin
         // Into down or error, then into degraded.
-        for (list, group, groupKey, suffix, event) in [(failing, \ChannelView.outageGroup, "groupedOutage", "", NotificationEvent.down),
-                                                        (degraded, \ChannelView.degradedGroup, "groupedDegrading", ".degrading", .degraded)] {
-            let (notifications, members, blocked) = decideImpact(newly: list, open: view[keyPath: group], groupKey: groupKey, keySuffix: suffix,
-                                                                 event: event, view: view, told: told, lastAt: lastAt)
+        for (list, groupKey, suffix, event) in [(failing, "groupedOutage", "", NotificationEvent.down),
+                                                (degraded, "groupedDegrading", ".degrading", .degraded)] {
+            let (notifications, blocked) = decideImpact(newly: list, groupMin: groupMin, groupKey: groupKey, keySuffix: suffix,
+                                                        event: event, view: view, told: told, lastAt: lastAt)
             notifications.forEach(tell)
             if !policy.deferHeldBack {
                 // isitup: a notification the cooldown blocks is dropped; the change counts as told.
                 for monitor in blocked { view.told[monitor] = Told(status: monitors[monitor]!.confirmed, at: lastAt([monitor])) }
             }
-            if let members { view[keyPath: group] = members }
-            prune()
         }
         // Back to up: no cooldown (a recovery is never held back behind its outage).
         if !recovered.isEmpty {
-            if recovered.count >= policy.groupMin {
+            if recovered.count >= groupMin {
                 tell(Notification(event: .recovered, grouped: true, key: "groupedRecovery", at: lastAt(recovered),
                                   monitors: recovered.map { change($0, told: told[$0]) }))
             } else {
@@ -310,12 +312,11 @@ final class Decider {
                                       monitors: [change(monitor, told: told[monitor])]))
                 }
             }
-            prune()
         }
         // Still down after the repeat interval.
         for (list, event, groupKey, suffix) in [(stillDown, NotificationEvent.stillDown, "groupedOutage", ""),
                                                  (stillDegraded, .stillDegraded, "groupedDegrading", ".degrading")] where !list.isEmpty {
-            if list.count >= policy.groupMin {
+            if list.count >= groupMin {
                 tell(Notification(event: event, grouped: true, key: groupKey, at: lastAt(list),
                                   monitors: list.map { change($0, told: told[$0]) }))
             } else {
@@ -328,23 +329,17 @@ final class Decider {
         return out
     }
 
-    /// Into down (or degraded): an open group that grows is told again at once; enough newly
-    /// impacted monitors make a grouped notification under the group key; fewer go one by one,
-    /// each under its own key. A key cooling down blocks its news. Returns the notifications,
-    /// the group's new members (nil: unchanged) and the monitors whose news was blocked.
-    private func decideImpact(newly: [String], open: [String], groupKey: String, keySuffix: String, event: NotificationEvent,
-                              view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64) -> ([Notification], [String]?, [String]) {
-        guard !newly.isEmpty else { return ([], nil, []) }
-        if !open.isEmpty {
-            // The set grows: Alertmanager's "new alerts in the group" rule, inside the cooldown too.
-            let members = open + newly.filter { !open.contains($0) }
-            let changes = members.map { change($0, told: told[$0] ?? view.told[$0]) }
-            return ([Notification(event: event, grouped: true, key: groupKey, at: lastAt(newly), monitors: changes, added: newly)], members, [])
-        }
-        if newly.count >= policy.groupMin {
+    /// Into down (or degraded), isitup's `NotificationGrouper.decide`: `groupMin` or more newly
+    /// impacted monitors make one grouped notification under the group key; fewer go one by one,
+    /// each under its own key. A key cooling down blocks its news. Returns the notifications and
+    /// the monitors whose news was blocked.
+    private func decideImpact(newly: [String], groupMin: Int, groupKey: String, keySuffix: String, event: NotificationEvent,
+                              view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64) -> ([Notification], [String]) {
+        guard !newly.isEmpty else { return ([], []) }
+        if newly.count >= groupMin {
             let at = lastAt(newly)
-            if coolingDown(view, groupKey, at: at) { return ([], nil, newly) }
-            return ([Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], newly, [])
+            if coolingDown(view, groupKey, at: at) { return ([], newly) }
+            return ([Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], [])
         }
         var out: [Notification] = []
         var blocked: [String] = []
@@ -356,6 +351,6 @@ final class Decider {
             }
             out.append(Notification(event: event, grouped: false, key: monitor + keySuffix, at: at, monitors: [change(monitor, told: told[monitor])]))
         }
-        return (out, nil, blocked)
+        return (out, blocked)
     }
 }

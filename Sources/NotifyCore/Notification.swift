@@ -21,7 +21,7 @@ struct MonitorChange: Codable, Equatable, Sendable {
     var name: String
     /// The status now.
     var status: String
-    /// The status the channel knew before (nil for a monitor first seen with --notify-initial).
+    /// The status the channel knew before (nil for a monitor first seen not up: it was unknown).
     var previousStatus: String?
     /// When the episode (the outage, the degradation) began; for a recovery, when the one that ended began.
     var since: Int64?
@@ -46,25 +46,24 @@ struct Notification: Codable, Equatable, Sendable {
     /// `MONITOR.recovered`, `groupedRecovery` for recoveries (which have no cooldown).
     var key: String
     var monitors: [MonitorChange]
-    /// Monitors that joined an open grouped outage (the reason it was sent again).
-    var added: [String]
     /// OnlineTracker's alert title: "Monitor DOWN", "3 services down".
     var title: String
     /// OnlineTracker's alert body: "Google DNS is not responding".
     var body: String
 
     /// Builds a notification, its words and its id.
-    init(event: NotificationEvent, grouped: Bool, key: String, at: Int64, monitors: [MonitorChange], added: [String] = []) {
+    init(event: NotificationEvent, grouped: Bool, key: String, at: Int64, monitors: [MonitorChange]) {
         self.event = event
         self.grouped = grouped
         self.key = key
         self.at = at
         self.monitors = monitors
-        self.added = added
-        (title, body) = Notification.words(event: event, grouped: grouped, monitors: monitors, added: added, at: at)
+        (title, body) = Notification.words(event: event, grouped: grouped, monitors: monitors, at: at)
         var identity = "\(event.rawValue)|\(key)|\(at)"
         for change in monitors { identity += "|" + change.monitor }
-        identity += "|+" + added.joined(separator: ",")
+        // Where earlier versions listed the monitors that joined an open group: kept, so that the
+        // same decision keeps its id.
+        identity += "|+"
         id = "n_" + String(SHA256.hexDigest(Array(identity.utf8)).prefix(20))
     }
 
@@ -90,7 +89,7 @@ struct Notification: Codable, Equatable, Sendable {
     /// Severity for channels that rank messages.
     var isBad: Bool { event != .recovered }
 
-    private static func words(event: NotificationEvent, grouped: Bool, monitors: [MonitorChange], added: [String], at: Int64)
+    private static func words(event: NotificationEvent, grouped: Bool, monitors: [MonitorChange], at: Int64)
         -> (String, String) {
         if grouped {
             let count = monitors.count
@@ -102,12 +101,7 @@ struct Notification: Codable, Equatable, Sendable {
             case .stillDown: title = "\(count) services still down"
             case .stillDegraded: title = "\(count) services still degraded"
             }
-            var body = nameList(monitors.map(\.name))
-            if !added.isEmpty {
-                let addedNames = monitors.filter { added.contains($0.monitor) }.map(\.name)
-                body += " (new: " + nameList(addedNames) + ")"
-            }
-            return (title, body)
+            return (title, nameList(monitors.map(\.name)))
         }
         let change = monitors[0]
         let name = change.name

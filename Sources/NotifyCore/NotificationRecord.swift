@@ -80,7 +80,6 @@ enum NotificationRecord {
             builder.string("target", single.target)
         }
         builder.value("monitors", .array(notification.monitors.map(monitorObject)))
-        if notification.grouped { builder.value("added", .array(notification.added.map { .string($0) })) }
     }
 
     private static func monitorObject(_ change: MonitorChange) -> JSONValue {

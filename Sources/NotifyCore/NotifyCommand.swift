@@ -28,11 +28,11 @@ public enum NotifyCommand: VitalsCommand {
             .duration("cooldown", default: "60s", range: 0...Int64.max / 4, help: "quiet time per key and channel after a notification"),
             OptionSpec("cooldown-mode", value: "MODE", default: "drop", choices: ["drop", "defer"], help: "drop: a change the cooldown blocks is not told (isitup's rule); defer: it is told when the cooldown ends, if it still holds"),
             OptionSpec("group-min", value: "N", default: "2", help: "monitors newly impacted in one round that make one grouped notification (0 never groups)"),
-            .duration("group-wait", default: "2s", range: 1...86_400_000, help: "the length of a round, by the samples' times, and the pause in input that ends one"),
+            .duration("group-wait", default: "2s", range: 1...86_400_000, help: "for input without round marks: the length of a round, by the samples' times, and the pause in input that ends one"),
             OptionSpec("failure-threshold", value: "N", default: "1", help: "consecutive failing samples before a monitor is down"),
             OptionSpec("success-threshold", value: "N", default: "1", help: "consecutive better samples before a monitor is recovered"),
             .duration("repeat-interval", help: "re-send a still-open outage this often (default: never)"),
-            OptionSpec("notify-initial", help: "notify a monitor's first sample when it is not up (default: it is the baseline)"),
+            OptionSpec("baseline", help: "take each monitor's first sample as its baseline, not news (default: a monitor first seen down, error or degraded is notified)"),
             OptionSpec("mute", value: "SPEC", repeatable: true, help: "mute MONITOR[,MONITOR...]@START/DURATION (a maintenance window); repeatable"),
             OptionSpec("mute-file", value: "FILE", help: "read mutes from FILE, one SPEC a line"),
             OptionSpec("dry-run", help: "decide and print notifications; deliver nothing and change no state"),
@@ -47,7 +47,7 @@ public enum NotifyCommand: VitalsCommand {
         subcommands: [
             SubcommandSpec("deliver", operands: 0...Int.max, "[FILE...]",
                            options: ["to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
-                                     "repeat-interval", "notify-initial", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
+                                     "repeat-interval", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
                                      "exit-status", "summary"],
                            summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
             SubcommandSpec("devices", operands: 1...2, "add TOKEN | remove TOKEN | count | list",
@@ -118,6 +118,7 @@ public enum NotifyCommand: VitalsCommand {
         }
         let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let decider = Decider(policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id),
+                              ungrouped: Set(channels.filter { !$0.groupsMonitors }.map(\.id)),
                               monitors: loaded.monitors, views: loaded.channels)
         let dispatcher = Dispatcher(channels: channelByID, state: box, environment: context.environment,
                                     budgetMs: budget, giveUpMs: giveUp, wallClock: wallClock)
@@ -142,6 +143,7 @@ public enum NotifyCommand: VitalsCommand {
             reader.idleAfterMs = Int32(clamping: policy.groupWaitMs)
             reader.onIdle = { run.idle() }
             run.read(reader)
+            run.inputEnded()
         }
         try run.finish()
         if let problem = run.writeProblem { throw problem }
@@ -170,7 +172,7 @@ public enum NotifyCommand: VitalsCommand {
         policy.failureThreshold = try options.integer("failure-threshold", in: 1...100_000)
         policy.successThreshold = try options.integer("success-threshold", in: 1...100_000)
         if let repeatMs = try options.duration("repeat-interval") { policy.repeatIntervalMs = repeatMs }
-        policy.notifyInitial = options.has("notify-initial")
+        policy.firstSampleIsBaseline = options.has("baseline")
         var specs = options.all("mute").map { ($0, "--mute") }
         if let path = options.value("mute-file") {
             guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read the mute file \(path)") }

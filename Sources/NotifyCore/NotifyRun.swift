@@ -1,7 +1,8 @@
 import VitalsKit
 
-/// One run of notify: reads samples, closes rounds, hands decisions to the dispatcher,
-/// writes the records and keeps the state.
+/// One run of notify: reads samples, closes rounds (at the probes' round marks, else by
+/// --group-wait), hands decisions to the dispatcher, writes the records (and passes the round
+/// marks on after them) and keeps the state.
 final class NotifyRun {
     let decider: Decider
     let dispatcher: Dispatcher
@@ -26,6 +27,8 @@ final class NotifyRun {
     private var resolvedJobs: [Job] = []
     /// The one sample reader, kept from line to line.
     private var sampleReader = SampleLine()
+    /// Where rounds end.
+    private var rounds = Rounds()
 
     init(decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: NotifyStateFile?, output: RecordWriter,
          diagnostics: Diagnostics, dryRun: Bool) {
@@ -55,9 +58,11 @@ final class NotifyRun {
                 switch sampleReader.read(bytes, extra: &own) {
                 case .sample:
                     samples += 1
-                    let decisions = decider.add(SampleEvent(sampleReader, own))
+                    let decisions = decider.add(SampleEvent(sampleReader, own), roundByTime: rounds.byTime)
                     if !decisions.isEmpty { handle(decisions) }
-                case .otherRecord, .blank:
+                case .otherRecord:
+                    if let mark = RoundMark(sampleReader) { take(mark, line: bytes) }
+                case .blank:
                     continue
                 case .problem(let problem):
                     diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
@@ -66,11 +71,42 @@ final class NotifyRun {
         }
     }
 
-    /// The input paused for a round's length: close the round, deliver, save, and start a
-    /// fresh delivery budget for the next burst.
+    /// A round mark: a `round_start` ends a round of unmarked samples open before it and is
+    /// passed on; a `round_end` that leaves no marked round open ends the round, and is passed
+    /// on after the round's notifications.
+    private func take(_ mark: RoundMark, line: UnsafeBufferPointer<UInt8>) {
+        switch mark {
+        case .start(let round):
+            if rounds.begin(round), decider.roundOpen { handle(decider.closeRound(), save: true) }
+        case .end(let round):
+            if rounds.end(round) { handle(decider.closeRound(), save: true) }
+        }
+        passOn(line)
+    }
+
+    /// Writes a record notify passes on (a round mark) after what was written before it.
+    private func passOn(_ line: UnsafeBufferPointer<UInt8>) {
+        guard writeProblem == nil else { return }
+        do {
+            try output.write(UnsafeRawBufferPointer(line))
+            try output.flush()
+        } catch {
+            writeProblem = error
+        }
+    }
+
+    /// The input paused for a round's length: without an open marked round (whose end mark
+    /// ends it, however long its slowest probe takes), close the round, deliver, save, and
+    /// start a fresh delivery budget for the next burst.
     func idle() {
+        guard rounds.byTime else { return }
         dispatcher.resetBudget()
         handle(decider.closeRound(), save: true)
+    }
+
+    /// One input (a file, standard input) ended: a marked round still open ends with it.
+    func inputEnded() {
+        if rounds.inputEnded() { handle(decider.closeRound(), save: true) }
     }
 
     /// The input ended: close the last round, deliver, save.

@@ -15,7 +15,7 @@ struct Policy {
     var deferHeldBack = false
     /// isitup's grouping: two or more monitors newly impacted in one round make one notification.
     var groupMin = 2
-    /// The length of a round, from its first sample's `at`.
+    /// The length of a round of input without round marks, from its first sample's `at`.
     var groupWaitMs: Int64 = 2_000
     /// Consecutive failing samples before a monitor is down.
     var failureThreshold = 1
@@ -23,8 +23,9 @@ struct Policy {
     var successThreshold = 1
     /// Re-send a still-open outage this often (nil: never).
     var repeatIntervalMs: Int64?
-    /// Treat a monitor's first sample as news (as if it had been up before).
-    var notifyInitial = false
+    /// Take a monitor's first sample as its baseline, not as news (`--baseline`). By default a
+    /// monitor starts unknown, as isitup's services do, and a first sample that is not up is news.
+    var firstSampleIsBaseline = false
     /// Maintenance windows.
     var mutes: [MuteWindow] = []
 

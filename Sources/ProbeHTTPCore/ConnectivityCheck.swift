@@ -11,6 +11,11 @@ import Darwin
 struct ConnectivitySettings: Sendable {
     /// Online Now's reachability page.
     static let defaultURL = "https://www.apple.com/library/test/success.html"
+    /// Online Now's speed test download (512 KB).
+    static let defaultSpeedURL = "https://httpbin.org/bytes/512000"
+    /// The speed test's time budget: URLSession's default request timeout, which Online Now's
+    /// download runs under (the seed tests "a very slow network (>30s timeout)").
+    static let defaultSpeedTimeoutMs = 60_000
     /// The word that page says when nothing stands in between (a captive portal answers otherwise).
     static let defaultExpected = "Success"
 
@@ -18,12 +23,14 @@ struct ConnectivitySettings: Sendable {
     var url = ConnectivitySettings.defaultURL
     /// What the page must contain.
     var expected = ConnectivitySettings.defaultExpected
-    /// Where to download the speed test from; nil for no speed test.
-    var speedURL: String?
+    /// Where to download the speed test from (Online Now's by default); nil for no speed test.
+    var speedURL: String? = ConnectivitySettings.defaultSpeedURL
     /// Bytes to download for the speed test (Online Now's 512 KB).
     var speedBytes = 512_000
-    /// The time budget of each of the two requests.
+    /// The time budget of the success page.
     var timeoutMs = 5000
+    /// The time budget of the speed test's download, apart from the page's.
+    var speedTimeoutMs = ConnectivitySettings.defaultSpeedTimeoutMs
     /// With `watch`: how often to check.
     var intervalMs: Int64 = 60_000
     /// Check again every `intervalMs` until interrupted.
@@ -47,9 +54,10 @@ struct ConnectivitySettings: Sendable {
 final class ConnectivityCheck {
     private let settings: ConnectivitySettings
     private let output: RecordWriter
-    private let engine = HTTPEngine(maxInFlight: 1)
+    private let engine = HTTPEngine(maxInFlight: 1, wakeFD: Signals.wakeFD)
     private let network = NetworkView(refreshAfterMs: 0)
     private let pageTarget: Target
+    private var marks = RoundMarks(tool: "probe-http")
     /// What was written so far.
     private(set) var tally = ProbeTally()
     /// The status line on a terminal, when one is wanted.
@@ -73,14 +81,20 @@ final class ConnectivityCheck {
         pageTarget = target
     }
 
-    /// Checks once, or with `watch` every interval until interrupted, writing one sample each time.
+    /// Checks once, or with `watch` every interval until interrupted, writing one sample each
+    /// time, each a round of its own between its marks.
     func run() throws {
         defer { progress?.finish() }
         var nextMs = Clock.monotonicMilliseconds()
+        var round = 0
         repeat {
             let startMs = Clock.monotonicMilliseconds()
+            round += 1
+            try marks.probeStarts(round: round, output: output)
             guard let record = check() else { break }
             try output.write(record)
+            marks.sampleWritten(round: round)
+            try marks.roundEnds(round, output: output)
             try output.flush()
             guard settings.watch else { break }
             nextMs = max(nextMs + settings.intervalMs, startMs)
@@ -111,7 +125,7 @@ final class ConnectivityCheck {
         if online {
             answer.message = "Online" + ConnectivityCheck.via(route) + ": " + verdict.message
             if let speedURL = settings.speedURL {
-                var speedRequest = HTTPRequest(url: speedURL, method: "GET", timeoutMs: settings.timeoutMs, userAgent: settings.userAgent)
+                var speedRequest = HTTPRequest(url: speedURL, method: "GET", timeoutMs: settings.speedTimeoutMs, userAgent: settings.userAgent)
                 speedRequest.ipFamily = settings.family
                 speedRequest.tls.verify = !settings.insecure
                 speedRequest.tls.collectCertificates = false
@@ -121,7 +135,8 @@ final class ConnectivityCheck {
                 let answered = download.failure == nil && (200...299).contains(download.httpCode)
                 let measured = answered || (download.failure == .timeout && download.bodyBytes > 0)
                 if measured {
-                    let seconds = max(0, download.timings.total - download.timings.preTransfer) / 1000
+                    // From the request's start to its last byte, as Online Now times it.
+                    let seconds = max(0, download.timings.total) / 1000
                     (answer.speedMbps, answer.speedConfidence) = HTTPVerdictRules.speed(bytes: download.bodyBytes, seconds: seconds)
                     answer.speedBytes = download.bodyBytes
                     if let speed = answer.speedMbps { answer.message += ", " + ConnectivityCheck.mbps(speed) }

@@ -98,7 +98,9 @@ enum HTTPVerdictRules {
         verdict.tlsExpiryDays = target.kind == .http ? nil : expiryDays
 
         if target.speedTestBytes != nil {
-            let seconds = max(0, result.timings.total - result.timings.preTransfer) / 1000
+            // Online Now times its download from the request's start to its last byte (Date()
+            // around URLSession's data(from:)): the name, the connection and the wait included.
+            let seconds = max(0, result.timings.total) / 1000
             let (speed, confidence) = speed(bytes: result.bodyBytes, seconds: seconds)
             verdict.speedMbps = speed
             verdict.speedConfidence = confidence

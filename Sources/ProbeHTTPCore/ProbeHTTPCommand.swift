@@ -18,7 +18,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
 
         With --connectivity, check whether this machine is online instead (Online Now): fetch a success page \
         (URL, default \(ConnectivitySettings.defaultURL)) and look for its word, name the interface and link \
-        type it left by, and with --speed-url measure the download speed; one sample.
+        type it left by, and measure the download speed (from \(ConnectivitySettings.defaultSpeedURL), --speed-url, \
+        or not with --no-speed); one sample.
         """,
         options: ProbeRunOptions.limitOptions(noun: "probes", concurrency: 256, short: "c") + [
             .duration("timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(TargetDefaults().timeoutMs)), range: 1...3_600_000,
@@ -34,7 +35,11 @@ public enum ProbeHTTPCommand: VitalsCommand {
             OptionSpec("speed-test-bytes", value: "SIZE", help: "bytes to download in a speed test; implies --speed-test"),
             OptionSpec("connectivity", help: "check whether this machine is online (the operand is the success page URL); one sample"),
             OptionSpec("expect", value: "TEXT", help: "with --connectivity, the text the success page must contain (default Success)"),
-            OptionSpec("speed-url", value: "URL", help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
+            OptionSpec("speed-url", value: "URL", default: ConnectivitySettings.defaultSpeedURL,
+                       help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
+            OptionSpec("no-speed", help: "with --connectivity, measure no speed"),
+            .duration("speed-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultSpeedTimeoutMs)), range: 1...3_600_000,
+                      help: "with --connectivity, time budget of the speed test's download, apart from --timeout's for the page"),
             OptionSpec("insecure", short: "k", help: "do not verify certificates (the expiry is still reported)"),
             OptionSpec("user-agent", value: "TEXT", help: "the User-Agent header (default vitals-probe-http/VERSION)"),
             OptionSpec("simulate-latency", value: "MS", help: "add MS to each measured latency and mark the sample simulated (isitup's debug simulation)"),
@@ -45,6 +50,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
             "probe-http --watch --interval 30s targets.ndjson | store-samples",
             "probe-http --exit-status --only api targets.ndjson >/dev/null || echo 'api is not up'",
             "probe-http --connectivity --speed-url https://example.com/bytes/512000",
+            "probe-http --connectivity --no-speed --watch --interval 5m",
         ],
         exitStatuses: [
             (.success, "every target was probed (whatever the verdicts)"),
@@ -92,7 +98,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         if options.has("connectivity") {
             return try runConnectivity(options, context, defaults: defaults, settings: settings)
         }
-        for connectivityOnly in ["expect", "speed-url"] where options.has(connectivityOnly) {
+        for connectivityOnly in ["expect", "speed-url", "no-speed", "speed-timeout"] where options.has(connectivityOnly) {
             throw UsageError("--\(connectivityOnly) only applies with --connectivity")
         }
 
@@ -127,7 +133,13 @@ public enum ProbeHTTPCommand: VitalsCommand {
             guard !expected.isEmpty else { throw UsageError("--expect must not be empty") }
             check.expected = expected
         }
-        check.speedURL = options.value("speed-url")
+        if options.has("no-speed") {
+            guard !options.has("speed-url") else { throw UsageError("--no-speed and --speed-url contradict each other; give one") }
+            check.speedURL = nil
+        } else if let speedURL = options.value("speed-url") {
+            check.speedURL = speedURL
+        }
+        check.speedTimeoutMs = Int(try options.duration("speed-timeout")!)
         if let speedURL = check.speedURL {
             let scheme = URLText(speedURL).scheme
             guard scheme == "http" || scheme == "https" else {

@@ -45,6 +45,7 @@ final class ProbeRunner {
     private let engine: HTTPEngine
     private let output: RecordWriter
     private var scheduler: ProbeScheduler
+    private var marks = RoundMarks(tool: "probe-http")
     private let network = NetworkView()
     /// What was written so far.
     private(set) var tally = ProbeTally()
@@ -58,7 +59,7 @@ final class ProbeRunner {
     init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
         self.settings = settings
         self.output = output
-        self.engine = HTTPEngine(maxInFlight: settings.limits.concurrency)
+        self.engine = HTTPEngine(maxInFlight: settings.limits.concurrency, wakeFD: Signals.wakeFD)
         self.targets = targets
         for (targetIndex, target) in targets.enumerated() {
             for (family, monitor) in target.ip.probes(monitor: target.id) {
@@ -75,7 +76,8 @@ final class ProbeRunner {
     /// The scheduler decides when each probe starts (concurrency, per-host and rate limits,
     /// intervals). A probe's start time (`at`) and its deadline are taken when it starts, not
     /// when it is queued, and its HEAD-to-GET fallback or certificate inspection runs in the
-    /// slot it already holds.
+    /// slot it already holds. Each round of probes is marked: `round_start` when its first probe
+    /// starts, `round_end` after its last sample.
     func run() throws {
         defer { progress?.finish() }
         while true {
@@ -83,7 +85,8 @@ final class ProbeRunner {
                 engine.cancelAll()
                 break
             }
-            scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index in
+            try scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index, round in
+                try marks.probeStarts(round: round, output: output)
                 begin(index, now: Clock.monotonicMilliseconds())
             }
             if scheduler.isFinished { break }
@@ -186,7 +189,8 @@ final class ProbeRunner {
 
     private func finish(_ index: Int, probe: Probe, result: HTTPResult, inspection: HTTPResult?) throws {
         probes[index] = probe
-        scheduler.finish(index)
+        let round = scheduler.round(of: index)
+        let roundEnded = scheduler.finish(index)
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
         var verdict = HTTPVerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
@@ -205,6 +209,8 @@ final class ProbeRunner {
         }
         progress?.record(index, verdict.status)
         try output.write(record)
+        marks.sampleWritten(round: round)
+        if let roundEnded { try marks.roundEnds(roundEnded, output: output) }
     }
 
     /// Why a HEAD should be retried as GET (words for the message, and the sample's `head_reason`),

@@ -14,7 +14,8 @@ public struct ProbeRunOptions: Sendable {
     public var watch: Bool
     /// `--interval`: overrides every target's `check_interval`.
     public var intervalOverrideMs: Int64?
-    /// `--agent`: the agent every sample names (the host name by default; nil for `--agent ''`).
+    /// `--agent`: the agent every sample names; nil without it (or with `--agent ''`): the
+    /// machine that probes is no agent (OnlineTracker's own monitors have `agent_id: null`).
     public var agent: String?
 
     /// `--concurrency`, `--per-host` and `--rate`, for a tool whose probes are `noun`
@@ -35,7 +36,7 @@ public struct ProbeRunOptions: Sendable {
         OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
         OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
         OptionSpec("agent", value: "NAME",
-                   help: "the agent the samples come from, written as each sample's agent (default: this machine's host name; '' writes none; a target's own agent wins)"),
+                   help: "the agent the samples come from, written as each sample's agent (default: none; a target's own agent wins)"),
     ] + OptionSpec.progress(nil, "a status line")
 
     /// Reads the shared options (the defaults are the option table's).
@@ -48,15 +49,8 @@ public struct ProbeRunOptions: Sendable {
             guard watch else { throw UsageError("--interval only applies with --watch") }
             intervalOverrideMs = try options.duration("interval")
         }
-        let agent = options.value("agent") ?? ProbeRunOptions.hostName()
+        let agent = options.value("agent") ?? ""
         self.agent = agent.isEmpty ? nil : agent
-    }
-
-    /// This machine's host name (`gethostname`), or empty when it has none.
-    static func hostName() -> String {
-        var name = [CChar](repeating: 0, count: 256)
-        guard gethostname(&name, name.count - 1) == 0 else { return "" }
-        return String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// `--only NAME`: the one target best matching NAME (isitup's "check one service"), or all of

@@ -21,6 +21,10 @@ public struct ProbeLimits: Sendable, Equatable {
 /// never twice at once (a probe that outlasts its interval runs again when it ends).
 ///
 /// A probe held back by its host's limit does not hold back the probes behind it.
+///
+/// Probes run in rounds: every probe of a one-shot run is one round; with `watch`, the probes
+/// that fall due at the same time make one (all of them while they share an interval). A round
+/// ends when its last probe finishes, which `finish` says, so the run can mark it.
 public struct ProbeScheduler {
     private let limits: ProbeLimits
     private let watch: Bool
@@ -39,6 +43,12 @@ public struct ProbeScheduler {
     private let spacingNs: UInt64
     /// Probes started and not finished.
     public private(set) var activeCount = 0
+    /// The round of each probe's current run (0 before its first).
+    private var roundOf: [Int]
+    /// Per round not ended: its probes not finished yet.
+    private var roundLeft: [Int: Int] = [:]
+    /// The last round made.
+    private var lastRound = 0
 
     /// Prepares to schedule probes against `hosts` (one per probe; equal strings are one host),
     /// each repeated every `intervalsMs` when `watch`.
@@ -58,12 +68,21 @@ public struct ProbeScheduler {
         blocked = Array(repeating: [], count: slots.count)
         blockedHeads = Array(repeating: 0, count: slots.count)
         spacingNs = limits.ratePerSecond.map { UInt64(max(1, (1e9 / $0).rounded())) } ?? 0
+        roundOf = Array(repeating: 0, count: hosts.count)
         if watch {
             for index in hosts.indices { due.push(0, index) }
         } else {
             ready = Array(hosts.indices)
+            if !hosts.isEmpty {
+                lastRound = 1
+                roundOf = Array(repeating: 1, count: hosts.count)
+                roundLeft[1] = hosts.count
+            }
         }
     }
+
+    /// The round probe `index` runs in (from 1).
+    public func round(of index: Int) -> Int { roundOf[index] }
 
     /// Whether every probe ran and none is left to run (never, with `watch`).
     public var isFinished: Bool {
@@ -72,9 +91,23 @@ public struct ProbeScheduler {
 
     /// Starts every probe that may start at `nowNs` (monotonic), calling `start` for each in order.
     public mutating func admit(nowNs: UInt64, _ start: (Int) throws -> Void) rethrows {
+        try admit(nowNs: nowNs) { index, _ in try start(index) }
+    }
+
+    /// Starts every probe that may start at `nowNs` (monotonic), calling `start` for each in
+    /// order with the probe and its round.
+    public mutating func admit(nowNs: UInt64, _ start: (_ index: Int, _ round: Int) throws -> Void) rethrows {
         let nowMs = Int64(nowNs / 1_000_000)
+        var roundDue: Int64?
         while let top = due.peek, top.deadline <= nowMs {
             due.pop()
+            // Probes fall due in time order: those due at one time make one round.
+            if top.deadline != roundDue {
+                roundDue = top.deadline
+                lastRound += 1
+            }
+            roundOf[top.value] = lastRound
+            roundLeft[lastRound, default: 0] += 1
             ready.append(top.value)
         }
         while activeCount < limits.concurrency {
@@ -96,13 +129,15 @@ public struct ProbeScheduler {
             var next = (previous == 0 ? nowMs : previous) + intervalMs[index]
             if next < nowMs { next = nowMs + intervalMs[index] }
             nextDueMs[index] = next
-            try start(index)
+            try start(index, roundOf[index])
         }
         compact()
     }
 
-    /// Marks probe `index` finished; with `watch` it is due again at its next interval.
-    public mutating func finish(_ index: Int) {
+    /// Marks probe `index` finished; with `watch` it is due again at its next interval. Returns
+    /// the probe's round when it was the round's last probe to finish.
+    @discardableResult
+    public mutating func finish(_ index: Int) -> Int? {
         activeCount -= 1
         let host = hostOf[index]
         activeByHost[host] -= 1
@@ -115,6 +150,14 @@ public struct ProbeScheduler {
             }
         }
         if watch { due.push(nextDueMs[index], index) }
+        let round = roundOf[index]
+        let left = (roundLeft[round] ?? 1) - 1
+        if left > 0 {
+            roundLeft[round] = left
+            return nil
+        }
+        roundLeft[round] = nil
+        return round
     }
 
     /// Milliseconds until `admit` could start something that waits only on time (the rate, or a

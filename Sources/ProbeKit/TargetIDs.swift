@@ -66,13 +66,15 @@ public struct TargetIDs {
 }
 
 extension TargetIDs {
-    /// Registers `id` seen at `source:line`; a duplicate is reported (naming where the first
-    /// one was) and gets the next free `-2`, `-3`, ... suffix, which is returned.
+    /// Registers `id` seen at `source:line`; a duplicate gets the next free `-2`, `-3`, ...
+    /// suffix, which is returned, and a warning naming where the first one was. isitup's
+    /// ServiceStore regenerates a duplicate id silently, so a file it accepts is no error here:
+    /// the warning (once, when the targets are read) does not change the exit status.
     public mutating func unique(_ id: String, source: String, line: Int, diagnostics: Diagnostics) -> String {
         let (unique, first) = register(id, source: source, line: line)
         if let first {
-            diagnostics.error("duplicate id '\(id)' (first on \(first.source):\(first.line)); probing this one as '\(unique)'",
-                              source: source, line: line)
+            diagnostics.warning("duplicate id '\(id)' (first on \(first.source):\(first.line)); probing this one as '\(unique)'",
+                                source: source, line: line)
         }
         return unique
     }

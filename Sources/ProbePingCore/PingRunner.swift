@@ -102,6 +102,7 @@ final class PingRunner {
     private var probes: [Probe] = []
     private var runs: [Run]
     private var scheduler: ProbeScheduler
+    private var marks = RoundMarks(tool: "probe-ping")
     private let settings: PingSettings
     private let output: RecordWriter
     private let diagnostics: Diagnostics
@@ -152,7 +153,10 @@ final class PingRunner {
         var waits: [WaitDescriptor] = []
         var pollfds: [pollfd] = []
         while !Signals.stopRequested {
-            scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index in begin(index) }
+            try scheduler.admit(nowNs: Clock.monotonicNanoseconds()) { index, round in
+                try marks.probeStarts(round: round, output: output)
+                begin(index)
+            }
             fireTimers()
             try writeCompleted()
             if scheduler.isFinished { break }
@@ -257,7 +261,7 @@ final class PingRunner {
     }
 
     private func startTCP(_ index: Int, target: PingTarget) {
-        if engine == nil { engine = HTTPEngine(maxInFlight: settings.limits.concurrency) }
+        if engine == nil { engine = HTTPEngine(maxInFlight: settings.limits.concurrency, wakeFD: Signals.wakeFD) }
         // A connection only, to http://host:port/ or, with TLS, https://host:port/ with the
         // certificate read whether or not it is trusted.
         let url = (target.tls ? "https://" : "http://") + PingTarget.hostPort(target.host, target.port ?? 0) + "/"
@@ -442,12 +446,15 @@ final class PingRunner {
 
     private func emit(_ index: Int, record: [UInt8], verdict: ProbeVerdict) throws {
         runs[index].active = false
-        scheduler.finish(index)
+        let round = scheduler.round(of: index)
+        let roundEnded = scheduler.finish(index)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probes[index].targetIndex].name, latency)
         }
         progress?.record(index, verdict.status)
         try output.write(record)
+        marks.sampleWritten(round: round)
+        if let roundEnded { try marks.roundEnds(roundEnded, output: output) }
     }
 }

@@ -32,19 +32,52 @@ public struct Listener {
         return try Listener(creating: path, group: group, type: socketStream)
     }
 
-    /// A datagram socket for messages from the web server (nginx's syslog lines): systemd's second
-    /// socket (descriptor 4) when it passed two, else a new one at `path`, private like the other.
-    public static func openDatagram(path: String?, group: String?, option: String, environment: [String: String]) throws -> Listener? {
+    /// A named pipe (FIFO) the web server writes lines to (nginx's access log of the requests it
+    /// refused itself): systemd's second descriptor (4, `ListenFIFO=`) when it passed two, else a
+    /// new FIFO at `path`, private like the socket (0600, or 0660 with a group), opened for
+    /// reading and writing so it never reads as ended while nginx reopens its logs.
+    ///
+    /// A pipe, not a datagram socket: a Unix datagram socket queues at most
+    /// net.unix.max_dgram_qlen messages (10 here), and nginx drops a syslog line it cannot send at
+    /// once, so a burst of 429s lost lines; a pipe buffers 64 KiB and nginx waits for room.
+    public static func openLogPipe(path: String?, group: String?, option: String, environment: [String: String]) throws -> Listener? {
         if let fds = systemdDescriptors(environment) {
             guard fds >= 2 else {
-                if path != nil { throw UsageError("\(option) is systemd's to set here: give the service a second socket (ListenDatagram=)") }
+                if path != nil { throw UsageError("\(option) is systemd's to set here: give the service's socket unit a ListenFIFO=") }
                 return nil
             }
-            guard isSocket(4, type: socketDatagram) else { throw ToolError("systemd passed two sockets, but descriptor 4 is not a datagram socket") }
-            return Listener(fd: 4, path: nil, display: "a datagram socket from systemd")
+            var info = stat()
+            guard fstat(4, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else {
+                throw ToolError("systemd passed two descriptors, but descriptor 4 is not a FIFO (ListenFIFO=)")
+            }
+            return Listener(fd: 4, path: nil, display: "a FIFO from systemd")
         }
         guard let path else { return nil }
-        return try Listener(creating: path, group: group, type: socketDatagram)
+        guard !path.isEmpty else { throw UsageError("\(option) wants a path") }
+        let gid = try group.map(Listener.groupID)
+        try Listener.checkFolder(of: path, grouped: gid != nil)
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFIFO else { throw ToolError("\(path) exists and is not a FIFO; name another with \(option)") }
+            unlink(path)
+        }
+        let old = umask(gid == nil ? 0o177 : 0o117)
+        let made = mkfifo(path, 0o660)
+        let why = errno
+        umask(old)
+        guard made == 0 else { throw ToolError("cannot make the FIFO \(path): \(String(cString: strerror(why)))") }
+        if let gid, chown(path, uid_t.max, gid) != 0 {
+            let reason = String(cString: strerror(errno))
+            unlink(path)
+            throw ToolError("cannot give the FIFO \(path) to group \(group!): \(reason)")
+        }
+        let fd = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(path)
+            throw ToolError("cannot open the FIFO \(path): \(reason)")
+        }
+        return Listener(fd: fd, path: path, display: "the FIFO \(path)")
     }
 
     /// How many sockets systemd passed this process, or nil when it passed none.
@@ -98,7 +131,7 @@ public struct Listener {
             unlink(path)
             throw ToolError("cannot give the socket \(path) to group \(group!): \(why) (a user can give files only to groups they are in)")
         }
-        guard type == socketDatagram || listen(fd, 1024) == 0 else {
+        guard listen(fd, 1024) == 0 else {
             let why = String(cString: strerror(errno))
             _ = closeDescriptor(fd)
             unlink(path)
@@ -158,11 +191,9 @@ public struct Listener {
     }
 }
 
-/// SOCK_STREAM and SOCK_DGRAM as plain integers (an enum on Linux, integers on Darwin).
+/// SOCK_STREAM as a plain integer (an enum on Linux, an integer on Darwin).
 #if canImport(Glibc)
 let socketStream = Int32(SOCK_STREAM.rawValue)
-let socketDatagram = Int32(SOCK_DGRAM.rawValue)
 #else
 let socketStream = SOCK_STREAM
-let socketDatagram = SOCK_DGRAM
 #endif

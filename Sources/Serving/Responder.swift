@@ -14,13 +14,13 @@ public protocol RequestAnswerer: AnyObject {
     func answer(_ request: APIRequest) -> APIResponse
 }
 
-/// Where the messages of a responder's datagram socket go (nginx's syslog lines of the requests
-/// it refused itself, for Health Sync's operation log). Runs on a thread of its own.
-public protocol DatagramSink: AnyObject {
-    /// One datagram.
-    func received(_ message: [UInt8])
+/// Where the lines of a responder's log pipe go (nginx's access log of the requests it refused
+/// itself, for Health Sync's operation log). Runs on a thread of its own.
+public protocol LineSink: AnyObject {
+    /// One line, without its newline.
+    func received(_ line: [UInt8])
     /// Called about once a second while serving, and once more with `final` at the end, after
-    /// the last datagram: the place to write what was gathered.
+    /// the last line: the place to write what was gathered.
     func tick(final: Bool)
 }
 
@@ -70,8 +70,8 @@ public final class Responder: @unchecked Sendable {
     }
 
     /// Serves until a stop signal (or `parentGone` says the supervisor went away); returns once
-    /// every request in flight is answered. With `datagrams`, a thread reads that socket into its sink.
-    public func run(parentGone: @escaping () -> Bool = { false }, datagrams: (fd: Int32, sink: @Sendable () -> DatagramSink)? = nil) throws {
+    /// every request in flight is answered. With `lines`, a thread reads that pipe into its sink.
+    public func run(parentGone: @escaping () -> Bool = { false }, lines: (fd: Int32, sink: @Sendable () -> LineSink)? = nil) throws {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw ToolError("cannot make a pipe: \(String(cString: strerror(errno)))") }
         wakeRead = fds[0]
@@ -92,13 +92,13 @@ public final class Responder: @unchecked Sendable {
             thread.stackSize = 1 << 20
             thread.start()
         }
-        if let datagrams {
+        if let lines {
             done.enter()
             let thread = Thread { [self] in
-                datagramLoop(datagrams.fd, datagrams.sink())
+                lineLoop(lines.fd, lines.sink())
                 done.leave()
             }
-            thread.name = "responder datagrams"
+            thread.name = "responder log pipe"
             thread.start()
         }
         pollLoop(parentGone: parentGone)
@@ -238,33 +238,43 @@ public final class Responder: @unchecked Sendable {
         }
     }
 
-    // MARK: - Datagrams
+    // MARK: - The log pipe
 
-    /// Reads datagrams into `sink` until the poller stops, ticking it about once a second.
-    private func datagramLoop(_ fd: Int32, _ sink: DatagramSink) {
+    /// Reads lines into `sink` until the poller stops, ticking it about once a second; at the end,
+    /// what is in the pipe still, then a final tick.
+    private func lineLoop(_ fd: Int32, _ sink: LineSink) {
         setNonBlocking(fd)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        var partial: [UInt8] = []
+        func readAll() {
+            while true {
+                let n = readBytes(fd, &chunk, chunk.count)
+                guard n > 0 else { return }
+                var start = 0
+                for index in 0..<n where chunk[index] == 0x0A {
+                    if partial.isEmpty {
+                        sink.received(Array(chunk[start..<index]))
+                    } else {
+                        partial += chunk[start..<index]
+                        sink.received(partial)
+                        partial.removeAll(keepingCapacity: true)
+                    }
+                    start = index + 1
+                }
+                partial += chunk[start..<n]
+                if partial.count > 64 << 10 { partial.removeAll(keepingCapacity: true) }  // no line is that long
+            }
+        }
         var lastTick = Clock.monotonicMilliseconds()
         while !stopping.load(ordering: .sequentiallyConsistent) {
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&entry, 1, 250)
-            if ready > 0 {
-                while true {
-                    let n = recvBytes(fd, &buffer, buffer.count)
-                    guard n > 0 else { break }
-                    sink.received(Array(buffer[0..<n]))
-                }
-            }
+            if poll(&entry, 1, 250) > 0 { readAll() }
             if Clock.monotonicMilliseconds() - lastTick >= 1000 {
                 sink.tick(final: false)
                 lastTick = Clock.monotonicMilliseconds()
             }
         }
-        while true {
-            let n = recvBytes(fd, &buffer, buffer.count)
-            guard n > 0 else { break }
-            sink.received(Array(buffer[0..<n]))
-        }
+        readAll()
         sink.tick(final: true)
     }
 

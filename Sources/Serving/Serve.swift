@@ -26,7 +26,7 @@ public enum Serve {
     /// going; in the worker, answers requests with an answerer per thread until stopped. `what`
     /// names the API in the line that says it is serving.
     public static func run(_ options: ParsedOptions, _ context: ToolContext, what: String, limits: RequestLimits,
-                           datagrams: (option: String, sink: @Sendable () -> DatagramSink)? = nil,
+                           lines: (option: String, sink: @Sendable () -> LineSink)? = nil,
                            makeAnswerer: @escaping @Sendable () -> RequestAnswerer) throws -> ExitStatus {
         let workers = options.has("workers") ? try options.integer("workers", default: defaultWorkers, in: 1...256) : defaultWorkers
         let tool = context.diagnostics.tool
@@ -34,20 +34,22 @@ public enum Serve {
         let log: @Sendable (String) -> Void = { message in Streams.writeAll(errorFD, "\(tool): \(message)\n") }
         if let supervisor = context.environment[Supervisor.workerVariable].flatMap({ pid_t($0) }) {
             let responder = Responder(listenFD: 3, workers: workers, limits: limits, log: log, makeAnswerer: makeAnswerer)
-            let hasDatagrams = datagrams != nil && fcntl(4, F_GETFD) >= 0
-            try responder.run(parentGone: { getppid() != supervisor }, datagrams: hasDatagrams ? (4, datagrams!.sink) : nil)
+            let hasPipe = lines != nil && fcntl(4, F_GETFD) >= 0
+            try responder.run(parentGone: { getppid() != supervisor }, lines: hasPipe ? (4, lines!.sink) : nil)
             return Signals.stopStatus ?? .success
         }
         let group = options.value("socket-group")
+        // The pipe before the socket: whoever waits for the socket to start nginx finds the FIFO
+        // there already (nginx would make a plain file of a path that does not exist).
+        var pipe: Listener?
+        if let lines {
+            pipe = try Listener.openLogPipe(path: options.value(lines.option), group: group, option: "--" + lines.option,
+                                            environment: context.environment)
+        }
+        defer { if let path = pipe?.path { unlink(path) } }
         let listener = try Listener.open(path: options.value("socket"), group: group, environment: context.environment)
         defer { if let path = listener.path { unlink(path) } }
-        var datagram: Listener?
-        if let datagrams {
-            datagram = try Listener.openDatagram(path: options.value(datagrams.option), group: group, option: "--" + datagrams.option,
-                                                 environment: context.environment)
-        }
-        defer { if let path = datagram?.path { unlink(path) } }
-        log("serving \(what) on \(listener.display) with \(workers) workers" + (datagram.map { "; nginx's refusals on \($0.display)" } ?? ""))
-        return try Supervisor.run(listenFD: listener.fd, datagramFD: datagram?.fd, environment: context.environment, log: log)
+        log("serving \(what) on \(listener.display) with \(workers) workers" + (pipe.map { "; nginx's refusals from \($0.display)" } ?? ""))
+        return try Supervisor.run(listenFD: listener.fd, pipeFD: pipe?.fd, environment: context.environment, log: log)
     }
 }

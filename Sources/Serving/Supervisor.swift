@@ -8,7 +8,7 @@ import VitalsKit
 
 /// Keeps one worker process answering on the listening socket: the supervisor holds the socket
 /// and starts the worker (this same program, with the same arguments, the socket as descriptor 3
-/// (a datagram socket, if any, as 4) and VITALS_SERVE_WORKER set); when the worker ends other than by a stop (a crash, kill -9) it
+/// (a log pipe, if any, as 4) and VITALS_SERVE_WORKER set); when the worker ends other than by a stop (a crash, kill -9) it
 /// starts another at once, so connections that arrive meanwhile wait in the socket's backlog and
 /// are answered by the new worker. A worker that ends within a second of its start is started
 /// again a second after its start, no sooner (a worker that cannot start does not spin).
@@ -20,10 +20,10 @@ enum Supervisor {
     /// The environment variable that makes a process the worker; its value is the supervisor's pid.
     static let workerVariable = "VITALS_SERVE_WORKER"
 
-    static func run(listenFD: Int32, datagramFD: Int32?, environment: [String: String], log: (String) -> Void) throws -> ExitStatus {
-        // The worker finds the socket at descriptor 3 (and the datagram socket at 4); this
+    static func run(listenFD: Int32, pipeFD: Int32?, environment: [String: String], log: (String) -> Void) throws -> ExitStatus {
+        // The worker finds the socket at descriptor 3 (and the log pipe at 4); this
         // process keeps its own copies.
-        for (fd, target) in [(listenFD, Int32(3)), (datagramFD ?? -1, Int32(4))] where fd >= 0 {
+        for (fd, target) in [(listenFD, Int32(3)), (pipeFD ?? -1, Int32(4))] where fd >= 0 {
             _ = fcntl(fd, F_SETFD, fd == target ? 0 : FD_CLOEXEC)
         }
         var childEnvironment = environment
@@ -42,7 +42,7 @@ enum Supervisor {
                     _ = poll(&entry, 1, Int32(wait))
                     continue
                 }
-                child = try spawn(arguments, environment: childEnvironment, descriptors: [(listenFD, 3), (datagramFD ?? -1, 4)])
+                child = try spawn(arguments, environment: childEnvironment, descriptors: [(listenFD, 3), (pipeFD ?? -1, 4)])
                 startedAt = Clock.monotonicMilliseconds()
             }
             var entry = pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0)

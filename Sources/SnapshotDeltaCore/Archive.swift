@@ -66,15 +66,14 @@ final class Archive {
     /// A value from the meta table.
     func meta(_ key: String) throws -> String? {
         let statement = try db.prepare("SELECT value FROM meta WHERE key = ?")
-        statement.bind(1, key)
+        statement.bind(key)
         return try statement.step() ? statement.text(0) : nil
     }
 
     /// Sets a meta value.
     func setMeta(_ key: String, _ value: String) throws {
         let statement = try db.prepare("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value")
-        statement.bind(1, key)
-        statement.bind(2, value)
+        statement.bind(key, value)
         try statement.step()
     }
 }

@@ -12,20 +12,10 @@ extension Archive {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         for anomaly in anomalies {
-            row.bind(1, anomaly.id)
-            row.bind(2, anomaly.deltaID)
-            row.bind(3, anomaly.snapshotID)
-            row.bind(4, anomaly.previousSnapshotID)
-            row.bind(5, anomaly.detectedAt)
-            row.bind(6, anomaly.kind.rawValue)
-            row.bind(7, anomaly.severity.rawValue)
-            row.bind(8, anomaly.typeIdentifier)
-            row.bind(9, anomaly.countBefore)
-            row.bind(10, anomaly.countAfter)
-            row.bind(11, anomaly.countDelta)
-            row.bind(12, anomaly.changePercent)
-            row.bind(13, JSONValue.array(anomaly.types.map { .string($0) }).jsonText)
-            row.bind(14, anomaly.message)
+            row.bind(
+                anomaly.id, anomaly.deltaID, anomaly.snapshotID, anomaly.previousSnapshotID, anomaly.detectedAt, anomaly.kind.rawValue,
+                anomaly.severity.rawValue, anomaly.typeIdentifier, anomaly.countBefore, anomaly.countAfter, anomaly.countDelta,
+                anomaly.changePercent, JSONValue.array(anomaly.types.map { .string($0) }).jsonText, anomaly.message)
             try row.step()
             row.reset()
         }
@@ -36,7 +26,7 @@ extension Archive {
         let statement = try db.prepare("""
             SELECT \(Archive.anomalyColumns) FROM anomalies WHERE delta_id = ? ORDER BY rowid
             """)
-        statement.bind(1, deltaID)
+        statement.bind(deltaID)
         var result: [AnomalyRecord] = []
         while try statement.step() { result.append(anomaly(statement)) }
         return result
@@ -64,16 +54,14 @@ extension Archive {
     func resolveAnomaly(_ reference: String, at time: Int64) throws -> (anomaly: AnomalyRecord, resolvedAt: Int64) {
         guard reference.count >= 4 else { throw ToolError("name an anomaly by its id or an id prefix of 4 characters or more") }
         let select = try db.prepare("SELECT \(Archive.anomalyColumns) FROM anomalies WHERE substr(id, 1, ?) = ? LIMIT 2")
-        select.bind(1, Int64(reference.utf8.count))
-        select.bind(2, reference)
+        select.bind(Int64(reference.utf8.count), reference)
         var found: [(AnomalyRecord, Int64?)] = []
         while try select.step() { found.append((anomaly(select), select.optionalInt64(14))) }
         guard let first = found.first else { throw ToolError("no anomaly '\(reference)' in \(path)") }
         guard found.count == 1 else { throw ToolError("'\(reference)' names more than one anomaly; give more of the id") }
         if let resolved = first.1 { return (first.0, resolved) }
         let update = try db.prepare("UPDATE anomalies SET resolved_at = ? WHERE id = ? AND resolved_at IS NULL")
-        update.bind(1, time)
-        update.bind(2, first.0.id)
+        update.bind(time, first.0.id)
         try update.step()
         return (first.0, time)
     }

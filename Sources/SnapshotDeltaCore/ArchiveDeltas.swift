@@ -11,18 +11,10 @@ extension Archive {
                 timezone_before, timezone_after, merged_from, detection, post_restore_suppressed, type_count)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        row.bind(1, delta.id)
-        row.bind(2, delta.fromSnapshotID)
-        row.bind(3, delta.toSnapshotID)
-        row.bind(4, delta.createdAt)
-        row.bind(5, delta.checksumBefore)
-        row.bind(6, delta.checksumAfter)
-        row.bind(7, delta.timezoneBefore)
-        row.bind(8, delta.timezoneAfter)
-        row.bind(9, delta.mergedFrom.map { JSONValue.array($0.map { .string($0) }).jsonText })
-        row.bind(10, delta.detection.rawValue)
-        row.bind(11, Int64(delta.postRestoreSuppressed ? 1 : 0))
-        row.bind(12, Int64(delta.types.count))
+        row.bind(
+            delta.id, delta.fromSnapshotID, delta.toSnapshotID, delta.createdAt, delta.checksumBefore, delta.checksumAfter,
+            delta.timezoneBefore, delta.timezoneAfter, delta.mergedFrom.map { JSONValue.array($0.map { .string($0) }).jsonText },
+            delta.detection.rawValue, delta.postRestoreSuppressed, Int64(delta.types.count))
         try row.step()
         let typeRow = try db.prepare("""
             INSERT INTO type_deltas (delta_id, type_identifier, transition, reason, count_before, count_after, count_delta,
@@ -30,21 +22,13 @@ extension Archive {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         for type in delta.types {
-            typeRow.bind(1, delta.id)
-            typeRow.bind(2, type.typeIdentifier)
-            typeRow.bind(3, type.transition.rawValue)
-            typeRow.bind(4, type.reason.rawValue)
-            typeRow.bind(5, type.countBefore)
-            typeRow.bind(6, type.countAfter)
-            typeRow.bind(7, type.countDelta)
-            typeRow.bind(8, type.qualityBefore?.rawValue)
-            typeRow.bind(9, type.qualityAfter?.rawValue)
-            typeRow.bind(10, type.hashBefore)
-            typeRow.bind(11, type.hashAfter)
-            typeRow.bind(12, JSONValue.array(type.yearly.map {
-                .array([.integer($0.year), .number(String($0.before)), .number(String($0.after)), .number(String($0.delta))])
-            }).jsonText)
-            typeRow.bind(13, type.yearlyCountNote)
+            typeRow.bind(
+                delta.id, type.typeIdentifier, type.transition.rawValue, type.reason.rawValue, type.countBefore, type.countAfter,
+                type.countDelta, type.qualityBefore?.rawValue, type.qualityAfter?.rawValue, type.hashBefore, type.hashAfter,
+                JSONValue.array(type.yearly.map {
+                    .array([.integer($0.year), .number(String($0.before)), .number(String($0.after)), .number(String($0.delta))])
+                }).jsonText,
+                type.yearlyCountNote)
             try typeRow.step()
             typeRow.reset()
         }
@@ -57,7 +41,7 @@ extension Archive {
                 timezone_after, merged_from, detection, post_restore_suppressed, type_count
             FROM deltas WHERE to_snapshot_id = ? ORDER BY created_at DESC LIMIT 1
             """)
-        statement.bind(1, snapshotID)
+        statement.bind(snapshotID)
         guard try statement.step() else { return nil }
         let id = statement.text(0) ?? ""
         let merged: [String]? = statement.text(8).flatMap { (try? JSONParser.parse($0))?.arrayValue?.compactMap(\.stringValue) }
@@ -73,7 +57,7 @@ extension Archive {
                 hash_before, hash_after, yearly, yearly_count_note
             FROM type_deltas WHERE delta_id = ? ORDER BY type_identifier
             """)
-        types.bind(1, id)
+        types.bind(id)
         while try types.step() {
             let yearly: [YearlyDelta] = ((try? JSONParser.parse(types.text(10) ?? "[]"))?.arrayValue ?? []).compactMap { item in
                 guard let values = item.arrayValue, values.count == 4, let year = values[0].intValue, let before = values[1].intValue,
@@ -98,7 +82,7 @@ extension Archive {
         for sql in ["DELETE FROM anomalies WHERE delta_id = ?", "DELETE FROM type_deltas WHERE delta_id = ?",
                     "DELETE FROM deltas WHERE id = ?"] {
             let statement = try db.prepare(sql)
-            statement.bind(1, id)
+            statement.bind(id)
             try statement.step()
         }
         return anomalyIDs

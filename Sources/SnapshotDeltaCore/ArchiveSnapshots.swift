@@ -23,10 +23,7 @@ extension Archive {
                 recovered_device_id, samples_archived, record_count)
             VALUES (?, ?, '', 'loading', '', '', '', ?, 0, 0, 0, 0, ?, 0, 0, 0)
             """)
-        statement.bind(1, id)
-        statement.bind(2, createdAt)
-        statement.bind(3, source)
-        statement.bind(4, deviceID)
+        statement.bind(id, createdAt, source, deviceID)
         try statement.step()
         return db.lastInsertRowID
     }
@@ -41,27 +38,12 @@ extension Archive {
                 record_count = ?
             WHERE seq = ?
             """)
-        update.bind(1, snapshot.createdAt)
-        update.bind(2, snapshot.trigger)
-        update.bind(3, snapshot.quality.rawValue)
-        update.bind(4, snapshot.checksum)
-        update.bind(5, snapshot.typeSetHash)
-        update.bind(6, snapshot.registry.map { JSONValue.array($0.map { .string($0) }).jsonText })
-        update.bind(7, snapshot.timezone)
-        update.bind(8, snapshot.exportVersion)
-        update.bind(9, snapshot.exportDate)
-        update.bind(10, snapshot.source)
-        update.bind(11, snapshot.previousSnapshotID)
-        update.bind(12, Int64(snapshot.isChainStart ? 1 : 0))
-        update.bind(13, Int64(snapshot.isPostRestore ? 1 : 0))
-        update.bind(14, Int64(snapshot.isPostRestoreInferred ? 1 : 0))
-        update.bind(15, Int64(snapshot.isPostRestoreForwarded ? 1 : 0))
-        update.bind(16, snapshot.postRestoreSuppressedDeltaID)
-        update.bind(17, snapshot.deviceID)
-        update.bind(18, Int64(snapshot.recoveredDeviceID ? 1 : 0))
-        update.bind(19, Int64(snapshot.samplesArchived ? 1 : 0))
-        update.bind(20, snapshot.recordCount)
-        update.bind(21, snapshot.seq)
+        update.bind(
+            snapshot.createdAt, snapshot.trigger, snapshot.quality.rawValue, snapshot.checksum, snapshot.typeSetHash,
+            snapshot.registry.map { JSONValue.array($0.map { .string($0) }).jsonText }, snapshot.timezone, snapshot.exportVersion,
+            snapshot.exportDate, snapshot.source, snapshot.previousSnapshotID, snapshot.isChainStart, snapshot.isPostRestore,
+            snapshot.isPostRestoreInferred, snapshot.isPostRestoreForwarded, snapshot.postRestoreSuppressedDeltaID, snapshot.deviceID,
+            snapshot.recoveredDeviceID, snapshot.samplesArchived, snapshot.recordCount, snapshot.seq)
         try update.step()
         let typeRow = try db.prepare("""
             INSERT INTO type_counts (snapshot_seq, type_identifier, count, earliest, latest, quality, type_hash, is_unsupported)
@@ -69,22 +51,13 @@ extension Archive {
             """)
         let yearRow = try db.prepare("INSERT INTO yearly_counts (snapshot_seq, type_identifier, year, count, is_approximate) VALUES (?, ?, ?, ?, ?)")
         for type in snapshot.types {
-            typeRow.bind(1, snapshot.seq)
-            typeRow.bind(2, type.typeIdentifier)
-            typeRow.bind(3, type.count)
-            typeRow.bind(4, type.earliest)
-            typeRow.bind(5, type.latest)
-            typeRow.bind(6, type.quality.rawValue)
-            typeRow.bind(7, type.typeHash)
-            typeRow.bind(8, Int64(type.isUnsupported ? 1 : 0))
+            typeRow.bind(
+                snapshot.seq, type.typeIdentifier, type.count, type.earliest, type.latest, type.quality.rawValue, type.typeHash,
+                type.isUnsupported)
             try typeRow.step()
             typeRow.reset()
             for year in type.yearly {
-                yearRow.bind(1, snapshot.seq)
-                yearRow.bind(2, type.typeIdentifier)
-                yearRow.bind(3, Int64(year.year))
-                yearRow.bind(4, year.count)
-                yearRow.bind(5, Int64(year.isApproximate ? 1 : 0))
+                yearRow.bind(snapshot.seq, type.typeIdentifier, year.year, year.count, year.isApproximate)
                 try yearRow.step()
                 yearRow.reset()
             }
@@ -94,8 +67,7 @@ extension Archive {
     /// Records that a snapshot's post-restore token was used by `deltaID` (nil re-arms it).
     func setSuppressionToken(snapshotID: String, deltaID: String?) throws {
         let statement = try db.prepare("UPDATE snapshots SET post_restore_suppressed_delta_id = ? WHERE id = ?")
-        statement.bind(1, deltaID)
-        statement.bind(2, snapshotID)
+        statement.bind(deltaID, snapshotID)
         try statement.step()
     }
 
@@ -106,12 +78,12 @@ extension Archive {
 
     /// The snapshot with this number.
     func snapshot(seq: Int64) throws -> Snapshot? {
-        try loadSnapshots(where: "seq = ? AND quality <> 'loading'", bind: { $0.bind(1, seq) }, types: true).first
+        try loadSnapshots(where: "seq = ? AND quality <> 'loading'", bind: { $0.bind(seq) }, types: true).first
     }
 
     /// The snapshot with this id.
     func snapshot(id: String) throws -> Snapshot? {
-        try loadSnapshots(where: "id = ? AND quality <> 'loading'", bind: { $0.bind(1, id) }, types: true).first
+        try loadSnapshots(where: "id = ? AND quality <> 'loading'", bind: { $0.bind(id) }, types: true).first
     }
 
     /// The newest finished snapshot (the chain's head).
@@ -122,7 +94,7 @@ extension Archive {
 
     /// The snapshot whose previous is `id` (the next in the chain), if any.
     func successor(of id: String) throws -> Snapshot? {
-        try loadSnapshots(where: "previous_snapshot_id = ? AND quality <> 'loading'", bind: { $0.bind(1, id) }, types: true).first
+        try loadSnapshots(where: "previous_snapshot_id = ? AND quality <> 'loading'", bind: { $0.bind(id) }, types: true).first
     }
 
     /// Finds a snapshot by id, unique id prefix (4 characters or more), number, or `latest`.
@@ -159,8 +131,7 @@ extension Archive {
     /// The finished snapshots whose id starts with `prefix` (at most two: enough to tell one from many).
     private func snapshots(idPrefix prefix: String) throws -> [Snapshot] {
         let statement = try db.prepare("SELECT id FROM snapshots WHERE substr(id, 1, ?) = ? AND quality <> 'loading' LIMIT 2")
-        statement.bind(1, Int64(prefix.utf8.count))
-        statement.bind(2, prefix)
+        statement.bind(Int64(prefix.utf8.count), prefix)
         var ids: [String] = []
         while try statement.step() { ids.append(statement.text(0) ?? "") }
         return try ids.compactMap { try snapshot(id: $0) }
@@ -195,7 +166,7 @@ extension Archive {
     /// A snapshot's type counts as stored, each with the hash stored beside it.
     func typeCounts(seq: Int64) throws -> [(type: TypeCount, storedHash: String)] {
         let years = try db.prepare("SELECT type_identifier, year, count, is_approximate FROM yearly_counts WHERE snapshot_seq = ? ORDER BY type_identifier, year")
-        years.bind(1, seq)
+        years.bind(seq)
         var yearly: [String: [YearlyCount]] = [:]
         while try years.step() {
             yearly[years.text(0) ?? "", default: []].append(
@@ -205,7 +176,7 @@ extension Archive {
             SELECT type_identifier, count, earliest, latest, quality, type_hash, is_unsupported FROM type_counts
             WHERE snapshot_seq = ? ORDER BY type_identifier
             """)
-        statement.bind(1, seq)
+        statement.bind(seq)
         var result: [(TypeCount, String)] = []
         while try statement.step() {
             let identifier = statement.text(0) ?? ""
@@ -236,7 +207,7 @@ extension Archive {
         for sql in ["DELETE FROM yearly_counts WHERE snapshot_seq = ?", "DELETE FROM type_counts WHERE snapshot_seq = ?",
                     "DELETE FROM snapshots WHERE seq = ?"] {
             let statement = try db.prepare(sql)
-            statement.bind(1, seq)
+            statement.bind(seq)
             try statement.step()
         }
     }
@@ -244,9 +215,7 @@ extension Archive {
     /// Makes a snapshot follow another (nil: a chain start).
     func relink(snapshotID: String, previous: String?) throws {
         let statement = try db.prepare("UPDATE snapshots SET previous_snapshot_id = ?, is_chain_start = ? WHERE id = ?")
-        statement.bind(1, previous)
-        statement.bind(2, Int64(previous == nil ? 1 : 0))
-        statement.bind(3, snapshotID)
+        statement.bind(previous, previous == nil, snapshotID)
         try statement.step()
     }
 }

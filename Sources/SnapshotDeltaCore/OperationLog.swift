@@ -23,11 +23,7 @@ extension Archive {
     /// Appends an entry; returns its id.
     func appendLog(_ operation: String, snapshotIDs: [String], detail: JSONObject, at time: Int64, critical: Bool = false) throws -> Int64 {
         let statement = try db.prepare("INSERT INTO operations (at, operation, snapshot_ids, detail, critical) VALUES (?, ?, ?, ?, ?)")
-        statement.bind(1, time)
-        statement.bind(2, operation)
-        statement.bind(3, JSONValue.array(snapshotIDs.map { .string($0) }).jsonText)
-        statement.bind(4, JSONValue.object(detail).jsonText)
-        statement.bind(5, Int64(critical ? 1 : 0))
+        statement.bind(time, operation, JSONValue.array(snapshotIDs.map { .string($0) }).jsonText, JSONValue.object(detail).jsonText, critical)
         try statement.step()
         return db.lastInsertRowID
     }
@@ -35,7 +31,7 @@ extension Archive {
     /// Whether a log entry is there.
     func logEntryExists(_ id: Int64) throws -> Bool {
         let statement = try db.prepare("SELECT 1 FROM operations WHERE id = ?")
-        statement.bind(1, id)
+        statement.bind(id)
         return try statement.step()
     }
 

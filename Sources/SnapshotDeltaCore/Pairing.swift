@@ -28,9 +28,7 @@ extension Archive {
         var tokenID: Int64 = 0
         try withLoggedChange("pairing_token", snapshotIDs: [], at: time, diagnostics: diagnostics) {
             let insert = try db.prepare("INSERT INTO pairing_tokens (token_sha256, created_at, expires_at) VALUES (?, ?, ?)")
-            insert.bind(1, hash)
-            insert.bind(2, time)
-            insert.bind(3, expiresAt)
+            insert.bind(hash, time, expiresAt)
             try insert.step()
             tokenID = db.lastInsertRowID
             return ((), JSONObject([JSONField("token_id", .number(String(tokenID))), JSONField("expires_at", Records.time(expiresAt))]))
@@ -46,7 +44,7 @@ extension Archive {
         try withLoggedChange("pair", snapshotIDs: [], at: time, diagnostics: diagnostics) {
             var detail = JSONObject([JSONField("client_fingerprint", .string(fingerprint))])
             let lookup = try db.prepare("SELECT id, expires_at, used_at FROM pairing_tokens WHERE token_sha256 = ?")
-            lookup.bind(1, hash)
+            lookup.bind(hash)
             let refusal: TokenRefusal?
             var tokenID: Int64?
             if try lookup.step() {
@@ -68,9 +66,7 @@ extension Archive {
                 return (.failure(refusal), detail)
             }
             let spend = try db.prepare("UPDATE pairing_tokens SET used_at = ?, used_by = ? WHERE id = ? AND used_at IS NULL")
-            spend.bind(1, time)
-            spend.bind(2, fingerprint)
-            spend.bind(3, tokenID)
+            spend.bind(time, fingerprint, tokenID)
             try spend.step()
             let client: PairedClient
             if let existing = try pairedClient(fingerprint) {
@@ -79,10 +75,7 @@ extension Archive {
             } else {
                 client = PairedClient(id: UUID().uuidString, certificateFingerprint: fingerprint, pairedAt: time, lastSeen: nil, deletedAt: nil)
                 let insert = try db.prepare("INSERT INTO paired_clients (id, certificate_fingerprint, paired_at, token_id) VALUES (?, ?, ?, ?)")
-                insert.bind(1, client.id)
-                insert.bind(2, fingerprint)
-                insert.bind(3, time)
-                insert.bind(4, tokenID)
+                insert.bind(client.id, fingerprint, time, tokenID)
                 try insert.step()
                 detail["outcome"] = .string("paired")
             }
@@ -98,7 +91,7 @@ extension Archive {
             SELECT id, certificate_fingerprint, paired_at, last_seen, deleted_at FROM paired_clients
             WHERE certificate_fingerprint = ? AND deleted_at IS NULL
             """)
-        statement.bind(1, fingerprint)
+        statement.bind(fingerprint)
         return try statement.step() ? readClient(statement) : nil
     }
 
@@ -118,8 +111,7 @@ extension Archive {
         guard let client = try pairedClient(fingerprint) else { return nil }
         try withLoggedChange("unpair", snapshotIDs: [], at: time, diagnostics: diagnostics) {
             let update = try db.prepare("UPDATE paired_clients SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL")
-            update.bind(1, time)
-            update.bind(2, client.id)
+            update.bind(time, client.id)
             try update.step()
             return ((), JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("paired_client_id", .string(client.id))]))
         }
@@ -131,8 +123,7 @@ extension Archive {
     /// Records that a paired client was seen (its `lastSeen`), inside the caller's transaction.
     func touch(_ client: PairedClient, at time: Int64) throws {
         let update = try db.prepare("UPDATE paired_clients SET last_seen = ? WHERE id = ?")
-        update.bind(1, time)
-        update.bind(2, client.id)
+        update.bind(time, client.id)
         try update.step()
     }
 

@@ -3,12 +3,12 @@ import VitalsKit
 
 /// The requests nginx refuses itself (the 429 of the rate limit, the 413 of the size cap, a
 /// request that did not arrive in 10 s, a path that is no endpoint, a TLS error): nginx never
-/// asks the responder about them, so it tells it afterwards, as syslog datagrams on the
-/// responder's refusal socket (health-sync.conf: `access_log syslog:server=unix:... if=$healthsync_refused`).
+/// asks the responder about them, so it tells it afterwards, one access-log line each in the
+/// responder's refusal FIFO (health-sync.conf: `access_log @REFUSALS@ healthsync_refusal if=$healthsync_refused`).
 /// The seed audits network events; these go to the archive's operation log as `network_refusal`
 /// entries, counted per status, client and request each second, so a flood of refused requests
 /// costs the archive at most `maxEntries` entries a second.
-final class RefusalLog: DatagramSink {
+final class RefusalLog: LineSink {
     /// One kind of refusal: what nginx said, to whom, for what.
     struct Key: Hashable {
         var status: Int
@@ -33,7 +33,10 @@ final class RefusalLog: DatagramSink {
         self.diagnostics = diagnostics
     }
 
-    /// A syslog line: `<PRI>TIMESTAMP TAG: vitals-refusal STATUS ADDRESS "METHOD PATH" client_sha1=HEX`.
+    /// A line of health-sync.conf's `healthsync_refusal` format:
+    /// `vitals-refusal STATUS ADDRESS "REQUEST LINE" client_sha1=HEX`. The request line is the
+    /// client's own (`$request`: an error page's internal redirect changes the method and path
+    /// nginx would otherwise log); its query is left out of what is kept.
     static func parse(_ message: [UInt8]) -> Key? {
         let text = String(decoding: message, as: UTF8.self)
         guard let marker = text.range(of: "vitals-refusal ") else { return nil }
@@ -44,17 +47,17 @@ final class RefusalLog: DatagramSink {
             return String(rest[..<space])
         }
         guard let status = word().flatMap({ Int($0) }), (100...599).contains(status), let address = word(),
-              rest.first == "\"", let close = rest.dropFirst().firstIndex(of: "\"") else { return nil }
-        let request = rest[rest.index(after: rest.startIndex)..<close].split(separator: " ", maxSplits: 1)
+              rest.first == "\"", let close = rest.dropFirst().lastIndex(of: "\"") else { return nil }
+        let request = rest[rest.index(after: rest.startIndex)..<close].split(separator: " ")
         rest = rest[rest.index(after: close)...]
         var sha1: String?
         if let range = rest.range(of: "client_sha1=") {
             let value = rest[range.upperBound...].prefix { $0.isHexDigit }
             if !value.isEmpty { sha1 = value.lowercased() }
         }
+        let path = request.count > 1 ? request[1].split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0] : "-"
         return Key(status: status, remoteAddress: String(address.prefix(64)), clientSHA1: sha1,
-                   method: request.first.map { String($0.prefix(16)) } ?? "-",
-                   path: request.count > 1 ? String(request[1].prefix(256)) : "-")
+                   method: request.first.map { String($0.prefix(16)) } ?? "-", path: String(path.prefix(256)))
     }
 
     /// The word for a status nginx answers itself.
@@ -79,7 +82,7 @@ final class RefusalLog: DatagramSink {
 
     func received(_ message: [UInt8]) {
         guard let key = RefusalLog.parse(message) else {
-            diagnostics.warning("a datagram on the refusal socket is not one of nginx's refusal lines; ignored")
+            diagnostics.warning("a line in the refusal FIFO is not one of nginx's refusal lines; ignored")
             return
         }
         let time = now()

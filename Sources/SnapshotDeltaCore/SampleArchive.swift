@@ -47,10 +47,10 @@ final class SampleArchiveWriter {
         while typeIDs.count <= index { typeIDs.append(-1) }
         let identifier = tally.identifier(index)
         let insert = try archive.db.prepare("INSERT INTO sample_types (identifier) VALUES (?) ON CONFLICT(identifier) DO NOTHING")
-        insert.bind(1, identifier)
+        insert.bind(identifier)
         try insert.step()
         let select = try archive.db.prepare("SELECT id FROM sample_types WHERE identifier = ?")
-        select.bind(1, identifier)
+        select.bind(identifier)
         guard try select.step() else { throw ToolError("cannot register type \(identifier) in \(archive.path)") }
         typeIDs[index] = select.int64(0)
         return typeIDs[index]
@@ -91,20 +91,8 @@ final class SampleArchiveWriter {
         // Occurrence 0 first; when it was already seen by this take, the next one, and so on.
         var occurrence: Int64 = 0
         while true {
-            upsert.bind(1, type)
-            upsert.bind(2, sample.start)
-            upsert.bind(3, fingerprint)
-            upsert.bind(4, occurrence)
-            upsert.bind(5, sample.end)
-            upsert.bind(6, sample.created)
-            bindText(7, sample.value)
-            bindText(8, sample.unit)
-            bindText(9, sample.source)
-            bindText(10, sample.sourceVersion)
-            bindText(11, sample.device)
-            bindText(12, sample.uuid)
-            upsert.bind(13, seq)
-            upsert.bind(14, now)
+            upsert.bind(type, sample.start, fingerprint, occurrence, sample.end, sample.created, sample.value, sample.unit, sample.source,
+                        sample.sourceVersion, sample.device, sample.uuid, seq, now)
             defer { upsert.reset() }
             try upsert.step()
             if archive.db.changes > 0 {
@@ -116,21 +104,13 @@ final class SampleArchiveWriter {
     }
 
     @inline(__always)
-    private func bindText(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>?) {
-        if let bytes { upsert.bind(index, bytes: bytes) } else { upsert.bind(index, nil as String?) }
-    }
-
     /// Keeps `metadata` (a JSON object's text) with the sample upserted last.
     func attachMetadata(_ metadata: String) throws {
         guard let identity = lastIdentity else { return }
         let update = try archive.db.prepare("""
             UPDATE samples SET metadata = ? WHERE type_id = ? AND start_ms = ? AND fingerprint = ? AND occurrence = ?
             """)
-        update.bind(1, metadata)
-        update.bind(2, identity.type)
-        update.bind(3, identity.start)
-        update.bind(4, identity.fingerprint)
-        update.bind(5, identity.occurrence)
+        update.bind(metadata, identity.type, identity.start, identity.fingerprint, identity.occurrence)
         try update.step()
     }
 
@@ -229,15 +209,7 @@ extension Archive {
             WHERE t.identifier IN (\(marks)) AND s.start_ms >= ? AND s.start_ms < ? AND s.present = 1
             ORDER BY s.start_ms DESC, s.id DESC LIMIT ? OFFSET ?
             """)
-        var index: Int32 = 1
-        for type in query.types {
-            statement.bind(index, type)
-            index += 1
-        }
-        statement.bind(index, query.from ?? Int64.min / 2)
-        statement.bind(index + 1, query.to ?? Int64.max / 2)
-        statement.bind(index + 2, Int64(query.limit + (lookAhead ? 1 : 0)))
-        statement.bind(index + 3, Int64(query.offset))
+        statement.bind(list: query.types, query.from ?? Int64.min / 2, query.to ?? Int64.max / 2, query.limit + (lookAhead ? 1 : 0), query.offset)
         var count = 0
         while try statement.step() {
             var sample = readSample(statement)
@@ -263,8 +235,7 @@ extension Archive {
               AND s.first_seen <= ?1 AND \(state("?1")) = 'reappeared' AND \(state("?2")) = 'disappeared'
             ORDER BY t.identifier, s.start_ms, s.id
             """)
-        statement.bind(1, a)
-        statement.bind(2, b)
+        statement.bind(a, b)
         var count = 0
         while try statement.step() {
             try body(readSample(statement))

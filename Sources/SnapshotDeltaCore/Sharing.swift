@@ -76,7 +76,7 @@ extension Archive {
                             try insertShared(type, at: time)
                         } else {
                             let delete = try db.prepare("DELETE FROM shared_types WHERE type_identifier = ?")
-                            delete.bind(1, type)
+                            delete.bind(type)
                             try delete.step()
                         }
                     }
@@ -95,8 +95,7 @@ extension Archive {
     /// Adds a chosen type (kept with its first time when it is there already).
     private func insertShared(_ type: String, at time: Int64) throws {
         let insert = try db.prepare("INSERT INTO shared_types (type_identifier, shared_at) VALUES (?, ?) ON CONFLICT DO NOTHING")
-        insert.bind(1, type)
-        insert.bind(2, time)
+        insert.bind(type, time)
         try insert.step()
     }
 }

@@ -90,7 +90,9 @@ final class Ingester {
     }
 
     /// What a line `kind` calls for: stored (a sample, a monitor record), passed on (another
-    /// record), reported (a problem) or skipped (blank).
+    /// record), reported (a problem) or skipped (blank). A probe run's `round_end` commits at
+    /// once: the round's samples and the mark go on together, so whoever waits for the end of a
+    /// round downstream (notify) does not wait for the batch.
     private func handle(_ kind: SampleLine.Kind, _ line: UnsafeBufferPointer<UInt8>, _ own: StoredFields, _ reader: LineReader) {
         switch kind {
         case .blank:
@@ -100,6 +102,7 @@ final class Ingester {
                 keep(line, own, reader, monitorRecord: true)
             } else {
                 passOn(line)
+                if case .end = RoundMark(sampleReader) { commit() }
             }
         case .problem(let problem):
             diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)

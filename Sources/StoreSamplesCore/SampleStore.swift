@@ -1,93 +1,30 @@
 import VitalsKit
 
-/// A monitor as the store knows it, registered from its samples.
-struct MonitorRecord: Sendable {
-    /// The stable integer id of the API views.
-    var id: Int64
-    /// The monitor id of the samples.
-    var monitor: String
-    var name: String?
-    var kind: String?
-    var target: String?
-    var agent: String?
-    var description: String?
-    var checkInterval: Int64?
-    /// First and last sample times, ms since the epoch.
-    var firstSeen: Int64
-    var lastSeen: Int64
-    /// The latest monitor config its samples stated, as JSON text (OnlineTracker's config object).
-    var config: String?
-    /// Whether the latest sample that said so called the monitor enabled.
-    var enabled: Bool?
-}
-
-/// One stored sample's columns.
-struct StoredSample: Sendable {
-    var id: Int64
-    var at: Int64
-    var status: SampleStatus
-    var latencyMs: Double?
-    var message: String?
-    var tlsExpiryDays: Int64?
-}
-
-/// An agent seen in samples, with its approval status.
-struct AgentRecord: Sendable {
-    var id: String
-    var status: String
-    var createdAt: Int64
-    var lastSeen: Int64
-    var monitorCount: Int
-    /// The name its samples gave it (`agent_name`), apart from its id.
-    var name: String?
-}
-
-/// Where ingested samples come from. The user's own command line (the default) counts at
-/// once whatever a sample's `agent` says; samples from elsewhere (`--remote`, for the API
-/// that receives them) count only once their agent is approved.
-struct IngestPolicy: Sendable {
-    /// The samples came from elsewhere.
-    var remote = false
-    /// A new agent is approved on sight instead of pending.
-    var autoApprove = false
-    /// Agents approved before ingesting.
-    var approvedAgents: [String] = []
-    /// The user's own samples.
-    init(remote: Bool = false, autoApprove: Bool = false, approvedAgents: [String] = []) {
-        self.remote = remote
-        self.autoApprove = autoApprove
-        self.approvedAgents = approvedAgents
+/// How a sample's status is stored (SQLite's `status` column, ClickHouse's `status UInt8`):
+/// one mapping for both backends. Only up (0) is uptime, as OnlineTracker counts it.
+extension SampleStatus {
+    /// The stored code.
+    var storeCode: UInt8 {
+        switch self {
+        case .up: return 0
+        case .degraded: return 1
+        case .down: return 2
+        case .error: return 3
+        case .unknown: return 4
+        }
     }
-}
 
-/// Totals over a window for one monitor.
-struct SampleTotals: Sendable {
-    /// Checks in the window.
-    var checks = 0
-    /// Checks that were up (a degraded check is not uptime, as OnlineTracker counts it).
-    var good = 0
-    /// Sum and count of latencies present.
-    var latencySum = 0.0
-    var latencyCount = 0
-    /// Sum and count of speeds present.
-    var speedSum = 0.0
-    var speedCount = 0
-    /// The newest check time.
-    var lastAt: Int64?
-}
-
-/// How much history to keep.
-struct Retention: Sendable, Equatable {
-    /// Days of samples kept unless --keep-days says otherwise (the API's ingest keeps as many).
-    static let defaultDays = 400
-    /// Samples kept per monitor at most (nil: no limit).
-    var perMonitor: Int?
-    /// Days of samples kept (nil: no limit).
-    var days: Int?
-    /// Creates a policy.
-    init(perMonitor: Int? = nil, days: Int? = Retention.defaultDays) {
-        self.perMonitor = perMonitor
-        self.days = days
+    /// The status a stored code stands for; a code store-samples never writes is an error
+    /// (another program wrote it, or the answer was damaged).
+    init(storeCode code: Int64) throws {
+        switch code {
+        case 0: self = .up
+        case 1: self = .degraded
+        case 2: self = .down
+        case 3: self = .error
+        case 4: self = .unknown
+        default: throw ToolError("the store holds a sample status code \(code) that store-samples never writes (0 to 4)")
+        }
     }
 }
 
@@ -134,8 +71,11 @@ protocol SampleStore: AnyObject {
     func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int
     /// Every agent.
     func agents() throws -> [AgentRecord]
+    /// One agent's status, or the status a new agent would get under the store's policy (one
+    /// indexed lookup, cached with the other agents' statuses for the request or command).
+    func status(ofAgent agent: String) throws -> AgentStatus
     /// Sets an agent's status; false when there is no such agent.
-    func setAgentStatus(_ id: String, to status: String) throws -> Bool
+    func setAgentStatus(_ id: String, to status: AgentStatus) throws -> Bool
     /// Deletes the samples before `before` (all when nil), of one monitor or of all; monitors
     /// and agents stay. Returns how many were deleted.
     func clear(monitorID: Int64?, before: Int64?) throws -> Int
@@ -156,6 +96,11 @@ protocol SampleStore: AnyObject {
     /// writing) holds for one unit of work. A command is one; a long-lived instance (a
     /// responder's) calls this first thing in each request, so it answers from the store as it
     /// is now, whoever wrote to it meanwhile.
+    ///
+    /// Each store keeps all it remembers for a unit of work in one value (its `UnitCaches`),
+    /// which this replaces whole, and drops a batch left open; whatever else an instance holds
+    /// (a connection, prepared statements, a retention clock) is valid across requests, for the
+    /// reason written beside it.
     func startRequest(now: Int64)
 }
 
@@ -165,29 +110,4 @@ extension SampleStore {
     func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?) { (nil, nil) }
     func submitBatch(retention: Retention, now: Int64) throws { try commitBatch(retention: retention, now: now) }
     func awaitSubmitted() throws {}
-}
-
-/// The earliest and latest sample time of an agent: its `created_at` and `last_seen` are
-/// these, whatever batches its samples came in.
-struct AgentSpan: Equatable {
-    var first: Int64
-    var last: Int64
-
-    init(_ first: Int64, _ last: Int64? = nil) {
-        self.first = first
-        self.last = last ?? first
-    }
-
-    mutating func widen(_ at: Int64) {
-        first = min(first, at)
-        last = max(last, at)
-    }
-
-    mutating func widen(_ other: AgentSpan) {
-        first = min(first, other.first)
-        last = max(last, other.last)
-    }
-
-    /// Whether `other` lies within this span.
-    func holds(_ other: AgentSpan) -> Bool { first <= other.first && other.last <= last }
 }

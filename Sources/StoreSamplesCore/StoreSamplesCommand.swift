@@ -26,7 +26,8 @@ public enum StoreSamplesCommand: VitalsCommand {
             .duration("wait", help: "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries within a second)"),
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
-            OptionSpec("keep-days", value: "DAYS", default: "400", help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
+            OptionSpec("keep-days", value: "DAYS", default: String(Retention.defaultDays),
+                       help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
             OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
             OptionSpec("auto-approve", help: "ingest --remote, serve, cgi: approve an agent seen for the first time instead of leaving it pending"),
             OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
@@ -234,7 +235,7 @@ public enum StoreSamplesCommand: VitalsCommand {
                 guard operands.count == 2, ["approve", "reject"].contains(operands[0]) else {
                     throw UsageError("agents takes no operands, or 'approve ID', 'reject ID' or 'token ID'")
                 }
-                let status = operands[0] == "approve" ? "approved" : "rejected"
+                let status: AgentStatus = operands[0] == "approve" ? .approved : .rejected
                 guard try store.setAgentStatus(operands[1], to: status) else { throw ToolError("no agent '\(operands[1])' in \(path)") }
                 try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[1]) })
             }

@@ -43,7 +43,7 @@ struct Views {
         return items.sorted { a, b in
             let (rankA, rankB) = (Views.groupRank(a.status), Views.groupRank(b.status))
             if rankA != rankB { return rankA < rankB }
-            let (nameA, nameB) = (a.record.name ?? a.record.monitor, b.record.name ?? b.record.monitor)
+            let (nameA, nameB) = (a.record.metadata.name ?? a.record.monitor, b.record.metadata.name ?? b.record.monitor)
             if nameA != nameB { return nameA.utf8.lexicographicallyPrecedes(nameB.utf8) }
             return a.record.id < b.record.id
         }.map(\.item)
@@ -102,8 +102,8 @@ struct Views {
             }
             summaries.append((monitor, status, .object(JSONObject([
                 JSONField("id", .integer(Int(monitor.id))),
-                JSONField("name", .string(monitor.name ?? monitor.monitor)),
-                JSONField("type", .string(Views.clientType(monitor.kind))),
+                JSONField("name", .string(monitor.metadata.name ?? monitor.monitor)),
+                JSONField("type", .string(Views.clientType(monitor.metadata.kind))),
                 JSONField("status", .string(status)),
                 JSONField("uptime_24h", number(uptime)),
                 JSONField("last_check", latest.map { .string(Views.time($0.at)) } ?? .null),
@@ -117,7 +117,7 @@ struct Views {
             JSONField("monitors_degraded", .integer(counts["degraded"]!)),
             JSONField("monitors_unknown", .integer(counts["unknown"]!)),
             JSONField("agents_total", .integer(agents.count)),
-            JSONField("agents_pending", .integer(agents.filter { $0.status == "pending" }.count)),
+            JSONField("agents_pending", .integer(agents.filter { $0.status == .pending }.count)),
             JSONField("overall_uptime_24h", number(overall)),
             JSONField("monitors", .array(ordered(summaries))),
         ]))
@@ -154,14 +154,14 @@ struct Views {
         }
         return .object(JSONObject([
             JSONField("id", .integer(Int(record.id))),
-            JSONField("agent_id", record.agent.map(JSONValue.string) ?? .null),
-            JSONField("type", .string(Views.clientType(record.kind))),
-            JSONField("name", .string(record.name ?? record.monitor)),
-            JSONField("description", record.description.map(JSONValue.string) ?? .null),
-            JSONField("target", .string(record.target ?? record.monitor)),
-            JSONField("config", record.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
-            JSONField("check_interval", .integer(Int(record.checkInterval ?? Views.defaultCheckInterval))),
-            JSONField("enabled", .bool(record.enabled ?? true)),
+            JSONField("agent_id", record.metadata.agent.map(JSONValue.string) ?? .null),
+            JSONField("type", .string(Views.clientType(record.metadata.kind))),
+            JSONField("name", .string(record.metadata.name ?? record.monitor)),
+            JSONField("description", record.metadata.description.map(JSONValue.string) ?? .null),
+            JSONField("target", .string(record.metadata.target ?? record.monitor)),
+            JSONField("config", record.metadata.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
+            JSONField("check_interval", .integer(Int(record.metadata.checkInterval ?? Views.defaultCheckInterval))),
+            JSONField("enabled", .bool(record.metadata.enabled ?? true)),
             JSONField("created_at", .string(Views.time(record.firstSeen))),
             JSONField("latest_status", latestStatus),
             JSONField("monitor", .string(record.monitor)),
@@ -221,7 +221,7 @@ struct Views {
             .object(JSONObject([
                 JSONField("id", .string(agent.id)),
                 JSONField("name", .string(agent.name ?? agent.id)),
-                JSONField("status", .string(agent.status)),
+                JSONField("status", .string(agent.status.rawValue)),
                 JSONField("last_seen", .string(Views.time(agent.lastSeen))),
                 JSONField("created_at", .string(Views.time(agent.createdAt))),
                 JSONField("monitor_count", .integer(agent.monitorCount)),
@@ -247,7 +247,7 @@ struct Views {
             perMonitor.append(.object(JSONObject([
                 JSONField("id", .integer(Int(monitor.id))),
                 JSONField("monitor", .string(monitor.monitor)),
-                JSONField("name", .string(monitor.name ?? monitor.monitor)),
+                JSONField("name", .string(monitor.metadata.name ?? monitor.monitor)),
                 JSONField("checks", .integer(totals.checks)),
                 JSONField("uptime_percent", number(Views.percent(good: totals.good, of: totals.checks))),
                 JSONField("average_latency_ms", totals.latencyCount > 0 ? number(totals.latencySum / Double(totals.latencyCount)) : .null),

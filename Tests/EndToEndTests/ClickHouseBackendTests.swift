@@ -1,6 +1,7 @@
 import FixtureServer
 import Foundation
 import Testing
+import VitalsKit
 
 /// The samples both backends are given: six monitors checked every five minutes for four days
 /// (2026-01-29T00:00Z to 2026-02-02T00:00Z, past the `--now` of 2026-02-01T12:00Z and across a
@@ -262,7 +263,7 @@ struct ClickHouseBackendTests {
         #expect(!wrong.stderr.contains(password))
     }
 
-    @Test("--agent: two machines probing into one ClickHouse give one overview with both agents; the default agent is the host name")
+    @Test("--agent: two machines probing into one ClickHouse give one overview with both agents; without it, no agent, one monitor per id")
     func twoAgentsOneOverview() throws {
         guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
         let server = try ClickHouseServer()
@@ -289,14 +290,31 @@ struct ClickHouseBackendTests {
         #expect(overview?.int("agents_pending") == 0)
         #expect(overview?.int("total_monitors") == 2)
 
-        // Without --agent, the samples name this machine.
-        var name = [CChar](repeating: 0, count: 256)
-        gethostname(&name, 255)
-        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // Seed 001: the server's own monitors have "agent_id": null; agents_total counts the
+        // monitoring agents. Without --agent a sample names no agent (the probing machine is no
+        // agent), and --agent '' is the same.
         let local = try run("probe-http", [targets])
         #expect(local.status == 0)
-        #expect(try local.records().allSatisfy { $0.string("agent") == host }, "\(local.stdout)")
+        #expect(try local.records().allSatisfy { $0["agent"] == nil }, "\(local.stdout)")
         let none = try run("probe-http", ["--agent", "", targets])
-        #expect(try none.records().allSatisfy { $0.string("agent") == nil }, "--agent '' writes none")
+        #expect(try none.records().allSatisfy { $0["agent"] == nil }, "--agent '' writes none")
+        // Two machines writing one store without --agent (store-samples(1), AGENTS): no agent to
+        // tell them apart; a monitor id both probe is one monitor, holding both machines' samples.
+        let shared = "clickhouse://127.0.0.1:\(server.httpPort)/shared"
+        let machineA = try scratch.write("a.ndjson", #"{"id":"shop","name":"Shop","url":"\#(target.baseURL)/ok"}"# + "\n")
+        let machineB = try scratch.write("b.ndjson", #"{"id":"shop","name":"Shop","url":"\#(target.baseURL)/status/503"}"# + "\n")
+        for machine in [machineA, machineB] {
+            let piped = try shell("probe-http '\(machine)' | store-samples --db '\(shared)' --quiet")
+            #expect(piped.status == 0, "\(piped.stderr)")
+        }
+        let sharedOverview = try #require(try run("store-samples", ["--db", shared, "overview"]).records().first)
+        #expect(sharedOverview.int("agents_total") == 0)
+        #expect(sharedOverview.int("total_monitors") == 1)
+        #expect(try run("store-samples", ["--db", shared, "agents"]).stdout == "[]\n")
+        let shop = try #require(try JSONParser.parse(run("store-samples", ["--db", shared, "monitor", "shop"]).stdout).objectValue)
+        #expect(shop["agent_id"] == .null)
+        #expect(shop["latest_status"]?.objectValue?.string("status") == "down", "the machine that wrote last")
+        let checks = try #require(try run("store-samples", ["--db", shared, "results", "shop"]).records().first)
+        #expect(checks.int("total") == 2, "both machines' samples, under one monitor")
     }
 }

@@ -26,7 +26,7 @@ struct ConventionTests {
         case "notify":
             // 2,000 monitors, each down once, a minute apart: one notification each.
             try scratch.write("samples.ndjson", (0..<2000).map { sampleLine("m\($0)", Double($0 * 60), "down") }.joined(separator: "\n") + "\n")
-            return "notify --dry-run --notify-initial --state /dev/null --to json://127.0.0.1:9/x samples.ndjson"
+            return "notify --dry-run --state /dev/null --to json://127.0.0.1:9/x samples.ndjson"
         case "digest":
             // 2,000 services: an HTML page of 2,000 rows and charts.
             try scratch.write("samples.ndjson", (0..<2000).map { sampleLine("s\($0)", minute: $0 % 50, latency: 50) }.joined(separator: "\n") + "\n")
@@ -95,7 +95,7 @@ struct ConventionTests {
         } else {
             let hook = "json://127.0.0.1:\(server.port)\(hang)"
             let samples = try scratch.write("samples.ndjson", sampleLine("api", 0, "down") + "\n")
-            running = try RunningTool("notify", ["--notify-initial", "--state", scratch.path("n.json"), "--to", hook, samples])
+            running = try RunningTool("notify", ["--state", scratch.path("n.json"), "--to", hook, samples])
         }
         // The request that hangs has reached the server: the tool is waiting on it.
         try waitFor("the server to see \(hang)") { !server.requests(for: hang).isEmpty }
@@ -133,7 +133,7 @@ struct ConventionTests {
         // Filters pass the times they read untouched, whatever TZ says.
         let line = sampleLine("api", minute: 0, latency: 50)
         for tool in ["detect-anomaly", "notify"] {
-            let out = try run(tool, tool == "notify" ? ["--dry-run", "--notify-initial", "--state", "/dev/null"] : [],
+            let out = try run(tool, tool == "notify" ? ["--dry-run", "--state", "/dev/null"] : [],
                               stdin: line + "\n", environment: ["TZ": "Asia/Tokyo"])
             #expect(!out.stdout.contains("+09:00"), "\(tool) writes RFC 3339 UTC: \(out.stdout)")
         }
@@ -150,7 +150,7 @@ struct ConventionTests {
             if tool == "probe-http" {
                 return try run("probe-http", [], stdin: "\(target.baseURL)/ok\n", environment: environment)
             }
-            return try run("notify", ["--notify-initial", "--state", "/dev/null", "--to", "json://127.0.0.1:\(target.port)/echo"],
+            return try run("notify", ["--state", "/dev/null", "--to", "json://127.0.0.1:\(target.port)/echo"],
                            stdin: sampleLine("api", 0, "down") + "\n", environment: environment)
         }
         _ = try send(["http_proxy": proxy.baseURL])

@@ -296,7 +296,7 @@ struct HealthSyncClientTests {
         let taken = try copy.run(["take", "-"], stdin: fetched.stdout)
         let takenQuality = try taken.records().first?.string("quality")
         #expect(taken.status == 0 && takenQuality == "partial", "\(taken.stderr)")
-        // The refusal reached the operation log through nginx's refusal socket.
+        // The refusal reached the operation log through nginx's refusal log (a FIFO).
         site.server.stop()
         let limited = try site.archive.run(["log"]).records().filter { $0.string("operation") == "network_refusal" }
             .compactMap { $0["detail"]?.objectValue }.filter { $0.int("status") == 429 }

@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Testing
 import VitalsKit
@@ -28,6 +29,33 @@ extension NotifyDecisionTests {
         #expect(try later.events() == ["recovered c \(traceTime(150))"], "the down at 170 is inside c's cooldown (170 - 120.2 < 60)")
     }
 
+    // Seed 000, 8.2 Cooldown policy: "60 seconds per cooldown key", for "individual down/error"
+    // and "grouped outage"; 8.3 Grouping policy: NotificationGrouper.decide: "grouped if count of
+    // newly impacted services >= 2". The issue's trace: a and b down at 10:01, c down at 10:03.
+    @Test("one new failure while a group is down is told on its own, under its own key and its own 60 s cooldown")
+    func oneNewFailureWhileAGroupIsDown() throws {
+        let lines = [
+            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"), sampleLine("e", 0, "up"), sampleLine("f", 0, "up"),
+            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),   // 10:01: two newly down: grouped, groupedOutage used at 60.1
+            sampleLine("e", 100, "down"), sampleLine("f", 100.1, "down"), // two newly down, groupedOutage 40 s ago: dropped
+            sampleLine("c", 180, "down"),                                 // 10:03: one newly down (a, b still down): key c, free
+            sampleLine("c", 190, "up"),                                   // recovered (no cooldown)
+            sampleLine("c", 220, "down"),                                 // key c used at 180, 40 s ago: dropped
+            sampleLine("c", 300, "up"),                                   // recovered
+        ]
+        let result = try notify(lines)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try result.events() == ["down a,b \(traceTime(60.1))", "down c \(traceTime(180))", "recovered c \(traceTime(190))",
+                                        "recovered c \(traceTime(300))"])
+        let records = try result.records()
+        #expect(records[0].string("title") == "2 services down" && records[0].string("key") == "groupedOutage")
+        #expect(records[1].string("title") == "Monitor DOWN")
+        #expect(records[1].string("body") == "C is not responding", "c alone, not a grown group")
+        #expect(records[1].string("key") == "c")
+        #expect(records[1]["grouped"] == .bool(false))
+        #expect(!result.stdout.contains("(new:"))
+    }
+
     @Test("cooldown: isitup drops a notification its cooldown blocks; --cooldown-mode defer sends it later if it still holds")
     func cooldownDropsLikeIsitup() throws {
         let trace = [
@@ -53,6 +81,56 @@ extension NotifyDecisionTests {
 }
 
 extension NotifyPushTests {
+    // Seed 001, Push Notification Payload Format: "monitor_id": 1, "monitor_name": "Google DNS";
+    // the app navigates with `userInfo["monitor_id"] as? Int` (its AppDelegate). OnlineTracker's
+    // server pushes one monitor per notification, so that a tap opens it; isitup's grouping stays
+    // for the other channels.
+    @Test("Apple push: one push per monitor, each with the integer id the API shows and its name; a webhook still gets the grouped notification")
+    func onePushPerMonitor() throws {
+        let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])
+        let hookScratch = try ScratchDirectory()
+        let hook = try webhookServer(hookScratch)
+        let server = try FixtureServer()
+        let refused = try RefusingPort()
+        let targets = try fake.scratch.write("targets.ndjson", """
+        {"id":"web","name":"Web shop","url":"\(server.baseURL)/ok"}
+        {"id":"api","name":"Payments API","url":"\(server.baseURL)/status/500"}
+        {"id":"db","name":"Database","url":"http://127.0.0.1:\(refused.port)/"}
+        {"id":"search","name":"Search","url":"\(server.baseURL)/status/503"}
+        """)
+        let db = fake.scratch.path("vitals.db")
+        let piped = try shell("probe-http \"$TARGETS\" | store-samples --db \"$DB\" | notify --state \"$STATE\" --to \"$CHANNEL\" --to \"$HOOK\"",
+                              environment: ["TARGETS": targets, "DB": db, "STATE": fake.state, "CHANNEL": fake.channel,
+                                            "HOOK": "json://\(hook.hostPort)/hook"])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        // The API's ids, as the app lists them.
+        let monitors = try run("store-samples", ["--db", db, "monitors"])
+        let listed = try #require(try JSONParser.parse(monitors.stdout).arrayValue?.compactMap(\.objectValue))
+        var idByName: [String: Int] = [:]
+        for monitor in listed { if let name = monitor.string("name"), let id = monitor.int("id") { idByName[name] = id } }
+        #expect(idByName.count == 4)
+        // Three pushes, one per monitor down, each read as the app reads it.
+        var pushed: [String: Int] = [:]
+        for request in try fake.server.log() {
+            let body = try #require(request.string("body"))
+            let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [AnyHashable: Any])
+            let name = try #require(userInfo["monitor_name"] as? String)
+            pushed[name] = userInfo["monitor_id"] as? Int
+            let aps = try #require(userInfo["aps"] as? [String: Any])
+            let alert = try #require(aps["alert"] as? [String: Any])
+            #expect(alert["title"] as? String == "Monitor DOWN")
+            #expect(alert["body"] as? String == "\(name) is not responding")
+            #expect(userInfo["status"] as? String == "down")
+        }
+        #expect(pushed == ["Payments API": idByName["Payments API"]!, "Database": idByName["Database"]!, "Search": idByName["Search"]!])
+        // The webhook gets isitup's one grouped notification.
+        let hooked = try hook.log().filter { $0.string("path") == "/hook" }
+        #expect(hooked.count == 1)
+        let grouped = try #require(try JSONParser.parse(hooked.first?.string("body") ?? "").objectValue)
+        #expect(grouped.string("title") == "3 services down")
+        #expect(grouped["grouped"] == .bool(true))
+    }
+
     @Test("push payload the app can use: monitor_id is the integer id of the views (from store-samples), status only the app's words")
     func pushPayloadTheAppCanUse() throws {
         let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])

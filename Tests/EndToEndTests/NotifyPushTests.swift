@@ -149,18 +149,19 @@ struct NotifyPushTests {
         #expect(log.map { $0.int("answered") }.suffix(3) == [403, 200, 200])
     }
 
-    @Test("a grouped push for hundreds of monitors is shortened to Apple's 4 KB")
+    @Test("a push whose texts are longer than Apple's 4 KB is shortened to fit")
     func payloadLimit() throws {
         let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])
-        var lines: [String] = []
-        for index in 0..<300 { lines.append(sampleLine("monitor-with-a-long-identifier-\(index)", 0, "up", name: "A service with a rather long name number \(index)")) }
-        for index in 0..<300 { lines.append(sampleLine("monitor-with-a-long-identifier-\(index)", 30 + Double(index) / 1000, "down", name: "A service with a rather long name number \(index)")) }
+        let name = String(repeating: "A service with a rather long name ", count: 60)
+        let message = String(repeating: "the server answered with a very long error page ", count: 100)
+        let lines = [sampleLine("long", 0, "up", name: name), sampleLine("long", 30, "down", name: name, message: message)]
         let result = try run("notify", ["--state", fake.state, "--to", fake.channel], stdin: lines.joined(separator: "\n") + "\n")
         #expect(result.status == 0, "\(result.stderr)")
         let request = try #require(try fake.server.log().first)
         #expect((request.int("size") ?? 0) <= 4096)
         #expect(request.int("answered") == 200)
-        #expect(request["payload"]?.objectValue?["aps"]?.objectValue?["alert"]?.objectValue?["title"] == .string("300 services down"))
+        #expect(request["payload"]?.objectValue?["aps"]?.objectValue?["alert"]?.objectValue?["title"] == .string("Monitor DOWN"))
+        #expect(request["payload"]?.objectValue?["monitor"] == .string("long"))
     }
 
     @Test("devices add, remove and count answer as OnlineTracker's API; a bad token is a usage error")

@@ -11,10 +11,10 @@ struct NotifyDecisionTests {
         try run("notify", arguments, stdin: lines.joined(separator: "\n") + "\n")
     }
 
-    @Test("the first sample is the baseline; down, degraded, error and recovery are each notified once")
+    @Test("a monitor starts unknown: first seen degraded is news, first seen up is not; down, degraded, error and recovery are each notified once")
     func transitions() throws {
         let result = try notify([
-            sampleLine("api", 0, "up"), sampleLine("web", 0.1, "degraded"),   // baselines: nothing
+            sampleLine("api", 0, "up"), sampleLine("web", 0.1, "degraded"),   // unknown -> up: nothing; unknown -> degraded: told
             sampleLine("api", 60, "down"),                                     // api up -> down
             sampleLine("api", 120, "up"), sampleLine("web", 120.1, "up"),      // two recoveries in one round: grouped
             sampleLine("api", 180, "degraded"),                                // api up -> degraded (its own key)
@@ -22,34 +22,52 @@ struct NotifyDecisionTests {
             sampleLine("api", 300, "down"),                                    // error -> down: one condition, nothing
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try result.events() == ["down api \(traceTime(60))", "recovered api,web \(traceTime(120.1))",
+        #expect(try result.events() == ["degraded web \(traceTime(0.1))", "down api \(traceTime(60))", "recovered api,web \(traceTime(120.1))",
                                         "degraded api \(traceTime(180))", "down api \(traceTime(240))"])
         let records = try result.records()
-        let first = records[0]
-        #expect(first.string("type") == "notification")
-        #expect(first.string("title") == "Monitor DOWN")
-        #expect(first.string("body") == "Api is not responding")
-        #expect(first.string("message") == "HTTP 503, expected 200-399")
-        #expect(first.string("previous_status") == "up")
-        #expect(first.string("since") == traceTime(60))
-        #expect(first.string("key") == "api")
-        #expect(records[1].string("title") == "2 services recovered")
-        #expect(records[1].string("body") == "Api, Web")
-        #expect(records[1].string("key") == "groupedRecovery")
-        #expect(records[2].string("key") == "api.degrading")
-        #expect(records[3].string("status") == "error")
-        #expect(records[3].string("previous_status") == "degraded")
-        #expect(records[3].string("message") == "Request timeout after 5s")
+        #expect(records[0].string("title") == "Monitor DEGRADED")
+        #expect(records[0].string("key") == "web.degrading")
+        #expect(records[0].string("previous_status") == nil, "nothing was known of web before")
+        let down = records[1]
+        #expect(down.string("type") == "notification")
+        #expect(down.string("title") == "Monitor DOWN")
+        #expect(down.string("body") == "Api is not responding")
+        #expect(down.string("message") == "HTTP 503, expected 200-399")
+        #expect(down.string("previous_status") == "up")
+        #expect(down.string("since") == traceTime(60))
+        #expect(down.string("key") == "api")
+        #expect(records[2].string("title") == "2 services recovered")
+        #expect(records[2].string("body") == "Api, Web")
+        #expect(records[2].string("key") == "groupedRecovery")
+        #expect(records[3].string("key") == "api.degrading")
+        #expect(records[4].string("status") == "error")
+        #expect(records[4].string("previous_status") == "degraded")
+        #expect(records[4].string("message") == "Request timeout after 5s")
     }
 
-    @Test("--notify-initial: a monitor first seen down is notified; one first seen up is not")
-    func notifyInitial() throws {
+    // Seed 000, 4 Data Model: HealthState has `unknown` (every service before its first check);
+    // 6.3: checkAll "collects transition outcomes: transitioned to failure (down/error),
+    // transitioned to degrading" and decides the notification from them. unknown -> down is a
+    // transition to failure: a service already failing is news on the first run. A first
+    // sample that is up is no failure: silent.
+    @Test("a monitor first seen down is news (isitup's unknown -> down); one first seen up is not; --baseline keeps the first sample as the baseline")
+    func unknownFirst() throws {
         let lines = [sampleLine("api", 0, "down"), sampleLine("web", 0.5, "up")]
-        #expect(try notify(lines).events() == [])
-        let records = try notify(lines, ["--notify-initial"]).records()
+        let records = try notify(lines).records()
         #expect(records.count == 1)
+        #expect(records.first?.string("title") == "Monitor DOWN")
         #expect(records.first?.string("monitor") == "api")
+        #expect(records.first?.string("key") == "api")
         #expect(records.first?.string("previous_status") == nil)
+        #expect(records.first?.string("since") == traceTime(0))
+        #expect(try notify(lines, ["--baseline"]).events() == [])
+        // The next run of the same outage is no news: the state knows api is down.
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        #expect(try run("notify", ["--state", state], stdin: lines.joined(separator: "\n") + "\n").records().count == 1)
+        let again = [sampleLine("api", 60, "down"), sampleLine("web", 60.5, "up")]
+        #expect(try run("notify", ["--state", state], stdin: again.joined(separator: "\n") + "\n").records().isEmpty)
+        #expect(try run("notify", ["--notify-initial"], stdin: "").status == 64, "the old option is gone: it is the default")
     }
 
     @Test("--cooldown-mode defer: 60 s per key; a change held back is told when the key's cooldown ends, if it still holds")
@@ -76,26 +94,26 @@ struct NotifyDecisionTests {
         #expect(try eager.events().count == 3)
     }
 
-    @Test("grouping: monitors newly down in one round make one notification; a grouped outage that grows is sent again inside the cooldown")
+    @Test("grouping: monitors newly down in one round make one notification; one newly down while they are still down is told on its own")
     func grouping() throws {
         let lines = [
             sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"), sampleLine("d", 0, "up"),
             sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"), sampleLine("c", 60.2, "down"), // one round: grouped
-            sampleLine("d", 90, "down"),                      // groupedOutage cools down until 120.2, but the set grows: sent
+            sampleLine("d", 90, "down"),                      // alone in its round: "Monitor DOWN", key d (free)
             sampleLine("a", 120, "up"), sampleLine("b", 120.1, "up"),                                  // two recoveries: grouped
             sampleLine("c", 150, "up"),                                                                // one: alone
         ]
         let result = try notify(lines)
-        #expect(try result.events() == ["down a,b,c \(traceTime(60.2))", "down a,b,c,d \(traceTime(90))",
+        #expect(try result.events() == ["down a,b,c \(traceTime(60.2))", "down d \(traceTime(90))",
                                         "recovered a,b \(traceTime(120.1))", "recovered c \(traceTime(150))"])
         let records = try result.records()
         #expect(records[0].string("title") == "3 services down")
         #expect(records[0].string("body") == "A, B, C")
         #expect(records[0].string("key") == "groupedOutage")
-        #expect(records[0]["added"] == .array([]))
-        #expect(records[1].string("title") == "4 services down")
-        #expect(records[1].string("body") == "A, B, C, D (new: D)")
-        #expect(records[1]["added"] == .array([.string("d")]))
+        #expect(records[0]["added"] == nil, "no field of the groups that grew")
+        #expect(records[1].string("title") == "Monitor DOWN")
+        #expect(records[1].string("body") == "D is not responding")
+        #expect(records[1].string("key") == "d")
         #expect(records[0]["monitor"] == nil, "a grouped record has no single monitor")
         // --group-min 0 never groups.
         #expect(try notify(Array(lines.prefix(7)), ["--group-min", "0"]).events()
@@ -128,6 +146,55 @@ struct NotifyDecisionTests {
         #expect(records[1].string("body") == "Api is up again after 1m")
         // The defaults (1 and 1, isitup's) tell every flap that the cooldown lets through.
         #expect(try notify(lines).events().count > 2)
+    }
+
+    /// `line` with an anomaly object as detect-anomaly writes it, in the episode `id` at `state`.
+    func inEpisode(_ line: String, _ state: String, id: Int = 1) -> String {
+        let verdict = state == "end" ? "stable" : "degrading"
+        return String(line.dropLast()) + ",\"anomaly\":{\"verdict\":\"\(verdict)\",\"detector\":\"envelope\",\"score\":0.1,"
+            + "\"episode\":{\"state\":\"\(state)\",\"id\":\(id),\"started_at\":\"2026-01-27T10:01:00.000Z\",\"samples\":1,"
+            + "\"duration_ms\":0,\"peak\":0.8}}}"
+    }
+
+    // By hand, with --failure-threshold 3 --success-threshold 3: episode 1 begins at 60 (told at
+    // once: the detector judged it), holds 120 and 180 (nothing new), ends at 240 (recovered at
+    // once); episode 2 the same from 300 to 420 (api.degrading last used at 60: no cooldown); at
+    // 480 a degraded sample with no episode (a probe's own) waits for the threshold, and the up at
+    // 540 breaks its streak. The same statuses without anomaly objects follow the thresholds:
+    // degraded at 180 (since 60, the first of three), and never 3 up samples in a row after it.
+    @Test("an anomaly episode is one degradation: told at its onset, nothing for the samples inside it, recovered at its end, whatever the thresholds")
+    func episodes() throws {
+        let plain = [
+            sampleLine("api", 0, "up"),
+            sampleLine("api", 60, "degraded"), sampleLine("api", 120, "degraded"), sampleLine("api", 180, "degraded"),
+            sampleLine("api", 240, "up"),
+            sampleLine("api", 300, "degraded"), sampleLine("api", 360, "degraded"), sampleLine("api", 420, "up"),
+            sampleLine("api", 480, "degraded"), sampleLine("api", 540, "up"),
+        ]
+        var marked = plain
+        marked[1] = inEpisode(plain[1], "onset")
+        marked[2] = inEpisode(plain[2], "ongoing")
+        marked[3] = inEpisode(plain[3], "ongoing")
+        marked[4] = inEpisode(plain[4], "end")
+        marked[5] = inEpisode(plain[5], "onset", id: 2)
+        marked[6] = inEpisode(plain[6], "ongoing", id: 2)
+        marked[7] = inEpisode(plain[7], "end", id: 2)
+        let thresholds = ["--failure-threshold", "3", "--success-threshold", "3"]
+        let result = try notify(marked, thresholds)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try result.events() == ["degraded api \(traceTime(60))", "recovered api \(traceTime(240))",
+                                        "degraded api \(traceTime(300))", "recovered api \(traceTime(420))"])
+        let records = try result.records()
+        #expect(records[0].string("since") == traceTime(60))
+        #expect(records[1].int("duration_ms") == 180_000, "60 to 240")
+        #expect(try notify(plain, thresholds).events() == ["degraded api \(traceTime(180))"])
+        // An episode whose onset notify never saw (it began before notify's first sample, or the
+        // line was filtered out) is not told by its samples inside it.
+        let joined = [sampleLine("api", 0, "up")] + (1...3).map { inEpisode(sampleLine("api", Double($0) * 60, "degraded"), "ongoing") }
+        #expect(try notify(joined, thresholds).events() == [])
+        // With the defaults (1 and 1) the episodes make the same notifications as their statuses.
+        #expect(try notify(marked).events() == (try notify(plain).events()))
+        #expect(try notify(marked).events().count == 6)
     }
 
     @Test("--repeat-interval re-sends a still-open outage")

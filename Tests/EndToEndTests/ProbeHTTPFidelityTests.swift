@@ -87,7 +87,7 @@ extension ProbeHTTPTests {
         #expect(pingRecords.first?.string("type") == "monitor" && pingRecords.first?["enabled"] == .bool(false))
         #expect(pingRecords.first?["config"]?.objectValue?.int("ping_count") == 5)
         // The sinks skip it as a record of another type.
-        let notified = try run("notify", ["--dry-run", "--notify-initial"], stdin: switchedOff.stdout)
+        let notified = try run("notify", ["--dry-run"], stdin: switchedOff.stdout)
         #expect(notified.status == 0 && !notified.stdout.contains("old-api") && !notified.stdout.contains("Old API"))
 
         // Stored: both monitors listed; Old API disabled, with no latest status and no check.

@@ -56,6 +56,81 @@ struct ProbeHTTPNetworkTests {
         #expect(server.requests(for: "/bytes/600000").count == 1)
     }
 
+    // Seed 003, SpeedTestService: "let startTime = Date(); let (data, _) = try await
+    // URLSession.shared.data(from: url); let duration = Date().timeIntervalSince(startTime)";
+    // "speedMbps = (bytes * 8 / 1_000_000) / duration". The duration runs from the request's
+    // start to its last byte: a server that waits 2 s before its TLS handshake makes 512000
+    // bytes no faster than 512000 × 8 / 10⁶ / 2 = 2.048 Mbps, however fast the bytes then come.
+    @Test("the speed test is timed from the request's start to its last byte, as Online Now's Date() around data(from:)")
+    func speedFromRequestStart() throws {
+        let certificates = try TestCertificates()
+        let (cert, key) = try certificates.selfSigned(named: "slow", daysLeft: 30)
+        let slow = try TLSServer(cert: cert, key: key, handshakeDelaySeconds: 2)
+        // A target's speed test: the sample's own total_ms is the download's.
+        let (sample, _) = try probeOneHere(#"{"url":"\#(slow.url)/bytes/512000","insecure":true,"speed_test_bytes":512000,"timeout_seconds":30}"#)
+        #expect(sample.string("status") == "up", "\(sample.string("message") ?? "")")
+        let speed = try #require(sample.double("speed_mbps"))
+        let total = try #require(sample.double("total_ms"))
+        #expect(total >= 2000)
+        #expect(speed <= 2.05, "\(speed) Mbps")
+        #expect(abs(speed - 512_000 * 8 / 1_000_000 / (total / 1000)) <= 0.01, "bytes × 8 / 10⁶ / seconds, seconds from the start: \(speed) vs \(total) ms")
+        // --connectivity's download, from a page that answers at once.
+        let online = try run("probe-http", ["--connectivity", url("/content?text=Success"), "--speed-url", slow.url + "/bytes/512000", "--insecure"])
+        let checked = try #require(try online.records().first)
+        #expect(checked.int("speed_bytes") == 512_000)
+        #expect((checked.double("speed_mbps") ?? 99) <= 2.05, "\(checked.double("speed_mbps") ?? -1) Mbps")
+    }
+
+    // Seed 003, Testing Recommendations: "Test with very slow network (>30s timeout)": the
+    // download is allowed more than the page's few seconds (URLSession's 60 s by default).
+    @Test("the speed test has a budget of its own (--speed-timeout, 60 s), apart from the page's --timeout")
+    func speedBudgetOfItsOwn() throws {
+        let certificates = try TestCertificates()
+        let (cert, key) = try certificates.selfSigned(named: "slow", daysLeft: 30)
+        let slow = try TLSServer(cert: cert, key: key, handshakeDelaySeconds: 2)
+        // The page has 1 s; the download takes over 2 s and still completes.
+        let result = try run("probe-http", ["--connectivity", url("/content?text=Success"), "--timeout", "1s",
+                                            "--speed-url", slow.url + "/bytes/100000", "--insecure"])
+        let sample = try #require(try result.records().first)
+        #expect(sample["online"] == .bool(true))
+        #expect(sample.int("speed_bytes") == 100_000, "\(sample.string("message") ?? "")")
+        #expect(sample.double("speed_mbps") != nil)
+        // And a budget of its own that runs out says so.
+        let short = try run("probe-http", ["--connectivity", url("/content?text=Success"), "--speed-timeout", "500ms",
+                                           "--speed-url", slow.url + "/bytes/100000", "--insecure"])
+        let cut = try #require(try short.records().first)
+        #expect(cut.string("message")?.contains("speed test failed") == true, "\(cut.string("message") ?? "")")
+        #expect(cut["speed_mbps"] == .null)
+    }
+
+    // Seed 003, Network Requests: "Speed Test: https://httpbin.org/bytes/512000", made on every
+    // check. Tests reach nothing beyond the machine: an HTTPS proxy on loopback (the fixture
+    // server, which refuses CONNECT with 404) shows where the download goes.
+    @Test("every --connectivity check measures speed from the seed's https://httpbin.org/bytes/512000 unless --speed-url or --no-speed")
+    func defaultSpeedTest() throws {
+        let proxied = ["https_proxy": server.baseURL, "no_proxy": "127.0.0.1"]
+        let result = try run("probe-http", ["--connectivity", url("/content?text=Success")], environment: proxied)
+        let sample = try #require(try result.records().first)
+        #expect(sample["online"] == .bool(true))
+        #expect(server.requests.contains { $0.method == "CONNECT" && $0.path == "httpbin.org:443" }, "\(server.requests.map(\.path))")
+        #expect(sample.string("message")?.contains("speed test failed") == true, "\(sample.string("message") ?? "")")
+        #expect(sample["speed_bytes"] != nil && sample["speed_mbps"] == .null)
+        // --no-speed: no download at all; the speed fields stay, null, as Online Now's record has them.
+        let before = server.requests.count
+        let quiet = try #require(try run("probe-http", ["--connectivity", "--no-speed", url("/content?text=Success")], environment: proxied).records().first)
+        #expect(server.requests.count == before + 1, "the page only")
+        #expect(quiet["speed_mbps"] == .null)
+        #expect(try run("probe-http", ["--connectivity", "--no-speed", "--speed-url", url("/bytes/1000")]).status == 64)
+        #expect(try run("probe-http", ["--no-speed", url("/ok")]).status == 64, "--no-speed applies with --connectivity only")
+    }
+
+    func probeOneHere(_ target: String) throws -> (JSONObject, RunResult) {
+        let result = try run("probe-http", [], stdin: target + "\n")
+        let records = try result.records()
+        guard records.count == 1 else { throw TestFailure("expected one sample, got \(records.count): \(result.stdout) \(result.stderr)") }
+        return (records[0], result)
+    }
+
     @Test("--connectivity: a page without the expected word (a captive portal) is offline: down, exit 0; 1 with --exit-status")
     func captivePortal() throws {
         let result = try run("probe-http", ["--connectivity", url("/content?text=Please+log+in"), "--speed-url", url("/bytes/1000")])
@@ -69,7 +144,7 @@ struct ProbeHTTPNetworkTests {
         #expect(server.requests(for: "/bytes/1000").isEmpty, "no speed test while offline")
         let strict = try run("probe-http", ["--connectivity", "--exit-status", "--expect", "Welcome", url("/content?text=Please+log+in")])
         #expect(strict.status == 1)
-        let custom = try run("probe-http", ["--connectivity", "--expect", "log in", url("/content?text=Please+log+in")])
+        let custom = try run("probe-http", ["--connectivity", "--no-speed", "--expect", "log in", url("/content?text=Please+log+in")])
         #expect(try custom.records().first?["online"] == .bool(true))
     }
 

@@ -73,7 +73,7 @@ struct ProbePingOptionTests {
         let server = try FixtureServer()
         let target = "tcp://127.0.0.1:\(server.port)\n"
         let monitor = "tcp-127.0.0.1-\(server.port)"
-        #expect(try samples(try run("probe-ping", [], stdin: target))[monitor]?.string("status") == "up")
+        #expect(try samples(try run("probe-ping", ProbePingTests.patient, stdin: target))[monitor]?.string("status") == "up")
         let degraded = try #require(try samples(try run("probe-ping", ["--ok-ms", "0"], stdin: target))[monitor])
         #expect(degraded.string("status") == "degraded")
         #expect(degraded.string("reason") == "latency")
@@ -90,23 +90,23 @@ struct ProbePingOptionTests {
         let v4Only = try FixtureServer()
         let target = "tcp://localhost:\(dual.port)\n"
         let monitor = "tcp-localhost-\(dual.port)"
-        let four = try #require(try samples(try run("probe-ping", ["--ip", "4"], stdin: target))[monitor])
+        let four = try #require(try samples(try run("probe-ping", ["--ip", "4"] + ProbePingTests.patient, stdin: target))[monitor])
         #expect(four.string("remote_ip") == "127.0.0.1")
         #expect(four.string("ip") == "4")
-        let six = try #require(try samples(try run("probe-ping", ["--ip", "6"], stdin: target))[monitor])
+        let six = try #require(try samples(try run("probe-ping", ["--ip", "6"] + ProbePingTests.patient, stdin: target))[monitor])
         #expect(six.string("status") == "up", "\(six.string("message") ?? "")")
         #expect(six.string("remote_ip") == "::1")
         #expect(six.string("ip") == "6")
-        let both = try samples(try run("probe-ping", ["--ip", "both"], stdin: target))
+        let both = try samples(try run("probe-ping", ["--ip", "both"] + ProbePingTests.patient, stdin: target))
         #expect(both[monitor + "/ipv4"]?.string("remote_ip") == "127.0.0.1")
         #expect(both[monitor + "/ipv6"]?.string("remote_ip") == "::1")
         #expect(both.count == 2)
         // Nothing listens on ::1 at the second server's port.
-        let refused = try #require(try run("probe-ping", ["--ip", "6"], stdin: "tcp://localhost:\(v4Only.port)\n").records().first)
+        let refused = try #require(try run("probe-ping", ["--ip", "6"] + ProbePingTests.patient, stdin: "tcp://localhost:\(v4Only.port)\n").records().first)
         #expect(refused.string("status") == "error")
         #expect(refused.string("reason") == "connect")
         // --ip is for names: an IPv6 address is probed over IPv6 whatever --ip says.
-        let literal = try #require(try run("probe-ping", ["--ip", "4"], stdin: "[::1]:\(dual.port)\n").records().first)
+        let literal = try #require(try run("probe-ping", ["--ip", "4"] + ProbePingTests.patient, stdin: "[::1]:\(dual.port)\n").records().first)
         #expect(literal.string("status") == "up")
         #expect(literal.string("remote_ip") == "::1")
         #expect(literal["ip"] == nil)

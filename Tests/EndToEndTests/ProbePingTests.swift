@@ -50,6 +50,10 @@ extension RunResult {
 struct ProbePingTests {
     /// Fast settings for tests: three requests 10 ms apart.
     let quick = ["--count", "3", "--period", "10ms"]
+    /// Latency thresholds no loopback connection reaches, however loaded the machine, for tests
+    /// that judge something else (a tcp connect is timed by the prober's own loop, which a busy
+    /// machine can delay past the default 80 ms; ICMP replies carry the kernel's own times).
+    static let patient = ["--ok-ms", "60000", "--degraded-ms", "60000"]
 
     func samples(_ result: RunResult) throws -> [String: JSONObject] { try result.samplesByMonitor() }
 
@@ -96,7 +100,7 @@ struct ProbePingTests {
             let keys = sample.fields.map(\.key)
             #expect(keys == ["type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent",
                              "received", "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "remote_ip",
-                             "interface", "link", "check_interval", "enabled", "config", "agent"])
+                             "interface", "link", "check_interval", "enabled", "config"], "no agent without --agent")
             let at = try #require(sample.string("at").flatMap(Timestamp.parse))
             #expect(abs(at - Clock.wallMilliseconds()) < 60_000)
         }
@@ -164,7 +168,7 @@ struct ProbePingTests {
         [::1]:\(server.port)
         {"id":"closed","target":"127.0.0.1:\(closed.port)"}
         """
-        let result = try run("probe-ping", [], stdin: input)
+        let result = try run("probe-ping", ProbePingTests.patient, stdin: input)
         #expect(result.status == 0, "\(result.stderr)")
         let byMonitor = try samples(result)
         for (monitor, address) in [("tcp-127.0.0.1-\(server.port)", "127.0.0.1"), ("tcp-::1-\(server.port)", "::1")] {
@@ -198,7 +202,7 @@ struct ProbePingTests {
         {"id":"good","target":"tcp://\(hostPort(good))","tls":true}
         {"id":"old","target":"tcp://\(hostPort(old))","tls":true}
         """
-        let byMonitor = try samples(try run("probe-ping", [], stdin: input))
+        let byMonitor = try samples(try run("probe-ping", ProbePingTests.patient, stdin: input))
         let fine = try #require(byMonitor["good"])
         #expect(fine.string("status") == "up", "\(fine.string("message") ?? "")")
         // 60 days and a half left, rounded down (TestCertificates adds half a day).
@@ -334,7 +338,7 @@ struct ProbePingTests {
         let records = try result.stdout.split(separator: "\n").dropFirst().map { line -> JSONObject in
             guard case .object(let object) = try JSONParser.parse(String(line)) else { throw TestFailure("not an object") }
             return object
-        }
+        }.filter { !RunResult.isRoundMark($0) }
         #expect(records.count == 2)
         for sample in records {
             #expect(sample.string("status") == "up", "\(sample.string("message") ?? "")")
@@ -444,11 +448,12 @@ struct ProbePingTests {
         // The tcp sample ends at once; the ping sample would take 9 seconds.
         try tool.input.fileHandleForWriting.write(contentsOf: Data("tcp://127.0.0.1:\(server.port)\n{\"target\":\"127.0.0.1\",\"ping_count\":10}\n".utf8))
         try tool.input.fileHandleForWriting.close()
+        #expect(try #require(tool.readLine()).contains("\"type\":\"round_start\""))
         let first = try #require(tool.readLine())
         #expect(first.contains("\"kind\":\"tcp\""))
         let (status, rest, _) = tool.stop(SIGINT)
         #expect(status == 130)
-        #expect(rest.isEmpty)
+        #expect(rest.isEmpty, "no round_end for the round cut short")
     }
 
     @Test("--watch samples each target every interval and stops on SIGINT with 130")
@@ -459,7 +464,7 @@ struct ProbePingTests {
         try tool.input.fileHandleForWriting.close()
         var starts: [Int64] = []
         for _ in 0..<3 {
-            let line = try #require(tool.readLine())
+            let line = try #require(tool.readLineSkippingMarks())
             guard case .object(let sample) = try JSONParser.parse(line) else { throw TestFailure(line) }
             #expect(sample.string("status") == "up")
             starts.append(try #require(sample.string("at").flatMap(Timestamp.parse)))

@@ -160,9 +160,10 @@ struct ProgressTests {
             #expect(before.hasSuffix("\n") || before.hasSuffix(eraseLine), "a sample written over the status line: \(before.suffix(60).debugDescription)")
         }
         #expect(result.terminal.hasSuffix(eraseLine) || result.terminal.hasSuffix("\n"))
-        // Without the frames, the terminal got exactly the samples, whole lines.
+        // Without the frames, the terminal got exactly the records (the run's round marks and its
+        // samples), whole lines.
         let clean = result.terminal.replacingOccurrences(of: "\r[^\r\n]*\u{1B}\\[K", with: "", options: .regularExpression)
-        #expect(clean.split(separator: "\n").count == 3 && clean.split(separator: "\n").allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") },
+        #expect(clean.split(separator: "\n").count == 5 && clean.split(separator: "\n").allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") },
                 "\(clean.debugDescription)")
     }
 
@@ -183,9 +184,11 @@ struct ProgressTests {
         #expect(seen, "\(progressFrames(result.terminal))")
         #expect(result.status == 130)
         #expect(result.terminal.hasSuffix(eraseLine), "\(result.terminal.suffix(100).debugDescription)")
-        // Standard output holds samples only, each a whole JSON line.
+        // Standard output holds samples and the rounds' marks only, each a whole JSON line.
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
-        #expect(lines.count >= 4 && lines.allSatisfy { $0.hasPrefix(#"{"type":"sample""#) && $0.hasSuffix("}") }, "\(result.stdout.debugDescription)")
+        let samples = lines.filter { $0.hasPrefix(#"{"type":"sample""#) }
+        #expect(samples.count >= 4 && lines.allSatisfy { ($0.hasPrefix(#"{"type":"sample""#) || $0.hasPrefix(#"{"type":"round_"#)) && $0.hasSuffix("}") },
+                "\(result.stdout.debugDescription)")
         #expect(!result.stdout.contains("\r") && !result.stdout.contains("\u{1B}"))
     }
 
@@ -198,6 +201,6 @@ struct ProgressTests {
         #expect(progressFrames(forced.stderr).last == "probe-ping: 1 of 1 probes: 1 up", "\(forced.stderr.debugDescription)")
         let plain = try run("probe-ping", ["--agent", ""], stdin: target)
         #expect(plain.stderr.isEmpty)
-        #expect(plain.lines.count == 1 && forced.lines.count == 1)
+        #expect(try plain.records().count == 1 && forced.records().count == 1)
     }
 }

@@ -38,7 +38,7 @@ final class ServeSecurityTests {
     /// The user the served stack runs as: `servingUser` when the tests run as root, else this one.
     var servedAs: String? { runningAsRoot ? servingUser : nil }
 
-    @Test("another local user cannot reach any socket of a running server; the sockets are 0600 in a 0700 folder")
+    @Test("another local user cannot reach any socket or the refusal FIFO of a running server; they are 0600 in a 0700 folder")
     func otherUsersCannotConnect() throws {
         guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
         guard try requireGate(runningAsRoot, "a second local user is tried only when the tests run as root (as CI does)") else { return }
@@ -49,15 +49,16 @@ final class ServeSecurityTests {
         #expect(try run("snapshot-delta", ["cert", "server", "--out", tls.url.path]).status == 0)
         let healthSync = try ServeHandle(site: "health-sync", ["--cert", tls.path("server.crt"), "--key", tls.path("server.key"),
                                                               "--archive", archive.db], scratch: tls)
+        // Connects to a socket, or opens the refusal FIFO to write a forged line: PermissionError
+        // for another user, "connected" for the serving user.
         let probe = #"""
-        import socket, sys
-        kind = socket.SOCK_DGRAM if sys.argv[2] == "dgram" else socket.SOCK_STREAM
-        s = socket.socket(socket.AF_UNIX, kind)
+        import os, socket, sys
         try:
-            if kind == socket.SOCK_DGRAM:
-                s.sendto(b"<190>Nov 27 07:00:00 healthsync: vitals-refusal 429 1.2.3.4 \"POST /x\" client_sha1=-", sys.argv[1])
+            if sys.argv[2] == "fifo":
+                fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK)
+                os.write(fd, b'vitals-refusal 429 1.2.3.4 "POST /x HTTP/1.1" client_sha1=-\n')
             else:
-                s.connect(sys.argv[1])
+                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect(sys.argv[1])
             print("connected")
         except OSError as error:
             print(type(error).__name__)
@@ -67,15 +68,16 @@ final class ServeSecurityTests {
             let folder = try FileManager.default.attributesOfItem(atPath: handle.runDirectory)
             #expect(folder[.posixPermissions] as? Int == 0o700, "the run folder is 0700")
             #expect(folder[.ownerAccountName] as? String == servingUser)
-            for name in try FileManager.default.contentsOfDirectory(atPath: handle.runDirectory) where name.hasSuffix(".sock") {
+            for name in try FileManager.default.contentsOfDirectory(atPath: handle.runDirectory)
+            where name.hasSuffix(".sock") || name.hasSuffix(".fifo") {
                 let path = handle.runDirectory + "/" + name
                 let attributes = try FileManager.default.attributesOfItem(atPath: path)
                 #expect(attributes[.posixPermissions] as? Int == 0o600, "\(name) is 0600")
                 #expect(attributes[.ownerAccountName] as? String == servingUser, "\(name) is the serving user's")
-                sockets.append((path, name == "refusals.sock" ? "dgram" : "stream"))
+                sockets.append((path, name.hasSuffix(".fifo") ? "fifo" : "stream"))
             }
         }
-        #expect(sockets.count == 4, "api, devices, healthsync and refusals: \(sockets)")
+        #expect(sockets.count == 4, "api, devices, healthsync and the refusal FIFO: \(sockets)")
         for (path, kind) in sockets {
             let attempt = try runProcess("/usr/sbin/runuser", ["-u", "daemon", "--", "/usr/bin/python3", "-c", probe, path, kind],
                                          stdin: "", environment: toolEnvironment())
@@ -86,8 +88,8 @@ final class ServeSecurityTests {
                                      stdin: "", environment: toolEnvironment())
             #expect(own.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "connected", "\(servingUser) reaching \(path): \(own.stdout)")
         }
-        // nginx refused nothing of the probes, and the forged refusal from the serving user went to
-        // the archive's log (the socket is its to write), proving the datagram path works; daemon's did not.
+        // The forged refusal from the serving user went to the archive's log (the FIFO is its to
+        // write), so the path the probe found closed to daemon is a working one.
         healthSync.stop()
         let log = try archive.run(["log"]).records().filter { $0.string("operation") == "network_refusal" }
         #expect(log.count == 1 && log.first?["detail"]?.objectValue?.string("remote_addr") == "1.2.3.4", "\(log) \(healthSync.errorLog)")

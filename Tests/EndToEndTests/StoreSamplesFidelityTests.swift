@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Testing
 import VitalsKit
@@ -19,6 +20,29 @@ struct StoreSamplesFidelityTests {
 
     func query(_ arguments: [String]) throws -> RunResult {
         try run("store-samples", ["--db", db, "--now", testNow] + arguments)
+    }
+
+    // Seed 001: GET /api/monitors lists the server's own monitor with "agent_id": null, and
+    // agents_total counts "registered monitoring agents" (GET /api/agents). The machine that
+    // probes and stores is no agent: probe-http | store-samples without --agent shows none.
+    @Test("the probing machine is not an agent: agents_total 0, no /api/agents entry, agent_id null; --agent names one")
+    func probingMachineIsNotAnAgent() throws {
+        let server = try FixtureServer()
+        let targets = try scratch.write("targets.ndjson", #"{"id":"dns","name":"Google DNS","url":"\#(server.baseURL)/ok"}"# + "\n")
+        let piped = try shell("probe-http '\(targets)' | store-samples --db '\(db)' --quiet")
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let overview = try decode(OTStatusOverview.self, try run("store-samples", ["--db", db, "overview"]).stdout)
+        #expect(overview.agentsTotal == 0)
+        #expect(overview.totalMonitors == 1)
+        #expect(try decode([OTAgent].self, try run("store-samples", ["--db", db, "agents"]).stdout).isEmpty)
+        let monitors = try decode([OTMonitor].self, try run("store-samples", ["--db", db, "monitors"]).stdout)
+        #expect(monitors.count == 1 && monitors.first?.agentId == nil)
+        // An agent named on the command line is one.
+        let office = try shell("probe-http --agent office '\(targets)' | store-samples --db '\(db)' --quiet")
+        #expect(office.status == 0, "\(office.stderr)")
+        #expect(try decode(OTStatusOverview.self, try run("store-samples", ["--db", db, "overview"]).stdout).agentsTotal == 1)
+        #expect(try decode([OTAgent].self, try run("store-samples", ["--db", db, "agents"]).stdout).map(\.id) == ["office"])
+        #expect(try decode([OTMonitor].self, try run("store-samples", ["--db", db, "monitors"]).stdout).first?.agentId == "office")
     }
 
     @Test("uptime counts only up: the seed's degraded bucket at 75.0; overall is the mean of the monitors")

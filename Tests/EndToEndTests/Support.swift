@@ -12,14 +12,31 @@ struct RunResult {
     /// Non-empty stdout lines.
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
-    /// Each stdout line parsed as a JSON object.
+    /// Each stdout line parsed as a JSON object, but for the round marks (`round_start`,
+    /// `round_end`) that probe runs write and filters pass on: `allRecords` has those too.
     func records() throws -> [JSONObject] {
+        try allRecords().filter { !RunResult.isRoundMark($0) }
+    }
+
+    /// Each stdout line parsed as a JSON object.
+    func allRecords() throws -> [JSONObject] {
         try lines.map { line in
             guard case .object(let object) = try JSONParser.parse(line) else {
                 throw TestFailure("not a JSON object: \(line)")
             }
             return object
         }
+    }
+
+    /// The round marks on stdout, each as `start ROUND` or `end ROUND`, in order.
+    func marks() throws -> [String] {
+        try allRecords().filter(RunResult.isRoundMark).map { mark in
+            "\(mark.string("type") == "round_start" ? "start" : "end") \(mark.string("round") ?? "?")"
+        }
+    }
+
+    static func isRoundMark(_ record: JSONObject) -> Bool {
+        record.string("type") == "round_start" || record.string("type") == "round_end"
     }
 }
 
@@ -209,6 +226,14 @@ final class RunningTool {
             if chunk.isEmpty { return buffered.isEmpty ? nil : String(decoding: buffered, as: UTF8.self) }
             buffered.append(chunk)
         }
+    }
+
+    /// Blocks until one whole line that is not a round mark arrives (nil at end of output).
+    func readLineSkippingMarks() -> String? {
+        while let line = readLine() {
+            if !line.contains(#""type":"round_start""#) && !line.contains(#""type":"round_end""#) { return line }
+        }
+        return nil
     }
 
     /// Sends a signal and waits for the exit; returns the status, the rest of stdout and all of stderr.

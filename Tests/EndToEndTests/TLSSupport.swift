@@ -109,10 +109,11 @@ final class TLSServer {
     let process = Process()
     let url: String
 
-    init(cert: String, key: String, clientCA: String? = nil, maxTLS: String? = nil) throws {
+    init(cert: String, key: String, clientCA: String? = nil, maxTLS: String? = nil, handshakeDelaySeconds: Double = 0) throws {
         var arguments = [Binaries.fixtures.appendingPathComponent("tls_server.py").path, "--cert", cert, "--key", key]
         if let clientCA { arguments += ["--client-ca", clientCA] }
         if let maxTLS { arguments += ["--max-tls", maxTLS] }
+        if handshakeDelaySeconds > 0 { arguments += ["--handshake-delay", String(handshakeDelaySeconds)] }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3"] + arguments
         let output = Pipe()

@@ -88,4 +88,37 @@ struct ProbeSchedulerTests {
         while let top = heap.pop() { out.append(top.deadline) }
         #expect(out == deadlines.sorted())
     }
+
+    @Test("rounds: a one-shot run is one round, ended by its last probe; watching, the probes due together make one")
+    func rounds() {
+        var once = ProbeScheduler(hosts: ["a", "b", "c"], intervalsMs: Array(repeating: 60_000, count: 3),
+                                  limits: ProbeLimits(concurrency: 2), watch: false)
+        var started: [Int: Int] = [:]
+        once.admit(nowNs: ms(0)) { index, round in started[index] = round }
+        #expect(started == [0: 1, 1: 1])
+        #expect(once.finish(1) == nil)
+        once.admit(nowNs: ms(1)) { index, round in started[index] = round }
+        #expect(started[2] == 1)
+        #expect(once.finish(0) == nil, "the slowest probe is still running")
+        #expect(once.finish(2) == 1, "the last probe ends the round")
+
+        var watching = ProbeScheduler(hosts: ["a", "b"], intervalsMs: [1000, 2000], limits: ProbeLimits(concurrency: 10), watch: true)
+        var rounds: [[Int]] = []
+        func admit(at time: UInt64) {
+            var now: [Int] = []
+            watching.admit(nowNs: ms(time)) { index, round in now.append(round) }
+            if !now.isEmpty { rounds.append(now) }
+        }
+        admit(at: 0)
+        #expect(rounds == [[1, 1]], "both due at the start: one round")
+        #expect(watching.finish(0) == nil)
+        #expect(watching.finish(1) == 1)
+        admit(at: 1000)
+        #expect(rounds.last == [2], "a alone at 1000")
+        #expect(watching.finish(0) == 2)
+        admit(at: 2000)
+        #expect(rounds.last == [3, 3], "both due at 2000: one round")
+        #expect(watching.finish(1) == nil)
+        #expect(watching.finish(0) == 3)
+    }
 }

@@ -9,11 +9,11 @@ extension Run {
         let path = self.path
         let now = self.now
         let errorFD = context.streams.error
-        let refusals: @Sendable () -> DatagramSink = {
+        let refusals: @Sendable () -> LineSink = {
             RefusalLog(archivePath: path, now: now, diagnostics: Diagnostics(tool: "snapshot-delta", fd: errorFD))
         }
         return try Serve.run(options, context, what: "Health Sync (\(path))", limits: HealthSyncAPI.limits,
-                             datagrams: ("refusal-socket", refusals)) {
+                             lines: ("refusal-log", refusals)) {
             HealthSyncWorker(archivePath: path, now: now, errorFD: errorFD)
         }
     }

@@ -2,8 +2,9 @@
 """A TLS HTTP server for probe-http's end-to-end tests.
 
 Prints its base URL on the first line of standard output, then serves HEAD and GET
-until killed. Options choose the certificate, whether a client certificate is required,
-and the highest TLS version offered.
+until killed: /bytes/N answers N bytes, any other path a short text. Options choose the
+certificate, whether a client certificate is required, the highest TLS version offered,
+and a pause before each handshake (a slow server before the first byte of a request).
 """
 import argparse
 import http.server
@@ -11,6 +12,7 @@ import os
 import socket
 import ssl
 import sys
+import time
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -24,6 +26,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def reply(self, with_body):
         body = b"tls ok\n"
+        parts = self.path.split("?", 1)[0].split("/")
+        if len(parts) == 3 and parts[1] == "bytes" and parts[2].isdigit():
+            body = bytes((index * 31 + 7) & 0xFF for index in range(int(parts[2])))
         peer = self.connection.getpeercert()
         if peer:
             subject = dict(item[0] for item in peer.get("subject", ()))
@@ -47,11 +52,13 @@ class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 256
 
-    def __init__(self, address, handler, context):
+    def __init__(self, address, handler, context, handshake_delay):
         super().__init__(address, handler)
         self.context = context
+        self.handshake_delay = handshake_delay
 
     def finish_request(self, request, client_address):
+        time.sleep(self.handshake_delay)
         tls = self.context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
         try:
             tls.do_handshake()
@@ -81,6 +88,7 @@ def main():
     parser.add_argument("--key", required=True)
     parser.add_argument("--client-ca")
     parser.add_argument("--max-tls", choices=["1.2", "1.3"])
+    parser.add_argument("--handshake-delay", type=float, default=0, help="seconds to wait before each handshake")
     options = parser.parse_args()
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -91,7 +99,7 @@ def main():
     if options.max_tls == "1.2":
         context.maximum_version = ssl.TLSVersion.TLSv1_2
 
-    server = Server(("127.0.0.1", 0), Handler, context)
+    server = Server(("127.0.0.1", 0), Handler, context, options.handshake_delay)
     print(f"https://127.0.0.1:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()

@@ -1,0 +1,103 @@
+import VitalsKit
+
+/// The rows of the ClickHouse store's tables in `RowBinary`: for each table the columns in the
+/// order its rows are written and read, an encoder and a decoder, kept side by side so they
+/// cannot drift apart (the tests read back what was written, cut at every byte).
+enum ClickHouseRows {
+    // MARK: - monitors
+
+    /// The monitors table's columns, as rows are written and read.
+    static let monitorColumns = "monitor, id, name, kind, target, agent, description, check_interval, first_seen, config, enabled, version"
+
+    static func write(_ record: MonitorRecord, version: UInt64, to rows: inout RowBinaryWriter) {
+        let metadata = record.metadata
+        rows.string(record.monitor)
+        rows.uint64(UInt64(max(0, record.id)))
+        rows.optionalString(metadata.name)
+        rows.optionalString(metadata.kind)
+        rows.optionalString(metadata.target)
+        rows.optionalString(metadata.agent)
+        rows.optionalString(metadata.description)
+        rows.optionalInt64(metadata.checkInterval)
+        rows.int64(record.firstSeen)
+        rows.optionalString(metadata.config)
+        rows.optionalUInt8(metadata.enabled.map { $0 ? 1 : 0 })
+        rows.uint64(version)
+    }
+
+    /// A monitor row (its version read and dropped: 18.16 wants it selected for `FINAL` through a
+    /// `Distributed` table). `lastSeen` is `firstSeen` until the latest sample says otherwise.
+    static func monitor(_ reader: inout RowBinaryReader) throws -> MonitorRecord {
+        let monitor = try reader.string()
+        let id = try reader.uint64AsInt64()
+        let metadata = MonitorMetadata(name: try reader.optionalString(), kind: try reader.optionalString(),
+                                       target: try reader.optionalString(), agent: try reader.optionalString(),
+                                       description: try reader.optionalString(),
+                                       checkInterval: try reader.optionalInt64(), config: nil, enabled: nil)
+        let firstSeen = try reader.int64()
+        var record = MonitorRecord(id: id, monitor: monitor, metadata: metadata, firstSeen: firstSeen, lastSeen: firstSeen)
+        record.metadata.config = try reader.optionalString()
+        record.metadata.enabled = try reader.optionalUInt8().map { $0 != 0 }
+        _ = try reader.uint64()
+        return record
+    }
+
+    // MARK: - agents
+
+    /// The agents table's columns, as rows are written and read.
+    static let agentColumns = "id, status, created_at, last_seen, name, version"
+
+    static func write(_ record: AgentRecord, version: UInt64, to rows: inout RowBinaryWriter) {
+        rows.string(record.id)
+        rows.string(record.status.rawValue)
+        rows.int64(record.createdAt)
+        rows.int64(record.lastSeen)
+        rows.optionalString(record.name)
+        rows.uint64(version)
+    }
+
+    /// An agent row (its monitor count 0: the monitors table says it; the version dropped, as for monitors).
+    static func agent(_ reader: inout RowBinaryReader) throws -> AgentRecord {
+        let record = AgentRecord(id: try reader.string(), status: try AgentStatus(stored: try reader.string()),
+                                 createdAt: try reader.int64(), lastSeen: try reader.int64(), monitorCount: 0,
+                                 name: try reader.optionalString())
+        _ = try reader.uint64()
+        return record
+    }
+
+    // MARK: - samples
+
+    /// The samples table's columns, as rows are written.
+    static let sampleColumns =
+        "monitor, at, id, writer, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
+
+    /// Appends a sample's row: its number `id` in the store and the `writer` that numbered it,
+    /// its origin (`remote`), the agent a remote sample came from, and whether it is held.
+    static func write(_ sample: StorableSample, id: Int64, writer: UInt64, remote: Bool, agent: String?, held: Bool,
+                      to rows: inout RowBinaryWriter) {
+        rows.string(sample.monitor)
+        rows.int64(sample.at)
+        rows.uint64(UInt64(max(0, id)))
+        rows.uint64(writer)
+        rows.uint8(sample.status.storeCode)
+        rows.optionalFloat64(sample.latencyMs)
+        sample.withText(sample.reasonRange) { rows.optionalBytes($0) }
+        rows.optionalInt64(sample.code)
+        sample.withText(sample.messageRange) { rows.optionalBytes($0) }
+        rows.optionalInt64(sample.tlsExpiryDays)
+        rows.optionalFloat64(sample.speedMbps)
+        rows.uint8(remote ? 1 : 0)
+        rows.optionalString(agent)
+        rows.uint8(held ? 1 : 0)
+        rows.string(sample.line)
+    }
+
+    /// The columns of a `StoredSample`, as queries select them.
+    static let storedSampleColumns = "id, at, status, latency_ms, message, tls_expiry_days"
+
+    static func storedSample(_ reader: inout RowBinaryReader) throws -> StoredSample {
+        StoredSample(id: try reader.uint64AsInt64(), at: try reader.int64(),
+                     status: try SampleStatus(storeCode: Int64(try reader.uint8())), latencyMs: try reader.optionalFloat64(),
+                     message: try reader.optionalString(), tlsExpiryDays: try reader.optionalInt64())
+    }
+}

@@ -1,0 +1,125 @@
+import VitalsKit
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Maintenance: retention by whole months, mutations (releasing an approved agent's samples,
+/// clear) on every server, and export in pages.
+extension ClickHouseSampleStore {
+    /// Days of retention drop whole months (a partition) once all of the month is past the
+    /// limit: checked on the first commit, then hourly. A per-monitor count is SQLite's only.
+    func applyRetention(_ retention: Retention, now: Int64) throws {
+        guard let days = retention.days else { return }
+        if let checked = retentionCheckedAt, now - checked < 3_600_000, now >= checked { return }
+        retentionCheckedAt = now
+        let cutoff = now - Int64(days) * 86_400_000
+        let cutoffDay = Timestamp.civil(fromDays: cutoff >= 0 ? cutoff / 86_400_000 : (cutoff - 86_399_999) / 86_400_000)
+        // A month is wholly before the cutoff when it is before the cutoff's month.
+        let cutoffMonth = cutoffDay.year * 100 + cutoffDay.month
+        for endpoint in ddlEndpoints {
+            var reader = try rows("""
+                SELECT DISTINCT partition FROM system.parts WHERE database = \(clickHouseLiteral(location.database)) \
+                AND table = \(clickHouseLiteral(placement.localName("samples"))) AND active
+                """, endpoint: endpoint)
+            while !reader.atEnd {
+                let partition = try reader.string()
+                guard let month = Int(partition), month < cutoffMonth else { continue }
+                try client.execute("ALTER TABLE \(placement.localTable("samples"))\(placement.onCluster) DROP PARTITION \(month)",
+                                   endpoint: endpoint)
+            }
+        }
+    }
+
+    /// Runs a mutation (ALTER ... UPDATE or DELETE) on every server's samples and waits until it is done.
+    private func mutate(_ command: String) throws {
+        for endpoint in ddlEndpoints {
+            try client.execute("ALTER TABLE \(placement.localTable("samples"))\(placement.onCluster) \(command)", endpoint: endpoint)
+        }
+        try waitForMutations(on: "samples")
+    }
+
+    /// Counts the held samples of an approved agent.
+    func release(_ agent: String) throws {
+        try mutate("UPDATE held = 0 WHERE agent = \(clickHouseLiteral(agent)) AND held = 1")
+    }
+
+    /// Waits until every server finished the mutations of table `name` (5 minutes at most).
+    private func waitForMutations(on name: String) throws {
+        let deadline = Clock.monotonicMilliseconds() + 300_000
+        for endpoint in ddlEndpoints {
+            while true {
+                var answer = try rows("""
+                    SELECT count() FROM system.mutations WHERE database = \(clickHouseLiteral(location.database)) \
+                    AND table = \(clickHouseLiteral(placement.localName(name))) AND is_done = 0
+                    """, endpoint: endpoint)
+                if try answer.uint64() == 0 { break }
+                guard Clock.monotonicMilliseconds() < deadline else {
+                    throw ToolError("ClickHouse at \(location.display) did not finish changing \(name) within 5 minutes; "
+                                    + "it goes on in the background")
+                }
+                usleep(20_000)
+            }
+        }
+    }
+
+    func clear(monitorID: Int64?, before: Int64?) throws -> Int {
+        var conditions: [String] = []
+        if let monitorID {
+            guard let monitor = try monitorName(monitorID) else { return 0 }
+            conditions.append("monitor = \(clickHouseLiteral(monitor))")
+        }
+        if let before { conditions.append("at < \(before)") }
+        let condition = conditions.isEmpty ? "1" : conditions.joined(separator: " AND ")
+        var reader = try rows("SELECT toInt64(count()) FROM \(placement.table("samples")) FINAL WHERE \(condition)")
+        let deleted = Int(try reader.int64())
+        if deleted > 0 { try mutate("DELETE WHERE \(condition)") }
+        // As SQLite numbers a new sample one past the largest left, so do the writers from now on.
+        var largest = try rows("SELECT toInt64(max(id)) FROM \(placement.table("samples"))")
+        let left = try largest.int64()
+        for endpoint in ddlEndpoints {
+            try client.execute("ALTER TABLE \(placement.localTable("writers"))\(placement.onCluster) DELETE WHERE 1", endpoint: endpoint)
+        }
+        var writerRow = RowBinaryWriter()
+        writerRow.uint64(0)
+        writerRow.uint64(UInt64(max(0, left)))
+        writerRow.int64(Clock.wallMilliseconds())
+        try waitForMutations(on: "writers")
+        try insert("writers", "writer, last_id, updated_at", writerRow.bytes)
+        caches.latest = nil
+        caches.totals.removeAll()
+        caches.nextSampleID = nil
+        return deleted
+    }
+
+    /// Rows of one export page at most (pages keep memory bounded whatever the store holds).
+    static let exportPage = 20_000
+
+    func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        var condition = "held = 0 AND at >= \(from) AND at < \(until)"
+        if let monitorID {
+            guard let monitor = try monitorName(monitorID) else { return }
+            condition += " AND monitor = \(clickHouseLiteral(monitor))"
+        }
+        var after: (at: Int64, id: UInt64, writer: UInt64)?
+        while true {
+            var keyset = ""
+            if let after {
+                keyset = " AND (at > \(after.at) OR (at = \(after.at) AND (id > \(after.id) "
+                    + "OR (id = \(after.id) AND writer > \(after.writer)))))"
+            }
+            var reader = try rows("""
+                SELECT at, id, writer, record FROM \(try samplesTable()) WHERE \(condition)\(keyset)
+                ORDER BY at, id, writer LIMIT \(ClickHouseSampleStore.exportPage)
+                """)
+            var count = 0
+            while !reader.atEnd {
+                after = (try reader.int64(), try reader.uint64(), try reader.uint64())
+                try reader.withStringBytes(visit)
+                count += 1
+            }
+            if count < ClickHouseSampleStore.exportPage { return }
+        }
+    }
+}

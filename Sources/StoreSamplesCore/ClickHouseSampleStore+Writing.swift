@@ -1,0 +1,218 @@
+import VitalsKit
+
+/// Writing: samples gathered into batches sent as one `RowBinary` INSERT each (one in flight
+/// while the next is read), monitors and agents as new versions of their rows, a resend marked
+/// before it is sent.
+extension ClickHouseSampleStore {
+    /// Up to 20,000 samples an INSERT (still at most 200 ms after the first, as on SQLite):
+    /// ClickHouse makes a part of each INSERT and merges parts in the background, and 18.16
+    /// slows inserts at 150 parts in a partition and refuses them at 300; its own advice is
+    /// fewer, larger inserts.
+    var batchRows: Int { 20_000 }
+
+    /// A version for a monitor or agent row: newer than any this instance wrote, and than the clock's µs.
+    func nextVersion() -> UInt64 {
+        version = max(version + 1, UInt64(max(0, Clock.wallMilliseconds())) * 1000)
+        return version
+    }
+
+    /// Reads the monitors into the unit's caches, unless they are there.
+    private func loadMonitors() throws {
+        guard caches.monitors == nil else { return }
+        var rows: [String: MonitorRow] = [:]
+        for record in try readMonitors() { rows[record.monitor] = MonitorRow(record: record) }
+        caches.monitors = rows
+        caches.nextMonitorID = (rows.values.map(\.record.id).max() ?? 0) + 1
+    }
+
+    /// The agents as stored, read once a unit of work.
+    private func loadAgents() throws -> [String: AgentRecord] {
+        if let known = caches.agents { return known }
+        var rows: [String: AgentRecord] = [:]
+        for record in try readAgents() { rows[record.id] = record }
+        caches.agents = rows
+        return rows
+    }
+
+    func status(ofAgent agent: String) throws -> AgentStatus {
+        if let known = caches.agentStatus[agent] { return known }
+        let status = try loadAgents()[agent]?.status ?? policy.statusOfNewAgent(agent)
+        caches.agentStatus[agent] = status
+        return status
+    }
+
+    func approveListedAgents(now: Int64) throws {
+        for agent in policy.approvedAgents {
+            var record = try loadAgents()[agent]
+                ?? AgentRecord(id: agent, status: .approved, createdAt: now, lastSeen: now, monitorCount: 0)
+            record.status = .approved
+            caches.agents?[agent] = record
+            try writeAgents([record])
+            try release(agent)
+            caches.agentStatus[agent] = .approved
+        }
+    }
+
+    func setAgentStatus(_ id: String, to status: AgentStatus) throws -> Bool {
+        caches.agents = nil
+        guard var record = try loadAgents()[id] else { return false }
+        record.status = status
+        try writeAgents([record])
+        caches.agents = nil
+        caches.agentStatus[id] = nil
+        if status == .approved { try release(id) }
+        return true
+    }
+
+    @discardableResult
+    func note(_ monitor: StorableSample) throws -> Int64 {
+        _ = try policy.admit(monitor, record: "monitor record", status: status(ofAgent:))
+        batch.open = true
+        return try monitorID(for: monitor)
+    }
+
+    @discardableResult
+    func add(_ sample: StorableSample) throws -> Int64 {
+        let (remoteAgent, held) = try policy.admit(sample, record: "sample", status: status(ofAgent:))
+        batch.open = true
+        let monitorID = try monitorID(for: sample)
+        if caches.nextSampleID == nil {
+            var answer = try rows("SELECT toInt64(max(last_id)) FROM \(placement.table("writers"))")
+            let last = try answer.int64()
+            guard last >= 0, last < Int64.max / 2 else {
+                throw ToolError("\(location.display): the writers table holds a last sample id of \(last)")
+            }
+            caches.nextSampleID = last + 1
+        }
+        let id = caches.nextSampleID!
+        caches.nextSampleID = id + 1
+        ClickHouseRows.write(sample, id: id, writer: writer, remote: policy.remote, agent: remoteAgent, held: held, to: &batch.rows)
+        batch.count += 1
+        // Keep the batch in flight moving while this one is read (an upload stalls otherwise).
+        if inFlight != nil, batch.count & 255 == 0 { client.pump() }
+        batch.agents.note(sample)
+        return monitorID
+    }
+
+    /// The monitor's id, registering it or refreshing what the sample states (as SQLite does:
+    /// each field the sample gives replaces the stored one; first_seen goes back only on the
+    /// monitor's first sample of a unit of work).
+    private func monitorID(for sample: StorableSample) throws -> Int64 {
+        try loadMonitors()
+        // The rows are changed in place (`caches.monitors![...]`): a local copy of the table
+        // would copy every monitor's row on each sample.
+        if caches.monitors![sample.monitor] == nil {
+            caches.monitors![sample.monitor] = MonitorRow(record: MonitorRecord(id: caches.nextMonitorID, monitor: sample.monitor,
+                                                                                firstSeen: sample.at, lastSeen: sample.at),
+                                                          dirty: true)
+            caches.nextMonitorID += 1
+        } else if !caches.touched.contains(sample.monitor), sample.at < caches.monitors![sample.monitor]!.record.firstSeen {
+            caches.monitors![sample.monitor]!.record.firstSeen = sample.at
+            caches.monitors![sample.monitor]!.dirty = true
+        }
+        caches.touched.insert(sample.monitor)
+        if caches.monitors![sample.monitor]!.record.metadata.take(sample) { caches.monitors![sample.monitor]!.dirty = true }
+        return caches.monitors![sample.monitor]!.record.id
+    }
+
+    func commitBatch(retention: Retention, now: Int64) throws {
+        try submitBatch(retention: retention, now: now)
+        try awaitSubmitted()
+    }
+
+    /// Stores the batch's monitors and agents, then sends its samples without waiting for the
+    /// answer, so the next batch is read meanwhile; `awaitSubmitted` waits (one batch in flight).
+    func submitBatch(retention: Retention, now: Int64) throws {
+        try awaitSubmitted()
+        guard batch.open else { return }
+        do {
+            // Monitors first, so no sample is ever stored under a monitor the store does not list.
+            var monitorRows = RowBinaryWriter()
+            var dirty: [String] = []
+            for (name, row) in caches.monitors ?? [:] where row.dirty {
+                ClickHouseRows.write(row.record, version: nextVersion(), to: &monitorRows)
+                dirty.append(name)
+            }
+            if !dirty.isEmpty { try insert("monitors", ClickHouseRows.monitorColumns, monitorRows.bytes) }
+            var agentRecords: [AgentRecord] = []
+            if !batch.agents.isEmpty {
+                var known = try loadAgents()
+                for (agent, seen, name) in batch.agents.toWrite(beyond: caches.agentsWritten) {
+                    var record = known[agent]
+                        ?? AgentRecord(id: agent, status: caches.agentStatus[agent] ?? .approved, createdAt: seen.first,
+                                       lastSeen: seen.last, monitorCount: 0)
+                    record.createdAt = min(record.createdAt, seen.first)
+                    record.lastSeen = max(record.lastSeen, seen.last)
+                    if let name { record.name = name }
+                    known[agent] = record
+                    agentRecords.append(record)
+                }
+                caches.agents = known
+            }
+            try writeAgents(agentRecords)
+            if batch.count > 0 {
+                let last = (caches.nextSampleID ?? 1) - 1
+                let pending = client.start("INSERT INTO \(placement.table("samples")) (\(ClickHouseRows.sampleColumns)) FORMAT RowBinary",
+                                           data: batch.rows.bytes, settings: insertSettings)
+                inFlight = (pending, last - Int64(batch.count) + 1, last)
+            }
+            for name in dirty { caches.monitors?[name]?.dirty = false }
+            for record in agentRecords {
+                caches.agentsWritten[record.id, default: AgentSpan(record.createdAt)].widen(AgentSpan(record.createdAt, record.lastSeen))
+            }
+            batch.clear()
+            try applyRetention(retention, now: now)
+        } catch {
+            abortBatch()
+            throw error
+        }
+    }
+
+    /// Waits for the samples INSERT in flight, if any (sending it again after a transport failure,
+    /// marked first in `resends`), then records the writer's last sample id.
+    func awaitSubmitted() throws {
+        guard let flight = inFlight else { return }
+        inFlight = nil
+        do {
+            var marked = false
+            _ = try client.finish(flight.pending) {
+                guard !marked else { return }
+                try self.markResend(firstID: flight.firstID)
+                marked = true
+            }
+            var writerRow = RowBinaryWriter()
+            writerRow.uint64(writer)
+            writerRow.uint64(UInt64(max(0, flight.lastID)))
+            writerRow.int64(Clock.wallMilliseconds())
+            try insert("writers", "writer, last_id, updated_at", writerRow.bytes)
+        } catch {
+            abortBatch()
+            throw error
+        }
+    }
+
+    /// Settings of every INSERT: into a cluster's `Distributed` tables, answered once every shard has its rows.
+    var insertSettings: [String: String] { isCluster ? ["insert_distributed_sync": "1"] : [:] }
+
+    func insert(_ name: String, _ columns: String, _ rows: [UInt8]) throws {
+        _ = try client.run("INSERT INTO \(placement.table(name)) (\(columns)) FORMAT RowBinary", data: rows, settings: insertSettings)
+    }
+
+    /// Before samples are sent a second time (the first try may have been stored), says so in
+    /// `resends` (once a batch): from then on the reads dedup with FINAL.
+    private func markResend(firstID: Int64) throws {
+        var marker = RowBinaryWriter()
+        marker.uint64(writer)
+        marker.uint64(UInt64(max(0, firstID)))
+        marker.int64(Clock.wallMilliseconds())
+        try insert("resends", "writer, first_id, at", marker.bytes)
+        caches.samplesFrom = nil
+    }
+
+    func writeAgents(_ records: [AgentRecord]) throws {
+        guard !records.isEmpty else { return }
+        var rows = RowBinaryWriter()
+        for record in records { ClickHouseRows.write(record, version: nextVersion(), to: &rows) }
+        try insert("agents", ClickHouseRows.agentColumns, rows.bytes)
+    }
+}

@@ -1,0 +1,90 @@
+import SQLiteStore
+import VitalsKit
+
+/// Maintenance: retention at each commit, clearing samples, and exporting them.
+extension SQLiteSampleStore {
+    /// Keeps each touched monitor within the limits. Counts and oldest times are hints kept
+    /// for the unit of work (loaded once per monitor); the deletes themselves are exact.
+    /// Samples past the day limit go once they are an hour past it, so a busy monitor is
+    /// trimmed about once an hour rather than on every batch.
+    func applyRetention(_ touched: Set<Int64>, retention: Retention, now: Int64) throws {
+        guard retention.perMonitor != nil || retention.days != nil else { return }
+        for id in touched {
+            var hint: (count: Int, oldest: Int64?)
+            if let known = caches.retentionHints[id] {
+                hint = known
+            } else if retention.perMonitor != nil {
+                let statement = try db.prepare("SELECT count(*), min(at) FROM samples WHERE monitor_id = ?")
+                statement.bind(id)
+                try statement.step()
+                hint = (Int(statement.int64(0)), statement.optionalInt64(1))
+            } else {
+                // Only the oldest sample matters (one step down the index); counting every sample
+                // of the monitor made each API request cost more as its history grew.
+                hint = (0, try oldestAt(id))
+            }
+            if let days = retention.days, let oldest = hint.oldest {
+                let cutoff = now - Int64(days) * 86_400_000
+                if oldest < cutoff - 3_600_000 {
+                    let delete = try db.prepare("DELETE FROM samples WHERE monitor_id = ? AND at < ?")
+                    delete.bind(id, cutoff)
+                    try delete.step()
+                    hint.count -= db.changes
+                    hint.oldest = try oldestAt(id)
+                }
+            }
+            if let keep = retention.perMonitor, hint.count > keep {
+                let delete = try db.prepare("""
+                    DELETE FROM samples WHERE id IN (
+                        SELECT id FROM samples WHERE monitor_id = ? ORDER BY at, id LIMIT ?)
+                    """)
+                delete.bind(id, hint.count - keep)
+                try delete.step()
+                hint.count -= db.changes
+                hint.oldest = try oldestAt(id)
+            }
+            caches.retentionHints[id] = hint
+        }
+    }
+
+    private func oldestAt(_ id: Int64) throws -> Int64? {
+        try db.withCached("SELECT min(at) FROM samples WHERE monitor_id = ?") { statement in
+            statement.bind(id)
+            return try statement.step() ? statement.optionalInt64(0) : nil
+        }
+    }
+
+    func clear(monitorID: Int64?, before: Int64?) throws -> Int {
+        var deleted = 0
+        do {
+            try db.writeTransaction {
+                let statement = try db.prepare("DELETE FROM samples WHERE (?1 IS NULL OR monitor_id = ?1) AND at < ?2")
+                statement.bind(monitorID, before ?? Int64.max)
+                try statement.step()
+                deleted = db.changes
+                try bumpGeneration()
+            }
+        } catch {
+            throw translate(error)
+        }
+        caches.retentionHints.removeAll()
+        return deleted
+    }
+
+    func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+        let statement: SQLiteStatement
+        if let monitorID {
+            statement = try db.prepare("""
+                SELECT record FROM samples INDEXED BY samples_by_monitor_time
+                WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at, id
+                """)
+            statement.bind(monitorID, from, until)
+        } else {
+            statement = try db.prepare("""
+                SELECT record FROM samples INDEXED BY samples_by_time WHERE at >= ? AND at < ? AND held = 0 ORDER BY at, id
+                """)
+            statement.bind(from, until)
+        }
+        while try statement.step() { try visit(statement.textBytes(0)) }
+    }
+}

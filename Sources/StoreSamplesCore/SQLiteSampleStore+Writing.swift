@@ -1,0 +1,184 @@
+import SQLiteStore
+import VitalsKit
+
+/// Writing: samples and monitor records into the open transaction, monitors registered from
+/// them, agents and their approval, and the commit.
+extension SQLiteSampleStore {
+    /// An agent's status: as stored, or for an agent seen for the first time, as the policy says.
+    func status(ofAgent agent: String) throws -> AgentStatus {
+        if let known = caches.agentStatus[agent] { return known }
+        let stored = try db.withCached("SELECT status FROM agents WHERE id = ?") { select in
+            select.bind(agent)
+            return try select.step() ? select.text(0) : nil
+        }
+        let status = try stored.map { try AgentStatus(stored: $0) } ?? policy.statusOfNewAgent(agent)
+        caches.agentStatus[agent] = status
+        return status
+    }
+
+    /// Under `--remote`, the agent a record names and whether its samples are held (see `IngestPolicy.admit`).
+    private func admit(_ sample: StorableSample, record: String) throws -> (agent: String?, held: Bool) {
+        try policy.admit(sample, record: record) { agent in try translated { try status(ofAgent: agent) } }
+    }
+
+    /// Approves the policy's listed agents before ingesting, releasing what they had held.
+    func approveListedAgents(now: Int64) throws {
+        for agent in policy.approvedAgents {
+            try db.writeTransaction {
+                let upsert = try db.prepare("""
+                    INSERT INTO agents (id, created_at, last_seen, status) VALUES (?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET status = excluded.status
+                    """)
+                upsert.bind(agent, now, now, AgentStatus.approved.rawValue)
+                try upsert.step()
+                try release(agent)
+                try bumpGeneration()
+            }
+            caches.agentStatus[agent] = .approved
+        }
+    }
+
+    func setAgentStatus(_ id: String, to status: AgentStatus) throws -> Bool {
+        var changed = false
+        try db.writeTransaction {
+            let statement = try db.prepare("UPDATE agents SET status = ? WHERE id = ?")
+            statement.bind(status.rawValue, id)
+            try statement.step()
+            changed = db.changes > 0
+            if changed, status == .approved { try release(id) }
+            if changed { try bumpGeneration() }
+        }
+        caches.agentStatus[id] = nil
+        return changed
+    }
+
+    /// Counts the held samples of an approved agent.
+    private func release(_ agent: String) throws {
+        let update = try db.prepare("UPDATE samples SET held = 0 WHERE agent = ? AND held = 1")
+        update.bind(agent)
+        try update.step()
+    }
+
+    @discardableResult
+    func note(_ monitor: StorableSample) throws -> Int64 {
+        _ = try admit(monitor, record: "monitor record")
+        do {
+            if !db.inTransaction { try db.beginImmediate() }
+            return try monitorID(for: monitor)
+        } catch {
+            abortBatch()
+            throw translate(error)
+        }
+    }
+
+    @discardableResult
+    func add(_ sample: StorableSample) throws -> Int64 {
+        // A remote sample names its agent; a rejected agent's are refused (a line error, the
+        // batch goes on); a pending agent's are stored but held out of every view.
+        let (remoteAgent, held) = try admit(sample, record: "sample")
+        do {
+            if !db.inTransaction { try db.beginImmediate() }
+            guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
+            let monitorID = try monitorID(for: sample)
+            sample.withText(sample.reasonRange) { reason in
+                sample.withText(sample.messageRange) { message in
+                    insert.bind(monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code, message,
+                                sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held)
+                }
+            }
+            defer { insert.reset() }
+            try insert.step()
+            batchMonitors.insert(monitorID)
+            if var hint = caches.retentionHints[monitorID] {
+                hint.count += 1
+                hint.oldest = min(hint.oldest ?? sample.at, sample.at)
+                caches.retentionHints[monitorID] = hint
+            }
+            batchAgents.note(sample)
+            return monitorID
+        } catch {
+            abortBatch()
+            throw translate(error)
+        }
+    }
+
+    func commitBatch(retention: Retention, now: Int64) throws {
+        guard db.inTransaction else { return }
+        do {
+            for (agent, seen, name) in batchAgents.toWrite(beyond: caches.agentsWritten) {
+                let upsert = try db.prepare("""
+                    INSERT INTO agents (id, created_at, last_seen, status, name) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT(id) DO UPDATE SET created_at = min(created_at, excluded.created_at),
+                        last_seen = max(last_seen, excluded.last_seen), name = coalesce(excluded.name, name)
+                    """)
+                upsert.bind(agent, seen.first, seen.last, (caches.agentStatus[agent] ?? .approved).rawValue, name)
+                try upsert.step()
+                caches.agentsWritten[agent, default: seen].widen(seen)
+            }
+            try applyRetention(batchMonitors, retention: retention, now: now)
+            try bumpGeneration()
+            try db.execute("COMMIT", context: "commit")
+            batchMonitors.removeAll(keepingCapacity: true)
+            batchAgents.removeAll()
+        } catch {
+            abortBatch()
+            throw translate(error)
+        }
+    }
+
+    /// Every write transaction calls this before it commits (see `generation()`).
+    func bumpGeneration() throws {
+        _ = try db.withCached("UPDATE store_state SET generation = generation + 1") { try $0.step() }
+    }
+
+    /// The integer id of a sample's monitor, registering it, or refreshing its metadata when the
+    /// sample states other values (`MonitorMetadata.take`). The first sample of a monitor in a
+    /// unit of work reads its row; its `first_seen` goes back then only.
+    private func monitorID(for sample: StorableSample) throws -> Int64 {
+        if let known = caches.monitors[sample.monitor] {
+            if known.metadata.take(sample) { try refresh(known.id, sample) }
+            return known.id
+        }
+        let insert = try db.prepare("INSERT OR IGNORE INTO monitors (monitor, first_seen) VALUES (?, ?)")
+        insert.bind(sample.monitor, sample.at)
+        try insert.step()
+        let select = try db.prepare("""
+            SELECT id, first_seen, name, kind, target, agent, description, check_interval, config, enabled FROM monitors WHERE monitor = ?
+            """)
+        select.bind(sample.monitor)
+        guard try select.step() else { throw ToolError("monitor \(sample.monitor) vanished while registering it") }
+        var record = MonitorRecord(id: select.int64(0), monitor: sample.monitor, metadata: SQLiteSampleStore.metadata(select, from: 2),
+                                   firstSeen: select.int64(1), lastSeen: select.int64(1))
+        if record.metadata.take(sample) { try refresh(record.id, sample) }
+        if sample.at < record.firstSeen {
+            let update = try db.prepare("UPDATE monitors SET first_seen = ? WHERE id = ? AND first_seen > ?")
+            update.bind(sample.at, record.id, sample.at)
+            try update.step()
+            record.firstSeen = sample.at
+        }
+        caches.monitors[sample.monitor] = KnownMonitor(id: record.id, metadata: record.metadata)
+        return record.id
+    }
+
+    /// A monitor's metadata from the columns name, kind, target, agent, description,
+    /// check_interval, config, enabled, starting at column `first`.
+    static func metadata(_ row: SQLiteStatement, from first: Int32) -> MonitorMetadata {
+        MonitorMetadata(name: row.text(first), kind: row.text(first + 1), target: row.text(first + 2), agent: row.text(first + 3),
+                        description: row.text(first + 4), checkInterval: row.optionalInt64(first + 5), config: row.text(first + 6),
+                        enabled: row.optionalInt64(first + 7).map { $0 != 0 })
+    }
+
+    /// Writes what `sample` states of monitor `id`: each field it gives replaces the stored one,
+    /// the others stay (another writer may have set them meanwhile).
+    private func refresh(_ id: Int64, _ sample: StorableSample) throws {
+        let update = try db.prepare("""
+            UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
+                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
+                config = coalesce(?, config), enabled = coalesce(?, enabled)
+            WHERE id = ?
+            """)
+        update.bind(sample.name, sample.kind, sample.target, sample.agent, sample.description, sample.checkInterval,
+                    sample.raw(sample.configRange), sample.enabled, id)
+        try update.step()
+    }
+}

@@ -1,0 +1,75 @@
+import SQLiteStore
+
+/// The SQLite store's schema: version 1's tables and each migration since, as SQL text (no
+/// I/O here). `SQLiteConnection.openVersioned` applies the ones a file lacks, in order, in one
+/// transaction; a file of a newer version is refused.
+enum SQLiteSchema {
+    /// Version 1: monitors, samples (each kept whole in `record`, for export, beside the columns
+    /// the views read) and agents. The covering index `(monitor_id, at, status, latency_ms)`
+    /// answers history, results and uptime without touching the table.
+    static let tables = """
+    CREATE TABLE monitors (
+        id INTEGER PRIMARY KEY,
+        monitor TEXT NOT NULL UNIQUE,
+        name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, check_interval INTEGER,
+        first_seen INTEGER NOT NULL
+    );
+    CREATE TABLE samples (
+        id INTEGER PRIMARY KEY,
+        monitor_id INTEGER NOT NULL,
+        at INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        latency_ms REAL,
+        reason TEXT,
+        code INTEGER,
+        message TEXT,
+        tls_expiry_days INTEGER,
+        speed_mbps REAL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms);
+    CREATE INDEX samples_by_time ON samples(at);
+    CREATE TABLE agents (
+        id TEXT PRIMARY KEY,
+        status TEXT NOT NULL DEFAULT 'approved',
+        created_at INTEGER NOT NULL,
+        last_seen INTEGER NOT NULL
+    );
+    """
+
+    /// Version 2: the latest monitor config and enabled flag its samples stated.
+    static let monitorSettings = """
+    ALTER TABLE monitors ADD COLUMN config TEXT;
+    ALTER TABLE monitors ADD COLUMN enabled INTEGER;
+    """
+
+    /// Version 3: OnlineTracker's agent model. Each sample records its origin (0: the user's
+    /// own command line, 1: from elsewhere, through `--remote`), the agent a remote one came
+    /// from, and whether it is held (from an agent nobody approved: stored, not counted). Every
+    /// view reads the covering index, now partial over the samples not held.
+    static let agentModel = """
+    ALTER TABLE agents ADD COLUMN name TEXT;
+    ALTER TABLE samples ADD COLUMN origin INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE samples ADD COLUMN agent TEXT;
+    ALTER TABLE samples ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+    DROP INDEX samples_by_monitor_time;
+    CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0;
+    CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1;
+    """
+
+    /// Version 4: a generation number every write transaction increments, so an answer kept
+    /// between requests (the API's overview) knows whether the store changed since.
+    static let generationCounter = """
+    CREATE TABLE store_state (generation INTEGER NOT NULL);
+    INSERT INTO store_state VALUES (0);
+    """
+
+    /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
+    static let migrations: [String] = [tables, monitorSettings, agentModel, generationCounter]
+
+    /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
+    static let versioned = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)
+
+    /// The schema version this build writes; older files are migrated forward, newer refused.
+    static var version: Int64 { versioned.currentVersion }
+}
