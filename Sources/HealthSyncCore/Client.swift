@@ -112,6 +112,7 @@ struct Client {
         let manager = FileManager.default
         switch (manager.fileExists(atPath: certificatePath), manager.fileExists(atPath: keyPath)) {
         case (true, true):
+            try ClientState.checkKey(keyPath)
             return (certificatePath, keyPath)
         case (false, false) where !options.has("cert") && !options.has("key"):
             try makeFolder(AtomicFile.directoryName(certificatePath))

@@ -35,11 +35,15 @@ struct ClientState: Equatable {
         try AtomicFile.write(JSONValue.object(object).jsonText + "\n", to: path)
     }
 
-    /// Reads the file; a missing one means this client has not paired.
+    /// Reads the file; a missing one means this client has not paired. A file another user could
+    /// have changed (owned by someone else, or writable by group or others) is refused, as ssh
+    /// refuses such a config: it names the server and the pins this client trusts.
     static func load(from path: String) throws -> ClientState {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        var status = stat()
+        guard stat(path, &status) == 0, let data = FileManager.default.contents(atPath: path) else {
             throw ToolError("not paired yet: no \(path) (run healthsync scan with the pairing text snapshot-delta pair prints on the server)")
         }
+        try ClientState.checkPrivate(path, status, forbidden: 0o022, what: "the pairing")
         guard let object = try? JSONParser.parse([UInt8](data)).objectValue else { throw ToolError("\(path): not a healthsync state file (scan again)") }
         func text(_ key: String) throws(ToolError) -> String {
             guard let value = object[key]?.stringValue, !value.isEmpty else { throw ToolError("\(path): \(key) is missing (scan again)") }
@@ -50,9 +54,32 @@ struct ClientState: Equatable {
               PairingPayload.isPin(try text("server_public_key_pin")) else {
             throw ToolError("\(path): not a healthsync state file (scan again)")
         }
-        return ClientState(server: server, serverCertificateSHA256: try text("server_certificate_sha256"),
-                           serverPublicKeyPin: try text("server_public_key_pin"), clientCertificate: try text("client_certificate"),
-                           clientKey: try text("client_key"), clientCertificateSHA256: try text("client_certificate_sha256"),
-                           pairingID: try text("pairing_id"), pairedAt: pairedAt)
+        let state = ClientState(server: server, serverCertificateSHA256: try text("server_certificate_sha256"),
+                                serverPublicKeyPin: try text("server_public_key_pin"), clientCertificate: try text("client_certificate"),
+                                clientKey: try text("client_key"), clientCertificateSHA256: try text("client_certificate_sha256"),
+                                pairingID: try text("pairing_id"), pairedAt: pairedAt)
+        try ClientState.checkKey(state.clientKey)
+        return state
+    }
+
+    /// Refuses a client key that others can read or change, as ssh refuses an unprotected private
+    /// key: whoever reads it can fetch this client's health data.
+    static func checkKey(_ path: String) throws {
+        var status = stat()
+        guard stat(path, &status) == 0 else { throw ToolError("cannot read the client key \(path) (scan again)") }
+        try checkPrivate(path, status, forbidden: 0o077, what: "the client key")
+    }
+
+    /// Refuses `path` when another user owns it or its mode has any of the `forbidden` bits.
+    private static func checkPrivate(_ path: String, _ status: stat, forbidden: mode_t, what: String) throws {
+        let owner = geteuid()
+        if status.st_uid != owner && status.st_uid != 0 {
+            throw ToolError("\(path) (\(what)) belongs to user \(status.st_uid), not to this user (\(owner)): refused, since its owner can change it")
+        }
+        let mode = status.st_mode & 0o777
+        if mode & forbidden != 0 {
+            let others = forbidden == 0o022 ? "others can change it" : "others can read it"
+            throw ToolError("\(path) (\(what)) has mode 0\(String(mode, radix: 8)): refused, since \(others) (chmod 600 '\(path)')")
+        }
     }
 }

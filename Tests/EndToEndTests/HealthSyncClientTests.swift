@@ -144,6 +144,8 @@ struct HealthSyncClientTests {
         let state = try String(contentsOfFile: site.statePath("laptop"), encoding: .utf8)
         let token = try #require(try JSONParser.parse(text).objectValue?.string("token"))
         #expect(!state.contains(token) && !state.contains("PRIVATE KEY"))
+        // Nor does scan print them: not the token, not the key.
+        #expect(!(scanned.stdout + scanned.stderr).contains(token) && !(scanned.stdout + scanned.stderr).contains("PRIVATE KEY"))
 
         // "Sort by date descending → Apply offset/limit": two samples a page, every shared type
         // (the default: all three, as none was ever chosen). Worked by hand from the archive.
@@ -204,6 +206,8 @@ struct HealthSyncClientTests {
         let reused = try site.client("mallory", ["scan", text])
         #expect(reused.status == 2)
         #expect(reused.stderr.contains("HTTP 401 (pairing_refused): the pairing token was already used"), "\(reused.stderr)")
+        let token = try #require(try JSONParser.parse(text).objectValue?.string("token"))
+        #expect(!(reused.stdout + reused.stderr).contains(token))
         #expect(!FileManager.default.fileExists(atPath: site.statePath("mallory")), "nothing is kept")
         // Issued an hour ago, valid 10 minutes.
         let expired = try site.pairingText(["--now", Timestamp.format(milliseconds: Clock.wallMilliseconds() - 3_600_000)])
@@ -212,6 +216,23 @@ struct HealthSyncClientTests {
 
         // "Certificate Not Paired → 401 Unauthorized": a client whose pairing ended.
         #expect(try site.client("alice", ["fetch", "--types", heart]).status == 0)
+        // The pairing names the server and the pins this client trusts, the key lets its holder
+        // fetch: a pairing file others could change, a key others could read, or a pairing file
+        // another user owns is refused before any request (the log below holds no request of theirs).
+        let statePath = site.statePath("alice"), keyPath = site.tls.path("clients/alice.key")
+        for (file, mode, words) in [(statePath, 0o620, "has mode 0620: refused, since others can change it"),
+                                    (statePath, 0o602, "has mode 0602: refused, since others can change it"),
+                                    (keyPath, 0o640, "has mode 0640: refused, since others can read it"),
+                                    (keyPath, 0o604, "has mode 0604: refused, since others can read it")] {
+            #expect(chmod(file, mode_t(mode)) == 0)
+            let loose = try site.client("alice", ["fetch", "--types", heart])
+            #expect(loose.status == 2 && loose.stdout.isEmpty && loose.stderr.contains("\(file) (") && loose.stderr.contains(words), "\(loose.stderr)")
+            #expect(chmod(file, 0o600) == 0)
+        }
+        #expect(chown(statePath, 65534, 65534) == 0)
+        let foreign = try site.client("alice", ["types"])
+        #expect(foreign.status == 2 && foreign.stderr.contains("belongs to user 65534, not to this user"), "\(foreign.stderr)")
+        #expect(chown(statePath, geteuid(), getegid()) == 0)
         #expect(try site.archive.run(["unpair", try site.clientSHA256("alice")]).status == 0)
         let unpaired = try site.client("alice", ["fetch", "--types", heart])
         #expect(unpaired.status == 2)
@@ -248,11 +269,59 @@ struct HealthSyncClientTests {
         payload["certificateFingerprint"] = .string(String(repeating: "0", count: 64))
         let wrongCertificate = try site.client("eve", ["scan", JSONValue.object(payload).jsonText])
         #expect(wrongCertificate.status == 2 && wrongCertificate.stderr.contains("not the pinned 0000"), "\(wrongCertificate.stderr)")
+        // Garbage for a pairing text, on standard input as a pasted QR text comes: each refused with
+        // its reason, without the token, keeping nothing.
+        let token = try #require(payload.string("token"))
+        func changed(_ key: String, _ value: JSONValue) throws -> String {
+            var object = try #require(try JSONParser.parse(text).objectValue)
+            object[key] = value
+            return JSONValue.object(object).jsonText
+        }
+        let garbage: [(String, String)] = [
+            ("", "the pairing text is empty"),
+            ("\u{0}\u{1}\u{7f}\u{ff}" + text, "not the JSON object"),
+            ("[" + text + "]", "not the JSON object"),
+            (text + String(repeating: " ", count: 5000) + "x", "not the JSON object"),
+            (String(repeating: "[", count: 200_000), "not the JSON object"),
+            (try changed("url", .string(site.url.replacingOccurrences(of: "https:", with: "http:") + "/api/v1/pair")), "no https:// url"),
+            (try changed("url", .string("https://user:secret@localhost:\(site.server.port)/api/v1/pair")), "no https:// url"),
+            (try changed("url", .string(site.url + "/api/v1/pair?next=https://elsewhere")), "no https:// url"),
+            (try changed("url", .number("1")), "no https:// url"),
+            (try changed("token", .string(String(token.dropLast()))), "no token of 26"),
+            (try changed("token", .string(token.uppercased())), "no token of 26"),
+            (try changed("certificateFingerprint", .string("zz")), "no certificateFingerprint"),
+            (try changed("pin", .string("sha256//" + String(repeating: "A", count: 20))), "no pin"),
+        ]
+        for (input, words) in garbage {
+            let refused = try site.client("eve", ["scan", "-"], stdin: input)
+            #expect(refused.status == 2 && refused.stdout.isEmpty && refused.stderr.contains(words), "\(input.prefix(80)): \(refused.stderr)")
+            #expect(!refused.stderr.contains(token.dropLast()), "\(refused.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: site.statePath("eve")))
         // Neither reached the server with the token: it is still unused, and the right text pairs.
         #expect(try site.archive.sql("SELECT count(*) FROM operations WHERE operation = 'pair'") == "0")
         #expect(try site.client("eve", ["scan", text]).status == 0)
+
+        // Paired, eve's address later answers with another server (another key): the handshake
+        // fails on the pin and no request reaches it.
+        let impostor = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive())
+        let paired = try #require(try JSONParser.parse(try String(contentsOfFile: site.statePath("eve"), encoding: .utf8)).objectValue)
+        var moved = paired
+        moved["server"] = .string(impostor.url)
+        try AtomicFile.write(JSONValue.object(moved).jsonText + "\n", to: site.statePath("eve"))
+        let elsewhere = try site.client("eve", ["fetch", "--types", heart])
+        #expect(elsewhere.status == 2 && elsewhere.stderr.contains("pinned public key") && !elsewhere.stdout.contains("health_record"),
+                "\(elsewhere.stderr)")
+        #expect(!impostor.server.accessLog.contains("/api/"), "\(impostor.server.accessLog)")
+        #expect(try impostor.archive.sql("SELECT count(*) FROM operations WHERE operation LIKE 'health_%'") == "0")
+        // The same key with another certificate: the answer is thrown away, nothing written.
+        var reissued = paired
+        reissued["server_certificate_sha256"] = .string(String(repeating: "0", count: 64))
+        try AtomicFile.write(JSONValue.object(reissued).jsonText + "\n", to: site.statePath("eve"))
+        let otherCertificate = try site.client("eve", ["fetch", "--types", heart])
+        #expect(otherCertificate.status == 2 && otherCertificate.stderr.contains("not the pinned 0000")
+                && !otherCertificate.stdout.contains("health_record"), "\(otherCertificate.stderr)")
         // A malformed text is refused without repeating the token.
-        let token = try #require(payload.string("token"))
         let truncated = String(text.dropLast(5))
         let bad = try site.client("eve", ["scan", truncated])
         #expect(bad.status == 2 && bad.stderr.contains("not the JSON object") && !bad.stderr.contains(token))
