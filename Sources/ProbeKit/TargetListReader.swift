@@ -109,7 +109,8 @@ public enum TargetListReader {
                     sink.diagnostics.error("target is not valid JSON", source: reader.source, line: line)
                 }
             } else {
-                sink.diagnostics.error("expected a target object or a \(Sink.bareNoun) string in the array", source: reader.source, line: line)
+                sink.diagnostics.error("expected a target object or a \(Sink.bareNoun) string in the array",
+                                       source: reader.source, line: line)
             }
         }
     }
