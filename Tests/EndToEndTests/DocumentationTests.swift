@@ -2,6 +2,7 @@
 @testable import DigestCore
 import FixtureServer
 import Foundation
+import HealthSyncCore
 import NotifyCore
 @testable import ProbeHTTPCore
 @testable import ProbePingCore
@@ -11,10 +12,10 @@ import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta"]
+let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta", "healthsync"]
 /// Their command tables.
 let documentedSpecs = [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                       NotifyCommand.spec, SnapshotDeltaCommand.spec]
+                       NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
