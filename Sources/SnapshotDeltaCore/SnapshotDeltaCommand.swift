@@ -80,7 +80,9 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("delete", operands: 1...1, "ID", options: ruleOptions.union(["preview", "force"]),
                            summary: "delete a snapshot from any position, merging the deltas around it"),
             SubcommandSpec("log", summary: "the audit log of every change and access"),
-            SubcommandSpec("anomalies", operands: 0...2, "[resolve ID]", actions: [SubcommandAction("resolve", "ID")], options: ["unresolved"],
+            SubcommandSpec("anomalies", actions: [
+                SubcommandAction(AnomalyAction.resolve.rawValue, operands: 1...1, "ID", summary: "mark one anomaly resolved (the seed's dashboard button)"),
+            ], requiresAction: false, options: ["unresolved"],
                            summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
             SubcommandSpec("samples", options: ["type", "since", "until", "offset", "limit", "format"], summary: "the archived samples of one type"),
             SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"],
@@ -89,7 +91,10 @@ public enum SnapshotDeltaCommand: VitalsCommand {
                            summary: "print a one-time pairing token and the server certificate's fingerprints, with a QR code"),
             SubcommandSpec("paired", options: ["all", "format"], summary: "the paired client certificates"),
             SubcommandSpec("unpair", operands: 1...1, "FINGERPRINT", summary: "unpair a client certificate by its SHA-256 fingerprint"),
-            SubcommandSpec("cert", operands: 1...1, "server|client", actions: ["server", "client"], options: ["out", "name", "days", "force", "format"],
+            SubcommandSpec("cert", actions: [
+                SubcommandAction(CertKind.server.rawValue, options: certOptions, summary: "make server.crt and server.key in --out DIR, for nginx"),
+                SubcommandAction(CertKind.client.rawValue, options: certOptions, summary: "make client.crt and client.key in --out DIR, for a client to present"),
+            ], requiresAction: true,
                            summary: "make a self-signed server or client certificate and key with openssl"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["refusal-log"]),
                            summary: "answer Health Sync's endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
@@ -115,6 +120,8 @@ public enum SnapshotDeltaCommand: VitalsCommand {
 
     /// HealthProbe's anomaly rules, whose numbers are the defaults of the rule options.
     static let seedRules = AnomalyRules()
+    /// The options of `cert server` and `cert client`.
+    static let certOptions: Set<String> = ["out", "name", "days", "force", "format"]
     /// The options that tune the anomaly rules (take, diff, delete).
     static let ruleOptions: Set<String> = ["sync-types", "sync-change", "duplication-change", "duplication-window",
                                            "deletion-warning", "deletion-critical"]
@@ -127,24 +134,43 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         let now: @Sendable () -> Int64 = { fixedNow ?? Clock.wallMilliseconds() }
         let rules = try anomalyRules(options)
         let run = Run(options: options, context: context, path: path, now: now, rules: rules)
-        switch options.subcommand {
-        case "take": return try run.take(operands)
-        case "list": return try run.list()
-        case "show": return try run.show(operands[0])
-        case "diff": return try run.diff(operands[0], operands[1])
-        case "verify": return try run.verify()
-        case "delete": return try run.delete(operands[0])
-        case "log": return try run.log()
-        case "anomalies": return try run.anomalies(operands)
-        case "samples": return try run.samples()
-        case "pair": return try run.pair()
-        case "paired": return try run.paired()
-        case "unpair": return try run.unpair(operands[0])
-        case "cert": return try run.cert(operands[0])
-        case "serve": return try run.serve()
-        case "cgi": return try run.cgi()
-        default: return try run.disappeared(operands[0], operands[1])
+        switch options.subcommand(as: Subcommand.self) {
+        case .take: return try run.take(operands)
+        case .list: return try run.list()
+        case .show: return try run.show(operands[0])
+        case .diff: return try run.diff(operands[0], operands[1])
+        case .verify: return try run.verify()
+        case .delete: return try run.delete(operands[0])
+        case .log: return try run.log()
+        case .anomalies:
+            switch options.action(as: AnomalyAction.self) {
+            case nil: return try run.anomalies()
+            case .resolve?: return try run.resolveAnomaly(operands[0])
+            }
+        case .samples: return try run.samples()
+        case .disappeared: return try run.disappeared(operands[0], operands[1])
+        case .pair: return try run.pair()
+        case .paired: return try run.paired()
+        case .unpair: return try run.unpair(operands[0])
+        case .cert: return try run.cert(options.requiredAction(as: CertKind.self))
+        case .serve: return try run.serve()
+        case .cgi: return try run.cgi()
         }
+    }
+
+    /// The subcommands, as the table names them (a test holds the two to the same words).
+    enum Subcommand: String, CaseIterable {
+        case take, list, show, diff, verify, delete, log, anomalies, samples, disappeared, pair, paired, unpair, cert, serve, cgi
+    }
+
+    /// What `anomalies ACTION` does.
+    enum AnomalyAction: String, CaseIterable {
+        case resolve
+    }
+
+    /// The certificate `cert` makes.
+    enum CertKind: String, CaseIterable {
+        case server, client
     }
 
     static func anomalyRules(_ options: ParsedOptions) throws -> AnomalyRules {

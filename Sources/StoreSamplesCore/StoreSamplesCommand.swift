@@ -56,9 +56,14 @@ public enum StoreSamplesCommand: VitalsCommand {
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
             SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
             SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
-            SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]",
-                           actions: [SubcommandAction("approve", "ID"), SubcommandAction("reject", "ID"), SubcommandAction("token", "ID")],
-                           options: ["format", "tokens"],
+            SubcommandSpec("agents", actions: [
+                SubcommandAction(AgentAction.approve.rawValue, operands: 1...1, "ID", options: ["format"],
+                                 summary: "set an agent's status to approved and print it: the samples it sent while pending count"),
+                SubcommandAction(AgentAction.reject.rawValue, operands: 1...1, "ID", options: ["format"],
+                                 summary: "set an agent's status to rejected and print it: its samples are refused from then on"),
+                SubcommandAction(AgentAction.token.rawValue, operands: 1...1, "ID", options: ["tokens"],
+                                 summary: "make the agent's bearer token for the API, shown once (only its hash is kept)"),
+            ], requiresAction: false, options: ["format"],
                            summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
                            summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
@@ -90,7 +95,7 @@ public enum StoreSamplesCommand: VitalsCommand {
     /// Runs store-samples.
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
         let operands = options.operands
-        let subcommand = options.subcommand ?? "ingest"
+        let subcommand = options.subcommand(as: Subcommand.self)
         let database = options.value("db") ?? context.environment["VITALS_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "vitals.db"
         let fixedNow = try options.now()
         let now = fixedNow ?? Clock.wallMilliseconds()
@@ -116,12 +121,39 @@ public enum StoreSamplesCommand: VitalsCommand {
             return clickHouse == nil ? database + ".tokens" : nil
         }
 
-        if subcommand == "serve" || subcommand == "cgi" {
+        // Every option is checked before the database is opened: a usage error is 64 whatever the database.
+        let ndjson = try options.choice("format", of: subcommand == .export ? ["ndjson", "csv"] : ["json", "ndjson"],
+                                        default: subcommand == .export ? "ndjson" : "json") == "ndjson"
+        let since = try options.time("since", now: now) ?? Int64.min / 2
+        let until = try options.time("until", now: now) ?? Int64.max / 2
+        let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
+        let agentAction = options.action(as: AgentAction.self)
+        /// Opens the store for a query (the store and its views).
+        func openViews() throws -> (SampleStore, Views) {
+            let store = try openStore(create: false)
+            return (store, Views(store: store, now: now, order: order))
+        }
+        func findMonitor(_ store: SampleStore, _ key: String) throws -> MonitorRecord {
+            guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
+            return record
+        }
+        let writer = context.output
+        func emitList(_ items: [JSONValue]) throws {
+            if ndjson {
+                for item in items { try writer.write(item.encoded()) }
+            } else {
+                try writer.write(JSONValue.array(items).encoded())
+            }
+        }
+
+
+        switch subcommand {
+        case .serve, .cgi:
             let fixed = fixedNow
             let api = OnlineTrackerAPI(database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"),
                                        clock: { fixed ?? Clock.wallMilliseconds() },
                                        openStore: { create, policy in try openStore(create: create, policy: policy) })
-            if subcommand == "cgi" {
+            if subcommand == .cgi {
                 let worker = OnlineTrackerWorker(api: api, log: { context.diagnostics.error($0) })
                 return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
                                         maxBody: OnlineTrackerAPI.limits.maxBody, worker.answer)
@@ -130,21 +162,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             return try Serve.run(options, context, what: "OnlineTracker's API (\(path))", limits: OnlineTrackerAPI.limits) {
                 OnlineTrackerWorker(api: api, log: { Streams.writeAll(errorFD, "store-samples: \($0)\n") })
             }
-        }
-
-        if subcommand == "agents", operands.count == 2, operands[0] == "token" {
-            guard let file = tokensFile() else { throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)") }
-            let agent = operands[1]
-            guard !agent.isEmpty, agent.utf8.count <= 200, !agent.contains(where: { $0 == " " || $0 == "\n" || $0 == "\t" }) else {
-                throw UsageError("an agent id has no spaces and at most 200 bytes")
-            }
-            let token = try AgentTokens.issue(agent: agent, path: file)
-            try context.output.write(Array(token.utf8))
-            context.diagnostics.note("the token of agent \(agent) is above; it is shown once (only its hash is kept in \(file))")
-            return .success
-        }
-
-        if subcommand == "ingest" {
+        case .ingest:
             let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
             let keepDays = try options.integer("keep-days", in: 0...100_000)
             if options.has("auto-approve"), !options.has("remote") {
@@ -184,70 +202,58 @@ public enum StoreSamplesCommand: VitalsCommand {
                 return .failure
             }
             return context.diagnostics.errorCount > 0 ? .failure : .success
-        }
-
-        // Every option is checked before the database is opened: a usage error is 64 whatever the database.
-        let ndjson = try options.choice("format", of: subcommand == "export" ? ["ndjson", "csv"] : ["json", "ndjson"],
-                                        default: subcommand == "export" ? "ndjson" : "json") == "ndjson"
-        let since = try options.time("since", now: now) ?? Int64.min / 2
-        let until = try options.time("until", now: now) ?? Int64.max / 2
-        let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
-        let store = try openStore(create: false)
-        let views = Views(store: store, now: now, order: order)
-        func findMonitor(_ key: String) throws -> MonitorRecord {
-            guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
-            return record
-        }
-        let writer = context.output
-        func emitList(_ items: [JSONValue]) throws {
-            if ndjson {
-                for item in items { try writer.write(item.encoded()) }
-            } else {
-                try writer.write(JSONValue.array(items).encoded())
-            }
-        }
-
-        switch subcommand {
-        case "overview":
-            try writer.write(try views.overview().encoded())
-        case "monitors":
-            try emitList(try views.monitors())
-        case "monitor":
-            try writer.write(try views.monitor(try findMonitor(operands[0])).encoded())
-        case "history":
-            let record = try findMonitor(operands[0])
+        case .overview:
+            try writer.write(try openViews().1.overview().encoded())
+        case .monitors:
+            try emitList(try openViews().1.monitors())
+        case .monitor:
+            let (store, views) = try openViews()
+            try writer.write(try views.monitor(try findMonitor(store, operands[0])).encoded())
+        case .history:
             let hours = try options.integer("hours", default: 72, in: OnlineTrackerAPI.historyHours)
+            let (store, views) = try openViews()
+            let record = try findMonitor(store, operands[0])
             var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
             out.reserveCapacity(1 << 16)
             try views.history(record, hours: hours, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
             if !ndjson { out.append(UInt8(ascii: "]")) }
             if !(ndjson && out.isEmpty) { try writer.write(out) }
-        case "results":
-            let record = try findMonitor(operands[0])
+        case .results:
             let hours = try options.integer("hours", default: 24, in: OnlineTrackerAPI.resultsHours)
             let page = try options.integer("page", in: 1...Int(Int32.max))
             let perPage = try options.integer("per-page", in: 1...100)
+            let (store, views) = try openViews()
+            let record = try findMonitor(store, operands[0])
             try writer.write(try views.results(record, hours: hours, page: page, perPage: perPage).encoded())
-        case "agents":
-            if operands.isEmpty {
-                try emitList(try views.agents())
-            } else {
-                guard operands.count == 2, ["approve", "reject"].contains(operands[0]) else {
-                    throw UsageError("agents takes no operands, or 'approve ID', 'reject ID' or 'token ID'")
+        case .agents:
+            switch agentAction {
+            case nil:
+                try emitList(try openViews().1.agents())
+            case .approve?, .reject?:
+                let status: AgentStatus = agentAction == .approve ? .approved : .rejected
+                let (store, views) = try openViews()
+                guard try store.setAgentStatus(operands[0], to: status) else { throw ToolError("no agent '\(operands[0])' in \(path)") }
+                try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[0]) })
+            case .token?:
+                guard let file = tokensFile() else { throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)") }
+                let agent = operands[0]
+                guard !agent.isEmpty, agent.utf8.count <= 200, !agent.contains(where: { $0 == " " || $0 == "\n" || $0 == "\t" }) else {
+                    throw UsageError("an agent id has no spaces and at most 200 bytes")
                 }
-                let status: AgentStatus = operands[0] == "approve" ? .approved : .rejected
-                guard try store.setAgentStatus(operands[1], to: status) else { throw ToolError("no agent '\(operands[1])' in \(path)") }
-                try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[1]) })
+                let token = try AgentTokens.issue(agent: agent, path: file)
+                try context.output.write(Array(token.utf8))
+                context.diagnostics.note("the token of agent \(agent) is above; it is shown once (only its hash is kept in \(file))")
             }
-        case "stats":
-            try writer.write(try views.stats(from: since).encoded())
-        case "clear":
+        case .stats:
+            try writer.write(try openViews().1.stats(from: since).encoded())
+        case .clear:
             let all = options.has("all")
             guard all != (options.has("monitor") || options.has("until")) else {
                 throw UsageError(all ? "clear --all clears everything; leave out --monitor and --until, or --all"
                                      : "clear wants --all, --monitor ID or --until WHEN (or both of the last two)")
             }
-            let monitorID = try options.value("monitor").map { try findMonitor($0).id }
+            let store = try openViews().0
+            let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
             let before = options.has("until") ? until : nil
             let deleted = try store.clear(monitorID: monitorID, before: before)
             try writer.write(JSONValue.object(JSONObject([
@@ -256,8 +262,9 @@ public enum StoreSamplesCommand: VitalsCommand {
                 JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
                 JSONField("samples", .integer(deleted)),
             ])).encoded())
-        case "export":
-            let monitorID = try options.value("monitor").map { try findMonitor($0).id }
+        case .export:
+            let store = try openViews().0
+            let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
             if !ndjson {
                 try writer.write(CSVExport.header)
                 try store.export(from: since, until: until, monitorID: monitorID) { record in
@@ -266,10 +273,18 @@ public enum StoreSamplesCommand: VitalsCommand {
             } else {
                 try store.export(from: since, until: until, monitorID: monitorID) { try writer.write(UnsafeRawBufferPointer($0)) }
             }
-        default:
-            throw UsageError("unknown subcommand \(subcommand)")
         }
         return .success
+    }
+
+    /// The subcommands, as the table names them (a test holds the two to the same words).
+    enum Subcommand: String, CaseIterable {
+        case ingest, overview, monitors, monitor, history, results, agents, serve, cgi, stats, export, clear
+    }
+
+    /// What `agents ACTION` does.
+    enum AgentAction: String, CaseIterable {
+        case approve, reject, token
     }
 }
 

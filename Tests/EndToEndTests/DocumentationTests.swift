@@ -2,7 +2,7 @@
 @testable import DigestCore
 import FixtureServer
 import Foundation
-import NotifyCore
+@testable import NotifyCore
 @testable import ProbeHTTPCore
 @testable import ProbePingCore
 @testable import SnapshotDeltaCore
@@ -259,6 +259,55 @@ struct ActionAndChoiceDocumentationTests {
                 }
             }
         }
+    }
+
+    @Test("every other word of an action is in the man page and in the subcommand's --help", arguments: documentedSpecs)
+    func actionAliases(spec: CommandSpec) throws {
+        // Set in bold, as the pages set every word a user types.
+        let page = boldWords(try readPage("man/man1/\(spec.name).1").split(separator: "\n").map(String.init))
+        for subcommand in spec.subcommands {
+            let help = words(Help.render(spec, subcommand: subcommand.name))
+            for action in subcommand.actions {
+                for alias in action.aliases {
+                    #expect(page.contains(alias), "\(spec.name) \(subcommand.name) \(alias) (for \(action.name)) is not in \(spec.name)(1)")
+                    #expect(help.contains(alias), "\(spec.name) \(subcommand.name) \(alias) is not in \(subcommand.name) --help")
+                }
+            }
+        }
+    }
+
+    @Test("an option that only some actions take says which, in its help line and its man page entry", arguments: documentedSpecs)
+    func actionOptions(spec: CommandSpec) throws {
+        let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
+        for subcommand in spec.subcommands {
+            for action in subcommand.actions {
+                for long in action.options where !spec.isGlobal(long) && !subcommand.options.contains(long) {
+                    // Taken by every action of the subcommand, the subcommand's name says it; else the action's too.
+                    let every = subcommand.actions.allSatisfy { $0.options.contains(long) }
+                    let scope = every ? subcommand.name : subcommand.label(action)
+                    let option = try #require(spec.options.first { $0.long == long })
+                    #expect(option.help.lowercased().contains(scope), "--\(long)'s help does not say it is for \(scope): \(option.help)")
+                    #expect((entries[long] ?? "").lowercased().contains(scope), "\(spec.name)(1) --\(long) does not say it is for \(scope)")
+                }
+            }
+        }
+    }
+
+    @Test("each tool's dispatch enumerates exactly its table's subcommands and actions")
+    func dispatchMatchesTable() {
+        func names(_ spec: CommandSpec) -> Set<String> { Set(spec.subcommands.map(\.name)) }
+        func actions(_ spec: CommandSpec, _ subcommand: String) -> Set<String> { Set(spec.subcommand(subcommand)?.actions.map(\.name) ?? []) }
+        #expect(names(StoreSamplesCommand.spec) == Set(StoreSamplesCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(actions(StoreSamplesCommand.spec, "agents") == Set(StoreSamplesCommand.AgentAction.allCases.map(\.rawValue)))
+        #expect(names(NotifyCommand.spec) == Set(NotifyCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(actions(NotifyCommand.spec, "devices") == Set(NotifyCommand.DeviceAction.allCases.map(\.rawValue)))
+        #expect(names(SnapshotDeltaCommand.spec) == Set(SnapshotDeltaCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(actions(SnapshotDeltaCommand.spec, "anomalies") == Set(SnapshotDeltaCommand.AnomalyAction.allCases.map(\.rawValue)))
+        #expect(actions(SnapshotDeltaCommand.spec, "cert") == Set(SnapshotDeltaCommand.CertKind.allCases.map(\.rawValue)))
+        // Every subcommand with actions has its enumeration above.
+        let covered = ["store-samples agents", "notify devices", "snapshot-delta anomalies", "snapshot-delta cert"]
+        let withActions = documentedSpecs.flatMap { spec in spec.subcommands.filter { !$0.actions.isEmpty }.map { "\(spec.name) \($0.name)" } }
+        #expect(Set(withActions) == Set(covered))
     }
 
     @Test("every fixed choice of an option is named in its help line and its man page entry",

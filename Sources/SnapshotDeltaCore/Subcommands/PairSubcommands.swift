@@ -86,13 +86,13 @@ extension Run {
     }
 
     /// Makes a self-signed server or client certificate and its key with openssl(1).
-    func cert(_ kind: String) throws -> VitalsKit.ExitStatus {
-        guard kind == "server" || kind == "client" else { throw UsageError("cert wants server or client, not '\(kind)'") }
+    func cert(_ certKind: SnapshotDeltaCommand.CertKind) throws -> VitalsKit.ExitStatus {
+        let kind = certKind.rawValue
         guard let directory = options.value("out"), !directory.isEmpty else { throw UsageError("cert wants --out DIR") }
         let format = try outputFormat(["text", "ndjson"])
         let days = try options.integer("days", in: 1...36_500)
         var names = options.all("name")
-        if names.isEmpty { names = kind == "server" ? ["localhost", "127.0.0.1", "::1"] : ["vitals-client"] }
+        if names.isEmpty { names = certKind == .server ? ["localhost", "127.0.0.1", "::1"] : ["vitals-client"] }
         for name in names where name.isEmpty || name.utf8.count > 253 || !name.allSatisfy({ $0.isLetter || $0.isNumber || ".-_:".contains($0) }) || !name.utf8.allSatisfy({ $0 < 0x80 }) {
             throw UsageError("--name '\(name)' is not a host name or an address")
         }
@@ -107,7 +107,7 @@ extension Run {
         let subjectNames = names.map { name in
             name.contains(":") || name.allSatisfy({ $0.isNumber || $0 == "." }) ? "IP:\(name)" : "DNS:\(name)"
         }
-        let usage = kind == "server" ? "serverAuth" : "clientAuth"
+        let usage = certKind == .server ? "serverAuth" : "clientAuth"
         let arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                          "-keyout", keyPath, "-out", certificatePath, "-days", String(days), "-subj", "/CN=\(names[0])",
                          "-addext", "subjectAltName=" + subjectNames.joined(separator: ","),

@@ -16,6 +16,9 @@ public struct ParsedOptions: Sendable {
     public internal(set) var operands: [String] = []
     /// The subcommand, for a tool that has them (resolved from the first operand, or the default).
     public internal(set) var subcommand: String?
+    /// The subcommand's action (`approve` for `agents approve ID`), by its name even when an alias was
+    /// typed; its word is not among the operands.
+    public internal(set) var action: String?
     /// The option table parsed against, by long name: where defaults and ranges come from.
     var table: [String: OptionSpec] = [:]
 
@@ -97,6 +100,30 @@ public struct ParsedOptions: Sendable {
         if let ago = DurationText.parseMilliseconds(text) { return now - ago }
         throw UsageError("--\(long) wants an RFC 3339 time such as 2026-01-27T10:30:00Z or a duration ago such as 24h, not '\(text)'")
     }
+    /// The subcommand as the tool's own enumeration of them, for a `switch` without a `default:`.
+    /// The table and the enumeration name the same words (each tool's tests hold them to it), so a
+    /// word without a case is a bug in the tool.
+    public func subcommand<Choice: RawRepresentable>(as _: Choice.Type) -> Choice where Choice.RawValue == String {
+        guard let name = subcommand, let choice = Choice(rawValue: name) else {
+            preconditionFailure("the subcommand \(subcommand ?? "(none)") has no case in \(Choice.self)")
+        }
+        return choice
+    }
+
+    /// The action as the tool's own enumeration of a subcommand's actions, or nil when none was given
+    /// (a subcommand that also runs without one).
+    public func action<Choice: RawRepresentable>(as _: Choice.Type) -> Choice? where Choice.RawValue == String {
+        guard let name = action else { return nil }
+        guard let choice = Choice(rawValue: name) else { preconditionFailure("the action \(name) has no case in \(Choice.self)") }
+        return choice
+    }
+
+    /// The action of a subcommand that requires one (the parser made sure one was given).
+    public func requiredAction<Choice: RawRepresentable>(as type: Choice.Type) -> Choice where Choice.RawValue == String {
+        guard let choice = action(as: type) else { preconditionFailure("the subcommand \(subcommand ?? "(none)") ran without an action") }
+        return choice
+    }
+
     /// Every value given for a repeatable option, in order.
     public func all(_ long: String) -> [String] { values[long] ?? [] }
 
@@ -268,16 +295,33 @@ public enum ArgumentParser {
             throw UsageError("name a subcommand: " + spec.subcommands.map(\.name).joined(separator: ", "))
         }
         result.subcommand = subcommand.name
+        var action: SubcommandAction?
+        if !subcommand.actions.isEmpty {
+            if let first = result.operands.first, let named = subcommand.action(first) {
+                action = named
+                result.action = named.name
+                result.operands.removeFirst()
+            } else if lenient {
+                return
+            } else if let first = result.operands.first {
+                let near = closest(first, among: subcommand.actions.flatMap { [$0.name] + $0.aliases }).map { " (did you mean '\($0)'?)" } ?? ""
+                throw UsageError("unknown \(subcommand.name) action '\(first)'\(near); \(subcommand.name) takes \(subcommand.operandNames)")
+            } else if subcommand.requiresAction {
+                throw UsageError("\(subcommand.name) wants an action: \(subcommand.operandNames)")
+            }
+        }
         if lenient { return }
-        for option in spec.options where result.has(option.long) && !spec.isGlobal(option.long) && !subcommand.options.contains(option.long) {
-            let owners = spec.subcommands.filter { $0.options.contains(option.long) }.map(\.name)
-            throw UsageError("--\(option.long) does not apply to \(subcommand.name); it applies to \(owners.joined(separator: ", "))")
+        let applying = action?.options ?? subcommand.options
+        for option in spec.options where result.has(option.long) && !spec.isGlobal(option.long) && !applying.contains(option.long) {
+            throw UsageError("--\(option.long) does not apply to \(subcommand.label(action)); it applies to \(spec.owners(of: option.long).joined(separator: ", "))")
         }
         let count = result.operands.count
-        if !subcommand.operands.contains(count) {
-            let wanted = subcommand.operandNames.isEmpty ? "no operands" : subcommand.operandNames
-            throw UsageError("\(subcommand.name) wants \(wanted)" + (count > subcommand.operands.upperBound
-                ? ", not '\(result.operands[subcommand.operands.upperBound])'" : ", not \(count == 0 ? "none" : "only \(count)")"))
+        let operands = action?.operands ?? subcommand.operands
+        if !operands.contains(count) {
+            let names = action?.operandNames ?? subcommand.operandNames
+            let wanted = names.isEmpty ? "no operands" : names
+            throw UsageError("\(subcommand.label(action)) wants \(wanted)" + (count > operands.upperBound
+                ? ", not '\(result.operands[operands.upperBound])'" : ", not \(count == 0 ? "none" : "only \(count)")"))
         }
     }
 
