@@ -65,10 +65,10 @@ public enum NotifyCommand: VitalsCommand {
         ],
         defaultSubcommand: "deliver",
         examples: [
-            "probe-http targets.ndjson | notify --state notify.json --to 'json://hooks.example.com/vitals'",
-            "store-samples --db vitals.db export --since 7d | notify --dry-run --state /dev/null",
-            "probe-http --watch targets.ndjson | notify --state n.json --to 'ntfys://ntfy.sh/${NTFY_TOPIC}'",
-            "notify --state n.json devices add 740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad",
+            "probe-http targets.ndjson | notify --state notify.json",
+            "probe-http targets.ndjson | notify --to 'exec://cat' | jq -r 'select(.type == \"notification\") | .title'",
+            "probe-http targets.ndjson | notify --dry-run --to 'jsons://hooks.example.com/vitals?format=alertmanager'",
+            "notify --state notify.json devices add 740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad",
         ],
         exitStatuses: [
             (.success, "every delivery that was due was accepted (or nothing was due)"),

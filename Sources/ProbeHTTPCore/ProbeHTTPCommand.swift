@@ -47,10 +47,9 @@ public enum ProbeHTTPCommand: VitalsCommand {
         examples: [
             "probe-http targets.ndjson",
             "echo https://example.com/health | probe-http --summary",
-            "probe-http --watch --interval 30s targets.ndjson | store-samples",
+            "probe-http --watch --interval 30s targets.ndjson | tee -a samples.ndjson",
             "probe-http --exit-status --only api targets.ndjson >/dev/null || echo 'api is not up'",
-            "probe-http --connectivity --speed-url https://example.com/bytes/512000",
-            "probe-http --connectivity --no-speed --watch --interval 5m",
+            "probe-http --connectivity 'https://example.com/content?text=Success' --speed-url https://example.com/bytes/512000",
         ],
         exitStatuses: [
             (.success, "every target was probed (whatever the verdicts)"),

@@ -101,11 +101,11 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("cgi", summary: "answer one Health Sync request as a CGI program (see vitals-serve(7))"),
         ],
         examples: [
-            "snapshot-delta --db health.db take export.xml",
+            "snapshot-delta take export.xml",
             "unzip -p export.zip apple_health_export/export.xml | snapshot-delta take -",
             "snapshot-delta list --format text",
             "snapshot-delta verify || echo 'the chain is broken'",
-            "snapshot-delta disappeared 1 2 --format csv",
+            "snapshot-delta disappeared 1 3 --format csv",
         ],
         exitStatuses: [
             (.success, "done (verify: the chain is intact)"),

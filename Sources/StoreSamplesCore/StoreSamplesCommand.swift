@@ -76,7 +76,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         ],
         defaultSubcommand: "ingest",
         examples: [
-            "probe-http targets.ndjson | store-samples --db vitals.db | jq -c 'select(.status != \"up\")'",
+            "probe-http targets.ndjson | store-samples --db vitals.db | jq -c 'select(.type == \"sample\" and .status != \"up\")'",
             "store-samples --db vitals.db overview",
             "store-samples --db vitals.db history api --hours 24 --ndjson",
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",

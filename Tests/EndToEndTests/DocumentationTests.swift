@@ -521,6 +521,22 @@ struct ExampleTests {
     }
 }
 
+/// The examples `--help` prints are the man page's, which `ExampleTests` runs and checks.
+@Suite("--help's examples are run", .hangGuard(minutes: 2))
+struct HelpExampleTests {
+    @Test("every example in --help is one of the man page's examples, word for word", arguments: documentedSpecs)
+    func helpExamples(spec: CommandSpec) throws {
+        let page = ExampleTests.examples(in: try readPage("man/man1/\(spec.name).1"), roff: true)
+        #expect(!spec.examples.isEmpty, "\(spec.name) --help shows examples")
+        for example in spec.examples {
+            #expect(page.contains(example), "\(spec.name) --help's example is not in \(spec.name)(1) EXAMPLES, where it would be run: \(example)")
+        }
+        // What --help prints is the table's.
+        let help = try run(spec.name, ["--help"]).stdout
+        #expect(help.components(separatedBy: "Examples:\n").last?.hasPrefix(spec.examples.map { "  " + $0 + "\n" }.joined()) == true)
+    }
+}
+
 /// One example's expected output, from `Fixtures/examples/<page>.expected`:
 ///
 ///     $ command, as the page prints it (roff escapes removed)

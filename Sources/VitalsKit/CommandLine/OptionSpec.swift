@@ -214,7 +214,8 @@ public struct CommandSpec: Sendable {
     public let subcommands: [SubcommandSpec]
     /// The subcommand run when the first operand names none (store-samples' ingest), if any.
     public let defaultSubcommand: String?
-    /// Example command lines for `--help` (the man page carries the same ones, run by a test).
+    /// Example command lines for `--help`: each is one of the man page's EXAMPLES, word for word, which the
+    /// documentation tests run and check (`HelpExampleTests`).
     public let examples: [String]
     /// The exit statuses that apply, with their meaning for this tool.
     public let exitStatuses: [(ExitStatus, String)]
