@@ -15,10 +15,6 @@ import VitalsKit
 enum HealthSyncAPI {
     static let dataPath = "/api/v1/health/data"
     static let pairPath = "/api/v1/pair"
-    /// The largest page a request may ask for.
-    static let maxLimit = 10_000
-    /// The page size when a request names none.
-    static let defaultLimit = 1000
     /// The most types one request may name.
     static let maxTypes = 64
 
@@ -156,8 +152,9 @@ enum HealthSyncAPI {
         guard let offset = integer(body["offset"], default: 0), offset >= 0, offset <= Int(Int32.max) else {
             throw bad("\"offset\" must be a whole number from 0")
         }
-        guard let limit = integer(body["limit"], default: defaultLimit), limit >= 1, limit <= maxLimit else {
-            throw bad("\"limit\" must be a whole number from 1 to \(maxLimit)")
+        let pages = SampleQuery.apiPages
+        guard let limit = integer(body["limit"], default: pages.defaultPerPage), pages.perPage.contains(limit) else {
+            throw bad("\"limit\" must be a whole number from 1 to \(pages.maxPerPage)")
         }
         return SampleQuery(types: types, from: dates[0], to: dates[1], offset: offset, limit: limit)
     }

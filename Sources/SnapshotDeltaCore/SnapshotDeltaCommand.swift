@@ -42,8 +42,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("type", value: "TYPE", help: "samples: the type identifier (required)"),
             .when("since", aliases: ["from"], help: "samples: from this time (RFC 3339) or this long ago (7d); default the beginning"),
             .when("until", aliases: ["to"], help: "samples: before this time or this long ago; default no end"),
-            OptionSpec("offset", value: "N", default: "0", help: "samples: skip the N newest"),
-            OptionSpec("limit", short: "n", value: "N", default: "1000", help: "samples: at most N samples"),
+        ] + OptionSpec.paging("samples", items: "samples", SampleQuery.pages) + [
             OptionSpec("server-cert", value: "FILE", help: "pair: the server's certificate (PEM), whose fingerprints the client pins (default $VITALS_SERVER_CERT)"),
             .duration("ttl", default: "10m", range: 1000...Int64.max / 4, help: "pair: how long the pairing token stays valid"),
             OptionSpec("url", value: "URL", default: "https://localhost:8443", help: "pair: the server's address as clients reach it, for the printed command and the QR code"),
@@ -84,7 +83,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
                 SubcommandAction(AnomalyAction.resolve.rawValue, operands: 1...1, "ID", summary: "mark one anomaly resolved (the seed's dashboard button)"),
             ], requiresAction: false, options: ["unresolved"],
                            summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
-            SubcommandSpec("samples", options: ["type", "since", "until", "offset", "limit", "format"], summary: "the archived samples of one type"),
+            SubcommandSpec("samples", options: ["type", "since", "until", "page", "per-page", "format"], summary: "the archived samples of one type"),
             SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"],
                            summary: "the samples archived with snapshot A that snapshot B no longer has"),
             SubcommandSpec("pair", options: ["server-cert", "ttl", "url", "format"],

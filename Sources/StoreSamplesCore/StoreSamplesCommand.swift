@@ -26,17 +26,17 @@ public enum StoreSamplesCommand: VitalsCommand {
             .duration("wait", help: "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries within a second)"),
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
-            OptionSpec("keep-days", value: "DAYS", default: String(Retention.defaultDays),
-                       help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
+            .duration("keep", default: "\(Retention.defaultDays)d", range: 0...Int64.max / 4,
+                      help: "ingest: keep samples this long, in whole days (30d, 2w); 0 keeps them forever"),
             OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
             OptionSpec("auto-approve", help: "ingest --remote, serve, cgi: approve an agent seen for the first time instead of leaving it pending"),
             OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
         ] + OptionSpec.progress("ingest") + [
             .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
-            OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
-            OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
-            OptionSpec("per-page", value: "N", default: "25", help: "results: checks per page, at most 100"),
-            .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
+        ] + OptionSpec.paging("results", items: "checks", Views.resultsPages) + [
+            .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d); "
+                  + "history: the buckets since then (default \(Views.historyLookback.limitsText)); "
+                  + "results: the checks since then (default \(Views.resultsLookback.limitsText))"),
             .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
             OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
@@ -49,13 +49,13 @@ public enum StoreSamplesCommand: VitalsCommand {
         ] + Serve.options,
         subcommands: [
             SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
-                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
+                           options: ["quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
             SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
-            SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
-            SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
+            SubcommandSpec("history", operands: 1...1, "ID", options: ["since", "format"], summary: "one monitor's 15-minute buckets"),
+            SubcommandSpec("results", operands: 1...1, "ID", options: ["since", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
             SubcommandSpec("agents", actions: [
                 SubcommandAction(AgentAction.approve.rawValue, operands: 1...1, "ID", options: ["format"],
                                  summary: "set an agent's status to approved and print it: the samples it sent while pending count"),
@@ -78,7 +78,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         examples: [
             "probe-http targets.ndjson | store-samples --db vitals.db | jq -c 'select(.type == \"sample\" and .status != \"up\")'",
             "store-samples --db vitals.db overview",
-            "store-samples --db vitals.db history api --hours 24 --ndjson",
+            "store-samples --db vitals.db history api --since 24h --ndjson",
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",
             "store-samples --db vitals.db clear --until 30d",
         ],
@@ -164,14 +164,18 @@ public enum StoreSamplesCommand: VitalsCommand {
             }
         case .ingest:
             let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
-            let keepDays = try options.integer("keep-days", in: 0...100_000)
+            let keepMs = try options.duration("keep")!
+            guard keepMs % 86_400_000 == 0, keepMs / 86_400_000 <= 100_000 else {
+                throw UsageError("--keep wants whole days up to 100000d (30d, 2w, 400d), or 0 for forever, not '\(options.value("keep")!)'")
+            }
+            let keepDays = Int(keepMs / 86_400_000)
             if options.has("auto-approve"), !options.has("remote") {
                 throw UsageError("--auto-approve applies to samples from elsewhere: add --remote (your own samples count at once)")
             }
             let approved = options.value("approve-agents").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
             let policy = IngestPolicy(remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved)
             if clickHouse != nil, keepPerMonitor != nil {
-                throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep-days)")
+                throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep)")
             }
             let store = try openStore(create: true, policy: policy)
             try store.approveListedAgents(now: now)
@@ -210,21 +214,20 @@ public enum StoreSamplesCommand: VitalsCommand {
             let (store, views) = try openViews()
             try writer.write(try views.monitor(try findMonitor(store, operands[0])).encoded())
         case .history:
-            let hours = try options.integer("hours", default: 72, in: OnlineTrackerAPI.historyHours)
+            let span = try options.lookback("since", now: now, Views.historyLookback)
             let (store, views) = try openViews()
             let record = try findMonitor(store, operands[0])
             var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
             out.reserveCapacity(1 << 16)
-            try views.history(record, hours: hours, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
+            try views.history(record, spanMs: span, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
             if !ndjson { out.append(UInt8(ascii: "]")) }
             if !(ndjson && out.isEmpty) { try writer.write(out) }
         case .results:
-            let hours = try options.integer("hours", default: 24, in: OnlineTrackerAPI.resultsHours)
-            let page = try options.integer("page", in: 1...Int(Int32.max))
-            let perPage = try options.integer("per-page", in: 1...100)
+            let span = try options.lookback("since", now: now, Views.resultsLookback)
+            let page = try options.page(Views.resultsPages)
             let (store, views) = try openViews()
             let record = try findMonitor(store, operands[0])
-            try writer.write(try views.results(record, hours: hours, page: page, perPage: perPage).encoded())
+            try writer.write(try views.results(record, spanMs: span, page: page).encoded())
         case .agents:
             switch agentAction {
             case nil:

@@ -71,12 +71,12 @@ struct ClickHouseBackendTests {
             ["overview"], ["overview", "--sort", "id"], ["monitors"], ["monitors", "--ndjson", "--sort", "id"],
             ["agents"], ["agents", "--ndjson"], ["stats"], ["stats", "--since", "24h"], ["stats", "--since", "2026-01-30T06:00:00Z"],
             ["export"], ["export", "--format", "csv"], ["export", "--since", "2026-01-30T00:00:00Z", "--until", "2026-01-31T00:00:00Z"],
-            ["monitor", "2"], ["history", "3", "--hours", "24"],
+            ["monitor", "2"], ["history", "3", "--since", "24h"],
         ]
         for monitor in monitors {
             views += [
-                ["monitor", monitor], ["history", monitor], ["history", monitor, "--hours", "8760", "--ndjson"],
-                ["results", monitor], ["results", monitor, "--hours", "100", "--page", "3", "--per-page", "7"],
+                ["monitor", monitor], ["history", monitor], ["history", monitor, "--since", "8760h", "--ndjson"],
+                ["results", monitor], ["results", monitor, "--since", "100h", "--page", "3", "--per-page", "7"],
                 ["results", monitor, "--page", "999"], ["export", "--monitor", monitor],
             ]
         }
@@ -225,7 +225,7 @@ struct ClickHouseBackendTests {
         try server.query("OPTIMIZE TABLE vitals.samples FINAL")
         #expect(try server.query("SELECT count() FROM vitals.samples") == "2500", "the resent copy merged away")
         let results = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow,
-                                                "results", "api", "--hours", "3"])
+                                                "results", "api", "--since", "3h"])
         #expect(try results.records().first?.int("total") == 1_250)
     }
 

@@ -70,8 +70,9 @@ struct CommandLineVocabularyTests {
     }
 
     @Test("an option given to a subcommand it does not apply to, or a wrong operand count, exits 64 naming both", arguments: [
-        ("store-samples", ["overview", "--hours", "3"], "store-samples: --hours does not apply to overview; it applies to history, results\n"),
-        ("store-samples", ["export", "--ndjson", "--keep-days", "3"], "store-samples: --keep-days does not apply to export; it applies to ingest\n"),
+        ("store-samples", ["overview", "--since", "3h"], "store-samples: --since does not apply to overview; it applies to history, results, stats, export\n"),
+        ("store-samples", ["overview", "--per-page", "3"], "store-samples: --per-page does not apply to overview; it applies to results\n"),
+        ("store-samples", ["export", "--ndjson", "--keep", "3d"], "store-samples: --keep does not apply to export; it applies to ingest\n"),
         ("store-samples", ["history"], "store-samples: history wants ID, not none\n"),
         ("snapshot-delta", ["list", "--type", "X"], "snapshot-delta: --type does not apply to list; it applies to samples\n"),
         ("snapshot-delta", ["verify", "--from", "1d"], "snapshot-delta: --since does not apply to verify; it applies to samples\n"),
@@ -105,8 +106,8 @@ struct CommandLineVocabularyTests {
         let history = try run("store-samples", ["history", "--help"])
         #expect(history.status == 0)
         #expect(history.stdout.hasPrefix("Usage: store-samples [OPTIONS] history ID\n"))
-        #expect(history.stdout.contains("--hours H") && history.stdout.contains("--db PATH") && history.stdout.contains("--format FORMAT"))
-        #expect(!history.stdout.contains("--keep-days"))
+        #expect(history.stdout.contains("--since WHEN") && history.stdout.contains("--db PATH") && history.stdout.contains("--format FORMAT"))
+        #expect(!history.stdout.contains("--keep "))
         let samples = try run("snapshot-delta", ["samples", "--help"])
         #expect(samples.stdout.contains("--since WHEN") && samples.stdout.contains("also --from"))
         #expect(!samples.stdout.contains("--registry"))
@@ -120,7 +121,7 @@ struct CommandLineVocabularyTests {
         #expect(token.status == 0, "\(token.stderr)")
         #expect(token.stdout.hasPrefix("Usage: store-samples [OPTIONS] agents token ID\n\nmake the agent's bearer token"))
         #expect(token.stdout.contains("--tokens FILE") && token.stdout.contains("--db PATH|URL"))
-        #expect(!token.stdout.contains("--format") && !token.stdout.contains("--hours"))
+        #expect(!token.stdout.contains("--format") && !token.stdout.contains("--since WHEN"))
         let agents = try run("store-samples", ["agents", "--help"])
         #expect(agents.stdout.contains("Actions (store-samples agents ACTION --help for each):\n  approve ID"))
         let add = try run("notify", ["devices", "register", "--help"])

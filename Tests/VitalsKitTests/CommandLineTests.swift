@@ -355,3 +355,52 @@ struct ActionTests {
         #expect(Help.render(actionSpec).contains("  agents [approve ID]"))
     }
 }
+
+/// A tool with a view that looks back from now and pages.
+let viewSpec = CommandSpec(
+    name: "viewer", summary: "Views.", usage: ["[OPTIONS] results"], description: "",
+    options: [.now(), .when("since", help: "from this time or this long ago")]
+        + OptionSpec.paging("results", items: "checks", PageLimits(defaultPerPage: 25, maxPerPage: 100)),
+    exitStatuses: [(.success, "fine")])
+
+@Suite("query types: pages and look-backs, shared with the APIs")
+struct QueryTests {
+    let limits = PageLimits(defaultPerPage: 25, maxPerPage: 100)
+    let lookback = Lookback(defaultHours: 72, maxHours: 8760)
+    let now = Timestamp.parse("2026-01-27T12:00:00Z")!
+
+    func parse(_ arguments: [String]) throws(UsageError) -> ParsedOptions { try ArgumentParser.parse(arguments, spec: viewSpec) }
+
+    @Test("--page and --per-page (or -n): a page's number, size and offset; absent, the first page of the default size")
+    func pages() throws {
+        #expect(try parse([]).page(limits) == Page(number: 1, size: 25))
+        let third = try parse(["--page", "3", "-n", "7"]).page(limits)
+        #expect(third == Page(number: 3, size: 7) && third.offset == 14)
+        #expect(throws: UsageError("--per-page wants a whole number from 1 to 100, not '101'")) { _ = try parse(["--per-page", "101"]).page(limits) }
+        #expect(throws: UsageError("--page wants a whole number from 1 to 2147483647, not '0'")) { _ = try parse(["--page", "0"]).page(limits) }
+        #expect(PageLimits.pages == 1...2_147_483_647)
+    }
+
+    @Test("the table's --per-page default and its help come from the limits")
+    func pagingOptions() {
+        let perPage = viewSpec.options.first { $0.long == "per-page" }
+        #expect(perPage?.defaultValue == "25" && perPage?.short == "n")
+        #expect(Help.render(viewSpec, width: 1000).contains("results: checks a page, at most 100 (default 25)"))
+    }
+
+    @Test("--since as a look-back: a duration or a time, the default when absent, within the longest span")
+    func lookbacks() throws {
+        #expect(try parse([]).lookback("since", now: now, lookback) == 72 * 3_600_000)
+        #expect(try parse(["--since", "90m"]).lookback("since", now: now, lookback) == 90 * 60_000)
+        #expect(try parse(["--since", "2026-01-27T10:30:00Z"]).lookback("since", now: now, lookback) == 90 * 60_000)
+        #expect(try parse(["--since", "8760h"]).lookback("since", now: now, lookback) == 8760 * 3_600_000)
+        #expect(throws: UsageError("--since looks back at most 365d here, not '8761h'")) {
+            _ = try parse(["--since", "8761h"]).lookback("since", now: now, lookback)
+        }
+        #expect(throws: UsageError("--since wants a time before now (or a duration ago such as 24h), not '2026-01-27T12:00:00Z'")) {
+            _ = try parse(["--since", "2026-01-27T12:00:00Z"]).lookback("since", now: now, lookback)
+        }
+        #expect(lookback.hours == 1...8760 && lookback.defaultHours == 72)
+        #expect(lookback.limitsText == "72h, at most 365d" && Lookback(defaultHours: 24, maxHours: 87_600).limitsText == "24h, at most 3650d")
+    }
+}

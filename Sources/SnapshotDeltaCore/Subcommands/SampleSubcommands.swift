@@ -7,9 +7,9 @@ extension Run {
         guard let type = options.value("type"), !type.isEmpty else { throw UsageError("samples wants --type TYPE") }
         let format = try outputFormat(["ndjson", "csv"])
         let time = now()
+        let page = try options.page(SampleQuery.pages)
         let query = SampleQuery(types: [type], from: try options.time("since", now: time), to: try options.time("until", now: time),
-                                offset: try options.integer("offset", in: 0...Int(Int32.max)),
-                                limit: try options.integer("limit", in: 1...1_000_000))
+                                offset: page.offset, limit: page.size)
         let archive = try Archive(path: path, create: false)
         if format == "csv" { try writer.write(Records.csvColumns.joined(separator: ",")) }
         // The access is logged with what it returned (Health Sync's audit log); the API runs the same fetch.
