@@ -76,7 +76,17 @@ enum BashCompletion {
             guard value != .flag, let words = candidates(value) else { continue }
             let names = (["--" + option.long] + (option.short.map { ["-" + String($0)] } ?? []))
                 + option.aliases.filter { $0.meaning == nil }.map { "--" + $0.name }
-            out += "            \(names.joined(separator: "|"))) \(words) ;;\n"
+            let narrowed = model.narrowing(option)
+            if narrowed.isEmpty {
+                out += "            \(names.joined(separator: "|"))) \(words) ;;\n"
+                continue
+            }
+            // Where the subcommand narrows the words (export's --format), its own.
+            out += "            \(names.joined(separator: "|")))\n                case $sub in\n"
+            for (subcommand, own) in narrowed {
+                out += "                    \(subcommand.name)) \(candidates(.choices(own))!) ;;\n"
+            }
+            out += "                    *) \(words) ;;\n                esac ;;\n"
         }
         out += """
                 esac

@@ -70,11 +70,12 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("take", operands: 0...Int.max, "[FILE...]",
                            options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "debounce", "post-restore", "no-samples",
                                                           "exit-status", "restore-records", "progress", "no-progress"]),
+                           choices: ["format": ["auto", "apple-health", "ndjson"]],
                            summary: "count an Apple Health export or NDJSON health records and add a snapshot to the chain"),
-            SubcommandSpec("list", options: ["format"], summary: "the snapshots in the chain"),
-            SubcommandSpec("show", operands: 1...1, "ID", options: ["format"], summary: "one snapshot, its delta and anomalies"),
+            SubcommandSpec("list", options: ["format"], choices: ["format": recordsOrText], summary: "the snapshots in the chain"),
+            SubcommandSpec("show", operands: 1...1, "ID", options: ["format"], choices: ["format": recordsOrText], summary: "one snapshot, its delta and anomalies"),
             SubcommandSpec("diff", operands: 2...2, "A B", options: ruleOptions.union(["format", "exit-status"]),
-                           summary: "the delta and anomalies between two snapshots, computed now and not stored"),
+                           choices: ["format": recordsOrText], summary: "the delta and anomalies between two snapshots, computed now and not stored"),
             SubcommandSpec("verify", summary: "check the chain; exit 1 when it does not verify"),
             SubcommandSpec("delete", operands: 1...1, "ID", options: ruleOptions.union(["preview", "force"]),
                            summary: "delete a snapshot from any position, merging the deltas around it"),
@@ -83,16 +84,17 @@ public enum SnapshotDeltaCommand: VitalsCommand {
                 SubcommandAction(AnomalyAction.resolve.rawValue, operands: 1...1, "ID", summary: "mark one anomaly resolved (the seed's dashboard button)"),
             ], requiresAction: false, options: ["unresolved"],
                            summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
-            SubcommandSpec("samples", options: ["type", "since", "until", "page", "per-page", "format"], summary: "the archived samples of one type"),
-            SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"],
+            SubcommandSpec("samples", options: ["type", "since", "until", "page", "per-page", "format"], choices: ["format": recordsOrCSV],
+                           summary: "the archived samples of one type"),
+            SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"], choices: ["format": recordsOrCSV],
                            summary: "the samples archived with snapshot A that snapshot B no longer has"),
-            SubcommandSpec("pair", options: ["server-cert", "ttl", "url", "format"],
+            SubcommandSpec("pair", options: ["server-cert", "ttl", "url", "format"], choices: ["format": textOrRecords],
                            summary: "print a one-time pairing token and the server certificate's fingerprints, with a QR code"),
-            SubcommandSpec("paired", options: ["all", "format"], summary: "the paired client certificates"),
+            SubcommandSpec("paired", options: ["all", "format"], choices: ["format": recordsOrText], summary: "the paired client certificates"),
             SubcommandSpec("unpair", operands: 1...1, "FINGERPRINT", summary: "unpair a client certificate by its SHA-256 fingerprint"),
             SubcommandSpec("cert", actions: [
-                SubcommandAction(CertKind.server.rawValue, options: certOptions, summary: "make server.crt and server.key in --out DIR, for nginx"),
-                SubcommandAction(CertKind.client.rawValue, options: certOptions, summary: "make client.crt and client.key in --out DIR, for a client to present"),
+                SubcommandAction(CertKind.server.rawValue, options: certOptions, choices: ["format": textOrRecords], summary: "make server.crt and server.key in --out DIR, for nginx"),
+                SubcommandAction(CertKind.client.rawValue, options: certOptions, choices: ["format": textOrRecords], summary: "make client.crt and client.key in --out DIR, for a client to present"),
             ], requiresAction: true,
                            summary: "make a self-signed server or client certificate and key with openssl"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["refusal-log"]),
@@ -119,6 +121,10 @@ public enum SnapshotDeltaCommand: VitalsCommand {
 
     /// HealthProbe's anomaly rules, whose numbers are the defaults of the rule options.
     static let seedRules = AnomalyRules()
+    /// What --format takes where it prints records or text (the default first), records or CSV, text or records.
+    static let recordsOrText = ["ndjson", "text"]
+    static let recordsOrCSV = ["ndjson", "csv"]
+    static let textOrRecords = ["text", "ndjson"]
     /// The options of `cert server` and `cert client`.
     static let certOptions: Set<String> = ["out", "name", "days", "force", "format"]
     /// The options that tune the anomaly rules (take, diff, delete).

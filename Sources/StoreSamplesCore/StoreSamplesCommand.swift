@@ -52,25 +52,25 @@ public enum StoreSamplesCommand: VitalsCommand {
                            options: ["quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
-            SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
+            SubcommandSpec("monitors", options: ["format", "sort"], choices: ["format": listFormats], summary: "the monitors stored"),
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
-            SubcommandSpec("history", operands: 1...1, "ID", options: ["since", "format"], summary: "one monitor's 15-minute buckets"),
+            SubcommandSpec("history", operands: 1...1, "ID", options: ["since", "format"], choices: ["format": listFormats], summary: "one monitor's 15-minute buckets"),
             SubcommandSpec("results", operands: 1...1, "ID", options: ["since", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
             SubcommandSpec("agents", actions: [
-                SubcommandAction(AgentAction.approve.rawValue, operands: 1...1, "ID", options: ["format"],
+                SubcommandAction(AgentAction.approve.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
                                  summary: "set an agent's status to approved and print it: the samples it sent while pending count"),
-                SubcommandAction(AgentAction.reject.rawValue, operands: 1...1, "ID", options: ["format"],
+                SubcommandAction(AgentAction.reject.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
                                  summary: "set an agent's status to rejected and print it: its samples are refused from then on"),
                 SubcommandAction(AgentAction.token.rawValue, operands: 1...1, "ID", options: ["tokens"],
                                  summary: "make the agent's bearer token for the API, shown once (only its hash is kept)"),
-            ], requiresAction: false, options: ["format"],
+            ], requiresAction: false, options: ["format"], choices: ["format": listFormats],
                            summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
                            summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec("cgi", options: ["tokens", "auto-approve"],
                            summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
-            SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
+            SubcommandSpec("export", options: ["since", "until", "monitor", "format"], choices: ["format": ["ndjson", "csv"]], summary: "the stored samples, as NDJSON or CSV"),
             SubcommandSpec("clear", options: ["all", "monitor", "until"],
                            summary: "delete samples: all, one monitor's, or those before a time (isitup's and Online Now's clear history)"),
         ],
@@ -122,8 +122,8 @@ public enum StoreSamplesCommand: VitalsCommand {
         }
 
         // Every option is checked before the database is opened: a usage error is 64 whatever the database.
-        let ndjson = try options.choice("format", of: subcommand == .export ? ["ndjson", "csv"] : ["json", "ndjson"],
-                                        default: subcommand == .export ? "ndjson" : "json") == "ndjson"
+        /// Whether --format (which the table's choices for the subcommand check, default first) asks for ndjson.
+        func ndjsonFormat() throws -> Bool { try options.choice("format") == "ndjson" }
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
         let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
@@ -139,7 +139,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         }
         let writer = context.output
         func emitList(_ items: [JSONValue]) throws {
-            if ndjson {
+            if try ndjsonFormat() {
                 for item in items { try writer.write(item.encoded()) }
             } else {
                 try writer.write(JSONValue.array(items).encoded())
@@ -215,6 +215,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             try writer.write(try views.monitor(try findMonitor(store, operands[0])).encoded())
         case .history:
             let span = try options.lookback("since", now: now, Views.historyLookback)
+            let ndjson = try ndjsonFormat()
             let (store, views) = try openViews()
             let record = try findMonitor(store, operands[0])
             var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
@@ -266,6 +267,7 @@ public enum StoreSamplesCommand: VitalsCommand {
                 JSONField("samples", .integer(deleted)),
             ])).encoded())
         case .export:
+            let ndjson = try ndjsonFormat()
             let store = try openViews().0
             let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
             if !ndjson {
@@ -279,6 +281,9 @@ public enum StoreSamplesCommand: VitalsCommand {
         }
         return .success
     }
+
+    /// What the lists print: one JSON array (the API's answer), or one object a line.
+    static let listFormats = ["json", "ndjson"]
 
     /// The subcommands, as the table names them (a test holds the two to the same words).
     enum Subcommand: String, CaseIterable {

@@ -93,6 +93,11 @@ struct CommandLineVocabularyTests {
         ("snapshot-delta", ["anomalies", "resolve", "abcd", "--unresolved"],
          "snapshot-delta: --unresolved does not apply to anomalies resolve; it applies to anomalies\n"),
         ("snapshot-delta", ["anomalies", "resolve"], "snapshot-delta: anomalies resolve wants ID, not none\n"),
+        // A subcommand's own formats, checked before anything is opened.
+        ("store-samples", ["export", "--format", "json"], "store-samples: --format wants one of ndjson, csv, not 'json'\n"),
+        ("store-samples", ["agents", "approve", "office", "--format", "csv"], "store-samples: --format wants one of json, ndjson, not 'csv'\n"),
+        ("snapshot-delta", ["list", "--format", "csv"], "snapshot-delta: --format wants one of ndjson, text, not 'csv'\n"),
+        ("snapshot-delta", ["cert", "client", "--out", "x", "-f", "csv"], "snapshot-delta: --format wants one of text, ndjson, not 'csv'\n"),
     ])
     func wrongSubcommand(tool: String, arguments: [String], message: String) throws {
         let scratch = try ScratchDirectory()

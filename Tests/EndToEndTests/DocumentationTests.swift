@@ -261,6 +261,25 @@ struct ActionAndChoiceDocumentationTests {
         }
     }
 
+    @Test("where a subcommand narrows an option's choices, its words are the option's, and the help line and man page entry name it",
+          arguments: documentedSpecs)
+    func narrowedChoices(spec: CommandSpec) throws {
+        let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
+        let runs = spec.subcommands.flatMap { subcommand in
+            [(subcommand.name, subcommand.choices)] + subcommand.actions.map { (subcommand.label($0), $0.choices) }
+        }
+        for (name, choices) in runs {
+            for (long, accepted) in choices {
+                let option = try #require(spec.options.first { $0.long == long }, "\(spec.name) \(name) narrows --\(long), which it does not have")
+                #expect(!accepted.isEmpty && Set(accepted).isSubset(of: option.choices), "\(spec.name) \(name): \(accepted) beyond --\(long)'s \(option.choices)")
+                // The subcommand (cert for cert server) is named where the option says what it takes there.
+                let subcommand = String(name.split(separator: " ")[0])
+                #expect(words(option.help.lowercased()).contains(subcommand), "--\(long)'s help does not say what \(subcommand) takes")
+                #expect(words((entries[long] ?? "").lowercased()).contains(subcommand), "\(spec.name)(1) --\(long) does not say what \(subcommand) takes")
+            }
+        }
+    }
+
     @Test("every other word of an action is in the man page and in the subcommand's --help", arguments: documentedSpecs)
     func actionAliases(spec: CommandSpec) throws {
         // Set in bold, as the pages set every word a user types.

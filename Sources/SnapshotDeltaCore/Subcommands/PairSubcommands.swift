@@ -6,7 +6,7 @@ import VitalsKit
 extension Run {
     /// Prints a one-time token and the server certificate's fingerprints, as text and a QR code.
     func pair() throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["text", "ndjson"])
+        let format = try options.choice("format")
         let ttl = try options.duration("ttl") ?? 600_000
         guard let certificatePath = options.value("server-cert") ?? context.environment["VITALS_SERVER_CERT"].flatMap({ $0.isEmpty ? nil : $0 }) else {
             throw UsageError("pair wants --server-cert FILE (the certificate nginx serves), or VITALS_SERVER_CERT")
@@ -54,7 +54,7 @@ extension Run {
 
     /// Lists the paired clients (with `--all`, the unpaired ones too).
     func paired() throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "text"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         for client in try archive.pairedClients(all: options.has("all")) {
             if format == "text" {
@@ -89,7 +89,7 @@ extension Run {
     func cert(_ certKind: SnapshotDeltaCommand.CertKind) throws -> VitalsKit.ExitStatus {
         let kind = certKind.rawValue
         guard let directory = options.value("out"), !directory.isEmpty else { throw UsageError("cert wants --out DIR") }
-        let format = try outputFormat(["text", "ndjson"])
+        let format = try options.choice("format")
         let days = try options.integer("days", in: 1...36_500)
         var names = options.all("name")
         if names.isEmpty { names = certKind == .server ? ["localhost", "127.0.0.1", "::1"] : ["vitals-client"] }

@@ -5,7 +5,7 @@ import VitalsKit
 extension Run {
     func samples() throws -> VitalsKit.ExitStatus {
         guard let type = options.value("type"), !type.isEmpty else { throw UsageError("samples wants --type TYPE") }
-        let format = try outputFormat(["ndjson", "csv"])
+        let format = try options.choice("format")
         let time = now()
         let page = try options.page(SampleQuery.pages)
         let query = SampleQuery(types: [type], from: try options.time("since", now: time), to: try options.time("until", now: time),
@@ -20,7 +20,7 @@ extension Run {
     }
 
     func disappeared(_ first: String, _ second: String) throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "csv"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         let a = try archive.resolve(first)
         let b = try archive.resolve(second)

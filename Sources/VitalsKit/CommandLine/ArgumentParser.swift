@@ -21,6 +21,8 @@ public struct ParsedOptions: Sendable {
     public internal(set) var action: String?
     /// The option table parsed against, by long name: where defaults and ranges come from.
     var table: [String: OptionSpec] = [:]
+    /// The words the subcommand (or its action) accepts for options whose choices depend on it, default first.
+    var runChoices: [String: [String]] = [:]
 
     /// Creates an empty result (or one with given values, for tests).
     public init(values: [String: [String]] = [:], operands: [String] = [], options: [OptionSpec] = []) {
@@ -62,8 +64,10 @@ public struct ParsedOptions: Sendable {
         try choice(long, of: choices, default: tableDefault(long))
     }
 
-    /// One of the words the option table declares for the option; absent, the table's default.
+    /// One of the words the table declares for the option where it runs: the subcommand's (or action's)
+    /// own words with their default, else the option's; absent, that default.
     public func choice(_ long: String) throws(UsageError) -> String {
+        if let words = runChoices[long], let first = words.first { return try choice(long, of: words, default: first) }
         guard let choices = table[long]?.choices, !choices.isEmpty else { preconditionFailure("--\(long) declares no choices in the option table") }
         return try choice(long, of: choices, default: tableDefault(long))
     }
@@ -271,8 +275,14 @@ public enum ArgumentParser {
                 try record(option, "")
             }
         }
+        let lenient = result.has("help") || result.has("version")
         if !spec.subcommands.isEmpty {
-            try resolveSubcommand(&result, spec: spec, lenient: result.has("help") || result.has("version"))
+            try resolveSubcommand(&result, spec: spec, lenient: lenient)
+        }
+        // A word the table does not list for where the option runs is refused before the tool starts.
+        for option in spec.options where !lenient && result.has(option.long) {
+            guard let words = result.runChoices[option.long] ?? (option.choices.isEmpty ? nil : option.choices) else { continue }
+            _ = try result.choice(option.long, of: words, default: words[0])
         }
         return result
     }
@@ -311,6 +321,9 @@ public enum ArgumentParser {
             }
         }
         if lenient { return }
+        for option in spec.options {
+            if let words = subcommand.choices(option.long, action: action) { result.runChoices[option.long] = words }
+        }
         let applying = action?.options ?? subcommand.options
         for option in spec.options where result.has(option.long) && !spec.isGlobal(option.long) && !applying.contains(option.long) {
             throw UsageError("--\(option.long) does not apply to \(subcommand.label(action)); it applies to \(spec.owners(of: option.long).joined(separator: ", "))")

@@ -41,7 +41,7 @@ public enum Help {
             var out = "Usage: \(spec.name) [OPTIONS] \(sub.name) \(action.usage)\n"
             out += "\n" + wrap(action.summary, width: width, indent: 0) + "\n"
             if !action.aliases.isEmpty { out += "\n" + wrap("Also spelt " + action.aliases.joined(separator: ", ") + ".", width: width, indent: 0) + "\n" }
-            out += options(spec.options(for: sub, action: action), width: width)
+            out += options(spec.options(for: sub, action: action), width: width, here: { sub.choices($0, action: action) })
             out += "\nSee '\(spec.name) --help' for the exit statuses and examples.\n"
             return out
         }
@@ -53,14 +53,21 @@ public enum Help {
                          width: width)
         }
         // Every option that may follow the subcommand (an action's too, its help line names the action).
-        out += options(spec.options(for: sub), width: width)
+        out += options(spec.options(for: sub), width: width, here: { sub.choices($0, action: nil) })
         out += "\nSee '\(spec.name) --help' for the exit statuses and examples.\n"
         return out
     }
 
-    /// The "Options:" section.
-    static func options(_ options: [OptionSpec], width: Int) -> String {
-        "\nOptions:\n" + table(options.map { ($0.signature, $0.fullHelp) }, width: width)
+    /// The "Options:" section; `here` gives the words an option takes where the help is for, if they
+    /// depend on it (a subcommand's `--format`), and its line ends with them.
+    static func options(_ options: [OptionSpec], width: Int, here: (String) -> [String]? = { _ in nil }) -> String {
+        "\nOptions:\n" + table(options.map { option in
+            guard let words = here(option.long), let first = words.first else { return (option.signature, option.fullHelp) }
+            let rest = words.dropFirst()
+            let list = rest.isEmpty ? first : first + " (default)" + (rest.count == 1 ? " or " : ", ")
+                + (rest.count == 1 ? rest[rest.startIndex] : rest.dropLast().joined(separator: ", ") + " or " + rest.last!)
+            return (option.signature, option.fullHelp + "; here " + list)
+        }, width: width)
     }
 
     /// Two columns, the second wrapped: `  -c, --concurrency N   text`.

@@ -125,11 +125,15 @@ public struct SubcommandAction: Sendable, Equatable {
     public let options: Set<String>
     /// One line saying what it does.
     public let summary: String
+    /// The words it accepts for options whose choices depend on what runs (`--format`), by long name,
+    /// its default first; each is among the option's own choices.
+    public let choices: [String: [String]]
 
     /// Creates an action.
     public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", aliases: [String] = [],
-                options: Set<String> = [], summary: String) {
+                options: Set<String> = [], choices: [String: [String]] = [:], summary: String) {
         self.name = name
+        self.choices = choices
         self.aliases = aliases
         self.operands = operands
         self.operandNames = operandNames
@@ -161,10 +165,16 @@ public struct SubcommandSpec: Sendable, Equatable {
     public let actions: [SubcommandAction]
     /// Whether it needs an action (`devices`), or also runs without one (`agents` lists the agents).
     public let requiresAction: Bool
+    /// The words it accepts for options whose choices depend on the subcommand (`--format`: `ndjson` or
+    /// `csv` for export), by long name, its default first; each is among the option's own choices.
+    /// `ParsedOptions.choice` checks against them, help names them and completions offer them.
+    public let choices: [String: [String]]
 
     /// Creates a subcommand.
-    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", options: Set<String> = [], summary: String) {
+    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", options: Set<String> = [],
+                choices: [String: [String]] = [:], summary: String) {
         self.name = name
+        self.choices = choices
         self.operands = operands
         self.operandNames = operandNames
         self.summary = summary
@@ -175,8 +185,10 @@ public struct SubcommandSpec: Sendable, Equatable {
 
     /// Creates a subcommand whose first operand is an action. Without `requiresAction`, it also runs
     /// alone, without operands, with `options`.
-    public init(_ name: String, actions: [SubcommandAction], requiresAction: Bool, options: Set<String> = [], summary: String) {
+    public init(_ name: String, actions: [SubcommandAction], requiresAction: Bool, options: Set<String> = [],
+                choices: [String: [String]] = [:], summary: String) {
         self.name = name
+        self.choices = choices
         self.operands = 0...0
         let choices = actions.map(\.usage).joined(separator: " | ")
         self.operandNames = requiresAction ? choices : "[" + choices + "]"
@@ -193,6 +205,9 @@ public struct SubcommandSpec: Sendable, Equatable {
 
     /// Every option named by it or by one of its actions.
     public var allOptionNames: Set<String> { actions.reduce(options) { $0.union($1.options) } }
+
+    /// The words `long` accepts when it runs with `action` (or alone), its default first, if they depend on it.
+    public func choices(_ long: String, action: SubcommandAction?) -> [String]? { action?.choices[long] ?? choices[long] }
 
     /// `agents` or `agents approve`, as messages name a subcommand or an action of it.
     public func label(_ action: SubcommandAction?) -> String { action.map { "\(name) \($0.name)" } ?? name }
