@@ -149,6 +149,11 @@ struct CompletionTests {
             (["probe-http", "--", "--"], []),
             // An action's operand is the user's (an agent's id): nothing offered.
             (["store-samples", "agents", "approve", ""], []),
+            // After an action, its own options: devices add's --platform, not after remove (or its other word).
+            (["notify", "devices", "register", "ab12", "--pl"], ["--platform"]),
+            (["notify", "devices", "remove", "ab12", "--pl"], []),
+            (["store-samples", "agents", "token", "a", "--to"], ["--tokens"]),
+            (["store-samples", "agents", "approve", "a", "--to"], []),
         ]
         let offered = try Completions.bash(cases.map(\.0), folder: scratch.path("completions"), directory: scratch.url)
         try #require(offered.count == cases.count)
@@ -167,6 +172,13 @@ struct CompletionTests {
             for subcommand in [nil] + spec.subcommands.map(\.name) {
                 lines.append([spec.name] + (subcommand.map { [$0] } ?? []) + ["--"])
                 helps.append(Help.render(spec, subcommand: subcommand))
+            }
+            // After an action, the options its own --help lists (devices remove: no --platform).
+            for subcommand in spec.subcommands {
+                for action in subcommand.actions {
+                    lines.append([spec.name, subcommand.name, action.name] + (action.operands.lowerBound > 0 ? ["x"] : []) + ["--"])
+                    helps.append(Help.render(spec, subcommand: subcommand.name, action: action.name))
+                }
             }
         }
         let offered = try Completions.bash(lines, folder: scratch.path("completions"), directory: scratch.url)
