@@ -49,8 +49,9 @@ var targets: [Target] = [
     .target(name: "XMLStream", dependencies: ["CXML2"]),
     // SQLite connections and statements: the only importer of CSQLite.
     .target(name: "SQLiteStore", dependencies: ["CSQLite"]),
-    // The curl multi engine: the only importer of CCurl.
-    .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsKit", "VitalsCrypto"]),
+    // The curl multi engine (HTTP and HTTPS; SMTP for mail, its reply watcher in a file of its
+    // own): the only importer of CCurl.
+    .target(name: "HTTPTransport", dependencies: ["CCurl", "VitalsCrypto"]),
     // The web side of the tools with an API: a FastCGI responder (a private Unix socket, worker
     // threads, a supervisor that restarts its worker), one router and one JSON error writer, and a
     // thin CGI adapter. No C: the protocol is written here (see Responder.swift for why not libfcgi).

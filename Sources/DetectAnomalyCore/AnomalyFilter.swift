@@ -18,12 +18,15 @@ struct AnomalyTally: Sendable, Equatable {
     var degrading = 0
     /// Samples whose status was changed from up to degraded.
     var promoted = 0
+    /// Episodes that started (onsets).
+    var episodes = 0
 
     /// The one-line summary.
     func line(monitors: Int) -> String {
         let samples = unknown + stable + degrading
         var text = "\(samples) sample\(samples == 1 ? "" : "s") of \(monitors) monitor\(monitors == 1 ? "" : "s"): "
             + "\(degrading) degrading, \(stable) stable, \(unknown) unknown"
+            + "; \(episodes) episode\(episodes == 1 ? "" : "s") began"
         if promoted > 0 { text += "; \(promoted) promoted from up to degraded" }
         if otherRecords > 0 { text += "; \(otherRecords) other record\(otherRecords == 1 ? "" : "s") passed through" }
         return text
@@ -64,19 +67,22 @@ final class AnomalyFilter<Detector: MonitorDetector> {
     func judge(_ facts: SampleFacts, line: UnsafeBufferPointer<UInt8>, monitor: UnsafeBufferPointer<UInt8>,
                to output: RecordWriter) throws {
         let report: Detector.Report
+        var episode: EpisodeMark?
         if facts.judged {
             let observation = Observation(value: facts.value, simulated: facts.simulated, atMs: readsTime ? facts.atMs : nil)
-            report = monitors.judge(observation, of: monitor, settings: settings)
+            (report, episode) = monitors.judge(observation, at: facts.atMs, of: monitor, settings: settings)
         } else {
             report = Detector.unjudged
         }
-        object.write(report)
-        let promote = promotes && report.verdict == .degrading && facts.status == .up
-        switch report.verdict {
+        object.write(report, episode: episode)
+        let verdict = AnomalyObject.verdict(report, episode: episode)
+        let promote = promotes && verdict == .degrading && facts.status == .up
+        switch verdict {
         case .unknown: tally.unknown += 1
         case .stable: tally.stable += 1
         case .degrading: tally.degrading += 1
         }
+        if episode?.state == .onset { tally.episodes += 1 }
         if promote { tally.promoted += 1 }
         splice(line, facts, promote: promote)
         try output.write(spliced.bytes)

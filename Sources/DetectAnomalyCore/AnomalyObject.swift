@@ -45,6 +45,8 @@ struct AnomalyObject: ~Copyable {
     let keys: AnomalyKeys
     private var buffer = LineBuffer(capacity: 512)
     private let detectorName: [UInt8]
+    /// The text of an episode's `started_at`, kept from line to line.
+    private var timeText: [UInt8] = []
 
     init(detector: DetectorKind, keys: AnomalyKeys) {
         self.keys = keys
@@ -53,10 +55,23 @@ struct AnomalyObject: ~Copyable {
         detectorName = name
     }
 
-    /// Writes `{"verdict":...,"detector":...,<fields>,"score":...}` for `report`.
-    mutating func write(_ report: some AnomalyReport) {
+    /// Writes `{"verdict":...,"detector":...,<fields>,"score":...,"episode":...}` for `report`
+    /// and the sample's place in an episode: degrading at its onset and inside it, with the
+    /// score halved after the onset (only an onset is a new detection), else the detector's own.
+    mutating func write(_ report: some AnomalyReport, episode: EpisodeMark?) {
         buffer.removeAll()
-        switch report.verdict {
+        var verdict = report.verdict
+        var score = min(1, max(0, report.score))
+        if let episode {
+            switch episode.state {
+            case .onset: verdict = .degrading
+            case .ongoing:
+                verdict = .degrading
+                score /= 2
+            case .end: break
+            }
+        }
+        switch verdict {
         case .unknown: buffer.append("{\"verdict\":\"unknown\",\"detector\":")
         case .stable: buffer.append("{\"verdict\":\"stable\",\"detector\":")
         case .degrading: buffer.append("{\"verdict\":\"degrading\",\"detector\":")
@@ -64,8 +79,34 @@ struct AnomalyObject: ~Copyable {
         buffer.append(detectorName)
         report.appendFields(to: &self)
         buffer.append(",\"score\":")
-        buffer.append(min(1, max(0, report.score)), decimals: 3)
-        buffer.append(byte: UInt8(ascii: "}"))
+        buffer.append(score, decimals: 3)
+        if let episode {
+            switch episode.state {
+            case .onset: buffer.append(",\"episode\":{\"state\":\"onset\",\"id\":")
+            case .ongoing: buffer.append(",\"episode\":{\"state\":\"ongoing\",\"id\":")
+            case .end: buffer.append(",\"episode\":{\"state\":\"end\",\"id\":")
+            }
+            buffer.append(integer: Int(episode.id))
+            buffer.append(",\"started_at\":\"")
+            timeText.removeAll(keepingCapacity: true)
+            Timestamp.append(milliseconds: episode.startedAtMs, to: &timeText)
+            buffer.append(timeText)
+            buffer.append("\",\"samples\":")
+            buffer.append(integer: episode.samples)
+            buffer.append(",\"duration_ms\":")
+            buffer.append(integer: Int(episode.durationMs))
+            buffer.append(",\"peak\":")
+            buffer.append(min(1, max(0, episode.peak)), decimals: 3)
+            buffer.append("}}")
+        } else {
+            buffer.append(",\"episode\":null}")
+        }
+    }
+
+    /// The verdict written for `report` at `episode` (degrading inside an episode).
+    static func verdict(_ report: some AnomalyReport, episode: EpisodeMark?) -> AnomalyVerdict {
+        guard let episode, episode.state != .end else { return report.verdict }
+        return .degrading
     }
 
     /// Adds `,"name":value` for a static key; nil and non-finite values are `null`.

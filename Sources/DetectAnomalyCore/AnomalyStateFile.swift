@@ -13,6 +13,8 @@ final class MonitorTable<Detector: MonitorDetector> {
     // Read or changed for every sample: exempt from dynamic exclusivity checks (one thread).
     @exclusivity(unchecked) private(set) var names: [String] = []
     @exclusivity(unchecked) private(set) var detectors: [Detector] = []
+    /// Each monitor's episodes, beside its detector.
+    @exclusivity(unchecked) private(set) var episodes: [EpisodeTracker] = []
     @exclusivity(unchecked) private var keys: [[UInt8]] = []
     /// Positions in `names` + 1, 0 for an empty slot; the count is a power of two, at most half full.
     @exclusivity(unchecked) private var slots = [Int32](repeating: 0, count: 64)
@@ -26,8 +28,10 @@ final class MonitorTable<Detector: MonitorDetector> {
     var count: Int { names.count }
 
     /// Judges `observation` with the detector of the monitor whose id is `id` (created empty
-    /// when the monitor is new), changing it in place.
-    func judge(_ observation: Observation, of id: UnsafeBufferPointer<UInt8>, settings: DetectorSettings) -> Detector.Report {
+    /// when the monitor is new), changing it in place, and places the sample in the monitor's
+    /// episodes (nil when it is in none).
+    func judge(_ observation: Observation, at atMs: Int64, of id: UnsafeBufferPointer<UInt8>,
+               settings: DetectorSettings) -> (Detector.Report, EpisodeMark?) {
         let position: Int
         switch find(id) {
         case .found(let known):
@@ -40,15 +44,20 @@ final class MonitorTable<Detector: MonitorDetector> {
             judged[position] = true
             judgedCount += 1
         }
-        return detectors[position].judge(observation, settings: settings)
+        let report = detectors[position].judge(observation, settings: settings)
+        guard report.verdict != .unknown else { return (report, nil) }
+        let mark = episodes[position].advance(over: report.verdict == .degrading, score: report.score, atMs: atMs,
+                                              endAfter: settings.detector.episodeEnd)
+        return (report, mark)
     }
 
     /// Adds a monitor (from a state file); it must not be present.
-    func add(_ monitor: String, _ detector: Detector) {
+    func add(_ monitor: String, _ detector: Detector, episodes tracker: EpisodeTracker = EpisodeTracker()) {
         var name = monitor
         let key = name.withUTF8 { Array($0) }
         names.append(monitor)
         detectors.append(detector)
+        episodes.append(tracker)
         judged.append(false)
         keys.append(key)
         if names.count * 2 > slots.count { grow() }
@@ -109,7 +118,7 @@ enum AnomalyStateFile {
     /// The `format` every state file names.
     static let format = "vitals detect-anomaly state"
     /// The version this build reads and writes.
-    static let version = 3
+    static let version = 4
 
     /// Reads the monitors saved in `path`; a file that does not exist yet gives none.
     static func load<Detector: MonitorDetector>(_ path: String, settings: DetectorSettings,
@@ -185,7 +194,8 @@ enum AnomalyStateFile {
             }
             guard !table.contains(name) else { throw fail("monitor '\(name)' is listed twice") }
             do {
-                table.add(name, try Detector(state: state, settings: settings))
+                table.add(name, try Detector(state: state, settings: settings),
+                          episodes: try EpisodeTracker(state: state, endAfter: settings.detector.episodeEnd))
             } catch {
                 throw fail("monitor '\(name)': \(error.message)")
             }
@@ -213,6 +223,7 @@ enum AnomalyStateFile {
             JSONText.appendLiteral("{\"monitor\":", to: &out)
             JSONText.appendString(name, to: &out)
             table.detectors[position].encodeState(to: &out)
+            table.episodes[position].encodeState(to: &out)
             out.append(UInt8(ascii: "}"))
         }
         JSONText.appendLiteral("\n]}\n", to: &out)

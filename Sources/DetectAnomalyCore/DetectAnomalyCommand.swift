@@ -10,7 +10,8 @@ public enum DetectAnomalyCommand: VitalsCommand {
         description: """
         Reads records from the FILEs (or standard input; - is standard input) and writes every valid one back \
         out, in order, every byte as it came, with an anomaly object added to each sample: verdict unknown, \
-        stable or degrading, the detector's numbers, and a score from 0 to 1. A degrading sample that is up \
+        stable or degrading, the detector's numbers, a score from 0 to 1, and its place in an anomaly episode \
+        (the onset, the samples inside it, the sample that ends it). A degrading sample that is up \
         becomes degraded, with reason latency (isitup's rule). Records that are not samples pass through \
         untouched. See detect-anomaly(1) for every rule, vitals-records(7) for the records.
         """,
@@ -21,7 +22,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
             OptionSpec("direction", value: "SIDE", default: Direction.high.rawValue, choices: Direction.allCases.map(\.rawValue), help: "which side is bad: high, low (for speeds) or both"),
             OptionSpec("window", value: "N", help: "points kept per monitor, the current one included (default 100 for envelope, 50 for the others)"),
             OptionSpec("min-samples", value: "N", default: "10", help: "points needed, the current one included, before a verdict other than unknown"),
-            OptionSpec("threshold", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7); envelope: robust deviations from the median (default 6)"),
+            OptionSpec("threshold", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7); envelope: robust deviations from the median (default 5.7)"),
             OptionSpec("state", value: "FILE", help: "load the monitors' windows from FILE at the start and save them there at the end"),
             .duration("checkpoint", help: "with --state, also save the state this often during a long run"),
             OptionSpec("keep-status", help: "never change status, reason or message; only add the anomaly object"),

@@ -18,13 +18,20 @@ enum DetectorKind: String, Sendable, CaseIterable {
         case .seed: return 2.5
         case .mad: return 3.5
         case .robust: return 7
-        case .envelope: return 5
+        case .envelope: return 5.7
         }
     }
 
     /// The default `--window` of each detector.
     var defaultWindow: Int {
         self == .envelope ? 100 : 50
+    }
+
+    /// Samples in a row that are not over the detector's limit (quiet samples) that end an episode:
+    /// 11 for envelope, which keeps an episode degrading through 10 of them; 1 for the others, so
+    /// their episode is a run of degrading samples and their verdicts are their own.
+    var episodeEnd: Int {
+        self == .envelope ? EnvelopeDetector.episodeEnd : 1
     }
 }
 

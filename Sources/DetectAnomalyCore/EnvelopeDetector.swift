@@ -1,43 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import VitalsKit
 
 /// Values that break out of what the monitor has shown: the default detector.
 ///
 /// Per monitor, on the raw values (no logarithm: zeros, negative and [0, 1]-rescaled values are
-/// ordinary numbers here), in arrival order (only the daily profile reads the time of a sample,
-/// and only its hour of the day, so irregular cadence, repeated or backward timestamps count as
-/// samples):
+/// ordinary numbers here), in arrival order (the daily profile reads the hour of a sample's time,
+/// and the envelope of changes the time since the last sample; irregular cadence, repeated or
+/// backward timestamps otherwise count as samples):
 /// - the baseline: the median of the last `window - 1` values;
-/// - the scale: the larger of 1.4826 times their MAD, 2 times an exponentially weighted mean
+/// - the scale: the larger of 1.4826 times their MAD, 1.8 times an exponentially weighted mean
 ///   of past absolute deviations from the median (weight 1%, about the last 100 samples), and
 ///   0.1% of the median's size. The mean deviation keeps the scale above 0 on a series that is
 ///   mostly one value (mostly zeros), where the MAD is 0 and every other value would be an outlier;
-/// - an envelope: the highest and lowest values seen, each pulled back toward the median by 0.1%
-///   of the distance per sample that differs from the median (a half-life of about 700 such
-///   samples), so it remembers the range the series has shown for several hundred samples, and a
+///   until 5 learned samples differed from their median there is no scale, and no verdict;
+/// - an envelope: the highest and lowest values seen, each pulled back toward the median by 0.23%
+///   of the distance per sample that differs from the median (a half-life of about 300 such
+///   samples), so it remembers the range the series has shown for a few hundred samples, and a
 ///   value that rose to it once is not new;
-/// - evidence on the high side: min(z / threshold, (x - upper) / (0.05 spread)), with z the robust
+/// - evidence on the high side: min(z / threshold, (x - upper) / (0.065 spread)), with z the robust
 ///   z-score and spread the larger of upper - lower and the scale; likewise below on the low side.
 ///   Both must exceed 1: far from the median in robust deviations, and beyond the envelope.
 /// - the change channel, a prediction error with the last value as the prediction: the change
 ///   c = x - previous against the exponentially weighted mean absolute change (weight 1%) and an
-///   envelope of changes (the largest rise and fall, decaying toward 0 by 0.02% per nonzero
-///   change): min(c / (10/6 threshold mean changes), (c - rise) / (0.3 spread of changes)) on the
-///   high side, likewise for a fall. It catches a jump on a smooth series that the value channel
-///   finds ordinary (the series was there before); a jump like those it makes every few hours is
-///   not new.
+///   envelope of changes (the largest rise and fall, drawn back toward 0 on each nonzero change by
+///   1 - exp(-t / 1.8 days), t the time since the last sample): min(c / (1.7 threshold mean
+///   changes), (c - rise) / (0.53 spread of changes)) on the high side, likewise for a fall. It
+///   catches a jump on a smooth series that the value channel finds ordinary (the series was there
+///   before); a jump like those of the last day or two is not new.
 /// - the daily profile, a seasonal baseline in 24 phases (the UTC hour of `at`): per phase, the
-///   mean residual from the median and the mean absolute deviation from it, weighted 10% a day
+///   mean residual from the median and the mean absolute deviation from it, weighted 3% a day
 ///   (a sample sooner after its phase's day began weighs in proportion to the time). After 3
-///   days, (x - median - phase mean) / (8/6 threshold deviations), the deviation at least the
-///   mean deviation above; off while the MAD is 0 (mostly one value).
+///   days, (x - median - phase mean) / (1.3 threshold deviations), the deviation at least 0.8 of
+///   the mean deviation above; off while the MAD is 0 (mostly one value).
 /// - the repeat channel (--direction both only): a value equal to the last one for the 3rd to the
 ///   10th time in a row, on a series where fewer than 2% of samples begin a run of repeats, once
 ///   the window is full: evidence repeats / 2.5, at most 1.5. A stuck metric.
-/// The evidence of a sample is the largest of the four channels'.
-/// A sample is degrading when the evidence of a judged side is over 1, and for the next 10 samples
-/// after one is (so one incident with normal-looking values inside it is one alarm, not several,
-/// closed after 10 quiet samples); a held sample keeps its own score. The score is
-/// evidence / (evidence + 1): 0.5 at the verdict's limit, rising toward 1.
+/// The evidence of a sample is the largest of the four channels'. A sample is over the limit
+/// (its own verdict degrading) when the evidence of a judged side is over 1. The score is
+/// evidence / (evidence + 1): 0.5 at the limit, rising toward 1. The episodes (`EpisodeTracker`)
+/// end after `episodeEnd` quiet samples, so one incident with normal-looking values inside it is
+/// one episode, not several.
 /// A sample after a sustained shift finds the envelope already at the new level, so the score
 /// falls back quickly instead of staying at 1 for the whole shift.
 ///
@@ -45,35 +51,38 @@ import VitalsKit
 /// the median on the latency field, and never learned, so they do not move the baseline.
 ///
 /// Cost: as `SortedWindow` (O(log window) and a small memory move) plus O(1); memory is the window
-/// and twelve numbers per monitor, and 120 for the daily profile once a sample with an `at` is learned.
+/// and fourteen numbers per monitor, and 120 for the daily profile once a sample with an `at` is learned.
 struct EnvelopeDetector: MonitorDetector {
     static let madToSigma = 1.4826
     /// The mean deviation's weight per sample.
     static let deviationWeight = 0.01
     /// The mean deviation times this is a floor of the scale.
-    static let deviationFactor = 2.0
+    static let deviationFactor = 1.8
     /// The scale never goes below this share of the median's size.
     static let relativeFloor = 0.001
     /// How far the envelope moves back toward the median per sample.
-    static let envelopeDecay = 0.001
+    static let envelopeDecay = 0.0023
     /// How far beyond the envelope, in spreads, a value must be (at the default threshold's limit).
-    static let envelopeMargin = 0.05
-    /// Samples that stay degrading after the last one over the limit.
-    static let holdSamples = 10
-    /// The change channel's limit, in mean absolute changes, is this times the threshold (8.33 at
-    /// the default 5).
-    static let changeThresholdFactor = 10.0 / 6.0
+    static let envelopeMargin = 0.065
+    /// Quiet samples in a row (evidence at most 1) that end an episode: the episode stays
+    /// degrading through the first `episodeEnd - 1` of them.
+    static let episodeEnd = 11
+    /// The change channel's limit, in mean absolute changes, is this times the threshold (9.69 at
+    /// the default 5.7).
+    static let changeThresholdFactor = 1.7
     /// The mean absolute change's weight per sample.
     static let changeWeight = 0.01
-    /// How far the envelope of changes moves back toward 0 per nonzero change.
-    static let changeDecay = 0.0002
+    /// The envelope of changes moves back toward 0 on each nonzero change by 1 - exp(-elapsed /
+    /// this), with the seconds since the last sample: it remembers the steps of the last day or two
+    /// (the time constant is 1.8 days), whatever the cadence.
+    static let changeTime = 1.8 * 86_400
     /// How far beyond the envelope of changes, in its spreads, a change must be.
-    static let changeMargin = 0.3
+    static let changeMargin = 0.53
     /// The daily profile's phases: the hours of the day (UTC) of a sample's `at`.
     static let phases = 24
     /// The profile's weight per day: a visit of a phase a day or more after its last day's first
     /// weighs this much, one sooner in proportion to the time (none at the same time or earlier).
-    static let profileWeight = 0.1
+    static let profileWeight = 0.03
     /// Days a phase must have been visited on before its profile judges (a visit 12 hours or more
     /// after the last counted one starts a day).
     static let profileVisits = 3
@@ -81,8 +90,14 @@ struct EnvelopeDetector: MonitorDetector {
     /// visited (up to `profileVisits`), and the `at` of the last counted day's first visit.
     static let profileStride = 5
     /// The profile channel's limit, in the phase's mean deviations, is this times the threshold
-    /// (6.67 at the default 5).
-    static let profileThresholdFactor = 8.0 / 6.0
+    /// (7.41 at the default 5.7).
+    static let profileThresholdFactor = 1.3
+    /// The phase's deviation is at least this share of the series' mean deviation.
+    static let profileFloor = 0.8
+    /// Samples that differed from their median the detector must have learned before it judges:
+    /// until a series has varied a few times it has no scale to judge a departure by (a series of
+    /// zeros meeting its first nonzero value).
+    static let neededDeviations = 5
     /// The repeat channel: this many repeats in a row (the value the same as the last one this
     /// many times, so one more values in all) is a stuck value...
     static let stuckRepeats = 3
@@ -104,7 +119,6 @@ struct EnvelopeDetector: MonitorDetector {
     private var deviationWeights = 0.0
     private var upper: Double?
     private var lower: Double?
-    private var hold = 0
     /// Exponentially weighted sum of absolute changes between consecutive learned values, and of
     /// their weights.
     private var changeSum = 0.0
@@ -121,6 +135,10 @@ struct EnvelopeDetector: MonitorDetector {
     /// last one after a different one), and the repeats in a row up to the last learned value.
     private var repeatRate = 0.0
     private var repeats = 0
+    /// Learned samples that differed from their median, up to `neededDeviations`.
+    private var deviations = 0
+    /// The `at` of the last learned sample with one (ms), for the decays per time.
+    private var lastAtMs: Int64?
 
     init(settings: DetectorSettings) {
         window = SortedWindow(capacity: settings.window - 1)
@@ -157,7 +175,7 @@ struct EnvelopeDetector: MonitorDetector {
         let n = window.count
         let simulated = observation.simulated && settings.promotes
         guard n > 0, let high = upper, let low = lower else {
-            if !observation.simulated { learn(x, median: x) }
+            if !observation.simulated { learn(x, median: x, atMs: observation.atMs) }
             // isitup's fallback: a simulated latency with no real one to compare with.
             guard simulated, SimulatedLatency.isDegrading(x, realMean: nil) else { return Self.unjudged }
             return Report(verdict: .degrading, baselineCount: 0, median: nil, upper: nil, lower: nil, z: nil,
@@ -168,7 +186,7 @@ struct EnvelopeDetector: MonitorDetector {
         // isitup's +500 ms over the real mean (the window holds only real values).
         let realMean = simulated ? SimulatedLatency.mean(window.sorted) : nil
         let simulatedOver = simulated && SimulatedLatency.isDegrading(x, realMean: realMean)
-        if n + 1 >= settings.minSamples {
+        if n + 1 >= settings.minSamples, deviations >= Self.neededDeviations {
             let mad = window.mad
             var scale = max(Self.madToSigma * mad, Self.relativeFloor * abs(median), Double.leastNormalMagnitude)
             if deviationWeights > 0 { scale = max(scale, Self.deviationFactor * deviationSum / deviationWeights) }
@@ -196,7 +214,7 @@ struct EnvelopeDetector: MonitorDetector {
                profile[base + 3] >= Double(Self.profileVisits), profile[base + 2] > 0 {
                 let weight = profile[base + 2]
                 var deviation = profile[base + 1] / weight
-                if deviationWeights > 0 { deviation = max(deviation, deviationSum / deviationWeights) }
+                if deviationWeights > 0 { deviation = max(deviation, Self.profileFloor * deviationSum / deviationWeights) }
                 if deviation > 0 {
                     let residual = (x - (median + profile[base] / weight)) / (Self.profileThresholdFactor * k * deviation)
                     if settings.direction.judgesHigh { evidence = max(evidence, residual) }
@@ -210,14 +228,7 @@ struct EnvelopeDetector: MonitorDetector {
                (Self.stuckRepeats...Self.stuckLongest).contains(repeats + 1), repeatRate < Self.stuckRate {
                 evidence = max(evidence, min(Self.stuckCeiling, Double(repeats + 1) / Self.stuckDivisor))
             }
-            var over = evidence > 1
-            if simulatedOver { over = true }
-            if over {
-                hold = Self.holdSamples
-            } else if hold > 0 {
-                hold -= 1
-                over = true
-            }
+            let over = evidence > 1 || simulatedOver
             report.verdict = over ? .degrading : .stable
             report.z = z
             report.score = evidenceScore(evidence, scale: 1)
@@ -227,7 +238,7 @@ struct EnvelopeDetector: MonitorDetector {
             report.score = SimulatedLatency.score(x, realMean: realMean)
         }
         if !observation.simulated {
-            learn(x, median: median)
+            learn(x, median: median, atMs: observation.atMs)
             if let at = observation.atMs { learnProfile(x - median, at: at) }
         }
         return report
@@ -268,7 +279,13 @@ struct EnvelopeDetector: MonitorDetector {
 
     /// Learns a value: the mean deviation from `median` (the baseline it was judged against), the
     /// envelope, the window.
-    private mutating func learn(_ x: Double, median: Double) {
+    private mutating func learn(_ x: Double, median: Double, atMs: Int64?) {
+        // The seconds since the last learned sample (0 without times, or when time steps back).
+        var elapsed = 0.0
+        if let at = atMs {
+            if let last = lastAtMs { elapsed = max(0, Double(at &- last) / 1000) }
+            lastAtMs = at
+        }
         if window.count > 0 {
             let change = x - window.newest
             // The repeat rate counts the first repeat of a run and every sample that is not a
@@ -286,8 +303,9 @@ struct EnvelopeDetector: MonitorDetector {
             if let rise = changeUpper, let fall = changeLower {
                 // A step of 0 says nothing about the size of steps (as a value at the median above).
                 if change != 0 {
-                    changeUpper = max(change, rise * (1 - Self.changeDecay))
-                    changeLower = min(change, fall * (1 - Self.changeDecay))
+                    let decay = Self.forgetting(elapsed, Self.changeTime)
+                    changeUpper = max(change, rise * (1 - decay))
+                    changeLower = min(change, fall * (1 - decay))
                 }
             } else {
                 changeUpper = change
@@ -295,6 +313,7 @@ struct EnvelopeDetector: MonitorDetector {
             }
             deviationSum = (1 - Self.deviationWeight) * deviationSum + Self.deviationWeight * abs(x - median)
             deviationWeights = (1 - Self.deviationWeight) * deviationWeights + Self.deviationWeight
+            if x != median, deviations < Self.neededDeviations { deviations += 1 }
         }
         if let high = upper, let low = lower {
             // A value equal to the median says nothing about the range: on a series that is mostly
@@ -310,6 +329,12 @@ struct EnvelopeDetector: MonitorDetector {
         window.append(x)
     }
 
+    /// The share forgotten over `elapsed` seconds at the time constant `time`: 1 - exp(-elapsed / time).
+    @inline(__always)
+    static func forgetting(_ elapsed: Double, _ time: Double) -> Double {
+        elapsed > 0 ? -expm1(-elapsed / time) : 0
+    }
+
     // MARK: - State
 
     func encodeState(to out: inout [UInt8]) {
@@ -318,7 +343,6 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.number("deviation_weights", deviationWeights, to: &out)
         StateText.optionalNumber("upper", upper, to: &out)
         StateText.optionalNumber("lower", lower, to: &out)
-        StateText.optionalInteger("hold", Int64(hold), to: &out)
         StateText.number("change_sum", changeSum, to: &out)
         StateText.number("change_weights", changeWeights, to: &out)
         StateText.optionalNumber("change_upper", changeUpper, to: &out)
@@ -326,6 +350,8 @@ struct EnvelopeDetector: MonitorDetector {
         StateText.numbers("profile", profile, to: &out)
         StateText.number("repeat_rate", repeatRate, to: &out)
         StateText.optionalInteger("repeats", Int64(repeats), to: &out)
+        StateText.optionalInteger("deviations", Int64(deviations), to: &out)
+        StateText.optionalInteger("last_at_ms", lastAtMs, to: &out)
     }
 
     init(state: JSONObject, settings: DetectorSettings) throws(StateError) {
@@ -335,10 +361,6 @@ struct EnvelopeDetector: MonitorDetector {
         deviationWeights = try state.stateNumber("deviation_weights")
         upper = try state.optionalStateNumber("upper")
         lower = try state.optionalStateNumber("lower")
-        guard let held = try state.optionalStateInteger("hold"), (0...Int64(Self.holdSamples)).contains(held) else {
-            throw StateError("'hold' is not a whole number from 0 to \(Self.holdSamples)")
-        }
-        hold = Int(held)
         guard deviationSum >= 0, (0...1).contains(deviationWeights) else { throw StateError("the mean deviation is out of range") }
         guard (upper == nil) == (lower == nil), (upper == nil) == (window.count == 0) else {
             throw StateError("the envelope does not match the values")
@@ -362,6 +384,11 @@ struct EnvelopeDetector: MonitorDetector {
             throw StateError("'repeats' is not a whole number of 0 or more")
         }
         repeats = Int(run)
+        guard let varied = try state.optionalStateInteger("deviations"), (0...Int64(Self.neededDeviations)).contains(varied) else {
+            throw StateError("'deviations' is not a whole number from 0 to \(Self.neededDeviations)")
+        }
+        deviations = Int(varied)
+        lastAtMs = try state.optionalStateInteger("last_at_ms")
         for phase in 0..<(profile.count / Self.profileStride) {
             let base = Self.profileStride * phase
             let visits = profile[base + 3]

@@ -86,6 +86,9 @@ enum DigestText {
                 parts.append("has been \(failing) again since \(words.time(since))" + message)
                 return Words.list(parts)
             }
+        } else if s.anomalies > 0 {
+            parts.append("had \(Words.count(s.anomalies, "latency anomaly", "latency anomalies")) (degraded at "
+                + "\(Words.grouped(s.counts[.degraded] ?? 0)) of \(Words.count(s.checks, "check")))")
         } else if let degraded = s.counts[.degraded], degraded > 0 {
             parts.append("was degraded at \(Words.grouped(degraded)) of \(Words.count(s.checks, "check"))")
         } else if let unknown = s.counts[.unknown], unknown > 0 {

@@ -122,6 +122,8 @@ struct ServiceFacts: Equatable {
     var ongoingOutage: Bool { outageSince != nil }
     /// When the outage going on at the end of the window began.
     var outageSince: Int64?
+    /// detect-anomaly's episodes: begun in the window, or going on at its start.
+    var anomalies: Int = 0
     /// Average speed over the checks that measured one (Mbit/s).
     var speedAvgMbps: Double?
     var speedChecks: Int
@@ -157,6 +159,7 @@ struct GroupSummary: Equatable {
     var available: Int
     var outages: Int
     var outageMs: Int64
+    var anomalies: Int
     /// Share of checks up or degraded, percent (nil without checks).
     var uptimePercent: Double? { checks > 0 ? Double(available) * 100 / Double(checks) : nil }
 
@@ -169,6 +172,7 @@ struct GroupSummary: Equatable {
         available = services.reduce(0) { $0 + $1.available }
         outages = services.reduce(0) { $0 + $1.outages }
         outageMs = services.reduce(0) { $0 + $1.outageMs }
+        anomalies = services.reduce(0) { $0 + $1.anomalies }
     }
 }
 
@@ -281,6 +285,7 @@ struct DigestFacts: Equatable {
                 outages: acc.outageCount, outageMs: acc.outageTotal,
                 longestOutage: acc.longestOutage.map { OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration) },
                 outageSince: acc.openOutageStart,
+                anomalies: acc.anomalies,
                 speedAvgMbps: acc.speedCount > 0 ? Double(acc.speedSumMilli) / 1000 / Double(acc.speedCount) : nil,
                 speedChecks: acc.speedCount,
                 seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded, seriesOutage: outage))

@@ -88,6 +88,7 @@ enum HTMLFormat {
         html += "<li>Checks: \(Words.grouped(overall.checks)), \(Words.percent(overall.uptimePercent ?? 0)) up</li>\n"
         html += "<li>Outages: \(Words.grouped(overall.outages))"
             + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : "") + "</li>\n"
+        if overall.anomalies > 0 { html += "<li>Latency anomalies: \(Words.grouped(overall.anomalies))</li>\n" }
         html += "<li>Worst service: " + (facts.worst.map { "\(escape($0.name)) (\($0.status.rawValue), \(Words.percent($0.uptimePercent)) up)" } ?? "none") + "</li>\n"
         html += "<li>Longest outage: " + (facts.longestOutage.map {
             "\(escape($0.name)), \(Words.outage($0.durationMs)) from \(escape(words.time($0.start)))" + ($0.end == nil ? " (ongoing)" : "")

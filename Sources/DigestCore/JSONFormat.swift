@@ -71,6 +71,7 @@ enum JSONFormat {
             JSONField("outage_ongoing", .bool(s.ongoingOutage)),
             JSONField("outage_since", time(s.outageSince)),
             JSONField("longest_outage", s.longestOutage.map { outage($0, withMonitor: false) } ?? .null),
+            JSONField("anomalies", int(s.anomalies)),
             JSONField("speed_avg_mbps", fixed(s.speedAvgMbps)),
             JSONField("speed_checks", int(s.speedChecks)),
             JSONField("series", .object(JSONObject([
@@ -91,6 +92,7 @@ enum JSONFormat {
             JSONField("uptime_percent", fixed(g.uptimePercent)),
             JSONField("outages", int(g.outages)),
             JSONField("outage_ms", int(g.outageMs)),
+            JSONField("anomalies", int(g.anomalies)),
         ]))
     }
 

@@ -14,6 +14,9 @@ struct SampleRow: Equatable {
     var service: UInt32
     /// The status, as an index into `SampleStatus.allCases`.
     var status: UInt8
+    /// Where the sample stands in an anomaly episode detect-anomaly marked: an
+    /// `AnomalyEpisodeState`'s raw value, 0 for none.
+    var episode: UInt8 = 0
 
     /// The marker for a missing number.
     static let none = Int64.min

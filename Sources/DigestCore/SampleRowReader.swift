@@ -88,8 +88,10 @@ struct SampleRowReader {
             services.noteLatest(service, at: instant, reason: reasonBytes, message: scratch)
         }
         sequence += 1
-        return .sample(SampleRow(at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
-                                 sequence: sequence, service: service, status: statusIndex))
+        var row = SampleRow(at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
+                            sequence: sequence, service: service, status: statusIndex)
+        if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(line, anomaly)?.rawValue ?? 0 }
+        return .sample(row)
     }
 
     // MARK: - Bytes
@@ -155,12 +157,14 @@ struct DigestFields: SampleFieldReader {
     var name: FieldRange?
     var speed: FieldRange?
     var message: FieldRange?
+    var anomaly: FieldRange?
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch (count, key[0]) {
         case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
         case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
         default: break
         }

@@ -68,6 +68,9 @@ struct ServiceAccumulator {
     private(set) var longestOutage: Outage?
     /// The outage going on after the last sample, if any (its start).
     private(set) var openOutageStart: Int64?
+    /// Anomaly episodes (detect-anomaly's): those that began in the window, and one that began
+    /// before it and goes on into it.
+    private(set) var anomalies = 0
     /// Chart bins, in time order, only those with checks.
     private(set) var bins: [ChartBin] = []
     /// The newest latencies, oldest first once `trendValues` is full (a ring).
@@ -105,6 +108,9 @@ struct ServiceAccumulator {
         if row.speedMilli != SampleRow.none {
             speedCount += 1
             speedSumMilli += row.speedMilli
+        }
+        if row.episode == AnomalyEpisodeState.onset.rawValue || (row.episode == AnomalyEpisodeState.ongoing.rawValue && checks == 1) {
+            anomalies += 1
         }
         let failing = row.isFailure
         var began = false

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import VitalsKit
 import Synchronization
 
 /// A request the fixture server received, for tests to assert on.
@@ -401,7 +402,7 @@ public final class FixtureServer: Sendable {
         for pair in path[path.index(after: question)...].split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             let key = String(parts[0])
-            let value = parts.count > 1 ? String(parts[1]).removingPercentEncoding ?? String(parts[1]) : ""
+            let value = parts.count > 1 ? URLText.percentDecoded(parts[1]) : ""
             result[key] = value.replacingOccurrences(of: "+", with: " ")
         }
         return result

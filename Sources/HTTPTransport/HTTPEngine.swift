@@ -1,5 +1,4 @@
 import CCurl
-import VitalsKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -36,9 +35,10 @@ public struct WaitDescriptor: Sendable {
 /// Runs many HTTP requests at once on one thread with libcurl's multi interface.
 ///
 /// The engine and its curl handles belong to the thread that created it; it is driven by
-/// calling `step`, which waits for network activity (or the signal wake pipe) and returns the
-/// requests that finished. Every request gets a fresh connection, a fresh DNS lookup and a
-/// full TLS handshake, so its timings are what a new client sees. Easy handles are pooled.
+/// calling `step`, which waits for network activity (or its wake descriptor) and returns the
+/// requests that finished. A request gets a fresh connection, a fresh DNS lookup and a full TLS
+/// handshake, so its timings are what a new client sees, unless it asks to reuse a connection
+/// (a database client's); the engine keeps up to 16 open for those. Easy handles are pooled.
 public final class HTTPEngine {
     /// Requests in flight at most; the rest wait in order.
     public let maxInFlight: Int
@@ -50,9 +50,14 @@ public final class HTTPEngine {
     private var waiting: [(HTTPRequest, Int)?] = []
     private var waitingHead = 0
 
-    /// Creates an engine allowing `maxInFlight` requests at once.
-    public init(maxInFlight: Int) {
+    /// A descriptor whose becoming readable ends a wait in `step` (the tools' stop-signal pipe), or -1.
+    public let wakeFD: Int32
+
+    /// Creates an engine allowing `maxInFlight` requests at once; a wait ends as soon as `wakeFD`
+    /// is readable (pass the tool's stop-signal pipe, `Signals.wakeFD`, so SIGINT is seen at once).
+    public init(maxInFlight: Int, wakeFD: Int32) {
         HTTPEngine.globalInit
+        self.wakeFD = wakeFD
         self.maxInFlight = max(1, maxInFlight)
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         self.multi = multi
@@ -108,8 +113,8 @@ public final class HTTPEngine {
         // watcher sleeps until its next probe is due instead of spinning.
         var waits: [curl_waitfd] = []
         waits.reserveCapacity(extra.count + 1)
-        if Signals.wakeFD >= 0 {
-            waits.append(curl_waitfd(fd: Signals.wakeFD, events: Int16(CURL_WAIT_POLLIN), revents: 0))
+        if wakeFD >= 0 {
+            waits.append(curl_waitfd(fd: wakeFD, events: Int16(CURL_WAIT_POLLIN), revents: 0))
         }
         for descriptor in extra {
             let events = (descriptor.readable ? Int16(CURL_WAIT_POLLIN) : 0) | (descriptor.writable ? Int16(CURL_WAIT_POLLOUT) : 0)

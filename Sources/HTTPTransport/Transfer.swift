@@ -1,5 +1,4 @@
 import CCurl
-import VitalsKit
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -41,12 +40,8 @@ final class Transfer {
     var recipientList: UnsafeMutablePointer<curl_slist>?
     var responseHeaders: [String] = []
     var uploadOffset = 0
-    /// SMTP: 220 replies seen (the greeting, then STARTTLS's go-ahead), whether the EHLO reply
-    /// being read offers AUTH, and whether the transfer was stopped because none did.
-    var smtpReadyReplies = 0
-    var smtpOffersAuth = false
-    var smtpAwaitingEHLO = false
-    var smtpAuthMissing = false
+    /// SMTP: the replies watched for mail's login guarantee (nil for HTTP).
+    var smtp: SMTPReplyWatcher?
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
     private var retained: Unmanaged<Transfer>?
 
@@ -140,42 +135,12 @@ final class Transfer {
         while line.hasSuffix("\n") || line.hasSuffix("\r") { line.removeLast() }
         if let mail = request.mail {
             responseHeaders.append(line)
-            return smtpReply(line, mail) ? length : 0
+            if smtp == nil { smtp = SMTPReplyWatcher(envelope: mail, url: request.url) }
+            return smtp!.observe(line) ? length : 0
         }
         if line.hasPrefix("HTTP/") { responseHeaders.removeAll() }
         if !line.isEmpty { responseHeaders.append(line) }
         return length
-    }
-
-    /// Watches SMTP replies for the login guarantee: the EHLO reply that counts (the one
-    /// after STARTTLS when TLS is negotiated that way, else the first) must offer AUTH when a
-    /// login is required, or the transfer stops there, before MAIL FROM. Returns false to stop.
-    private func smtpReply(_ line: String, _ mail: MailEnvelope) -> Bool {
-        let bytes = Array(line.utf8)
-        guard bytes.count >= 3 else { return true }
-        let code = String(decoding: bytes[0..<3], as: UTF8.self)
-        let last = bytes.count == 3 || bytes[3] == UInt8(ascii: " ")
-        if code == "220" {
-            if last {
-                smtpReadyReplies += 1
-                smtpAwaitingEHLO = true
-                smtpOffersAuth = false
-            }
-            return true
-        }
-        guard code == "250", smtpAwaitingEHLO else { return true }
-        if bytes.count > 4 {
-            let words = String(decoding: bytes[4...], as: UTF8.self).uppercased()
-            if words.hasPrefix("AUTH ") || words.hasPrefix("AUTH=") { smtpOffersAuth = true }
-        }
-        guard last else { return true }
-        smtpAwaitingEHLO = false
-        let startTLS = mail.requireTLS && request.url.lowercased().hasPrefix("smtp:")
-        if mail.requireAuth, smtpReadyReplies == (startTLS ? 2 : 1), !smtpOffersAuth {
-            smtpAuthMissing = true
-            return false
-        }
-        return true
     }
 
     func supplyUpload(_ data: UnsafeMutablePointer<CChar>, _ room: Int) -> Int {
@@ -363,7 +328,7 @@ final class Transfer {
         let message = String(cString: errorBuffer)
         result.curlMessage = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
         result.failure = classify(code, message: result.curlMessage, connected: result.timings.connect > 0)
-        if smtpAuthMissing {
+        if smtp?.authMissing == true {
             result.curlMessage = "the server did not offer AUTH, so nothing was sent (a login was asked for)"
             result.failure = .protocol
         }

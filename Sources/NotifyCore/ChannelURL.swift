@@ -114,7 +114,7 @@ struct ChannelURL {
         self.port = port
         let display = self.display
         func expand(_ part: Substring) throws(UsageError) -> String {
-            try ChannelURL.expand(restore(ChannelURL.percentDecode(part)), environment: environment, channel: display)
+            try ChannelURL.expand(restore(URLText.percentDecoded(part)), environment: environment, channel: display)
         }
         user = try userText.map(expand)
         password = try passwordText.map(expand)
@@ -125,7 +125,7 @@ struct ChannelURL {
         var rawParameters: [(String, String)] = []
         for pair in queryText.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = restore(ChannelURL.percentDecode(parts[0])).lowercased()
+            let name = restore(URLText.percentDecoded(parts[0])).lowercased()
             let raw = parts.count > 1 ? parts[1] : ""
             if Redaction.isSecretParameter(name), !raw.hasPrefix("\u{1}"), !raw.isEmpty,
                !name.hasSuffix("_file"), !ChannelURL.notSecret.contains(name) {
@@ -202,38 +202,6 @@ struct ChannelURL {
             rest = rest[rest.index(after: close)...]
         }
         return out + rest
-    }
-
-    /// Decodes `%XX` escapes (and leaves `+` alone: channel URLs are not form data).
-    static func percentDecode(_ text: Substring) -> String {
-        guard text.contains("%") else { return String(text) }
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8)[...]
-        while let byte = iterator.popFirst() {
-            if byte == UInt8(ascii: "%"), iterator.count >= 2,
-               let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16) {
-                bytes.append(value)
-                iterator = iterator.dropFirst(2)
-            } else {
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// Percent-encodes a path segment or a query value.
-    static func percentEncode(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(Character(Unicode.Scalar(byte)))
-            default:
-                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(2)
-            }
-        }
-        return out
     }
 
     /// The query parameters not in `own` (notify's own settings), as written: what is passed

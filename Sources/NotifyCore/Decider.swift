@@ -166,14 +166,18 @@ final class Decider {
                 track.confirmed = status
             }
         case .degraded:
-            if current == 0, track.badStreak >= policy.failureThreshold {
+            // An anomaly episode (detect-anomaly's) is one degradation: told at its onset, which the
+            // detector has judged (no threshold), and not again for the samples inside it.
+            if current == 0, sample.episode == .onset || (sample.episode != .ongoing && track.badStreak >= policy.failureThreshold) {
                 track.since = track.badStart
                 track.confirmed = status
             } else if current == 2, track.notFailingStreak >= policy.successThreshold {
                 track.confirmed = status
             }
         case .up:
-            if current > 0, track.upStreak >= policy.successThreshold {
+            // The sample that ends an episode ends the degradation it began: the detector has
+            // already waited for quiet samples.
+            if current > 0, track.upStreak >= policy.successThreshold || (current == 1 && sample.episode == .end) {
                 track.endedSince = track.since
                 track.since = nil
                 track.confirmed = status

@@ -72,7 +72,7 @@ final class Job {
 final class Dispatcher {
     private let channels: [String: Channel]
     private let state: StateBox
-    private let engine = HTTPEngine(maxInFlight: 32)
+    private let engine = HTTPEngine(maxInFlight: 32, wakeFD: Signals.wakeFD)
     private let environment: [String: String]
     /// The wall clock (ms): the real one, or --now plus the time elapsed.
     let wallClock: () -> Int64

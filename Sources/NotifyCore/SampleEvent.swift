@@ -18,6 +18,8 @@ struct SampleEvent: Equatable {
     var target: String?
     /// The integer id store-samples gave the monitor (`monitor_id`, which it adds to the samples it passes on).
     var monitorID: Int? = nil
+    /// Where the sample stands in detect-anomaly's episodes (`anomaly.episode.state`), if it has one.
+    var episode: AnomalyEpisodeState? = nil
 }
 
 extension SampleEvent {
@@ -32,6 +34,7 @@ extension SampleEvent {
         reason = reader.reason
         target = reader.text(own.target)
         monitorID = own.monitorID.flatMap { Int(String(decoding: reader.raw($0), as: UTF8.self)) }
+        episode = own.anomaly.flatMap { AnomalyEpisodeState.read(reader.line, $0) }
     }
 }
 
@@ -41,12 +44,14 @@ struct NotifyFields: SampleFieldReader {
     var message: FieldRange?
     var target: FieldRange?
     var monitorID: FieldRange?
+    var anomaly: FieldRange?
 
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch (count, key[0]) {
         case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
         case (6, UInt8(ascii: "t")) where SampleLine.key(key, is: "target"): target = field
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
+        case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
         case (10, UInt8(ascii: "m")) where SampleLine.key(key, is: "monitor_id"): monitorID = field
         default: break
         }

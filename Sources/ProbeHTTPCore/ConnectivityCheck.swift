@@ -54,7 +54,7 @@ struct ConnectivitySettings: Sendable {
 final class ConnectivityCheck {
     private let settings: ConnectivitySettings
     private let output: RecordWriter
-    private let engine = HTTPEngine(maxInFlight: 1)
+    private let engine = HTTPEngine(maxInFlight: 1, wakeFD: Signals.wakeFD)
     private let network = NetworkView(refreshAfterMs: 0)
     private let pageTarget: Target
     private var marks = RoundMarks(tool: "probe-http")

@@ -59,7 +59,7 @@ final class ProbeRunner {
     init(targets: [Target], settings: ProbeSettings, output: RecordWriter) {
         self.settings = settings
         self.output = output
-        self.engine = HTTPEngine(maxInFlight: settings.limits.concurrency)
+        self.engine = HTTPEngine(maxInFlight: settings.limits.concurrency, wakeFD: Signals.wakeFD)
         self.targets = targets
         for (targetIndex, target) in targets.enumerated() {
             for (family, monitor) in target.ip.probes(monitor: target.id) {

@@ -261,7 +261,7 @@ final class PingRunner {
     }
 
     private func startTCP(_ index: Int, target: PingTarget) {
-        if engine == nil { engine = HTTPEngine(maxInFlight: settings.limits.concurrency) }
+        if engine == nil { engine = HTTPEngine(maxInFlight: settings.limits.concurrency, wakeFD: Signals.wakeFD) }
         // A connection only, to http://host:port/ or, with TLS, https://host:port/ with the
         // certificate read whether or not it is trusted.
         let url = (target.tls ? "https://" : "http://") + PingTarget.hostPort(target.host, target.port ?? 0) + "/"

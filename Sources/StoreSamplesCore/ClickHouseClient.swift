@@ -17,7 +17,7 @@ final class ClickHouseClient {
     var timeoutMs = 120_000
     /// Bytes of an answer kept at most.
     static let maxAnswerBytes = 512 << 20
-    private let engine = HTTPEngine(maxInFlight: 1)
+    private let engine = HTTPEngine(maxInFlight: 1, wakeFD: Signals.wakeFD)
     private var token = 0
 
     init(location: ClickHouseLocation, waitMs: Int64) {
@@ -54,8 +54,8 @@ final class ClickHouseClient {
         // A query's answer is sent only once the query is done: otherwise an error the server
         // meets halfway is appended to rows already sent under "200 OK", and would be read as rows.
         let settings = data == nil ? settings.merging(["wait_end_of_query": "1"]) { given, _ in given } : settings
-        for (key, value) in settings.sorted(by: { $0.key < $1.key }) { parameters.append(key + "=" + ClickHouseLocation.percentEncoded(value)) }
-        if data != nil { parameters.append("query=" + ClickHouseLocation.percentEncoded(query)) }
+        for (key, value) in settings.sorted(by: { $0.key < $1.key }) { parameters.append(key + "=" + URLText.percentEncoded(value)) }
+        if data != nil { parameters.append("query=" + URLText.percentEncoded(query)) }
         var request = HTTPRequest(url: base + "?" + parameters.joined(separator: "&"), method: "POST", timeoutMs: timeoutMs,
                                   userAgent: "vitals-store-samples/\(Vitals.version)")
         request.body = data ?? Array(query.utf8)

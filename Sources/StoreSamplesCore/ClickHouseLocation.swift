@@ -43,10 +43,10 @@ struct ClickHouseLocation: Sendable, Equatable {
         database = name
         if let info = url.userInfo {
             if let colon = info.firstIndex(of: ":") {
-                user = ClickHouseLocation.percentDecoded(String(info[..<colon]))
-                password = ClickHouseLocation.percentDecoded(String(info[info.index(after: colon)...]))
+                user = URLText.percentDecoded(String(info[..<colon]))
+                password = URLText.percentDecoded(String(info[info.index(after: colon)...]))
             } else {
-                user = ClickHouseLocation.percentDecoded(info)
+                user = URLText.percentDecoded(info)
             }
         }
         var secure = false
@@ -54,7 +54,7 @@ struct ClickHouseLocation: Sendable, Equatable {
         for part in (url.query ?? "").split(separator: "&") where !part.isEmpty {
             let pieces = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let key = String(pieces[0])
-            let value = pieces.count > 1 ? ClickHouseLocation.percentDecoded(String(pieces[1])) : ""
+            let value = pieces.count > 1 ? URLText.percentDecoded(String(pieces[1])) : ""
             switch key {
             case "cluster":
                 guard !value.isEmpty, value.utf8.allSatisfy({ ClickHouseLocation.isNameByte($0) }) else {
@@ -94,37 +94,4 @@ struct ClickHouseLocation: Sendable, Equatable {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F
     }
 
-    static func percentDecoded(_ text: String) -> String {
-        guard text.contains("%") else { return text }
-        var bytes: [UInt8] = []
-        var index = text.utf8.startIndex
-        let utf8 = text.utf8
-        while index < utf8.endIndex {
-            let byte = utf8[index]
-            if byte == UInt8(ascii: "%"), utf8.distance(from: index, to: utf8.endIndex) >= 3,
-               let value = UInt8(String(decoding: utf8[utf8.index(after: index)..<utf8.index(index, offsetBy: 3)], as: UTF8.self), radix: 16) {
-                bytes.append(value)
-                index = utf8.index(index, offsetBy: 3)
-            } else {
-                bytes.append(byte)
-                index = utf8.index(after: index)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// `text` for a URL's query string: unreserved bytes as they are, the rest `%XX`.
-    static func percentEncoded(_ text: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count * 3 / 2)
-        for byte in text.utf8 {
-            if isNameByte(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "~") {
-                out.append(byte)
-            } else {
-                out.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
 }

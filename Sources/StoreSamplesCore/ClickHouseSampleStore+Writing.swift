@@ -34,7 +34,7 @@ extension ClickHouseSampleStore {
         return rows
     }
 
-    private func status(ofAgent agent: String) throws -> AgentStatus {
+    func status(ofAgent agent: String) throws -> AgentStatus {
         if let known = caches.agentStatus[agent] { return known }
         let status = try loadAgents()[agent]?.status ?? policy.statusOfNewAgent(agent)
         caches.agentStatus[agent] = status

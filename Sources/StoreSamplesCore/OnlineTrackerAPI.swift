@@ -214,7 +214,8 @@ final class OnlineTrackerWorker: RequestAnswerer {
             log("POST /api/samples from agent \(agent): \(failure)")
             throw APIError.internalError
         }
-        let status = try store.agents().first { $0.id == agent }?.status ?? (api.autoApprove ? .approved : .pending)
+        // The agent's own row (cached by the ingest), not every agent with its monitors counted.
+        let status = try store.status(ofAgent: agent)
         let refused = diagnostics.lineErrors
         let answer = JSONValue.object(JSONObject([
             JSONField("agent", .string(agent)),

@@ -5,7 +5,7 @@ import VitalsKit
 /// them, agents and their approval, and the commit.
 extension SQLiteSampleStore {
     /// An agent's status: as stored, or for an agent seen for the first time, as the policy says.
-    private func status(ofAgent agent: String) throws -> AgentStatus {
+    func status(ofAgent agent: String) throws -> AgentStatus {
         if let known = caches.agentStatus[agent] { return known }
         let stored = try db.withCached("SELECT status FROM agents WHERE id = ?") { select in
             select.bind(agent)

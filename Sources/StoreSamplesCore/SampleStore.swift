@@ -71,6 +71,9 @@ protocol SampleStore: AnyObject {
     func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int
     /// Every agent.
     func agents() throws -> [AgentRecord]
+    /// One agent's status, or the status a new agent would get under the store's policy (one
+    /// indexed lookup, cached with the other agents' statuses for the request or command).
+    func status(ofAgent agent: String) throws -> AgentStatus
     /// Sets an agent's status; false when there is no such agent.
     func setAgentStatus(_ id: String, to status: AgentStatus) throws -> Bool
     /// Deletes the samples before `before` (all when nil), of one monitor or of all; monitors

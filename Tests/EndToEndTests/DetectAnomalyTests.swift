@@ -137,6 +137,64 @@ struct DetectAnomalyTests {
         #expect(records[0]["anomaly"]?.objectValue?["threshold_ms"] == .number("1800"))
     }
 
+    // 200 samples alternating 95 and 105, a spike of 400, 4 as before, a spike of 900 inside the
+    // episode the 400 began, 34 as before, a spike of 2000 and 10 more. By hand
+    // (EnvelopeDetectorTests.point): the 400 is z = 17.55 and its evidence 3.0783, score 0.755.
+    @Test("an episode: the onset carries the score; samples inside it, over the limit or not, are degrading with half their score; the 11th quiet one ends it")
+    func episodes() throws {
+        func calm(_ minutes: Range<Int>) -> [String] {
+            minutes.map { sampleLine("api", minute: $0, latency: $0 % 2 == 0 ? 95 : 105) }
+        }
+        let input = calm(0..<200) + [sampleLine("api", minute: 200, latency: 400)] + calm(201..<205)
+            + [sampleLine("api", minute: 205, latency: 900)] + calm(206..<240) + [sampleLine("api", minute: 240, latency: 2000)]
+            + calm(241..<251)
+        let result = try run("detect-anomaly", ["--summary"], stdin: input.joined(separator: "\n") + "\n")
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("2 episodes began"), "\(result.stderr)")
+        let records = try result.records()
+        try #require(records.count == input.count)
+        func anomaly(_ index: Int) -> JSONObject? { records[index]["anomaly"]?.objectValue }
+        func episode(_ index: Int) -> JSONObject? { anomaly(index)?["episode"]?.objectValue }
+        func score(_ index: Int) -> Double { anomaly(index)?["score"]?.doubleValue ?? -1 }
+        #expect((0..<200).allSatisfy { anomaly($0)?["episode"] == .null }, "no episode before the spike")
+        let onset = try #require(episode(200))
+        #expect(onset["state"]?.stringValue == "onset")
+        #expect(onset["id"] == .number("1"))
+        #expect(onset["started_at"]?.stringValue == "2026-01-05T03:20:00.000Z")
+        #expect(onset["samples"] == .number("1") && onset["duration_ms"] == .number("0"))
+        #expect(anomaly(200)?["score"] == .number("0.755"))
+        #expect(onset["peak"] == .number("0.755"))
+        #expect(records[200]["status"]?.stringValue == "degraded")
+        // The 900 is over the limit on its own (its own score is the peak), but inside the episode:
+        // no new one, and half its score.
+        let peak = try #require(episode(205)?["peak"]?.doubleValue)
+        #expect(peak > 0.755, "over the limit on its own, and above the onset")
+        #expect(abs(score(205) - peak / 2) <= 0.001)
+        for index in 201...215 {
+            let inside = try #require(episode(index), "sample \(index)")
+            #expect(inside["state"]?.stringValue == "ongoing")
+            #expect(inside["id"] == .number("1"))
+            #expect(inside["samples"] == .number(String(index - 199)))
+            #expect(inside["duration_ms"] == .number(String((index - 200) * 60_000)))
+            #expect(inside["peak"]?.doubleValue == (index < 205 ? 0.755 : peak))
+            #expect(anomaly(index)?["verdict"]?.stringValue == "degrading")
+            #expect(records[index]["status"]?.stringValue == "degraded")
+            #expect(score(index) < 0.5, "sample \(index): half its own score")
+        }
+        // The 900 started the quiet count again: the 10 after it stay degrading, the 11th ends it.
+        let end = try #require(episode(216))
+        #expect(end["state"]?.stringValue == "end")
+        #expect(end["samples"] == .number("16"))
+        #expect(end["duration_ms"] == .number("960000"))
+        #expect(anomaly(216)?["verdict"]?.stringValue == "stable")
+        #expect(records[216]["status"]?.stringValue == "up")
+        #expect((217..<240).allSatisfy { anomaly($0)?["episode"] == .null })
+        #expect(episode(240)?["state"]?.stringValue == "onset")
+        #expect(episode(240)?["id"] == .number("2"))
+        // Only the onsets score 0.5 or more: a cut-off there gives one detection per episode.
+        #expect(records.indices.filter { score($0) >= 0.5 } == [200, 240])
+    }
+
     @Test("--exit-status: 1 when a sample was degrading, 0 when none was; exit 2 wins over 1")
     func exitStatus() throws {
         let spike = steadyThenSpike().joined(separator: "\n") + "\n"
@@ -304,14 +362,14 @@ struct DetectAnomalyStateTests {
         let good = try run("detect-anomaly", ["--state", scratch.path("good.json")], stdin: Self.trace.prefix(30).joined(separator: "\n") + "\n")
         #expect(good.status == 0)
         let saved = try String(contentsOfFile: scratch.path("good.json"), encoding: .utf8)
-        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":3,\"detector\":\"envelope\""))
+        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":4,\"detector\":\"envelope\""))
         let cases: [(String, String, [String], String)] = [
             ("truncated.json", String(saved.prefix(saved.count / 2)), [], "not a detect-anomaly state file"),
             ("empty.json", "", [], "not a detect-anomaly state file"),
             ("foreign.json", "{\"monitors\":[]}", [], "not a detect-anomaly state file"),
-            ("future.json", saved.replacingOccurrences(of: "\"version\":3", with: "\"version\":4"), [], "is version 4; this detect-anomaly reads version 3"),
-            // Version 2 had no repeat channel in the envelope's state.
-            ("old.json", saved.replacingOccurrences(of: "\"version\":3", with: "\"version\":2"), [], "is version 2; this detect-anomaly reads version 3"),
+            ("future.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":5"), [], "is version 5; this detect-anomaly reads version 4"),
+            // Version 3 kept the envelope's hold in the detector and had no episodes.
+            ("old.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":3"), [], "is version 3; this detect-anomaly reads version 4"),
             ("window.json", saved, ["--window", "20"], "was written with --window 100; this run has --window 20"),
             ("detector.json", saved, ["--detector", "seed"], "was written with --detector envelope; this run has --detector seed"),
             ("values.json", saved.replacingOccurrences(of: "\"values\":[", with: "\"values\":[\"x\","), [], "'values' holds something other than a number"),
@@ -368,7 +426,7 @@ struct DetectAnomalyDocumentationTests {
         let documented = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "ANOMALY"))
         let page = boldWords(manSection(try readPage("man/man1/detect-anomaly.1"), "OUTPUT"))
         let input = (DetectAnomalyStateTests.trace + steadyThenSpike("spiky")).joined(separator: "\n") + "\n"
-        for detector in ["seed", "mad", "robust"] {
+        for detector in ["seed", "mad", "robust", "envelope"] {
             var keys = Set<String>()
             var verdicts = Set<String>()
             for record in try run("detect-anomaly", ["--detector", detector], stdin: input).records() {
@@ -376,8 +434,12 @@ struct DetectAnomalyDocumentationTests {
                 keys.formUnion(anomaly.fields.map(\.key))
                 verdicts.insert(anomaly["verdict"]?.stringValue ?? "")
                 if let rule = anomaly["rule"]?.stringValue { verdicts.insert(rule) }
+                if let episode = anomaly["episode"]?.objectValue {
+                    keys.formUnion(episode.fields.map(\.key))
+                    verdicts.insert(episode["state"]?.stringValue ?? "")
+                }
             }
-            #expect(verdicts.isSuperset(of: ["unknown", "stable", "degrading"]), "\(detector): \(verdicts)")
+            #expect(verdicts.isSuperset(of: ["unknown", "stable", "degrading", "onset", "ongoing", "end"]), "\(detector): \(verdicts)")
             for word in keys.union(verdicts).sorted() {
                 #expect(documented.contains(word), "\(detector): \(word) is not in vitals-records(7) ANOMALY")
                 #expect(page.contains(word), "\(detector): \(word) is not in detect-anomaly(1) OUTPUT")

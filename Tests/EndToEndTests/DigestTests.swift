@@ -336,6 +336,43 @@ struct DigestTests {
         #expect(services.map { $0.string("monitor") } == ["pay", "web", "api"])
     }
 
+    // api: 200 samples a minute alternating 95 and 105 ms, a spike of 400 at minute 200 and one of
+    // 2000 at minute 240 (far beyond the envelope the 400 left), 20 more; web: the same calm samples
+    // only. detect-anomaly makes two episodes of api's, each an onset and 10 quiet samples
+    // (DetectAnomalyTests.episodes): 22 degraded checks of 261. digest counts the episodes, not the
+    // degraded checks; an episode going on at the window's start counts once.
+    @Test("anomalies: detect-anomaly's episodes, counted once each, one going on at the window's start included")
+    func anomalyEpisodes() throws {
+        var lines: [String] = []
+        for minute in 0...260 {
+            let calm: Double = minute % 2 == 0 ? 95 : 105
+            lines.append(sampleLine("api", minute: minute, latency: minute == 200 ? 400 : minute == 240 ? 2000 : calm))
+            lines.append(sampleLine("web", minute: minute, latency: calm))
+        }
+        let input = lines.joined(separator: "\n") + "\n"
+        let end = Timestamp.format(milliseconds: 1_767_571_200_000 + 260 * 60_000)
+        func digest(_ window: String) throws -> JSONObject {
+            let result = try shell("detect-anomaly | digest -f json --now \(end) --window \(window)", stdin: input)
+            #expect(result.status == 0, "\(result.stderr)")
+            return try #require(try result.records().first)
+        }
+        let day = try digest("1d")
+        let services = objects(day["services"])
+        let api = try #require(services.first { $0.string("monitor") == "api" })
+        #expect(api.int("anomalies") == 2)
+        #expect(api["by_status"]?.objectValue?["degraded"] == .number("22"))
+        #expect(services.first { $0.string("monitor") == "web" }?.int("anomalies") == 0)
+        #expect(day["overall"]?.objectValue?["anomalies"] == .number("2"))
+        // From minute 205, inside the first episode: it counts, and so does the second.
+        #expect(try objects(digest("55m")["services"]).first { $0.string("monitor") == "api" }?.int("anomalies") == 2)
+        // From minute 245, inside the second only; from minute 255, after both.
+        #expect(try objects(digest("15m")["services"]).first { $0.string("monitor") == "api" }?.int("anomalies") == 1)
+        #expect(try objects(digest("5m")["services"]).first { $0.string("monitor") == "api" }?.int("anomalies") == 0)
+        // The words: the episodes, and the degraded checks they held.
+        let text = try shell("detect-anomaly | digest --now \(end)", stdin: input)
+        #expect(text.stdout.contains("had 2 latency anomalies (degraded at 22 of 261 checks)"), "\(text.stdout)")
+    }
+
     @Test("no input, or no samples, is a digest that says there is no data, exit 0")
     func noData() throws {
         let empty = try run("digest", [])

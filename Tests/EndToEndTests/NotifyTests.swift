@@ -148,6 +148,55 @@ struct NotifyDecisionTests {
         #expect(try notify(lines).events().count > 2)
     }
 
+    /// `line` with an anomaly object as detect-anomaly writes it, in the episode `id` at `state`.
+    func inEpisode(_ line: String, _ state: String, id: Int = 1) -> String {
+        let verdict = state == "end" ? "stable" : "degrading"
+        return String(line.dropLast()) + ",\"anomaly\":{\"verdict\":\"\(verdict)\",\"detector\":\"envelope\",\"score\":0.1,"
+            + "\"episode\":{\"state\":\"\(state)\",\"id\":\(id),\"started_at\":\"2026-01-27T10:01:00.000Z\",\"samples\":1,"
+            + "\"duration_ms\":0,\"peak\":0.8}}}"
+    }
+
+    // By hand, with --failure-threshold 3 --success-threshold 3: episode 1 begins at 60 (told at
+    // once: the detector judged it), holds 120 and 180 (nothing new), ends at 240 (recovered at
+    // once); episode 2 the same from 300 to 420 (api.degrading last used at 60: no cooldown); at
+    // 480 a degraded sample with no episode (a probe's own) waits for the threshold, and the up at
+    // 540 breaks its streak. The same statuses without anomaly objects follow the thresholds:
+    // degraded at 180 (since 60, the first of three), and never 3 up samples in a row after it.
+    @Test("an anomaly episode is one degradation: told at its onset, nothing for the samples inside it, recovered at its end, whatever the thresholds")
+    func episodes() throws {
+        let plain = [
+            sampleLine("api", 0, "up"),
+            sampleLine("api", 60, "degraded"), sampleLine("api", 120, "degraded"), sampleLine("api", 180, "degraded"),
+            sampleLine("api", 240, "up"),
+            sampleLine("api", 300, "degraded"), sampleLine("api", 360, "degraded"), sampleLine("api", 420, "up"),
+            sampleLine("api", 480, "degraded"), sampleLine("api", 540, "up"),
+        ]
+        var marked = plain
+        marked[1] = inEpisode(plain[1], "onset")
+        marked[2] = inEpisode(plain[2], "ongoing")
+        marked[3] = inEpisode(plain[3], "ongoing")
+        marked[4] = inEpisode(plain[4], "end")
+        marked[5] = inEpisode(plain[5], "onset", id: 2)
+        marked[6] = inEpisode(plain[6], "ongoing", id: 2)
+        marked[7] = inEpisode(plain[7], "end", id: 2)
+        let thresholds = ["--failure-threshold", "3", "--success-threshold", "3"]
+        let result = try notify(marked, thresholds)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try result.events() == ["degraded api \(traceTime(60))", "recovered api \(traceTime(240))",
+                                        "degraded api \(traceTime(300))", "recovered api \(traceTime(420))"])
+        let records = try result.records()
+        #expect(records[0].string("since") == traceTime(60))
+        #expect(records[1].int("duration_ms") == 180_000, "60 to 240")
+        #expect(try notify(plain, thresholds).events() == ["degraded api \(traceTime(180))"])
+        // An episode whose onset notify never saw (it began before notify's first sample, or the
+        // line was filtered out) is not told by its samples inside it.
+        let joined = [sampleLine("api", 0, "up")] + (1...3).map { inEpisode(sampleLine("api", Double($0) * 60, "degraded"), "ongoing") }
+        #expect(try notify(joined, thresholds).events() == [])
+        // With the defaults (1 and 1) the episodes make the same notifications as their statuses.
+        #expect(try notify(marked).events() == (try notify(plain).events()))
+        #expect(try notify(marked).events().count == 6)
+    }
+
     @Test("--repeat-interval re-sends a still-open outage")
     func repeats() throws {
         let result = try notify([
