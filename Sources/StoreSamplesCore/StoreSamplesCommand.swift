@@ -121,8 +121,9 @@ public enum StoreSamplesCommand: VitalsCommand {
             return clickHouse == nil ? database + ".tokens" : nil
         }
 
-        // Every option is checked before the database is opened: a usage error is 64 whatever the database.
-        /// Whether --format (which the table's choices for the subcommand check, default first) asks for ndjson.
+        // Every option is checked before the database is opened: a usage error is 64 whatever the database
+        // (--format's word the parser checked, against the subcommand's choices in the table).
+        /// Whether --format (default: the subcommand's first choice) asks for ndjson.
         func ndjsonFormat() throws -> Bool { try options.choice("format") == "ndjson" }
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
@@ -145,7 +146,6 @@ public enum StoreSamplesCommand: VitalsCommand {
                 try writer.write(JSONValue.array(items).encoded())
             }
         }
-
 
         switch subcommand {
         case .serve, .cgi:
