@@ -28,6 +28,10 @@ let tools: [(tool: String, core: String, uses: [Target.Dependency])] = [
     // data endpoint (libxml2 via XMLStream for Apple Health exports, SQLite via SQLiteStore, SHA-256 via
     // VitalsCrypto, the responder via Serving)
     ("snapshot-delta", "SnapshotDeltaCore", ["XMLStream", "SQLiteStore", "VitalsCrypto", "Serving"]),
+    // Health Sync's client, the seed's `healthsync` CLI on another machine: pairs from the QR text, fetches
+    // the shared samples page by page over mutual TLS 1.3 pinned to the server's key (libcurl via
+    // HTTPTransport; certificate fingerprints via VitalsCrypto); Bonjour through avahi-browse
+    ("healthsync", "HealthSyncCore", ["HTTPTransport", "VitalsCrypto"]),
 ]
 
 var targets: [Target] = [

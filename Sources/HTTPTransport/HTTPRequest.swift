@@ -37,6 +37,12 @@ public struct TLSOptions: Sendable, Equatable {
     public var clientKey: String?
     /// A public-key pin, `sha256//BASE64[;sha256//...]` or a PEM/DER file, checked even when `verify` is off.
     public var pinnedPublicKey: String?
+    /// The SHA-256 of the whole server certificate (64 hex digits, the leaf): a request whose
+    /// server shows another certificate fails as `tls`. Checked once the answer is in (the key pin
+    /// above is what curl checks in the handshake, before anything is sent); needs
+    /// `collectCertificates` and a fresh connection (curl shows no certificate for a reused one,
+    /// and the request then fails as well).
+    public var pinnedCertificateSHA256: String?
     /// The lowest TLS version accepted.
     public var minimumVersion: TLSVersion?
     /// Collect each certificate's expiry (for `tls_expiry_days`).

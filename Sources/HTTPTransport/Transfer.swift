@@ -1,4 +1,5 @@
 import CCurl
+import VitalsCrypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -301,6 +302,7 @@ final class Transfer {
         if ccurl_getinfo_long(handle, CURLINFO_REDIRECT_COUNT, &number) == CURLE_OK { result.redirectCount = number }
         if ccurl_getinfo_long(handle, CURLINFO_OS_ERRNO, &number) == CURLE_OK { result.osErrno = number }
         var certificates: UnsafeMutablePointer<curl_certinfo>?
+        var leafPEM: String?
         if request.tls.collectCertificates, ccurl_getinfo_certinfo(handle, &certificates) == CURLE_OK, let certificates {
             let count = Int(certificates.pointee.num_of_certs)
             if count > 0, let lists = certificates.pointee.certinfo {
@@ -310,6 +312,8 @@ final class Transfer {
                         if let data = entry.pointee.data, strncmp(data, "Expire date:", 12) == 0 {
                             let seconds = curl_getdate(data + 12, nil)
                             if seconds > 0 { result.certificateExpiries.append(Int64(seconds)) }
+                        } else if index == 0, request.tls.pinnedCertificateSHA256 != nil, let data = entry.pointee.data, strncmp(data, "Cert:", 5) == 0 {
+                            leafPEM = String(cString: data + 5)
                         }
                         node = entry.pointee.next
                     }
@@ -328,6 +332,15 @@ final class Transfer {
         let message = String(cString: errorBuffer)
         result.curlMessage = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
         result.failure = classify(code, message: result.curlMessage, connected: result.timings.connect > 0)
+        if let pinned = request.tls.pinnedCertificateSHA256, result.failure == nil,
+           request.url.lowercased().hasPrefix("https:") {
+            let shown = leafPEM.flatMap { Certificate(pem: $0) }?.sha256Fingerprint
+            if shown != pinned.lowercased() {
+                result.failure = .tls
+                result.curlMessage = shown.map { "the server's certificate has the SHA-256 \($0), not the pinned \(pinned.lowercased())" }
+                    ?? "the server's certificate could not be read to check its pinned SHA-256"
+            }
+        }
         if smtp?.authMissing == true {
             result.curlMessage = "the server did not offer AUTH, so nothing was sent (a login was asked for)"
             result.failure = .protocol

@@ -164,6 +164,10 @@ final class Decider {
             } else if track.failStreak >= policy.failureThreshold {
                 if current == 0 { track.since = track.failStart }
                 track.confirmed = status
+            } else if current == 0, sample.episode != .ongoing, track.badStreak >= policy.failureThreshold {
+                // Not yet down, but as many samples degraded or worse: degraded (notify(1), Thresholds).
+                track.since = track.badStart
+                track.confirmed = "degraded"
             }
         case .degraded:
             // An anomaly episode (detect-anomaly's) is one degradation: told at its onset, which the

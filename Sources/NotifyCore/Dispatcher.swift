@@ -177,7 +177,7 @@ final class Dispatcher {
                 let attempts = job.priorAttempts + job.legs[index].attempts
                 let delay = afterMs ?? backoff(attempts: attempts)
                 job.legs[index].nextAttemptAt = now + max(0, delay)
-                if let first = job.firstAttemptAt, now + delay - first > giveUpMs {
+                if Dispatcher.givesUp(first: job.firstAttemptAt, now: now, delay: delay, giveUpMs: giveUpMs) {
                     job.lastError = error + " (given up after \(DurationText.describe(milliseconds: giveUpMs)))"
                     job.failedLegs += 1
                     job.legs[index].done = true
@@ -271,8 +271,21 @@ final class Dispatcher {
 
     /// 1 s, 2 s, 4 s, ... up to 5 minutes, each with jitter: a random part of the upper half.
     private func backoff(attempts: Int) -> Int64 {
+        Int64.random(in: Dispatcher.backoffRange(attempts: attempts), using: &random)
+    }
+
+    /// The delays (ms) the backoff after `attempts` attempts picks from: the upper half of
+    /// 1 s, 2 s, 4 s, ... for the 1st, 2nd, 3rd, ..., at most 5 minutes.
+    static func backoffRange(attempts: Int) -> ClosedRange<Int64> {
         let base = Int64(1000) << Int64(min(max(attempts - 1, 0), 9))
         let capped = min(base, 300_000)
-        return capped / 2 + Int64.random(in: 0...(capped / 2), using: &random)
+        return capped / 2...capped
+    }
+
+    /// Whether a delivery first tried at `first` and refused at `now` is given up rather than
+    /// tried again `delay` later: its next attempt would fall more than `giveUpMs` after its first.
+    static func givesUp(first: Int64?, now: Int64, delay: Int64, giveUpMs: Int64) -> Bool {
+        guard let first else { return false }
+        return now + delay - first > giveUpMs
     }
 }

@@ -148,8 +148,13 @@ public final class Responder: @unchecked Sendable {
             idle = kept
         }
         // Stopping: nothing new is accepted; a connection whose request has begun to arrive is a
-        // request in flight, handed to the workers to finish; the idle rest are closed.
+        // request in flight, handed to the workers to finish; the idle rest are closed. That
+        // includes connections still in the listen backlog: their clients connected and may have
+        // sent a request before the stop, so they are accepted and judged like the others (left
+        // there, closing the socket resets them: a loaded machine's poller had not yet accepted
+        // a request whose first bytes were sent before SIGTERM).
         stopping.store(true, ordering: .sequentiallyConsistent)
+        acceptAll(into: &idle)
         for connection in returned.withLock({ list in defer { list.removeAll() }; return list }) { idle.append(connection) }
         var pending = idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         _ = poll(&pending, nfds_t(pending.count), 0)

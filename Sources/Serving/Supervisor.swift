@@ -80,9 +80,15 @@ enum Supervisor {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
+        // The worker starts with SIGINT and SIGTERM blocked: a stop passed on while it loads
+        // stays pending until its handlers are in place (Signals.install unblocks them then), so
+        // it is a graceful stop that answers what waits in the socket's backlog, never the
+        // default action's death with the backlog reset.
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGINT)
+        sigaddset(&blocked, SIGTERM)
+        posix_spawnattr_setsigmask(&attributes, &blocked)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         #if os(Linux)
         let executable = "/proc/self/exe"

@@ -180,8 +180,19 @@ extension Archive {
     CREATE UNIQUE INDEX paired_clients_active ON paired_clients(certificate_fingerprint) WHERE deleted_at IS NULL;
     """
 
+    /// Version 5: which types Health Sync shares (the seed's `SyncConfiguration.enabledTypes`).
+    /// While `meta` has no `sharing` row every type is shared, as before this version and as the
+    /// seed's default (`HealthDataType.allCases`); once the user chooses (`sharing` = `chosen`),
+    /// exactly the types listed here are.
+    static let sharedTypes = """
+    CREATE TABLE shared_types (
+        type_identifier TEXT PRIMARY KEY,
+        shared_at INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [schema, resolvableAnomalies, sampleMetadata, pairing]
+    static let migrations: [String] = [schema, resolvableAnomalies, sampleMetadata, pairing, sharedTypes]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versionedSchema = VersionedSchema(tool: "snapshot-delta", kind: "snapshot-delta archive", migrations: migrations)

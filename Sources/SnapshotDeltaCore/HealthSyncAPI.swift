@@ -3,9 +3,10 @@ import Serving
 import VitalsCrypto
 import VitalsKit
 
-/// Health Sync's endpoints, one request at a time: `POST /api/v1/pair` and
-/// `POST /api/v1/health/data`. A thin adapter: the fetch is `Archive.fetchSamples`, the
-/// query `snapshot-delta samples` runs; pairing is `Archive.redeemPairingToken`.
+/// Health Sync's endpoints, one request at a time: `POST /api/v1/pair`, `POST /api/v1/health/data`
+/// and `GET /api/v1/health/types`. A thin adapter: the fetch is `Archive.fetchSamples`, the
+/// query `snapshot-delta samples` runs, of the types `snapshot-delta share` shares; pairing is
+/// `Archive.redeemPairingToken`.
 ///
 /// nginx has already done TLS 1.3, the client certificate handshake, the rate limit, the size
 /// cap and the timeouts; what arrives here is the method, the path (nginx's normalized
@@ -15,6 +16,7 @@ import VitalsKit
 enum HealthSyncAPI {
     static let dataPath = "/api/v1/health/data"
     static let pairPath = "/api/v1/pair"
+    static let typesPath = "/api/v1/health/types"
     /// The most types one request may name.
     static let maxTypes = 64
 
@@ -22,7 +24,7 @@ enum HealthSyncAPI {
     /// itself as well as by nginx.
     static let limits = RequestLimits(maxBody: 1 << 20, deadlineMs: 10_000)
 
-    /// The two endpoints; any other path is a 404, another method a 405 naming POST.
+    /// The three endpoints; any other path is a 404, another method a 405 naming the right one.
     static let router: Router<(archivePath: String, now: @Sendable () -> Int64, diagnostics: Diagnostics)> = {
         var router = Router<(archivePath: String, now: @Sendable () -> Int64, diagnostics: Diagnostics)>(notFound: "there is no such endpoint")
         router.add(["POST"], pairPath) { request, _, context in
@@ -33,6 +35,11 @@ enum HealthSyncAPI {
         router.add(["POST"], dataPath) { request, _, context in
             try withArchive(request, context.archivePath, context.diagnostics) { archive, fingerprint in
                 try data(request, archive: archive, fingerprint: fingerprint, now: context.now, diagnostics: context.diagnostics)
+            }
+        }
+        router.add(["GET"], typesPath) { request, _, context in
+            try withArchive(request, context.archivePath, context.diagnostics) { archive, fingerprint in
+                try types(archive: archive, fingerprint: fingerprint, now: context.now, diagnostics: context.diagnostics)
             }
         }
         return router
@@ -92,14 +99,7 @@ enum HealthSyncAPI {
     // MARK: - POST /api/v1/health/data
 
     static func data(_ request: APIRequest, archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics) throws -> APIResponse {
-        guard let fingerprint else {
-            try logRefusal(archive, "health_data", fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
-            throw refusal(401, "unauthorized", "a paired client certificate is required")
-        }
-        guard let client = try archive.pairedClient(fingerprint) else {
-            try logRefusal(archive, "health_data", fingerprint: fingerprint, status: 401, outcome: "not_paired", now: now, diagnostics: diagnostics)
-            throw refusal(401, "unauthorized", "this client certificate is not paired")
-        }
+        let (fingerprint, client) = try pairedClient(archive, "health_data", fingerprint, now: now, diagnostics: diagnostics)
         let query: SampleQuery
         do {
             query = try parseQuery(request.body)
@@ -107,6 +107,21 @@ enum HealthSyncAPI {
             try logRefusal(archive, "health_data", fingerprint: fingerprint, status: error.status, outcome: error.reason, now: now,
                            diagnostics: diagnostics)
             throw error
+        }
+        // The seed's rule: a request naming a type that is not shared is refused whole (403), so a
+        // client never takes a partial answer for the whole; the refused types are named.
+        let shared = try archive.sharedTypes()
+        let refused = query.types.filter { !shared.allows($0) }
+        if !refused.isEmpty {
+            var detail = query.logDetail(listTypes: true)
+            detail["client_fingerprint"] = .string(fingerprint)
+            detail["status"] = .integer(403)
+            detail["outcome"] = .string("not_shared")
+            detail["refused_types"] = .array(refused.map { .string($0) })
+            _ = try archive.withLoggedChange("health_data", snapshotIDs: [], at: now(), diagnostics: diagnostics) { ((), detail) }
+            throw APIError(status: 403, reason: "not_shared",
+                           message: "not shared by this server: \(refused.joined(separator: ", ")) (its owner shares types with snapshot-delta share)",
+                           fields: [JSONField("types", .array(refused.map { .string($0) }))])
         }
         var samples: [JSONValue] = []
         let extra = JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("status", .integer(200))])
@@ -120,7 +135,40 @@ enum HealthSyncAPI {
             JSONField("limit", .integer(query.limit)),
             JSONField("returnedCount", .integer(fetch.returned)),
             JSONField("hasMore", .bool(fetch.hasMore)),
+            JSONField("snapshotId", fetch.snapshotID.map { .string($0) } ?? .null),
         ])))
+    }
+
+    // MARK: - GET /api/v1/health/types
+
+    /// The types a paired client may fetch, as the seed's `TypesResponse`: `{"enabledTypes": [...]}`.
+    /// While every type is shared, those the latest snapshot counted samples of; once types are
+    /// chosen, the chosen ones.
+    static func types(archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics) throws -> APIResponse {
+        let (fingerprint, client) = try pairedClient(archive, "health_types", fingerprint, now: now, diagnostics: diagnostics)
+        let shared = try archive.sharedTypes()
+        let types = shared.everything ? try archive.latestTypeCounts().filter { $0.count > 0 }.map(\.type) : shared.chosen.sorted()
+        let detail = JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("status", .integer(200)),
+                                 JSONField("returned", .integer(types.count))])
+        _ = try archive.withLoggedChange("health_types", snapshotIDs: [], at: now(), diagnostics: diagnostics) {
+            try archive.touch(client, at: now())
+            return ((), detail)
+        }
+        return .json(.object(JSONObject([JSONField("enabledTypes", .array(types.map { .string($0) }))])))
+    }
+
+    /// The paired client a request comes from; 401 (logged as `operation`) for no certificate or an unpaired one.
+    private static func pairedClient(_ archive: Archive, _ operation: String, _ fingerprint: String?, now: @Sendable () -> Int64,
+                                     diagnostics: Diagnostics) throws -> (String, Archive.PairedClient) {
+        guard let fingerprint else {
+            try logRefusal(archive, operation, fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
+            throw refusal(401, "unauthorized", "a paired client certificate is required")
+        }
+        guard let client = try archive.pairedClient(fingerprint) else {
+            try logRefusal(archive, operation, fingerprint: fingerprint, status: 401, outcome: "not_paired", now: now, diagnostics: diagnostics)
+            throw refusal(401, "unauthorized", "this client certificate is not paired")
+        }
+        return (fingerprint, client)
     }
 
     /// Reads the data request: `types` (required), `startDate` and `endDate` (ISO 8601; also
@@ -134,7 +182,7 @@ enum HealthSyncAPI {
         guard list.count <= maxTypes else { throw bad("\"types\" names more than \(maxTypes) types") }
         var types: [String] = []
         for item in list {
-            guard let type = item.stringValue, isTypeIdentifier(type) else {
+            guard let type = item.stringValue, HealthTypeIdentifier.isValid(type) else {
                 throw bad("each of \"types\" must be a type identifier such as HKQuantityTypeIdentifierHeartRate")
             }
             if !types.contains(type) { types.append(type) }
@@ -157,17 +205,6 @@ enum HealthSyncAPI {
             throw bad("\"limit\" must be a whole number from 1 to \(pages.maxPerPage)")
         }
         return SampleQuery(types: types, from: dates[0], to: dates[1], offset: offset, limit: limit)
-    }
-
-    /// HealthKit-style identifiers: letters, digits, `_`, `.`, `-`; 1 to 128 characters.
-    static func isTypeIdentifier(_ text: String) -> Bool {
-        let bytes = text.utf8
-        guard (1...128).contains(bytes.count) else { return false }
-        return bytes.allSatisfy { byte in
-            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-                || byte == UInt8(ascii: "-")
-        }
     }
 
     private static func integer(_ value: JSONValue?, default defaultValue: Int) -> Int? {

@@ -183,10 +183,6 @@ enum Records {
                                  sample.sourceVersion, sample.device, sample.uuid,
                                  sample.created.map { Timestamp.format(milliseconds: $0) }, sample.firstSeenSnapshotID,
                                  Timestamp.format(milliseconds: sample.verifiedAt)]
-        return fields.map { field in
-            guard let field else { return "" }
-            guard field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return field }
-            return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-        }.joined(separator: ",")
+        return CSV.row(fields)
     }
 }

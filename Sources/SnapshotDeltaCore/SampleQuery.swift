@@ -39,6 +39,8 @@ struct SampleFetch {
     var returned: Int
     /// Whether more follow the page.
     var hasMore: Bool
+    /// The latest snapshot when the page was read (nil before the first take).
+    var snapshotID: String?
 }
 
 extension Archive {
@@ -50,8 +52,20 @@ extension Archive {
                       diagnostics: Diagnostics, beforeLog: () throws -> Void = {},
                       _ body: (ArchivedSample) throws -> Void) throws -> SampleFetch {
         var hasMore = false
-        let returned = try samples(query, lookAhead: true) { sample, extra in
-            if extra { hasMore = true } else { try body(sample) }
+        // One read transaction: the page and the snapshot it belongs to are read from the same state
+        // of the archive, so a client paging through it can tell when a take came in between pages.
+        try db.execute("BEGIN", context: "begin a read")
+        let returned: Int
+        let snapshotID: String?
+        do {
+            snapshotID = try db.scalarText("SELECT id FROM snapshots WHERE quality <> 'loading' ORDER BY seq DESC LIMIT 1")
+            returned = try samples(query, lookAhead: true) { sample, extra in
+                if extra { hasMore = true } else { try body(sample) }
+            }
+            try db.execute("COMMIT", context: "end a read")
+        } catch {
+            rollback()
+            throw error
         }
         var detail = query.logDetail(listTypes: operation != "samples")
         for field in extra { detail[field.key] = field.value }
@@ -60,7 +74,7 @@ extension Archive {
             try beforeLog()
             return ((), detail)
         }
-        return SampleFetch(returned: returned, hasMore: hasMore)
+        return SampleFetch(returned: returned, hasMore: hasMore, snapshotID: snapshotID)
     }
 }
 

@@ -10,21 +10,23 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         summary: "Integrity snapshots of health records: a hash chain of per-type counts, deltas, anomaly rules and the samples themselves.",
         usage: ["[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | verify | log",
                 "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID", "[OPTIONS] samples --type TYPE | disappeared A B",
-                "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT", "[OPTIONS] cert server|client --out DIR", "[OPTIONS] serve --socket PATH | cgi"],
+                "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT",
+                "[OPTIONS] share TYPE... | unshare TYPE... | shared", "[OPTIONS] cert server|client --out DIR", "[OPTIONS] serve --socket PATH | cgi"],
         description: """
         take reads an Apple Health export.xml (streamed with libxml2, its DTD ignored) or NDJSON health_record \
         and type_status lines, counts the records per type, and adds a snapshot to the chain in the archive: \
         type hashes, a checksum over the complete types, the delta from the previous snapshot with a reason per \
         type, and HealthProbe's anomaly rules. Any error in the input means no snapshot. The other subcommands \
         read and check the chain, delete a snapshot from any position, and query the archived samples. \
-        pair, paired, unpair and cert manage Health Sync's clients; serve answers Health Sync's POST /api/v1/pair \
+        pair, paired, unpair and cert manage Health Sync's clients, share, unshare and shared the types it \
+        serves (every type until a choice is made); serve answers Health Sync's POST /api/v1/pair \
         and POST /api/v1/health/data behind nginx as a FastCGI responder (cgi: one request, for web servers that \
         run a program per request; vitals-serve(7)). \
         See snapshot-delta(1) for every rule, vitals-records(7) for the records.
         """,
         options: [
             OptionSpec("db", short: "d", value: "PATH", help: "the archive (default $VITALS_HEALTH_DB, else health.db)"),
-            OptionSpec("format", short: "f", value: "FORMAT", choices: ["auto", "apple-health", "ndjson", "text", "csv"], help: "take: auto (default), apple-health or ndjson; list, show, diff, paired: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"),
+            OptionSpec("format", short: "f", value: "FORMAT", choices: ["auto", "apple-health", "ndjson", "text", "csv"], help: "take: auto (default), apple-health or ndjson; list, show, diff, paired, shared, share, unshare: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"),
             OptionSpec("registry", short: "r", value: "FILE", help: "take: the monitored types, one identifier a line (default: every type in the input)"),
             OptionSpec("device-id-file", value: "FILE", help: "take: the stable device id, kept outside the archive (default $XDG_CONFIG_HOME/vitals/device-id)"),
             OptionSpec("tz", value: "ZONE", aliases: ["timezone"], help: "take: the time zone of the yearly counts (default $TZ, else the system's)"),
@@ -46,7 +48,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("server-cert", value: "FILE", help: "pair: the server's certificate (PEM), whose fingerprints the client pins (default $VITALS_SERVER_CERT)"),
             .duration("ttl", default: "10m", range: 1000...Int64.max / 4, help: "pair: how long the pairing token stays valid"),
             OptionSpec("url", value: "URL", default: "https://localhost:8443", help: "pair: the server's address as clients reach it, for the printed command and the QR code"),
-            OptionSpec("all", help: "paired: the unpaired clients too"),
+            OptionSpec("all", help: "paired: the unpaired clients too; share: every type, including those later takes bring; unshare: every type"),
             OptionSpec("out", value: "DIR", help: "cert: the folder for KIND.crt and KIND.key (required)"),
             OptionSpec("name", value: "NAME", repeatable: true,
                        help: "cert: a host name or address for the certificate, the first also its common name (default: localhost, 127.0.0.1 and ::1 for server, vitals-client for client)"),
@@ -92,6 +94,11 @@ public enum SnapshotDeltaCommand: VitalsCommand {
                            summary: "print a one-time pairing token and the server certificate's fingerprints, with a QR code"),
             SubcommandSpec("paired", options: ["all", "format"], choices: ["format": recordsOrText], summary: "the paired client certificates"),
             SubcommandSpec("unpair", operands: 1...1, "FINGERPRINT", summary: "unpair a client certificate by its SHA-256 fingerprint"),
+            SubcommandSpec("share", operands: 0...Int.max, "TYPE...", options: ["all", "format"], choices: ["format": recordsOrText],
+                           summary: "let Health Sync's clients fetch these types (--all: every type, as before any choice)"),
+            SubcommandSpec("unshare", operands: 0...Int.max, "TYPE...", options: ["all", "format"], choices: ["format": recordsOrText],
+                           summary: "stop serving these types to Health Sync's clients (--all: every type)"),
+            SubcommandSpec("shared", options: ["format"], choices: ["format": recordsOrText], summary: "the types Health Sync serves, and those it does not"),
             SubcommandSpec("cert", actions: [
                 SubcommandAction(CertKind.server.rawValue, options: certOptions, choices: ["format": textOrRecords], summary: "make server.crt and server.key in --out DIR, for nginx"),
                 SubcommandAction(CertKind.client.rawValue, options: certOptions, choices: ["format": textOrRecords], summary: "make client.crt and client.key in --out DIR, for a client to present"),
@@ -157,6 +164,9 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         case .pair: return try run.pair()
         case .paired: return try run.paired()
         case .unpair: return try run.unpair(operands[0])
+        case .share: return try run.share(operands, share: true)
+        case .unshare: return try run.share(operands, share: false)
+        case .shared: return try run.shared()
         case .cert: return try run.cert(options.requiredAction(as: CertKind.self))
         case .serve: return try run.serve()
         case .cgi: return try run.cgi()
@@ -165,7 +175,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
 
     /// The subcommands, as the table names them (a test holds the two to the same words).
     enum Subcommand: String, CaseIterable {
-        case take, list, show, diff, verify, delete, log, anomalies, samples, disappeared, pair, paired, unpair, cert, serve, cgi
+        case take, list, show, diff, verify, delete, log, anomalies, samples, disappeared, pair, paired, unpair, share, unshare, shared, cert, serve, cgi
     }
 
     /// What `anomalies ACTION` does.

@@ -1,6 +1,7 @@
 import CompletionScripts
 import DetectAnomalyCore
 import DigestCore
+import HealthSyncCore
 import NotifyCore
 import ProbeHTTPCore
 import ProbePingCore
@@ -8,4 +9,4 @@ import SnapshotDeltaCore
 import StoreSamplesCore
 
 CompletionsCommand.main([ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec,
-                         DigestCommand.spec, NotifyCommand.spec, SnapshotDeltaCommand.spec])
+                         DigestCommand.spec, NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec])

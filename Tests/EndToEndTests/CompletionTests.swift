@@ -105,6 +105,10 @@ let completionCases: [CompletionCase] = [
     CompletionCase(line: "probe-http --ip ", offers: ["4", "6", "both", "any"]),
     CompletionCase(line: "digest -f ", offers: ["text", "markdown", "html", "json", "prompt"]),
     CompletionCase(line: "probe-http no", offers: ["notes.txt"]),
+    CompletionCase(line: "healthsync ", offers: ["scan", "fetch", "types", "discover"]),
+    CompletionCase(line: "healthsync scan --c", offers: ["--cert", "--clipboard"]),
+    CompletionCase(line: "healthsync fetch --pe", offers: ["--per-page"]),
+    CompletionCase(line: "healthsync -f ", offers: ["ndjson", "csv", "text"]),
 ]
 
 @Suite("shell completions come from the command table", .hangGuard(minutes: 2))

@@ -2,6 +2,7 @@
 @testable import DigestCore
 import FixtureServer
 import Foundation
+@testable import HealthSyncCore
 @testable import NotifyCore
 @testable import ProbeHTTPCore
 @testable import ProbePingCore
@@ -11,10 +12,10 @@ import Testing
 import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
-let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta"]
+let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta", "healthsync"]
 /// Their command tables.
 let documentedSpecs = [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                       NotifyCommand.spec, SnapshotDeltaCommand.spec]
+                       NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -323,6 +324,7 @@ struct ActionAndChoiceDocumentationTests {
         #expect(names(SnapshotDeltaCommand.spec) == Set(SnapshotDeltaCommand.Subcommand.allCases.map(\.rawValue)))
         #expect(actions(SnapshotDeltaCommand.spec, "anomalies") == Set(SnapshotDeltaCommand.AnomalyAction.allCases.map(\.rawValue)))
         #expect(actions(SnapshotDeltaCommand.spec, "cert") == Set(SnapshotDeltaCommand.CertKind.allCases.map(\.rawValue)))
+        #expect(names(HealthSyncCommand.spec) == Set(HealthSyncCommand.Subcommand.allCases.map(\.rawValue)))
         // Every subcommand with actions has its enumeration above.
         let covered = ["store-samples agents", "notify devices", "snapshot-delta anomalies", "snapshot-delta cert"]
         let withActions = documentedSpecs.flatMap { spec in spec.subcommands.filter { !$0.actions.isEmpty }.map { "\(spec.name) \($0.name)" } }

@@ -41,7 +41,11 @@ try:
         open(sys.argv[5], "w").close()
         while os.path.exists(sys.argv[5]):
             time.sleep(0.01)
-        connection.sendall(data[cut:])
+        try:
+            if data[cut:]:
+                connection.sendall(data[cut:])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the responder answered before taking the rest: its answer is read below
     else:
         try:
             connection.sendall(head + data)
@@ -83,6 +87,19 @@ func fastCGIRequest(socket: String, parameters: [String: String], body: String =
     } ?? (try? runProcess("/usr/bin/python3", argv, stdin: "", environment: toolEnvironment()))
     guard let result else { throw TestFailure("python3 could not be run") }
     return result.stdout + (result.status == 0 ? "" : "ERROR python3 exited \(result.status): \(result.stderr)")
+}
+
+/// Starts python3 sending one FastCGI request's first `cut` bytes of the body's records (after
+/// the head), then making the file `pause` and waiting until it is gone to send the rest; the
+/// answer is on the returned pipe once the process ends.
+func startPausingFastCGIClient(socket: String, json: String, bodyFile: String, cut: Int, pause: String) throws -> (Process, Pipe) {
+    let client = Process()
+    client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    client.arguments = ["-c", fastCGIClient, socket, json, bodyFile, String(cut), pause]
+    let output = Pipe()
+    client.standardOutput = output
+    try client.run()
+    return (client, output)
 }
 
 /// The status of a CGI answer (`Status: 404 Not Found` → 404), or nil.

@@ -10,7 +10,7 @@ struct SQLiteVersionTests {
 
     let heart = "HKQuantityTypeIdentifierHeartRate"
     /// The schema version each tool writes today.
-    let versions = ["store-samples": 4, "snapshot-delta": 4]
+    let versions = ["store-samples": 4, "snapshot-delta": 5]
 
     func storeSamples(_ db: String) throws -> RunResult {
         try run("store-samples", ["--db", db], stdin: sample("a") + "\n")

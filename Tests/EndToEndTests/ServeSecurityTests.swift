@@ -99,9 +99,21 @@ final class ServeSecurityTests {
     func nothingRunsAsRoot() throws {
         guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
         let handle = try serve()
-        let processes = handle.processes()
-        let workers = processes.filter { $0.command.hasPrefix("nginx: worker") }
-        let responders = processes.filter { $0.command.contains("store-samples") || $0.command.contains("notify") }
+        // nginx's master listens before it has started its workers, and each supervisor before
+        // its worker: look until all are there (or a bound that only tells a hang).
+        var processes = handle.processes()
+        let deadline = Date().addingTimeInterval(20)
+        typealias Listed = [(pid: pid_t, parent: pid_t, uid: uid_t, command: String)]
+        func workersOf(_ list: Listed) -> Listed { list.filter { $0.command.hasPrefix("nginx: worker") } }
+        func respondersOf(_ list: Listed) -> Listed {
+            list.filter { $0.command.contains("store-samples") || $0.command.contains("notify") }
+        }
+        while workersOf(processes).isEmpty || respondersOf(processes).count < 4, Date() < deadline {
+            usleep(50_000)
+            processes = handle.processes()
+        }
+        let workers = workersOf(processes)
+        let responders = respondersOf(processes)
         #expect(workers.count >= 1, "\(processes)")
         #expect(responders.count == 4, "two responders, each a supervisor and its worker: \(processes)")
         let expected = runningAsRoot ? try #require(uidOf(servingUser)) : geteuid()
@@ -287,12 +299,7 @@ final class ServeSecurityTests {
         let pause = scratch.path("pause")
         let bodyFile = try scratch.write("body", sample("late", minutesAgo: 1) + "\n")
         let json = #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(try String(contentsOfFile: bodyFile, encoding: .utf8).utf8.count)"}"#
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        client.arguments = ["-c", fastCGIClient, socket, json, bodyFile, "10", pause]
-        let clientOutput = Pipe()
-        client.standardOutput = clientOutput
-        try client.run()
+        let (client, clientOutput) = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 10, pause: pause)
         while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
         try #require(FileManager.default.fileExists(atPath: pause), "the client sent its first bytes")
         responder.process.terminate()  // SIGTERM, with the request half read
@@ -304,6 +311,48 @@ final class ServeSecurityTests {
         responder.process.waitUntilExit()
         #expect(responder.process.terminationStatus == 143)
         #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed at the end")
+    }
+
+    @Test("SIGTERM: a request still in the listen backlog when the stop comes is answered too")
+    func stopAnswersTheBacklog() throws {
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the FastCGI client is python3") else { return }
+        let folder = scratch.path("sock-backlog")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let socket = folder + "/api.sock"
+        let responder = try RunningTool("store-samples", ["--db", db, "serve", "--socket", socket, "--workers", "2"])
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: socket), Date() < deadline { usleep(10_000) }
+        // The worker is stopped, so nothing accepts: the client's connection and its whole request
+        // wait in the listen backlog when SIGTERM comes (to the supervisor, which passes it on).
+        var worker: pid_t = 0
+        while worker == 0, Date() < deadline {
+            let children = try runProcess("/usr/bin/pgrep", ["-P", String(responder.process.processIdentifier)], stdin: "", environment: toolEnvironment())
+            worker = pid_t(children.stdout.split(separator: "\n").first.flatMap { Int32($0) } ?? 0)
+            if worker == 0 { usleep(10_000) }
+        }
+        try #require(worker > 0, "the supervisor started its worker")
+        // One request answered first, so the worker is serving (a worker stopped while it starts
+        // would meet the stop before it listens; that is another case).
+        let readyAnswer = try fastCGIRequest(socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], scratch: scratch)
+        try #require(cgiStatus(readyAnswer) == 200, "the worker answers: \(readyAnswer)")
+        kill(worker, SIGSTOP)
+        let pause = scratch.path("pause-backlog")
+        let body = sample("late", minutesAgo: 1) + "\n"
+        let bodyFile = try scratch.write("body-backlog", body)
+        let json = #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(body.utf8.count)"}"#
+        // A cut past the end: the whole request is sent, then the client waits for the pause file to go.
+        let (client, clientOutput) = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 1_000_000, pause: pause)
+        while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
+        try #require(FileManager.default.fileExists(atPath: pause), "the client sent its request")
+        responder.process.terminate()
+        usleep(200_000)
+        kill(worker, SIGCONT)
+        try FileManager.default.removeItem(atPath: pause)
+        client.waitUntilExit()
+        let answer = String(decoding: clientOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(cgiStatus(answer) == 401, "the request in the backlog was answered: \(answer)")
+        responder.process.waitUntilExit()
+        #expect(responder.process.terminationStatus == 143)
     }
 
     @Test("serve refuses a socket others could reach or replace, and a live one; a stale one is replaced")

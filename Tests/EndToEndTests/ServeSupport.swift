@@ -24,13 +24,17 @@ final class ServeHandle {
     let runDirectory: String
     private(set) var pid: pid_t = 0
 
-    /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving.
-    init(site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:]) throws {
+    /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving;
+    /// with `namespace`, inside that network namespace (`ip netns exec`, which execs the script).
+    init(site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:],
+         namespace: String? = nil, listen: ((Int) -> String)? = nil) throws {
         port = try unusedPort()
         log = scratch.path("serve-\(port).log")
         runDirectory = scratch.path("run-\(port)")
         let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
-        var argv = [script, "--site", site, "--listen", "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir", runDirectory] + arguments
+        var argv = (namespace.map { [NetworkNamespace.ip, "netns", "exec", $0] } ?? [])
+            + [script, "--site", site, "--listen", listen?(port) ?? "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir", runDirectory]
+            + arguments
         if runningAsRoot {
             argv += ["--user", servingUser]
             var folders = [scratch.url.path]

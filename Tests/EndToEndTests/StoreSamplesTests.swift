@@ -243,7 +243,7 @@ struct StoreSamplesTests {
         let beyond = try decode(OTResultsPage.self, try query(["results", "api", "--since", "3h", "--page", "9"]).stdout)
         #expect(beyond.items.isEmpty && beyond.total == 60)
         #expect(try query(["results", "api", "--per-page", "101"]).status == 64)
-        #expect(try decode(OTResultsPage.self, try query(["results", "api", "-n", "100"]).stdout).perPage == 100)
+        #expect(try decode(OTResultsPage.self, try query(["results", "api", "--per-page", "100"]).stdout).perPage == 100)
         // Checks since 10:30: minutes 30 to 59.
         #expect(try decode(OTResultsPage.self, try query(["results", "api", "--since", "2026-01-27T10:30:00Z"]).stdout).total == 30)
         // The default window is 24 hours back from --now: all 60 are inside it.

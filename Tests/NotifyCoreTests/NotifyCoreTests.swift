@@ -100,6 +100,14 @@ struct NotifyCoreTests {
         // RFC 9110's example date; 784111777 s since the epoch (date -d 'Sun, 06 Nov 1994 08:49:37 GMT' +%s).
         #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:49:37 GMT") == 784_111_777_000)
         #expect(HTTPDate.parse("yesterday") == nil)
+        // IMF-fixdate's fields are 2 digits of day, 4 of year, hour 00-23, minute 00-59, second
+        // 00-60 (RFC 9110 5.6.7): anything else is no date, and a server's huge year is no crash.
+        #expect(HTTPDate.parse("Sun, 06 Nov 99999999999999 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 9999999999999999 Nov 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 32 Nov 1994 08:49:37 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 24:00:00 GMT") == nil)
+        #expect(HTTPDate.parse("Sun, 06 Nov 1994 08:60:00 GMT") == nil)
+        #expect(HTTPDate.parse("Fri, 31 Dec 9999 23:59:59 GMT") == 253_402_300_799_000)
         // 2026-01-27 was a Tuesday (cal 1 2026).
         #expect(MailMessage.rfc5322Date(NotifyCoreTests.base + 5_000) == "Tue, 27 Jan 2026 10:00:05 +0000")
         #expect(MailMessage.encodedWord("Monitor DOWN") == "Monitor DOWN")

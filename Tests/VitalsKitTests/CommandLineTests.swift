@@ -371,10 +371,10 @@ struct QueryTests {
 
     func parse(_ arguments: [String]) throws(UsageError) -> ParsedOptions { try ArgumentParser.parse(arguments, spec: viewSpec) }
 
-    @Test("--page and --per-page (or -n): a page's number, size and offset; absent, the first page of the default size")
+    @Test("--page and --per-page: a page's number, size and offset; absent, the first page of the default size")
     func pages() throws {
         #expect(try parse([]).page(limits) == Page(number: 1, size: 25))
-        let third = try parse(["--page", "3", "-n", "7"]).page(limits)
+        let third = try parse(["--page", "3", "--per-page", "7"]).page(limits)
         #expect(third == Page(number: 3, size: 7) && third.offset == 14)
         #expect(throws: UsageError("--per-page wants a whole number from 1 to 100, not '101'")) { _ = try parse(["--per-page", "101"]).page(limits) }
         #expect(throws: UsageError("--page wants a whole number from 1 to 2147483647, not '0'")) { _ = try parse(["--page", "0"]).page(limits) }
@@ -384,7 +384,7 @@ struct QueryTests {
     @Test("the table's --per-page default and its help come from the limits")
     func pagingOptions() {
         let perPage = viewSpec.options.first { $0.long == "per-page" }
-        #expect(perPage?.defaultValue == "25" && perPage?.short == "n")
+        #expect(perPage?.defaultValue == "25")
         #expect(Help.render(viewSpec, width: 1000).contains("results: checks a page, at most 100 (default 25)"))
     }
 

@@ -40,8 +40,10 @@ extension Run {
         Expires:              \(Timestamp.formatSeconds(milliseconds: expires)) (single use)
         Server SHA-256:       \(Certificate.colonSeparated(certificate.sha256Fingerprint))
         Server key pin:       \(certificate.publicKeyPin)
+        Pairing text:         \(payload)
 
-        On the client, with its certificate and key (snapshot-delta cert client) and a copy of server.crt:
+        On the client, give the pairing text (the QR code's) to healthsync scan, or with curl, its certificate
+        and key (snapshot-delta cert client) and a copy of server.crt:
           \(curl)
 
         """
@@ -93,7 +95,7 @@ extension Run {
         let days = try options.integer("days", in: 1...36_500)
         var names = options.all("name")
         if names.isEmpty { names = certKind == .server ? ["localhost", "127.0.0.1", "::1"] : ["vitals-client"] }
-        for name in names where name.isEmpty || name.utf8.count > 253 || !name.allSatisfy({ $0.isLetter || $0.isNumber || ".-_:".contains($0) }) || !name.utf8.allSatisfy({ $0 < 0x80 }) {
+        for name in names where !SelfSignedCertificate.isName(name) {
             throw UsageError("--name '\(name)' is not a host name or an address")
         }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -104,27 +106,8 @@ extension Run {
                 throw ToolError("\(file) exists; name another --out, or --force to replace it")
             }
         }
-        let subjectNames = names.map { name in
-            name.contains(":") || name.allSatisfy({ $0.isNumber || $0 == "." }) ? "IP:\(name)" : "DNS:\(name)"
-        }
-        let usage = certKind == .server ? "serverAuth" : "clientAuth"
-        let arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                         "-keyout", keyPath, "-out", certificatePath, "-days", String(days), "-subj", "/CN=\(names[0])",
-                         "-addext", "subjectAltName=" + subjectNames.joined(separator: ","),
-                         "-addext", "extendedKeyUsage=\(usage)"]
-        let previousMask = umask(0o077)
-        defer { umask(previousMask) }
-        let result: ChildProcess.Result
-        do {
-            result = try ChildProcess.run(arguments, timeoutMs: 60_000)
-        } catch {
-            throw ToolError("cannot run openssl (install it, or bring your own certificate): \(error.reason)")
-        }
-        guard result.succeeded else {
-            throw ToolError("openssl could not make the certificate: " + String(decoding: result.error, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        }
-        chmod(keyPath, 0o600)
-        chmod(certificatePath, 0o644)
+        try SelfSignedCertificate.make(certKind == .server ? .server : .client, names: names, days: days,
+                                       certificatePath: certificatePath, keyPath: keyPath)
         let certificate = try readCertificate(certificatePath)
         if format == "ndjson" {
             try write(JSONObject([

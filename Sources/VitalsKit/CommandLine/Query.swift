@@ -67,11 +67,11 @@ public struct Lookback: Sendable, Equatable {
 }
 
 extension OptionSpec {
-    /// `--page P` and `-n, --per-page N` for a subcommand whose view pages (`scope: ` starts their help),
+    /// `--page P` and `--per-page N` for a subcommand whose view pages (`scope: ` starts their help),
     /// with the default page size and the most from `limits`.
     public static func paging(_ scope: String, items noun: String, _ limits: PageLimits) -> [OptionSpec] {
         [OptionSpec("page", value: "P", default: "1", help: "\(scope): the page, from 1"),
-         OptionSpec("per-page", short: "n", value: "N", default: String(limits.defaultPerPage),
+         OptionSpec("per-page", value: "N", default: String(limits.defaultPerPage),
                     help: "\(scope): \(noun) a page, at most \(limits.maxPerPage)")]
     }
 }

@@ -35,14 +35,6 @@ public enum Signals {
             wakeFD = fds[0]
             wakeWriteFD.store(fds[1], ordering: .sequentiallyConsistent)
         }
-        // A parent may have started us with these blocked (some test runners and process
-        // launchers do); a tool that cannot be interrupted is a defect, so unblock them.
-        var unblock = sigset_t()
-        sigemptyset(&unblock)
-        sigaddset(&unblock, SIGINT)
-        sigaddset(&unblock, SIGTERM)
-        sigaddset(&unblock, SIGPIPE)
-        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
         for number in [SIGINT, SIGTERM] {
             var action = sigaction()
             #if canImport(Glibc)
@@ -54,6 +46,17 @@ public enum Signals {
             action.sa_flags = 0 // no SA_RESTART: a blocking read returns EINTR so the loop can stop
             sigaction(number, &action, nil)
         }
+        // A parent may have started us with these blocked (some test runners and process
+        // launchers do, and serve's supervisor does on purpose, so that a stop sent while its
+        // worker starts waits for the handler instead of killing it); a tool that cannot be
+        // interrupted is a defect, so unblock them, after the handlers are in place: one already
+        // pending is then handled, not taken by the default action.
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        sigaddset(&unblock, SIGTERM)
+        sigaddset(&unblock, SIGPIPE)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
     }
 
     /// The stop signal received so far (SIGINT or SIGTERM), or nil.

@@ -1,0 +1,2 @@
+import HealthSyncCore
+HealthSyncCommand.main()
