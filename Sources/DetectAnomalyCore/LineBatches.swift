@@ -76,7 +76,8 @@ final class LineBatch {
     /// The input the lines came from.
     var source = ""
     // Touched for every line, by one thread at a time (the handoff's lock orders them):
-    // exempt from dynamic exclusivity checks.
+    // exempt from dynamic exclusivity checks, 5.0% of detect-anomaly's instructions on 50,000
+    // bench lines (callgrind).
     @exclusivity(unchecked) var bytes = LineBuffer(capacity: LineBatch.initialCapacity)
     @exclusivity(unchecked) var entries: [BatchEntry] = []
     var problems: [SampleProblem] = []
@@ -238,7 +239,8 @@ final class BatchHandoff: @unchecked Sendable {
 final class BatchReader: @unchecked Sendable {
     private let inputs: Inputs
     private let handoff: BatchHandoff
-    // Used only on the reading thread.
+    // Used only on the reading thread, for every line: exempt from dynamic exclusivity checks,
+    // 1.3% of detect-anomaly's instructions on 50,000 bench lines (callgrind).
     @exclusivity(unchecked) private var preparer: SamplePreparer
     @exclusivity(unchecked) private var batch: LineBatch?
     /// The input being read, named by the batches of its lines.

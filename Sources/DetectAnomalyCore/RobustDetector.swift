@@ -157,24 +157,24 @@ struct RobustDetector: MonitorDetector {
 
     /// The median of the last `shortMedianCount` (5) values: the window's newest four and `latest`.
     private func shortMedian(_ latest: Double) -> Double {
-        // Insertion into a fixed five-slot buffer: no allocation per sample.
-        var values: (Double, Double, Double, Double, Double) = (latest, 0, 0, 0, 0)
+        // Insertion into a fixed five-slot buffer on the stack: no allocation per sample. An
+        // InlineArray, no unsafe code: 0.28% fewer of `--detector robust`'s instructions than the
+        // tuple written through a raw pointer before it (50,000 bench lines, callgrind).
+        var slots = InlineArray<5, Double>(repeating: 0)
+        slots[0] = latest
         let ring = window.ring
         let first = max(0, ring.count - (Self.shortMedianCount - 1))
         let count = ring.count - first + 1
-        return withUnsafeMutableBytes(of: &values) { raw in
-            let slots = raw.bindMemory(to: Double.self)
-            for (filled, offset) in (first..<ring.count).enumerated() {
-                var position = filled + 1
-                let value = ring[offset]
-                while position > 0, slots[position - 1] > value {
-                    slots[position] = slots[position - 1]
-                    position -= 1
-                }
-                slots[position] = value
+        for (filled, offset) in (first..<ring.count).enumerated() {
+            var position = filled + 1
+            let value = ring[offset]
+            while position > 0, slots[position - 1] > value {
+                slots[position] = slots[position - 1]
+                position -= 1
             }
-            return count % 2 == 1 ? slots[count / 2] : (slots[count / 2 - 1] + slots[count / 2]) / 2
+            slots[position] = value
         }
+        return count % 2 == 1 ? slots[count / 2] : (slots[count / 2 - 1] + slots[count / 2]) / 2
     }
 
     /// One side's outcome.

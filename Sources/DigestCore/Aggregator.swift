@@ -5,6 +5,8 @@ import Darwin
 #endif
 import VitalsKit
 
+// Unsafe pointers here are C interop (mkstemp(3), read(2) and write(2) of the spool's rows): kept.
+
 /// The time axis of the charts: one step for every service, the smallest of a fixed list
 /// (1s, 5s, 10s, 30s, 1m, 5m, 10m, 30m, 1h, 2h, 6h, 12h, 1d, 7d, then doubling) that puts
 /// the samples in at most `maxBins` bins. Each step divides the next, so bins merge cleanly

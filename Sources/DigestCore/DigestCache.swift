@@ -5,6 +5,8 @@ import Darwin
 #endif
 import VitalsKit
 
+// Unsafe pointers here are C interop (read(2) of the cache file): kept.
+
 /// `--cache FILE`: the digest made today, kept so a second run the same day prints it again
 /// instead of reading the samples (isitup's daily cache). One JSON object:
 /// `{"type":"digest_cache","generated_at":…,"day":"2026-01-27","key":…,"output":…}`.

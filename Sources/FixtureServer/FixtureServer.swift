@@ -7,6 +7,8 @@ import Foundation
 import VitalsKit
 import Synchronization
 
+// Unsafe pointers here are C interop (bind(2), getsockname(2) and send(2) take raw pointers): kept.
+
 /// A request the fixture server received, for tests to assert on.
 public struct RecordedRequest: Sendable, Equatable {
     /// The method.

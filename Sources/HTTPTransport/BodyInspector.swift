@@ -1,5 +1,7 @@
 import VitalsCrypto
 
+// Unsafe pointers here are C interop (libcurl hands each piece of a body over as a raw buffer): kept.
+
 /// Reads a response body as it arrives, keeping none of it: whether a text occurs in it, and
 /// its digest. Memory is the length of the text sought, whatever the body's size.
 final class BodyInspector {

@@ -5,6 +5,8 @@ import Glibc
 import Darwin
 #endif
 
+// Unsafe pointers here are C interop (libcurl's multi interface speaks in raw pointers): kept.
+
 /// A finished request: the caller's token and what came back.
 public struct HTTPCompletion: Sendable {
     /// The token given to `submit`.

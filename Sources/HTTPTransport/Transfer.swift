@@ -6,6 +6,8 @@ import Glibc
 import Darwin
 #endif
 
+// Unsafe pointers here are C interop (libcurl's callbacks hand over raw buffers and a context pointer): kept.
+
 private let bodyCallback: ccurl_data_callback = { data, size, count, context in
     guard let context else { return 0 }
     let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()

@@ -69,11 +69,6 @@ struct TargetParser: TargetSink {
         TargetListReader.read(reader, into: &self)
     }
 
-    /// Reads one line (a bare URL or a JSON object).
-    mutating func readLine(_ bytes: UnsafeBufferPointer<UInt8>, source: String, line: Int) {
-        TargetListReader.readLine(bytes, source: source, line: line, into: &self)
-    }
-
     /// Validates one target object and adds it (with a unique id), or reports why not.
     mutating func add(_ object: JSONObject, source: String, line: Int) {
         let object = TargetFields.readingMonitorType(object)

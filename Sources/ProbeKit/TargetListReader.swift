@@ -24,7 +24,9 @@ public enum TargetListReader {
             switch event {
             case .tooLong(let length):
                 sink.diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
-            case .line(let bytes):
+            case .line(let line):
+                // Target lists are read once per run: each line is copied and read as an array.
+                let bytes = Array(line)
                 guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { continue }
                 if bytes[first] == UInt8(ascii: "#") { continue }
                 if !sawContent, bytes[first] == UInt8(ascii: "["), opensArray(bytes, at: first) {
@@ -39,7 +41,7 @@ public enum TargetListReader {
 
     /// Whether the `[` at `index` starts a JSON array of targets (followed by `{`, `"`, `]` or
     /// nothing on its line) rather than a bracketed IPv6 address (`[::1]:443`).
-    static func opensArray(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
+    static func opensArray(_ bytes: [UInt8], at index: Int) -> Bool {
         var next = index + 1
         while next < bytes.count, bytes[next] == 0x20 || bytes[next] == 0x09 { next += 1 }
         guard next < bytes.count else { return true }
@@ -47,7 +49,7 @@ public enum TargetListReader {
     }
 
     /// Reads one line: a bare word or a JSON object.
-    public static func readLine<Sink: TargetSink>(_ bytes: UnsafeBufferPointer<UInt8>, source: String, line: Int, into sink: inout Sink) {
+    public static func readLine<Sink: TargetSink>(_ bytes: [UInt8], source: String, line: Int, into sink: inout Sink) {
         let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }) ?? 0
         if bytes[first] == UInt8(ascii: "{") {
             do {
@@ -68,9 +70,9 @@ public enum TargetListReader {
         sink.add(JSONObject([JSONField(Sink.bareField, .string(text))]), source: source, line: line)
     }
 
-    private static func readArray<Sink: TargetSink>(startingWith firstLine: UnsafeBufferPointer<UInt8>, reader: LineReader, into sink: inout Sink) {
+    private static func readArray<Sink: TargetSink>(startingWith firstLine: [UInt8], reader: LineReader, into sink: inout Sink) {
         let startLine = reader.lineNumber
-        var whole = Array(firstLine)
+        var whole = firstLine
         while let event = reader.next() {
             whole.append(0x0A)
             switch event {
@@ -81,37 +83,34 @@ public enum TargetListReader {
                 return
             }
         }
-        whole.withUnsafeBufferPointer { buffer in
-            let elements: [Range<Int>]
-            do {
-                elements = try JSONParser.scanArray(buffer)
-            } catch let error as JSONSyntaxError {
-                let line = startLine + buffer[0..<min(error.column - 1, buffer.count)].filter { $0 == 0x0A }.count
-                sink.diagnostics.error("not a valid JSON array of targets: \(error.message)", source: reader.source, line: line)
-                return
-            } catch {
-                return
-            }
-            var newlines = 0
-            var counted = 0
-            for range in elements {
-                for index in counted..<range.lowerBound where buffer[index] == 0x0A { newlines += 1 }
-                counted = range.lowerBound
-                let line = startLine + newlines
-                let element = UnsafeBufferPointer(rebasing: buffer[range])
-                if element.first == UInt8(ascii: "\"") {
-                    if case .string(let word)? = try? JSONParser.parse(element) {
-                        sink.add(JSONObject([JSONField(Sink.bareField, .string(word))]), source: reader.source, line: line)
-                    }
-                } else if element.first == UInt8(ascii: "{") {
-                    if case .object(let object)? = try? JSONParser.parse(element) {
-                        sink.add(object, source: reader.source, line: line)
-                    } else {
-                        sink.diagnostics.error("target is not valid JSON", source: reader.source, line: line)
-                    }
-                } else {
-                    sink.diagnostics.error("expected a target object or a \(Sink.bareNoun) string in the array", source: reader.source, line: line)
+        let elements: [Range<Int>]
+        do throws(JSONSyntaxError) {
+            elements = try JSONParser.scanArray(whole.span)
+        } catch {
+            let line = startLine + whole[0..<min(error.column - 1, whole.count)].filter { $0 == 0x0A }.count
+            sink.diagnostics.error("not a valid JSON array of targets: \(error.message)", source: reader.source, line: line)
+            return
+        }
+        var newlines = 0
+        var counted = 0
+        for range in elements {
+            for index in counted..<range.lowerBound where whole[index] == 0x0A { newlines += 1 }
+            counted = range.lowerBound
+            let line = startLine + newlines
+            let element = whole[range]
+            if element.first == UInt8(ascii: "\"") {
+                if case .string(let word)? = try? JSONParser.parse(element.span) {
+                    sink.add(JSONObject([JSONField(Sink.bareField, .string(word))]), source: reader.source, line: line)
                 }
+            } else if element.first == UInt8(ascii: "{") {
+                if case .object(let object)? = try? JSONParser.parse(element.span) {
+                    sink.add(object, source: reader.source, line: line)
+                } else {
+                    sink.diagnostics.error("target is not valid JSON", source: reader.source, line: line)
+                }
+            } else {
+                sink.diagnostics.error("expected a target object or a \(Sink.bareNoun) string in the array",
+                                       source: reader.source, line: line)
             }
         }
     }

@@ -6,6 +6,8 @@ import Darwin
 import ProbeKit
 import VitalsKit
 
+// Unsafe pointers here are C interop (ICMP packets are sent and received through sendto(2), recvmsg(2) and sockaddr): kept.
+
 /// Which ICMP sockets to use (`--socket`).
 enum ICMPSocketChoice: String, Sendable, CaseIterable {
     /// Datagram sockets where the system allows them, else raw sockets.

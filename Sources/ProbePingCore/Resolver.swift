@@ -7,6 +7,8 @@ import Foundation
 import ProbeKit
 import VitalsKit
 
+// Unsafe pointers here are C interop (getaddrinfo(3) returns a linked list of C structures): kept.
+
 /// Name lookups off the probing thread: `getaddrinfo` blocks, so a few helper threads run it
 /// (as libcurl's threaded resolver does) and the probing thread learns of each answer through
 /// a pipe it polls with its sockets. Literal addresses never come here.

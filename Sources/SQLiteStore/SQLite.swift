@@ -5,6 +5,8 @@ import Glibc
 import Darwin
 #endif
 
+// Unsafe pointers here are C interop (SQLite binds and reads text and blobs through raw pointers): kept.
+
 /// A SQLite failure: the library's code and words, and what was being done.
 public struct SQLiteError: Error, CustomStringConvertible {
     /// The primary result code (`SQLITE_BUSY`, `SQLITE_FULL`, ...).

@@ -5,6 +5,8 @@ import Darwin
 #endif
 import VitalsKit
 
+// Unsafe pointers here are C interop (read(2) and write(2) on the standard streams): kept.
+
 /// One request as a CGI program receives it (RFC 3875), for web servers that run a program per
 /// request: the parameters in the environment, the body on standard input. A thin adapter over
 /// the same router the FastCGI responder runs, so both answer alike; `serve` is the way to run an

@@ -5,6 +5,8 @@ import Darwin
 #endif
 import VitalsKit
 
+// Unsafe pointers here are C interop (recv(2) and send(2) on the connection's socket): kept.
+
 /// The bounds every request is held to, whoever sent it.
 public struct RequestLimits: Sendable {
     /// The largest body taken (nginx's `client_max_body_size` should refuse larger ones first).
@@ -84,7 +86,7 @@ final class FastCGIConnection: @unchecked Sendable {
                 return cutShort(requestID: requestID, limits: limits, deadline: deadline)
             }
             guard let type = FastCGI.RecordType(rawValue: header.type) else {
-                reply { out in [UInt8(header.type), 0, 0, 0, 0, 0, 0, 0].withUnsafeBytes { FastCGI.appendRecord(.unknownType, requestID: 0, $0, to: &out) } }
+                reply { out in FastCGI.appendRecord(.unknownType, requestID: 0, [UInt8(header.type), 0, 0, 0, 0, 0, 0, 0], to: &out) }
                 continue
             }
             if header.requestID == 0 {
@@ -179,7 +181,7 @@ final class FastCGIConnection: @unchecked Sendable {
     /// The next record's header, reading as needed; the header stays in the buffer until `nextContent`.
     private func nextHeader(deadline: Int64) -> FastCGI.Header? {
         guard ensure(8, deadline: deadline) else { return nil }
-        return buffer.withUnsafeBytes { FastCGI.Header(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+        return FastCGI.Header(buffer[start...])
     }
 
     /// The content of the record whose header is buffered, its padding skipped.
@@ -249,7 +251,7 @@ final class FastCGIConnection: @unchecked Sendable {
         }
         let encoded = FastCGI.encodePairs(pairs)
         guard encoded.count <= FastCGI.maxContent else { return }
-        reply { out in encoded.withUnsafeBytes { FastCGI.appendRecord(.getValuesResult, requestID: 0, $0, to: &out) } }
+        reply { out in FastCGI.appendRecord(.getValuesResult, requestID: 0, encoded[...], to: &out) }
     }
 }
 

@@ -32,12 +32,13 @@ enum FastCGI {
         var paddingLength: Int
 
         /// The header at the start of `bytes` (8 bytes or more), or nil when the version is not 1.
-        init?(_ bytes: UnsafeRawBufferPointer) {
-            guard bytes.count >= 8, bytes[0] == FastCGI.version else { return nil }
-            type = bytes[1]
-            requestID = UInt16(bytes[2]) << 8 | UInt16(bytes[3])
-            contentLength = Int(bytes[4]) << 8 | Int(bytes[5])
-            paddingLength = Int(bytes[6])
+        init?(_ bytes: ArraySlice<UInt8>) {
+            let at = bytes.startIndex
+            guard bytes.count >= 8, bytes[at] == FastCGI.version else { return nil }
+            type = bytes[at + 1]
+            requestID = UInt16(bytes[at + 2]) << 8 | UInt16(bytes[at + 3])
+            contentLength = Int(bytes[at + 4]) << 8 | Int(bytes[at + 5])
+            paddingLength = Int(bytes[at + 6])
         }
 
         init(type: UInt8, requestID: UInt16, contentLength: Int, paddingLength: Int) {
@@ -53,7 +54,7 @@ enum FastCGI {
 
     /// Appends one record of `type` carrying `content` (at most `maxContent` bytes), padded to a
     /// multiple of 8 as the specification recommends.
-    static func appendRecord(_ type: RecordType, requestID: UInt16, _ content: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+    static func appendRecord(_ type: RecordType, requestID: UInt16, _ content: ArraySlice<UInt8>, to out: inout [UInt8]) {
         precondition(content.count <= maxContent)
         let padding = (8 - content.count % 8) % 8
         out += [version, type.rawValue, UInt8(requestID >> 8), UInt8(requestID & 0xFF),
@@ -65,13 +66,11 @@ enum FastCGI {
     /// Appends `bytes` as a stream of `type` records (none for empty bytes; the stream's closing
     /// empty record is the caller's).
     static func appendStream(_ type: RecordType, requestID: UInt16, _ bytes: [UInt8], to out: inout [UInt8]) {
-        bytes.withUnsafeBytes { all in
-            var offset = 0
-            while offset < all.count {
-                let end = min(offset + chunk, all.count)
-                appendRecord(type, requestID: requestID, UnsafeRawBufferPointer(rebasing: all[offset..<end]), to: &out)
-                offset = end
-            }
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + chunk, bytes.count)
+            appendRecord(type, requestID: requestID, bytes[offset..<end], to: &out)
+            offset = end
         }
     }
 
@@ -79,7 +78,7 @@ enum FastCGI {
     static func appendEndRequest(requestID: UInt16, appStatus: UInt32 = 0, _ status: ProtocolStatus = .requestComplete, to out: inout [UInt8]) {
         let body: [UInt8] = [UInt8(appStatus >> 24), UInt8((appStatus >> 16) & 0xFF), UInt8((appStatus >> 8) & 0xFF), UInt8(appStatus & 0xFF),
                              status.rawValue, 0, 0, 0]
-        body.withUnsafeBytes { appendRecord(.endRequest, requestID: requestID, $0, to: &out) }
+        appendRecord(.endRequest, requestID: requestID, body[...], to: &out)
     }
 
     /// The whole answer to request `requestID`: `head` and `body` as STDOUT records, the empty
@@ -93,7 +92,7 @@ enum FastCGI {
         first.append(contentsOf: body[0..<taken])
         appendStream(.stdout, requestID: requestID, first, to: &out)
         if taken < body.count { appendStream(.stdout, requestID: requestID, Array(body[taken...]), to: &out) }
-        appendRecord(.stdout, requestID: requestID, UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+        appendRecord(.stdout, requestID: requestID, [], to: &out)
         appendEndRequest(requestID: requestID, to: &out)
         return out
     }

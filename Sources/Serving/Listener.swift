@@ -5,6 +5,8 @@ import Darwin
 #endif
 import VitalsKit
 
+// Unsafe pointers here are C interop (bind(2) and accept(2) take a sockaddr_un): kept.
+
 /// The listening socket of a responder, and who may open it.
 ///
 /// Whoever can connect to a responder's socket is the web server as far as the responder knows:

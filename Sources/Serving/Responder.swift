@@ -7,6 +7,8 @@ import Foundation
 import Synchronization
 import VitalsKit
 
+// Unsafe pointers here are C interop (write(2) on the wake pipe): kept.
+
 /// What a worker thread answers requests with: made once per thread (its own store connection,
 /// say), used by that thread only.
 public protocol RequestAnswerer: AnyObject {

@@ -2,6 +2,8 @@ import SQLiteStore
 import VitalsCrypto
 import VitalsKit
 
+// Unsafe pointers here are C interop (the SHA-256 of a sample's bytes, and libxml2's attribute bytes passed through): kept.
+
 /// The samples themselves, kept beside the chain so "what exactly disappeared between these
 /// two exports" has an answer.
 ///

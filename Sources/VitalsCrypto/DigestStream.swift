@@ -1,5 +1,7 @@
 import CCrypto
 
+// Unsafe pointers here are C interop (OpenSSL's libcrypto takes and fills raw buffers): kept.
+
 /// A digest computed over bytes that arrive in pieces (a response body as curl hands it
 /// over), through libcrypto's EVP interface: memory does not grow with the input.
 public final class DigestStream {

@@ -1,5 +1,7 @@
 import CCrypto
 
+// Unsafe pointers here are C interop (OpenSSL's libcrypto takes and fills raw buffers): kept.
+
 /// Why a key could not be used or a signature made.
 public struct CryptoError: Error, CustomStringConvertible {
     /// What went wrong, in words.

@@ -1,5 +1,7 @@
 import CCrypto
 
+// Unsafe pointers here are C interop (OpenSSL's libcrypto takes and fills raw buffers): kept.
+
 /// HMAC-SHA256 (RFC 2104) through libcrypto: webhook signatures (GitHub's
 /// `X-Hub-Signature-256`, Standard Webhooks).
 public enum HMACSHA256 {

@@ -1,5 +1,7 @@
 import CCrypto
 
+// Unsafe pointers here are C interop (OpenSSL's libcrypto takes and fills raw buffers): kept.
+
 /// MD5 through libcrypto's EVP interface, for checking bodies against hashes other systems
 /// stored (OnlineTracker keeps a body's MD5). Not for anything that needs collision resistance.
 public enum MD5 {

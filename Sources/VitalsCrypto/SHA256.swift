@@ -1,5 +1,7 @@
 import CCrypto
 
+// Unsafe pointers here are C interop (OpenSSL's libcrypto takes and fills raw buffers): kept.
+
 /// SHA-256 through OpenSSL's libcrypto (the only importer of CCrypto).
 public struct SHA256 {
     /// The 32-byte digest of `bytes`.

@@ -1,5 +1,7 @@
 internal import CXML2
 
+// Unsafe pointers here are C interop (libxml2's SAX callbacks hand over names and attributes as raw pointers): kept.
+
 /// What an `XMLPushParser` tells as it reads. Names and values are libxml2's own bytes, valid
 /// only during the call: no String is made for them unless the handler makes one.
 public protocol XMLStreamHandler: AnyObject {

@@ -42,6 +42,16 @@ struct TargetParsingTests {
         #expect(t.host == "example.com")
     }
 
+    @Test("a target array keeps each entry's line; one that is not JSON is reported at the line of the fault")
+    func targetArrayLines() {
+        let (targets, problems) = parseTargets("[\n\"https://a.example/\",\n{\"url\": \"https://b.example/\"},\n42\n]\n")
+        #expect(targets.map(\.host) == ["a.example", "b.example"])
+        #expect(problems == ["probe-http: t:4: expected a target object or a URL string in the array"])
+        let (none, broken) = parseTargets("[\n\"https://a.example/\",\n{\"url\": }\n]\n")
+        #expect(none.isEmpty)
+        #expect(broken.count == 1 && broken[0].hasPrefix("probe-http: t:3: not a valid JSON array of targets: "), "\(broken)")
+    }
+
     @Test("a host without a scheme is https; text that only half looks like a URL is refused")
     func schemeless() throws {
         #expect(try target("example.com").url == "https://example.com")

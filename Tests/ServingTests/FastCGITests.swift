@@ -25,7 +25,7 @@ struct FastCGIRecordTests {
     @Test("a record is its 8-byte header, the content and padding to a multiple of 8")
     func records() {
         var out: [UInt8] = []
-        ([0x41, 0x42, 0x43] as [UInt8]).withUnsafeBytes { FastCGI.appendRecord(.stdout, requestID: 0x0102, $0, to: &out) }
+        FastCGI.appendRecord(.stdout, requestID: 0x0102, [0x41, 0x42, 0x43], to: &out)
         #expect(out == [1, 6, 0x01, 0x02, 0x00, 0x03, 5, 0, 0x41, 0x42, 0x43, 0, 0, 0, 0, 0])
         var end: [UInt8] = []
         FastCGI.appendEndRequest(requestID: 1, appStatus: 0x0102_0304, .cantMultiplex, to: &end)
@@ -41,7 +41,7 @@ struct FastCGIRecordTests {
         var stdout: [UInt8] = []
         var types: [UInt8] = []
         while index < bytes.count {
-            let header = bytes.withUnsafeBytes { FastCGI.Header(UnsafeRawBufferPointer(rebasing: $0[index...]))! }
+            let header = FastCGI.Header(bytes[index...])!
             #expect(header.contentLength <= 65_528 && header.requestID == 9)
             types.append(header.type)
             if header.type == 6 { stdout += bytes[(index + 8)..<(index + 8 + header.contentLength)] }
@@ -75,11 +75,11 @@ final class SocketPair {
     /// A request's records as nginx sends them.
     static func request(id: UInt16 = 1, keep: Bool = true, parameters: [(String, String)], body: [UInt8] = [], role: UInt16 = 1) -> [UInt8] {
         var out: [UInt8] = []
-        [UInt8(role >> 8), UInt8(role & 0xFF), keep ? 1 : 0, 0, 0, 0, 0, 0].withUnsafeBytes { FastCGI.appendRecord(.beginRequest, requestID: id, $0, to: &out) }
-        FastCGI.encodePairs(parameters).withUnsafeBytes { FastCGI.appendRecord(.params, requestID: id, $0, to: &out) }
-        FastCGI.appendRecord(.params, requestID: id, UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+        FastCGI.appendRecord(.beginRequest, requestID: id, [UInt8(role >> 8), UInt8(role & 0xFF), keep ? 1 : 0, 0, 0, 0, 0, 0], to: &out)
+        FastCGI.appendRecord(.params, requestID: id, FastCGI.encodePairs(parameters)[...], to: &out)
+        FastCGI.appendRecord(.params, requestID: id, [], to: &out)
         FastCGI.appendStream(.stdin, requestID: id, body, to: &out)
-        FastCGI.appendRecord(.stdin, requestID: id, UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+        FastCGI.appendRecord(.stdin, requestID: id, [], to: &out)
         return out
     }
     /// What the responder wrote so far.
@@ -157,14 +157,14 @@ struct FastCGIConnectionTests {
         let pair = try SocketPair()
         let connection = FastCGIConnection(fd: pair.responder)
         var out: [UInt8] = []
-        FastCGI.encodePairs([("FCGI_MPXS_CONNS", ""), ("FCGI_UNKNOWN", "")]).withUnsafeBytes { FastCGI.appendRecord(.getValues, requestID: 0, $0, to: &out) }
+        FastCGI.appendRecord(.getValues, requestID: 0, FastCGI.encodePairs([("FCGI_MPXS_CONNS", ""), ("FCGI_UNKNOWN", "")])[...], to: &out)
         out += SocketPair.request(id: 3, parameters: [("A", "1")], role: 2)  // an authorizer: not ours
         // Request 1 begins; request 2 tries to share the connection.
         var first = SocketPair.request(id: 1, parameters: [("REQUEST_URI", "/one")])
         first.removeLast(8)  // hold back the empty STDIN record that ends the request
         out += first
-        ([0, 1, 0, 0, 0, 0, 0, 0] as [UInt8]).withUnsafeBytes { FastCGI.appendRecord(.beginRequest, requestID: 2, $0, to: &out) }
-        FastCGI.appendRecord(.stdin, requestID: 1, UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+        FastCGI.appendRecord(.beginRequest, requestID: 2, [0, 1, 0, 0, 0, 0, 0, 0], to: &out)
+        FastCGI.appendRecord(.stdin, requestID: 1, [], to: &out)
         pair.send(out)
         guard case .request(let id, _, let parameters, _) = connection.readRequest(limits: limits, deadline: Clock.monotonicMilliseconds() + 2000) else {
             Issue.record("request 1 is read")
@@ -175,7 +175,7 @@ struct FastCGIConnectionTests {
         // GET_VALUES_RESULT with FCGI_MPXS_CONNS=0 only; END_REQUEST UNKNOWN_ROLE for 3; CANT_MPX_CONN for 2.
         let values = FastCGI.encodePairs([("FCGI_MPXS_CONNS", "0")])
         var expected: [UInt8] = []
-        values.withUnsafeBytes { FastCGI.appendRecord(.getValuesResult, requestID: 0, $0, to: &expected) }
+        FastCGI.appendRecord(.getValuesResult, requestID: 0, values[...], to: &expected)
         FastCGI.appendEndRequest(requestID: 3, .unknownRole, to: &expected)
         FastCGI.appendEndRequest(requestID: 2, .cantMultiplex, to: &expected)
         #expect(answers == expected)

@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 
+// Unsafe pointers here are C interop (sockaddr, inet_pton(3) and inet_ntop(3) take raw pointers): kept.
+
 /// An IPv4 or IPv6 address held by value (no allocation), parsed and printed with the
 /// system's `inet_pton` and `inet_ntop`, convertible to and from `sockaddr`.
 public struct IPAddress: Hashable, Sendable, CustomStringConvertible {

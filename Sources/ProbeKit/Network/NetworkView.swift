@@ -5,6 +5,8 @@ import Darwin
 #endif
 import VitalsKit
 
+// Unsafe pointers here are C interop (getifaddrs(3), ioctl(2) and sockaddr take raw pointers): kept.
+
 /// The kind of link an interface is: the command-line counterpart of NWPathMonitor's
 /// interface types (Online Now's connection type).
 public enum LinkType: String, Sendable, CaseIterable {

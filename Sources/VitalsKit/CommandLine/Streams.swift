@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 
+// Unsafe pointers here are C interop (write(2)): kept.
+
 /// The three standard streams a tool runs with, as file descriptors.
 ///
 /// Executables pass the process's own; tests pass pipes, so a tool can run in-process.

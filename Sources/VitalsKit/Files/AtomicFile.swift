@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 
+// Unsafe pointers here are C interop (mkstemp(3) and write(2)): kept.
+
 /// Replaces a file whole or not at all, so a crash or a power loss leaves either the old
 /// contents or the new ones: every state file and cache of the suite is written through here.
 ///

@@ -62,10 +62,26 @@ public struct JSONParser {
 
     /// Parses a JSON value from a byte array.
     public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
-        let result: Result<JSONValue, JSONSyntaxError> = bytes.withUnsafeBufferPointer { buffer in
-            do throws(JSONSyntaxError) { return .success(try parse(buffer)) } catch { return .failure(error) }
-        }
-        return try result.get()
+        try parse(bytes.span)
+    }
+
+    // The span entries serve cold paths (state files, target arrays, configuration) that hold
+    // their bytes in arrays: safe code there, the buffer pointer only in here, where the scanner
+    // that the hot path shares walks it.
+
+    /// Parses one complete JSON value from a span of bytes (an array's, a slice's).
+    public static func parse(_ bytes: Span<UInt8>) throws(JSONSyntaxError) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) in try parse(buffer) }
+    }
+
+    /// `scanObject(_:)` over a span of bytes.
+    public static func scanObject(_ bytes: Span<UInt8>) throws(JSONSyntaxError) -> [FieldRange] {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) in try scanObject(buffer) }
+    }
+
+    /// `scanArray(_:)` over a span of bytes.
+    public static func scanArray(_ bytes: Span<UInt8>) throws(JSONSyntaxError) -> [Range<Int>] {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) in try scanArray(buffer) }
     }
 
     /// Validates that `bytes` is one JSON object and returns its top-level fields' ranges, in order.

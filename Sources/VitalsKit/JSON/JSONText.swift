@@ -72,17 +72,21 @@ public enum JSONText {
         if value == 0 { out.append(0x30); return }
         var magnitude = value.magnitude
         if value < 0 { out.append(UInt8(ascii: "-")) }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            while magnitude > 0 {
-                buffer[19 - count] = UInt8(magnitude % 10) + 0x30
-                magnitude /= 10
-                count += 1
-            }
-            out.append(contentsOf: buffer[(20 - count)..<20])
+        // The digits counted, room made for them, then written from the right. Safe code: the
+        // stack buffer written through a raw pointer it replaced took 0.7% fewer of snapshot-delta
+        // take's instructions on 50,000 records (callgrind), under the 1% that keeps unsafe code.
+        var count = 1
+        var rest = magnitude / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+        var index = out.count
+        while magnitude > 0 {
+            index -= 1
+            out[index] = UInt8(magnitude % 10) + 0x30
+            magnitude /= 10
         }
     }
 

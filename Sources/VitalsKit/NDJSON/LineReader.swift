@@ -24,11 +24,12 @@ public final class LineReader {
 
     /// The name diagnostics use for this input (a path, or `<stdin>`).
     public let source: String
+    // The seven public properties below are read or changed on every call of `next()`: exempt
+    // from dynamic exclusivity checks (a reader is used from one thread), they save 2.5% of
+    // detect-anomaly's instructions on 50,000 bench lines (callgrind; `lineNumber` alone 0.85%).
     /// The number of the line last returned (1-based).
     @exclusivity(unchecked) public private(set) var lineNumber = 0
     /// Set when reading stopped because SIGINT or SIGTERM arrived.
-    // This and the next three are read on every call of `next()` (the compiler hoists their
-    // access checks to its entry, three calls a line); a reader is used from one thread.
     @exclusivity(unchecked) public private(set) var interrupted = false
     /// Set when `read(2)` failed; holds the system's reason.
     @exclusivity(unchecked) public private(set) var readError: String?
@@ -47,16 +48,16 @@ public final class LineReader {
     private let ownsDescriptor: Bool
     private let maxLineBytes: Int
     private let chunkSize: Int
-    // Touched for every line: exempt from dynamic exclusivity checks (about 2% of a filter's
-    // instructions); a reader is used from one thread, one call at a time.
-    @exclusivity(unchecked) private var buffer: UnsafeMutablePointer<UInt8>
-    @exclusivity(unchecked) private var capacity: Int
-    @exclusivity(unchecked) private var start = 0
-    @exclusivity(unchecked) private var end = 0
-    @exclusivity(unchecked) private var atEOF = false
-    @exclusivity(unchecked) private var skipping = false
-    @exclusivity(unchecked) private var skippedBytes = 0
-    @exclusivity(unchecked) private var atStreamStart = true
+    // Not exempt from exclusivity checks: exempting these eight saved nothing measurable
+    // (490.18 M instructions against 490.22 M for detect-anomaly on 50,000 bench lines, callgrind).
+    private var buffer: UnsafeMutablePointer<UInt8>
+    private var capacity: Int
+    private var start = 0
+    private var end = 0
+    private var atEOF = false
+    private var skipping = false
+    private var skippedBytes = 0
+    private var atStreamStart = true
 
     /// Reads from an open descriptor; `ownsDescriptor` closes it when the reader goes away.
     public init(fd: Int32, source: String, ownsDescriptor: Bool = false,

@@ -24,8 +24,9 @@ public struct OutputError: Error, CustomStringConvertible {
 /// records share one `write(2)`.
 public final class RecordWriter {
     private let fd: Int32
-    // Touched for every record: exempt from dynamic exclusivity checks (about 2% of a filter's
-    // instructions); a writer is used from one thread, one call at a time.
+    // Touched for every record: exempt from dynamic exclusivity checks (a writer is used from one
+    // thread, one call at a time), the four save 3.9% of detect-anomaly's instructions on 50,000
+    // bench lines, 0.85% to 1.4% each (callgrind).
     @exclusivity(unchecked) private var buffer: [UInt8] = []
     /// Bytes buffered before a write is forced even without a flush.
     @exclusivity(unchecked) public var highWater = 64 * 1024

@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 
+// Unsafe pointers here are C interop (posix_spawn(3) takes C string arrays; read(2) and write(2) of the pipes): kept.
+
 /// A command run without a shell: its argv as given, optional bytes on its standard input,
 /// its standard output and error captured up to a cap, a deadline after which its whole
 /// process group is stopped (SIGTERM, then SIGKILL after a grace period), and how it ended.
