@@ -125,8 +125,9 @@ enum HealthSyncAPI {
         }
         var samples: [JSONValue] = []
         let extra = JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("status", .integer(200))])
+        let touch: () throws -> Void = { try archive.touch(client, at: now()) }
         let fetch = try archive.fetchSamples(query, operation: "health_data", extra: extra, at: now, diagnostics: diagnostics,
-                                             beforeLog: { try archive.touch(client, at: now()) }) { sample in
+                                             beforeLog: touch) { sample in
             samples.append(.object(HealthSampleJSON.object(sample)))
         }
         return .json(.object(JSONObject([
