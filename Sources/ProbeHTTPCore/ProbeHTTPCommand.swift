@@ -111,7 +111,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
         runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
         let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
-        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {
+        let tally: () -> ProbeTally = { runner.tally }
+        return try ProbeRunOptions.finish(options, context, tally: tally) {
             for record in switchedOff { try context.output.write(record) }
             try runner.run()
         }
@@ -165,6 +166,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
             throw UsageError(error.message)
         }
         runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: 1, watch: check.watch)
-        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
+        let tally: () -> ProbeTally = { runner.tally }
+        return try ProbeRunOptions.finish(options, context, tally: tally) { try runner.run() }
     }
 }
