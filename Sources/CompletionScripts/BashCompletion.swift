@@ -17,7 +17,7 @@ enum BashCompletion {
         # bash completion for \(spec.name): its subcommands, options and their fixed values.
         # Made by vitals-completions from \(spec.name)'s option table (vitals \(Vitals.version)); do not edit.
         \(function)() {
-            local cur=${COMP_WORDS[COMP_CWORD]} option= word sub= operands=0 only_operands= i=1 k
+            local cur=${COMP_WORDS[COMP_CWORD]} option= word sub= action= operands=0 only_operands= i=1 k
             # bash splits --option=value at '=': the value's word follows a '=' word.
             [[ $cur == = ]] && cur=
             while (( i < COMP_CWORD )); do
@@ -63,6 +63,18 @@ enum BashCompletion {
 
             """
         }
+        let withActions = spec.subcommands.filter { !$0.actions.isEmpty }
+        if !withActions.isEmpty {
+            // The first operand after a subcommand with actions may name one (by its name or another word).
+            out += "        if (( operands == 0 )); then\n            case \"$sub $word\" in\n"
+            for subcommand in withActions {
+                for action in subcommand.actions {
+                    let patterns = ([action.name] + action.aliases).map { "\"\(subcommand.name) \($0)\"" }.joined(separator: "|")
+                    out += "                \(patterns)) action=\(action.name) ;;\n"
+                }
+            }
+            out += "            esac\n        fi\n"
+        }
         out += """
                 operands=$((operands + 1))
             done
@@ -76,7 +88,17 @@ enum BashCompletion {
             guard value != .flag, let words = candidates(value) else { continue }
             let names = (["--" + option.long] + (option.short.map { ["-" + String($0)] } ?? []))
                 + option.aliases.filter { $0.meaning == nil }.map { "--" + $0.name }
-            out += "            \(names.joined(separator: "|"))) \(words) ;;\n"
+            let narrowed = model.narrowing(option)
+            if narrowed.isEmpty {
+                out += "            \(names.joined(separator: "|"))) \(words) ;;\n"
+                continue
+            }
+            // Where the subcommand narrows the words (export's --format), its own.
+            out += "            \(names.joined(separator: "|")))\n                case $sub in\n"
+            for (subcommand, own) in narrowed {
+                out += "                    \(subcommand.name)) \(candidates(.choices(own))!) ;;\n"
+            }
+            out += "                    *) \(words) ;;\n                esac ;;\n"
         }
         out += """
                 esac
@@ -91,9 +113,16 @@ enum BashCompletion {
         if spec.subcommands.isEmpty {
             out += "        COMPREPLY=($(compgen -W \"\(optionWords(model.allSpellings))\" -- \"$cur\"))\n"
         } else {
-            out += "        case $sub in\n"
+            // After an action, its options; after a subcommand, every option that may follow it.
+            out += "        case \"$sub $action\" in\n"
             for subcommand in spec.subcommands {
-                out += "            \(subcommand.name)) COMPREPLY=($(compgen -W \"\(optionWords(model.spellings(for: subcommand)))\" -- \"$cur\")) ;;\n"
+                for action in subcommand.actions {
+                    let words = optionWords(model.spellings(spec.options(for: subcommand, action: action)))
+                    out += "            \"\(subcommand.name) \(action.name)\") COMPREPLY=($(compgen -W \"\(words)\" -- \"$cur\")) ;;\n"
+                }
+            }
+            for subcommand in spec.subcommands {
+                out += "            \"\(subcommand.name) \"*) COMPREPLY=($(compgen -W \"\(optionWords(model.spellings(for: subcommand)))\" -- \"$cur\")) ;;\n"
             }
             out += "            *) COMPREPLY=($(compgen -W \"\(optionWords(model.allSpellings))\" -- \"$cur\")) ;;\n"
             out += "        esac\n"

@@ -45,8 +45,21 @@ struct Spelling {
     /// For an alias standing for one value (`--ndjson`): that value; it then takes none.
     let meaning: String?
 
+    /// The words its value takes where a subcommand narrows them, if it does.
+    var narrowedChoices: [String]?
+
     /// What its value completes to (a flag for an alias that stands for a value).
-    var value: ValueCompletion { meaning == nil ? ValueCompletion(option) : .flag }
+    var value: ValueCompletion {
+        guard meaning == nil else { return .flag }
+        return narrowedChoices.map(ValueCompletion.choices) ?? ValueCompletion(option)
+    }
+
+    /// The same spelling, its value one of `words`.
+    func narrowed(to words: [String]) -> Spelling {
+        var copy = self
+        copy.narrowedChoices = words
+        return copy
+    }
 
     /// One line for a completion menu: the help's first clause, short enough for one row.
     var description: String {
@@ -62,8 +75,8 @@ struct CompletionModel {
     /// Every option's spellings (names, then aliases), in table order.
     func spellings(_ options: [OptionSpec]) -> [Spelling] {
         options.flatMap { option in
-            [Spelling(long: option.long, short: option.short, option: option, meaning: nil)]
-                + option.aliases.map { Spelling(long: $0.name, short: nil, option: option, meaning: $0.meaning) }
+            [Spelling(long: option.long, short: option.short, option: option, meaning: nil, narrowedChoices: nil)]
+                + option.aliases.map { Spelling(long: $0.name, short: nil, option: option, meaning: $0.meaning, narrowedChoices: nil) }
         }
     }
 
@@ -81,6 +94,19 @@ struct CompletionModel {
 
     /// The default subcommand, if the tool has one.
     var defaultSubcommand: SubcommandSpec? { spec.defaultSubcommand.flatMap(spec.subcommand) }
+
+    /// The words `option` takes after `subcommand`, when they depend on it (export's `--format`): the
+    /// subcommand's own, else those all of its actions that declare any share.
+    func choices(_ option: OptionSpec, after subcommand: SubcommandSpec) -> [String]? {
+        if let own = subcommand.choices[option.long] { return own }
+        let declared = Set(subcommand.actions.compactMap { $0.choices[option.long] })
+        return declared.count == 1 ? declared.first : nil
+    }
+
+    /// The subcommands that narrow `option`'s words, with those words.
+    func narrowing(_ option: OptionSpec) -> [(SubcommandSpec, [String])] {
+        spec.subcommands.compactMap { subcommand in choices(option, after: subcommand).map { (subcommand, $0) } }
+    }
 
     /// The subcommands an option applies to, or nil when it applies to every one.
     func owners(of option: OptionSpec) -> [SubcommandSpec]? {

@@ -34,24 +34,35 @@ enum FishCompletion {
                 }
             }
         }
-        for spelling in model.allSpellings {
-            var line = "complete -c \(tool)"
-            if let owners = model.owners(of: spelling.option) {
-                let others = spec.subcommands.filter { subcommand in !owners.contains { $0.name == subcommand.name } }.map(\.name)
-                if !others.isEmpty { line += " -n \(quote("not __fish_seen_subcommand_from " + others.joined(separator: " ")))" }
+        for general in model.allSpellings {
+            // Where a subcommand narrows the option's words (export's --format), a line of its own offers them.
+            let narrowed = general.meaning == nil ? model.narrowing(general.option) : []
+            for (spelling, condition) in [(general, nil as String?)] + narrowed.map({ (general.narrowed(to: $0.1), "__fish_seen_subcommand_from " + $0.0.name) }) {
+                var line = "complete -c \(tool)"
+                if let condition {
+                    line += " -n \(quote(condition))"
+                } else {
+                    var conditions: [String] = []
+                    if let owners = model.owners(of: spelling.option) {
+                        let others = spec.subcommands.filter { subcommand in !owners.contains { $0.name == subcommand.name } }.map(\.name)
+                        if !others.isEmpty { conditions.append("not __fish_seen_subcommand_from " + others.joined(separator: " ")) }
+                    }
+                    if !narrowed.isEmpty { conditions.append("not __fish_seen_subcommand_from " + narrowed.map(\.0.name).joined(separator: " ")) }
+                    if !conditions.isEmpty { line += " -n \(quote(conditions.joined(separator: "; and ")))" }
+                }
+                if let short = spelling.short { line += " -s \(short)" }
+                line += " -l \(spelling.long)"
+                switch spelling.value {
+                case .flag: break
+                case .choices(let words): line += " -x -a \(quote(words.joined(separator: " ")))"
+                case .file: line += " -r -F"
+                case .directory: line += " -x -a '(__fish_complete_directories)'"
+                case .command: line += " -x -a '(__fish_complete_command)'"
+                case .text: line += " -x"
+                }
+                line += " -d \(quote(spelling.description))"
+                lines.append(line)
             }
-            if let short = spelling.short { line += " -s \(short)" }
-            line += " -l \(spelling.long)"
-            switch spelling.value {
-            case .flag: break
-            case .choices(let words): line += " -x -a \(quote(words.joined(separator: " ")))"
-            case .file: line += " -r -F"
-            case .directory: line += " -x -a '(__fish_complete_directories)'"
-            case .command: line += " -x -a '(__fish_complete_command)'"
-            case .text: line += " -x"
-            }
-            line += " -d \(quote(spelling.description))"
-            lines.append(line)
         }
         return lines.joined(separator: "\n") + "\n"
     }

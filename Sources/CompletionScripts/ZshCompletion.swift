@@ -25,7 +25,7 @@ enum ZshCompletion {
             return out
         }
         out += """
-          _arguments -s -S -C $every '1: :->subcommand' '*:: :->operands' && ret=0
+          _arguments -s -S -C -A '-*' $every '1: :->subcommand' '*:: :->operands' && ret=0
           case $state in
             subcommand)
               local -a subcommands=(
@@ -43,7 +43,10 @@ enum ZshCompletion {
 
         """
         for subcommand in spec.subcommands {
-            out += "        \(subcommand.name))\n          local -a own=(\n\(specs(model.spellings(for: subcommand), indent: 12))\n          )\n"
+            let own = model.spellings(for: subcommand).map { spelling in
+                model.choices(spelling.option, after: subcommand).map { spelling.narrowed(to: $0) } ?? spelling
+            }
+            out += "        \(subcommand.name))\n          local -a own=(\n\(specs(own, indent: 12))\n          )\n"
             var operands = ""
             if !subcommand.actions.isEmpty {
                 operands = " '1:action:(\(subcommand.actions.map(\.name).joined(separator: " ")))'"

@@ -32,7 +32,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
         examples: [
             "detect-anomaly samples.ndjson",
             "probe-http targets.ndjson | detect-anomaly --state anomaly.json",
-            "detect-anomaly --detector seed --exit-status samples.ndjson >/dev/null || echo 'latency anomaly'",
+            "detect-anomaly --detector seed --exit-status samples.ndjson >/dev/null; echo \"exit status $?\"",
             "detect-anomaly --field speed_mbps --direction low samples.ndjson",
         ],
         exitStatuses: [

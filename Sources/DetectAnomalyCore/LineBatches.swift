@@ -265,7 +265,8 @@ final class BatchReader: @unchecked Sendable {
     private func run() {
         defer { handoff.finish() }
         do {
-            try inputs.forEach(report: { message in try current().add(inputError: message) }) { reader in
+            let report: (String) throws -> Void = { [self] message in try current().add(inputError: message) }
+            try inputs.forEach(report: report) { reader in
                 source = reader.source
                 if let batch { batch.source = source }
                 // When the input pauses, what was read goes to the judge at once.

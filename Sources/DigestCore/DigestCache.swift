@@ -14,9 +14,6 @@ struct DigestCache {
     /// The file.
     let path: String
 
-    /// Creates a cache on `path`.
-    init(path: String) { self.path = path }
-
     /// What the file holds, or why it cannot be used.
     enum Lookup: Equatable {
         /// Made on `day` with the same options: the output to print.

@@ -7,12 +7,6 @@ struct Words {
     /// The window's end: times on its local day are written as `HH:MM` alone.
     let reference: Int64?
 
-    /// Creates the writer.
-    init(zone: Zone, reference: Int64?) {
-        self.zone = zone
-        self.reference = reference
-    }
-
     /// `48 ms`, `4.2 ms`, `1,250 ms`: whole milliseconds from 10 up, one decimal below.
     static func latency(_ ms: Double) -> String {
         if ms < 9.95 { return fixed(ms, decimals: 1) + " ms" }

@@ -23,11 +23,6 @@ struct Zone: Sendable {
     /// UTC.
     static let utc = Zone(kind: .fixed(0), name: "UTC")
 
-    private init(kind: Kind, name: String) {
-        self.kind = kind
-        self.name = name
-    }
-
     /// The zone for `text`, or nil when it is not one.
     static func parse(_ text: String) -> Zone? {
         let trimmed = text.trimmingSpaces

@@ -20,6 +20,8 @@ public enum BodyPolicy: Sendable, Equatable {
 }
 
 /// The lowest TLS version a request accepts.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// The names spell the protocol versions (TLS 1.2, 1.3), which camel case would blur.
 public enum TLSVersion: String, Sendable {
     case v1_2 = "1.2"
     case v1_3 = "1.3"
@@ -53,6 +55,8 @@ public struct TLSOptions: Sendable, Equatable {
 }
 
 /// The HTTP version a request asks for.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// The names spell the protocol versions (HTTP/1.1, HTTP/2), which camel case would blur.
 public enum HTTPVersionChoice: String, Sendable {
     /// HTTP/1.1 only.
     case http1_1 = "1.1"

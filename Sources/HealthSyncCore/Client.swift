@@ -39,7 +39,7 @@ struct Client {
     /// Pairs: reads the pairing text, makes the client certificate when there is none, posts the
     /// token with it to the server that shows the pinned key and certificate, and keeps the pairing.
     func scan(_ operand: String?) throws -> VitalsKit.ExitStatus {
-        let format = try options.choice("format", of: ["text", "ndjson"], default: "text")
+        let format = try options.choice("format")
         let payload = try PairingPayload.parse(try pairingText(operand))
         let (certificatePath, keyPath) = try clientIdentity()
         guard let certificateText = FileManager.default.contents(atPath: certificatePath),
@@ -183,7 +183,7 @@ struct Client {
     // MARK: - types
 
     func types() throws -> VitalsKit.ExitStatus {
-        let format = try options.choice("format", of: ["ndjson", "text"], default: "ndjson")
+        let format = try options.choice("format")
         let (_, connection) = try pairedConnection()
         for type in try sharedTypes(connection) {
             if format == "text" {
@@ -199,7 +199,7 @@ struct Client {
     // MARK: - discover
 
     func discover() throws -> VitalsKit.ExitStatus {
-        let format = try options.choice("format", of: ["ndjson", "text"], default: "ndjson")
+        let format = try options.choice("format")
         let services = try Discovery.browse(timeoutMs: timeoutMs)
         if services.isEmpty { context.diagnostics.note("Bonjour found no \(Discovery.serviceType) service on the local network") }
         for service in services {

@@ -8,14 +8,15 @@ import VitalsKit
 /// take of an incomplete fetch never reads as a mass deletion.
 extension Client {
     static let dataPath = "/api/v1/health/data"
-    /// The seed's largest page.
-    static let maxPageSize = 10_000
+    /// The pages asked for: the server's default, at most the seed's largest page (snapshot-delta's
+    /// `SampleQuery.apiPages`, which this client cannot import: the two tools share no core).
+    static let pages = PageLimits(defaultPerPage: 1000, maxPerPage: 10_000)
     /// The seed's CSV columns (the order its CLI writes them in).
     static let csvHeader = "Type,Value,Unit,Start Date,End Date,Source"
 
     func fetch() throws -> VitalsKit.ExitStatus {
-        let format = try options.choice("format", of: ["ndjson", "csv"], default: "ndjson")
-        let pageSize = try options.integer("page-size", default: 1000, in: 1...Client.maxPageSize)
+        let format = try options.choice("format")
+        let pageSize = try options.integer("per-page", default: Client.pages.defaultPerPage, in: Client.pages.perPage)
         let limit: Int? = options.has("limit") ? try options.integer("limit", default: 0, in: 1...Int(Int32.max)) : nil
         let now = try options.now() ?? Clock.wallMilliseconds()
         let since = try options.time("since", now: now)
@@ -95,7 +96,7 @@ extension Client {
         if let failure {
             context.diagnostics.error(failure.message + "; the fetch stopped after \(offset) samples in \(pages) pages"
                                       + (format == "ndjson" ? " (the types are marked partial)" : "")
-                                      + (pages > 0 ? "; a larger --page-size needs fewer requests" : ""))
+                                      + (pages > 0 ? "; a larger --per-page needs fewer requests" : ""))
             return .failure
         }
         if !complete, !Signals.stopRequested {

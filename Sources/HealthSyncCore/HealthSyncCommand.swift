@@ -33,7 +33,8 @@ public enum HealthSyncCommand: VitalsCommand {
             OptionSpec("types", value: "TYPES", repeatable: true, help: "fetch: the types to fetch, comma-separated (default: every type the server shares)"),
             .when("since", help: "fetch: samples starting at or after this time (RFC 3339) or this long ago (7d); default the beginning"),
             .when("until", help: "fetch: samples starting before this time, or this long ago; default no end"),
-            OptionSpec("page-size", value: "N", default: "1000", help: "fetch: samples asked for in one request, 1 to 10000"),
+            OptionSpec("per-page", value: "N", default: String(Client.pages.defaultPerPage),
+                       help: "fetch: samples asked for in one request (one page), at most \(Client.pages.maxPerPage)"),
             OptionSpec("limit", short: "n", value: "N", help: "fetch: at most N samples in all (default: every sample of the range)"),
             OptionSpec("format", short: "f", value: "FORMAT", choices: ["ndjson", "csv", "text"], help: "fetch: ndjson (default) or csv; types, discover: ndjson (default) or text; scan: text (default) or ndjson"),
             .duration("timeout", short: "t", default: "30s", range: 1...3_600_000, help: "how long one request, or the Bonjour search, may take"),
@@ -41,16 +42,16 @@ public enum HealthSyncCommand: VitalsCommand {
         ],
         subcommands: [
             SubcommandSpec("scan", operands: 0...1, "[PAYLOAD | -]", options: ["cert", "key", "clipboard", "discover", "format", "timeout"],
-                           summary: "pair with a server from its pairing text (the QR code snapshot-delta pair prints)"),
-            SubcommandSpec("fetch", options: ["types", "since", "until", "page-size", "limit", "format", "discover", "timeout", "now"],
-                           summary: "fetch the samples of the shared types in a range, page by page, as NDJSON or CSV"),
-            SubcommandSpec("types", options: ["format", "discover", "timeout"], summary: "the types the server shares"),
-            SubcommandSpec("discover", options: ["format", "timeout"], summary: "the Health Sync servers Bonjour finds on the local network"),
+                           choices: ["format": ["text", "ndjson"]], summary: "pair with a server from its pairing text (the QR code snapshot-delta pair prints)"),
+            SubcommandSpec("fetch", options: ["types", "since", "until", "per-page", "limit", "format", "discover", "timeout", "now"],
+                           choices: ["format": ["ndjson", "csv"]], summary: "fetch the samples of the shared types in a range, page by page, as NDJSON or CSV"),
+            SubcommandSpec("types", options: ["format", "discover", "timeout"], choices: ["format": ["ndjson", "text"]], summary: "the types the server shares"),
+            SubcommandSpec("discover", options: ["format", "timeout"], choices: ["format": ["ndjson", "text"]], summary: "the Health Sync servers Bonjour finds on the local network"),
         ],
         examples: [
             "healthsync scan < pairing.json",
-            "healthsync fetch --types HKQuantityTypeIdentifierHeartRate --since 7d --format csv",
-            "healthsync fetch | snapshot-delta --db copy.db take -",
+            "healthsync types --format text",
+            "healthsync fetch --types HKQuantityTypeIdentifierHeartRate --since 2026-01-10T08:10:00Z --format csv",
         ],
         exitStatuses: [
             (.success, "done: paired, or every page of the range fetched"),
@@ -65,11 +66,16 @@ public enum HealthSyncCommand: VitalsCommand {
     /// Runs healthsync: the framework has already taken the subcommand and checked its options and operands.
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
         let client = try Client(options: options, context: context)
-        switch options.subcommand {
-        case "scan": return try client.scan(options.operands.first)
-        case "fetch": return try client.fetch()
-        case "types": return try client.types()
-        default: return try client.discover()
+        switch options.subcommand(as: Subcommand.self) {
+        case .scan: return try client.scan(options.operands.first)
+        case .fetch: return try client.fetch()
+        case .types: return try client.types()
+        case .discover: return try client.discover()
         }
+    }
+
+    /// The subcommands, as the table names them (a test holds the two to the same words).
+    enum Subcommand: String, CaseIterable {
+        case scan, fetch, types, discover
     }
 }

@@ -4,32 +4,27 @@ import VitalsKit
 /// `notify devices`: OnlineTracker's device registry (register, unregister, count), kept beside
 /// the state file (see `DeviceRegistry`).
 enum DevicesCommand {
-    static func run(_ operands: [String], _ options: ParsedOptions, _ context: ToolContext, wallClock: () -> Int64) throws -> VitalsKit.ExitStatus {
+    static func run(_ action: NotifyCommand.DeviceAction, _ operands: [String], _ options: ParsedOptions, _ context: ToolContext,
+                    wallClock: () -> Int64) throws -> VitalsKit.ExitStatus {
         guard let path = options.value("state") else {
             throw UsageError("devices are kept in the state file: name it with --state FILE")
         }
-        guard let action = operands.first else { throw UsageError("devices wants add TOKEN, remove TOKEN, count or list") }
-        let arguments = Array(operands.dropFirst())
         let registry = DeviceRegistry(statePath: path)
         func output(_ object: JSONObject) throws { try context.output.write(JSONValue.object(object).encoded()) }
         switch action {
-        case "add", "register":
-            guard arguments.count == 1 else { throw UsageError("devices add wants one TOKEN") }
+        case .add:
             let platform = options.valueOrDefault("platform") ?? "ios"
             guard !platform.isEmpty else { throw UsageError("--platform must not be empty") }
-            try output(try register(registry, token: try normalized(arguments[0]), platform: platform,
+            try output(try register(registry, token: try normalized(operands[0]), platform: platform,
                                     appVersion: options.value("app-version"), now: wallClock()))
-        case "remove", "unregister":
-            guard arguments.count == 1 else { throw UsageError("devices remove wants one TOKEN") }
-            guard let answer = try unregister(registry, token: try normalized(arguments[0])) else {
+        case .remove:
+            guard let answer = try unregister(registry, token: try normalized(operands[0])) else {
                 throw ToolError("no device with that token is registered in \(registry.path)")
             }
             try output(answer)
-        case "count":
-            guard arguments.isEmpty else { throw UsageError("devices count takes no operands") }
+        case .count:
             try output(try count(registry))
-        case "list":
-            guard arguments.isEmpty else { throw UsageError("devices list takes no operands") }
+        case .list:
             for device in try registry.read().devices {
                 var object = JSONObject()
                 object["type"] = .string("device")
@@ -40,8 +35,6 @@ enum DevicesCommand {
                 object["registered_at"] = .string(Timestamp.format(milliseconds: device.registeredAt))
                 try output(object)
             }
-        default:
-            throw UsageError("unknown devices action '\(action)' (add, remove, count or list)")
         }
         return .success
     }

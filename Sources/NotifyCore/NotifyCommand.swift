@@ -50,9 +50,14 @@ public enum NotifyCommand: VitalsCommand {
                                      "repeat-interval", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
                                      "exit-status", "summary"],
                            summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
-            SubcommandSpec("devices", operands: 1...2, "add TOKEN | remove TOKEN | count | list",
-                           actions: [SubcommandAction("add", "TOKEN"), SubcommandAction("remove", "TOKEN"), "count", "list"],
-                           options: ["platform", "app-version"],
+            SubcommandSpec("devices", actions: [
+                SubcommandAction(DeviceAction.add.rawValue, operands: 1...1, "TOKEN", aliases: ["register"], options: ["platform", "app-version"],
+                                 summary: "register a device's push token (OnlineTracker's POST /api/devices/register)"),
+                SubcommandAction(DeviceAction.remove.rawValue, operands: 1...1, "TOKEN", aliases: ["unregister"],
+                                 summary: "unregister a device's push token (DELETE /api/devices/TOKEN)"),
+                SubcommandAction(DeviceAction.count.rawValue, summary: "how many devices are registered (GET /api/devices/count)"),
+                SubcommandAction(DeviceAction.list.rawValue, summary: "the registered devices, one record a line"),
+            ], requiresAction: true,
                            summary: "keep the devices Apple push goes to, beside the --state file (FILE.devices)"),
             SubcommandSpec("serve", options: Serve.optionNames,
                            summary: "answer OnlineTracker's device endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
@@ -60,10 +65,10 @@ public enum NotifyCommand: VitalsCommand {
         ],
         defaultSubcommand: "deliver",
         examples: [
-            "probe-http targets.ndjson | notify --state notify.json --to 'json://hooks.example.com/vitals'",
-            "store-samples --db vitals.db export --since 7d | notify --dry-run --state /dev/null",
-            "probe-http --watch targets.ndjson | notify --state n.json --to 'ntfys://ntfy.sh/${NTFY_TOPIC}'",
-            "notify --state n.json devices add 740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad",
+            "probe-http targets.ndjson | notify --state notify.json",
+            "probe-http targets.ndjson | notify --to 'exec://cat' | jq -r 'select(.type == \"notification\") | .title'",
+            "probe-http targets.ndjson | notify --dry-run --to 'jsons://hooks.example.com/vitals?format=alertmanager'",
+            "notify --state notify.json devices add 740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad",
         ],
         exitStatuses: [
             (.success, "every delivery that was due was accepted (or nothing was due)"),
@@ -83,21 +88,38 @@ public enum NotifyCommand: VitalsCommand {
         let fixedNow = now
         let wallClock: () -> Int64 = fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
 
-        if options.subcommand == "serve" || options.subcommand == "cgi" {
+        let subcommand = options.subcommand(as: Subcommand.self)
+        switch subcommand {
+        case .serve, .cgi:
             let statePath = options.value("state") ?? context.environment["VITALS_NOTIFY_STATE"].flatMap { $0.isEmpty ? nil : $0 }
             let clock: @Sendable () -> Int64 = fixedNow.map { base in { @Sendable in base + Clock.monotonicMilliseconds() - started } }
                 ?? { Clock.wallMilliseconds() }
             let api = DevicesAPI(statePath: statePath, clock: clock)
-            if options.subcommand == "cgi" {
+            if subcommand == .cgi {
                 return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
                                         maxBody: DevicesAPI.limits.maxBody, api.answer)
             }
             guard statePath != nil else { throw UsageError("serve keeps the device list beside the state file: name it with --state FILE") }
             return try Serve.run(options, context, what: "OnlineTracker's device endpoints (\(statePath!))", limits: DevicesAPI.limits) { api }
+        case .devices:
+            return try DevicesCommand.run(options.requiredAction(as: DeviceAction.self), options.operands, options, context, wallClock: wallClock)
+        case .deliver:
+            return try deliver(options, context, wallClock: wallClock)
         }
-        if options.subcommand == "devices" {
-            return try DevicesCommand.run(options.operands, options, context, wallClock: wallClock)
-        }
+    }
+
+    /// The subcommands, as the table names them (a test holds the two to the same words).
+    enum Subcommand: String, CaseIterable {
+        case deliver, devices, serve, cgi
+    }
+
+    /// What `devices ACTION` does.
+    enum DeviceAction: String, CaseIterable {
+        case add, remove, count, list
+    }
+
+    /// `deliver`: decides and delivers the notifications of the samples read.
+    static func deliver(_ options: ParsedOptions, _ context: ToolContext, wallClock: @escaping () -> Int64) throws -> VitalsKit.ExitStatus {
         let policy = try readPolicy(options)
         let dryRun = options.has("dry-run")
         let channels = try readChannels(options, context)

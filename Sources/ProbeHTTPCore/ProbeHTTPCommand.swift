@@ -47,10 +47,9 @@ public enum ProbeHTTPCommand: VitalsCommand {
         examples: [
             "probe-http targets.ndjson",
             "echo https://example.com/health | probe-http --summary",
-            "probe-http --watch --interval 30s targets.ndjson | store-samples",
+            "probe-http --watch --interval 30s targets.ndjson | tee -a samples.ndjson",
             "probe-http --exit-status --only api targets.ndjson >/dev/null || echo 'api is not up'",
-            "probe-http --connectivity --speed-url https://example.com/bytes/512000",
-            "probe-http --connectivity --no-speed --watch --interval 5m",
+            "probe-http --connectivity 'https://example.com/content?text=Success' --speed-url https://example.com/bytes/512000",
         ],
         exitStatuses: [
             (.success, "every target was probed (whatever the verdicts)"),
@@ -112,7 +111,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
         runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
         let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
-        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {
+        let tally: () -> ProbeTally = { runner.tally }
+        return try ProbeRunOptions.finish(options, context, tally: tally) {
             for record in switchedOff { try context.output.write(record) }
             try runner.run()
         }
@@ -166,6 +166,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
             throw UsageError(error.message)
         }
         runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: 1, watch: check.watch)
-        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) { try runner.run() }
+        let tally: () -> ProbeTally = { runner.tally }
+        return try ProbeRunOptions.finish(options, context, tally: tally) { try runner.run() }
     }
 }

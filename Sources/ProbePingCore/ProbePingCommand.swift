@@ -85,7 +85,8 @@ public enum ProbePingCommand: VitalsCommand {
         runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
         let switchedOff = options.has("only") ? [] : MonitorRecord.records(parser.switchedOff, atMs: Clock.wallMilliseconds())
-        return try ProbeRunOptions.finish(options, context, tally: { runner.tally }) {
+        let tally: () -> ProbeTally = { runner.tally }
+        return try ProbeRunOptions.finish(options, context, tally: tally) {
             for record in switchedOff { try context.output.write(record) }
             try runner.run()
         }

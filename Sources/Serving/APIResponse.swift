@@ -35,6 +35,8 @@ public struct APIError: Error, Sendable {
     }
 
     /// A 500 whose body says only that the server failed (the details go to the log).
+    // swift-format-ignore: DontRepeatTypeInStaticProperties
+    // HTTP's own name for the status (500 Internal Server Error); `internal` is a keyword.
     public static let internalError = APIError(status: 500, reason: "internal", message: "the server could not answer this request")
 
     /// The response that says so.

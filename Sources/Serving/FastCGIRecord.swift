@@ -11,7 +11,17 @@ enum FastCGI {
 
     /// Record types (§8).
     enum RecordType: UInt8 {
-        case beginRequest = 1, abortRequest, endRequest, params, stdin, stdout, stderr, data, getValues, getValuesResult, unknownType
+        case beginRequest = 1
+        case abortRequest
+        case endRequest
+        case params
+        case stdin
+        case stdout
+        case stderr
+        case data
+        case getValues
+        case getValuesResult
+        case unknownType
     }
 
     /// BEGIN_REQUEST's role for a responder (the only role served).
@@ -21,7 +31,10 @@ enum FastCGI {
 
     /// END_REQUEST's protocol status.
     enum ProtocolStatus: UInt8 {
-        case requestComplete = 0, cantMultiplex, overloaded, unknownRole
+        case requestComplete = 0
+        case cantMultiplex
+        case overloaded
+        case unknownRole
     }
 
     /// A record header: type, request id, content and padding lengths.

@@ -97,7 +97,7 @@ enum Supervisor {
         #endif
         let cArguments = arguments.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (cArguments + cEnvironment).forEach { free($0) } }
+        defer { for pointer in cArguments + cEnvironment { free(pointer) } }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, &attributes, cArguments, cEnvironment)
         guard result == 0 else { throw ToolError("cannot start the worker: \(String(cString: strerror(result)))") }

@@ -17,10 +17,6 @@ enum HealthSyncAPI {
     static let dataPath = "/api/v1/health/data"
     static let pairPath = "/api/v1/pair"
     static let typesPath = "/api/v1/health/types"
-    /// The largest page a request may ask for.
-    static let maxLimit = 10_000
-    /// The page size when a request names none.
-    static let defaultLimit = 1000
     /// The most types one request may name.
     static let maxTypes = 64
 
@@ -129,8 +125,9 @@ enum HealthSyncAPI {
         }
         var samples: [JSONValue] = []
         let extra = JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("status", .integer(200))])
+        let touch: () throws -> Void = { try archive.touch(client, at: now()) }
         let fetch = try archive.fetchSamples(query, operation: "health_data", extra: extra, at: now, diagnostics: diagnostics,
-                                             beforeLog: { try archive.touch(client, at: now()) }) { sample in
+                                             beforeLog: touch) { sample in
             samples.append(.object(HealthSampleJSON.object(sample)))
         }
         return .json(.object(JSONObject([
@@ -204,8 +201,9 @@ enum HealthSyncAPI {
         guard let offset = integer(body["offset"], default: 0), offset >= 0, offset <= Int(Int32.max) else {
             throw bad("\"offset\" must be a whole number from 0")
         }
-        guard let limit = integer(body["limit"], default: defaultLimit), limit >= 1, limit <= maxLimit else {
-            throw bad("\"limit\" must be a whole number from 1 to \(maxLimit)")
+        let pages = SampleQuery.apiPages
+        guard let limit = integer(body["limit"], default: pages.defaultPerPage), pages.perPage.contains(limit) else {
+            throw bad("\"limit\" must be a whole number from 1 to \(pages.maxPerPage)")
         }
         return SampleQuery(types: types, from: dates[0], to: dates[1], offset: offset, limit: limit)
     }

@@ -15,6 +15,13 @@ struct SampleQuery: Sendable {
     /// At most this many.
     var limit: Int
 
+    /// Pages of samples on the command line (`samples --page --per-page`): 1,000 by default, up to a
+    /// million at once.
+    static let pages = PageLimits(defaultPerPage: apiPages.defaultPerPage, maxPerPage: 1_000_000)
+    /// Pages of Health Sync's data endpoint (its `offset` and `limit`): the same default, at most
+    /// 10,000 a response.
+    static let apiPages = PageLimits(defaultPerPage: 1000, maxPerPage: 10_000)
+
     /// The query as it is written to the operation log (one type as `type_identifier`, as
     /// `samples` always logged it, unless `listTypes`).
     func logDetail(listTypes: Bool) -> JSONObject {

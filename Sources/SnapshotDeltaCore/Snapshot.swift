@@ -25,13 +25,6 @@ struct YearlyCount: Sendable, Equatable {
     /// Set when a sample counted here covers more than a day, so it may belong partly to
     /// a neighbouring year (HealthProbe: a bucket wider than a day).
     var isApproximate: Bool
-
-    /// Creates a yearly count.
-    init(year: Int, count: Int64, isApproximate: Bool) {
-        self.year = year
-        self.count = count
-        self.isApproximate = isApproximate
-    }
 }
 
 /// One type's line in a snapshot: count, date range, quality and hash.

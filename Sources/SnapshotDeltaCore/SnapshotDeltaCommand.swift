@@ -44,8 +44,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec("type", value: "TYPE", help: "samples: the type identifier (required)"),
             .when("since", aliases: ["from"], help: "samples: from this time (RFC 3339) or this long ago (7d); default the beginning"),
             .when("until", aliases: ["to"], help: "samples: before this time or this long ago; default no end"),
-            OptionSpec("offset", value: "N", default: "0", help: "samples: skip the N newest"),
-            OptionSpec("limit", short: "n", value: "N", default: "1000", help: "samples: at most N samples"),
+        ] + OptionSpec.paging("samples", items: "samples", SampleQuery.pages) + [
             OptionSpec("server-cert", value: "FILE", help: "pair: the server's certificate (PEM), whose fingerprints the client pins (default $VITALS_SERVER_CERT)"),
             .duration("ttl", default: "10m", range: 1000...Int64.max / 4, help: "pair: how long the pairing token stays valid"),
             OptionSpec("url", value: "URL", default: "https://localhost:8443", help: "pair: the server's address as clients reach it, for the printed command and the QR code"),
@@ -73,41 +72,48 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec("take", operands: 0...Int.max, "[FILE...]",
                            options: ruleOptions.union(["format", "registry", "device-id-file", "tz", "trigger", "debounce", "post-restore", "no-samples",
                                                           "exit-status", "restore-records", "progress", "no-progress"]),
+                           choices: ["format": ["auto", "apple-health", "ndjson"]],
                            summary: "count an Apple Health export or NDJSON health records and add a snapshot to the chain"),
-            SubcommandSpec("list", options: ["format"], summary: "the snapshots in the chain"),
-            SubcommandSpec("show", operands: 1...1, "ID", options: ["format"], summary: "one snapshot, its delta and anomalies"),
+            SubcommandSpec("list", options: ["format"], choices: ["format": recordsOrText], summary: "the snapshots in the chain"),
+            SubcommandSpec("show", operands: 1...1, "ID", options: ["format"], choices: ["format": recordsOrText], summary: "one snapshot, its delta and anomalies"),
             SubcommandSpec("diff", operands: 2...2, "A B", options: ruleOptions.union(["format", "exit-status"]),
-                           summary: "the delta and anomalies between two snapshots, computed now and not stored"),
+                           choices: ["format": recordsOrText], summary: "the delta and anomalies between two snapshots, computed now and not stored"),
             SubcommandSpec("verify", summary: "check the chain; exit 1 when it does not verify"),
             SubcommandSpec("delete", operands: 1...1, "ID", options: ruleOptions.union(["preview", "force"]),
                            summary: "delete a snapshot from any position, merging the deltas around it"),
             SubcommandSpec("log", summary: "the audit log of every change and access"),
-            SubcommandSpec("anomalies", operands: 0...2, "[resolve ID]", actions: [SubcommandAction("resolve", "ID")], options: ["unresolved"],
+            SubcommandSpec("anomalies", actions: [
+                SubcommandAction(AnomalyAction.resolve.rawValue, operands: 1...1, "ID", summary: "mark one anomaly resolved (the seed's dashboard button)"),
+            ], requiresAction: false, options: ["unresolved"],
                            summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
-            SubcommandSpec("samples", options: ["type", "since", "until", "offset", "limit", "format"], summary: "the archived samples of one type"),
-            SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"],
+            SubcommandSpec("samples", options: ["type", "since", "until", "page", "per-page", "format"], choices: ["format": recordsOrCSV],
+                           summary: "the archived samples of one type"),
+            SubcommandSpec("disappeared", operands: 2...2, "A B", options: ["format"], choices: ["format": recordsOrCSV],
                            summary: "the samples archived with snapshot A that snapshot B no longer has"),
-            SubcommandSpec("pair", options: ["server-cert", "ttl", "url", "format"],
+            SubcommandSpec("pair", options: ["server-cert", "ttl", "url", "format"], choices: ["format": textOrRecords],
                            summary: "print a one-time pairing token and the server certificate's fingerprints, with a QR code"),
-            SubcommandSpec("paired", options: ["all", "format"], summary: "the paired client certificates"),
+            SubcommandSpec("paired", options: ["all", "format"], choices: ["format": recordsOrText], summary: "the paired client certificates"),
             SubcommandSpec("unpair", operands: 1...1, "FINGERPRINT", summary: "unpair a client certificate by its SHA-256 fingerprint"),
-            SubcommandSpec("share", operands: 0...Int.max, "TYPE...", options: ["all", "format"],
+            SubcommandSpec("share", operands: 0...Int.max, "TYPE...", options: ["all", "format"], choices: ["format": recordsOrText],
                            summary: "let Health Sync's clients fetch these types (--all: every type, as before any choice)"),
-            SubcommandSpec("unshare", operands: 0...Int.max, "TYPE...", options: ["all", "format"],
+            SubcommandSpec("unshare", operands: 0...Int.max, "TYPE...", options: ["all", "format"], choices: ["format": recordsOrText],
                            summary: "stop serving these types to Health Sync's clients (--all: every type)"),
-            SubcommandSpec("shared", options: ["format"], summary: "the types Health Sync serves, and those it does not"),
-            SubcommandSpec("cert", operands: 1...1, "server|client", actions: ["server", "client"], options: ["out", "name", "days", "force", "format"],
+            SubcommandSpec("shared", options: ["format"], choices: ["format": recordsOrText], summary: "the types Health Sync serves, and those it does not"),
+            SubcommandSpec("cert", actions: [
+                SubcommandAction(CertKind.server.rawValue, options: certOptions, choices: ["format": textOrRecords], summary: "make server.crt and server.key in --out DIR, for nginx"),
+                SubcommandAction(CertKind.client.rawValue, options: certOptions, choices: ["format": textOrRecords], summary: "make client.crt and client.key in --out DIR, for a client to present"),
+            ], requiresAction: true,
                            summary: "make a self-signed server or client certificate and key with openssl"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["refusal-log"]),
                            summary: "answer Health Sync's endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec("cgi", summary: "answer one Health Sync request as a CGI program (see vitals-serve(7))"),
         ],
         examples: [
-            "snapshot-delta --db health.db take export.xml",
+            "snapshot-delta take export.xml",
             "unzip -p export.zip apple_health_export/export.xml | snapshot-delta take -",
             "snapshot-delta list --format text",
             "snapshot-delta verify || echo 'the chain is broken'",
-            "snapshot-delta disappeared 1 2 --format csv",
+            "snapshot-delta disappeared 1 3 --format csv",
         ],
         exitStatuses: [
             (.success, "done (verify: the chain is intact)"),
@@ -122,6 +128,12 @@ public enum SnapshotDeltaCommand: VitalsCommand {
 
     /// HealthProbe's anomaly rules, whose numbers are the defaults of the rule options.
     static let seedRules = AnomalyRules()
+    /// What --format takes where it prints records or text (the default first), records or CSV, text or records.
+    static let recordsOrText = ["ndjson", "text"]
+    static let recordsOrCSV = ["ndjson", "csv"]
+    static let textOrRecords = ["text", "ndjson"]
+    /// The options of `cert server` and `cert client`.
+    static let certOptions: Set<String> = ["out", "name", "days", "force", "format"]
     /// The options that tune the anomaly rules (take, diff, delete).
     static let ruleOptions: Set<String> = ["sync-types", "sync-change", "duplication-change", "duplication-window",
                                            "deletion-warning", "deletion-critical"]
@@ -134,27 +146,46 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         let now: @Sendable () -> Int64 = { fixedNow ?? Clock.wallMilliseconds() }
         let rules = try anomalyRules(options)
         let run = Run(options: options, context: context, path: path, now: now, rules: rules)
-        switch options.subcommand {
-        case "take": return try run.take(operands)
-        case "list": return try run.list()
-        case "show": return try run.show(operands[0])
-        case "diff": return try run.diff(operands[0], operands[1])
-        case "verify": return try run.verify()
-        case "delete": return try run.delete(operands[0])
-        case "log": return try run.log()
-        case "anomalies": return try run.anomalies(operands)
-        case "samples": return try run.samples()
-        case "pair": return try run.pair()
-        case "paired": return try run.paired()
-        case "unpair": return try run.unpair(operands[0])
-        case "share": return try run.share(operands, share: true)
-        case "unshare": return try run.share(operands, share: false)
-        case "shared": return try run.shared()
-        case "cert": return try run.cert(operands[0])
-        case "serve": return try run.serve()
-        case "cgi": return try run.cgi()
-        default: return try run.disappeared(operands[0], operands[1])
+        switch options.subcommand(as: Subcommand.self) {
+        case .take: return try run.take(operands)
+        case .list: return try run.list()
+        case .show: return try run.show(operands[0])
+        case .diff: return try run.diff(operands[0], operands[1])
+        case .verify: return try run.verify()
+        case .delete: return try run.delete(operands[0])
+        case .log: return try run.log()
+        case .anomalies:
+            switch options.action(as: AnomalyAction.self) {
+            case nil: return try run.anomalies()
+            case .resolve?: return try run.resolveAnomaly(operands[0])
+            }
+        case .samples: return try run.samples()
+        case .disappeared: return try run.disappeared(operands[0], operands[1])
+        case .pair: return try run.pair()
+        case .paired: return try run.paired()
+        case .unpair: return try run.unpair(operands[0])
+        case .share: return try run.share(operands, share: true)
+        case .unshare: return try run.share(operands, share: false)
+        case .shared: return try run.shared()
+        case .cert: return try run.cert(options.requiredAction(as: CertKind.self))
+        case .serve: return try run.serve()
+        case .cgi: return try run.cgi()
         }
+    }
+
+    /// The subcommands, as the table names them (a test holds the two to the same words).
+    enum Subcommand: String, CaseIterable {
+        case take, list, show, diff, verify, delete, log, anomalies, samples, disappeared, pair, paired, unpair, share, unshare, shared, cert, serve, cgi
+    }
+
+    /// What `anomalies ACTION` does.
+    enum AnomalyAction: String, CaseIterable {
+        case resolve
+    }
+
+    /// The certificate `cert` makes.
+    enum CertKind: String, CaseIterable {
+        case server, client
     }
 
     static func anomalyRules(_ options: ParsedOptions) throws -> AnomalyRules {

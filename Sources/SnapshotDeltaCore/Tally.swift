@@ -71,12 +71,6 @@ final class Tally {
         var quality: Quality
         /// It said the type is unsupported.
         var unsupported: Bool
-
-        /// Creates a status.
-        init(quality: Quality, unsupported: Bool) {
-            self.quality = quality
-            self.unsupported = unsupported
-        }
     }
 
     /// A count corrected by the coherence rule, for a warning.

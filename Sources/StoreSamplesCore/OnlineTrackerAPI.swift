@@ -18,7 +18,7 @@ import VitalsKit
 /// | GET /api/status/overview | `store-samples overview` |
 /// | GET /api/monitors | `store-samples monitors` |
 /// | GET /api/monitors/{id} | `store-samples monitor ID` |
-/// | GET /api/monitors/{id}/history?hours= | `store-samples history ID --hours H` |
+/// | GET /api/monitors/{id}/history?hours= | `store-samples history ID --since Hh` |
 /// | GET /api/monitors/{id}/results?hours=&page=&per_page= | `store-samples results ID ...` |
 /// | GET /api/agents | `store-samples agents` |
 /// | GET /metrics | `store-samples metrics` (Prometheus' text format) |
@@ -50,9 +50,6 @@ final class OnlineTrackerAPI: Sendable {
 
     /// The limits of every request: 1 MiB bodies (an agent's batch of about 3,000 samples), 10 s.
     static let limits = RequestLimits(maxBody: 1 << 20, deadlineMs: 10_000)
-    /// The longest history a request may ask for (a year) and the results window (ten years), in hours.
-    static let historyHours = 1...8760
-    static let resultsHours = 1...87_600
 
     init(database: String, tokens: String?, autoApprove: Bool, clock: @escaping @Sendable () -> Int64, openStore: @escaping StoreOpener) {
         self.database = database
@@ -68,12 +65,14 @@ final class OnlineTrackerAPI: Sendable {
         router.add(["GET"], "/api/monitors") { _, _, worker in try worker.monitors() }
         router.add(["GET"], "/api/monitors/{id}") { _, values, worker in try worker.monitor(values[0]) }
         router.add(["GET"], "/api/monitors/{id}/history") { request, values, worker in
-            try worker.history(values[0], hours: try request.integer("hours", default: 72, in: OnlineTrackerAPI.historyHours))
+            let lookback = Views.historyLookback
+            return try worker.history(values[0], hours: try request.integer("hours", default: lookback.defaultHours, in: lookback.hours))
         }
         router.add(["GET"], "/api/monitors/{id}/results") { request, values, worker in
-            try worker.results(values[0], hours: try request.integer("hours", default: 24, in: OnlineTrackerAPI.resultsHours),
-                               page: try request.integer("page", default: 1, in: 1...Int(Int32.max)),
-                               perPage: try request.integer("per_page", default: 25, in: 1...100))
+            let (lookback, limits) = (Views.resultsLookback, Views.resultsPages)
+            return try worker.results(values[0], hours: try request.integer("hours", default: lookback.defaultHours, in: lookback.hours),
+                                      page: Page(number: try request.integer("page", default: 1, in: PageLimits.pages),
+                                                 size: try request.integer("per_page", default: limits.defaultPerPage, in: limits.perPage)))
         }
         router.add(["GET"], "/api/agents") { _, _, worker in try worker.agents() }
         router.add(["GET"], "/metrics") { _, _, worker in try worker.metrics() }
@@ -165,16 +164,16 @@ final class OnlineTrackerWorker: RequestAnswerer {
         let (views, record) = try monitorRecord(key)
         return try kept("history \(record.id) \(hours)", views, window: Int64(hours) * 3_600_000) {
             var out: [UInt8] = [UInt8(ascii: "[")]
-            try views.history(record, hours: hours, separator: UInt8(ascii: ","), into: &out)
+            try views.history(record, spanMs: Int64(hours) * 3_600_000, separator: UInt8(ascii: ","), into: &out)
             out.append(contentsOf: [UInt8(ascii: "]"), 0x0A])
             return out
         }
     }
 
-    func results(_ key: String, hours: Int, page: Int, perPage: Int) throws -> APIResponse {
+    func results(_ key: String, hours: Int, page: Page) throws -> APIResponse {
         let (views, record) = try monitorRecord(key)
-        return try kept("results \(record.id) \(hours) \(page) \(perPage)", views, window: Int64(hours) * 3_600_000) {
-            try views.results(record, hours: hours, page: page, perPage: perPage).encoded() + [0x0A]
+        return try kept("results \(record.id) \(hours) \(page.number) \(page.size)", views, window: Int64(hours) * 3_600_000) {
+            try views.results(record, spanMs: Int64(hours) * 3_600_000, page: page).encoded() + [0x0A]
         }
     }
 

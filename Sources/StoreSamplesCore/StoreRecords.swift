@@ -176,7 +176,7 @@ struct SampleTotals: Sendable {
 
 /// How much history to keep.
 struct Retention: Sendable, Equatable {
-    /// Days of samples kept unless --keep-days says otherwise (the API's ingest keeps as many).
+    /// Days of samples kept unless --keep says otherwise (the API's ingest keeps as many).
     static let defaultDays = 400
     /// Samples kept per monitor at most (nil: no limit).
     var perMonitor: Int?

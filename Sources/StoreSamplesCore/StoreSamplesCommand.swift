@@ -27,17 +27,17 @@ public enum StoreSamplesCommand: VitalsCommand {
             .duration("wait", help: "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries within a second)"),
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
-            OptionSpec("keep-days", value: "DAYS", default: String(Retention.defaultDays),
-                       help: "ingest: keep samples for DAYS days; 0 keeps them forever"),
+            .duration("keep", default: "\(Retention.defaultDays)d", range: 0...Int64.max / 4,
+                      help: "ingest: keep samples this long, in whole days (30d, 2w); 0 keeps them forever"),
             OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
             OptionSpec("auto-approve", help: "ingest --remote, serve, cgi: approve an agent seen for the first time instead of leaving it pending"),
             OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
         ] + OptionSpec.progress("ingest") + [
             .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
-            OptionSpec("hours", value: "H", help: "history: hours of buckets (default 72, at most 8760); results: hours of checks (default 24)"),
-            OptionSpec("page", value: "P", default: "1", help: "results: the page, from 1"),
-            OptionSpec("per-page", value: "N", default: "25", help: "results: checks per page, at most 100"),
-            .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d)"),
+        ] + OptionSpec.paging("results", items: "checks", Views.resultsPages) + [
+            .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d); "
+                  + "history: the buckets since then (default \(Views.historyLookback.limitsText)); "
+                  + "results: the checks since then (default \(Views.resultsLookback.limitsText))"),
             .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
             OptionSpec("output", value: "FILE",
@@ -52,23 +52,28 @@ public enum StoreSamplesCommand: VitalsCommand {
         ] + Serve.options,
         subcommands: [
             SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
-                           options: ["quiet", "keep-per-monitor", "keep-days", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
+                           options: ["quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
                            summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
-            SubcommandSpec("monitors", options: ["format", "sort"], summary: "the monitors stored"),
+            SubcommandSpec("monitors", options: ["format", "sort"], choices: ["format": listFormats], summary: "the monitors stored"),
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
-            SubcommandSpec("history", operands: 1...1, "ID", options: ["hours", "format"], summary: "one monitor's hourly buckets"),
-            SubcommandSpec("results", operands: 1...1, "ID", options: ["hours", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
-            SubcommandSpec("agents", operands: 0...2, "[approve|reject|token ID]",
-                           actions: [SubcommandAction("approve", "ID"), SubcommandAction("reject", "ID"), SubcommandAction("token", "ID")],
-                           options: ["format", "tokens"],
+            SubcommandSpec("history", operands: 1...1, "ID", options: ["since", "format"], choices: ["format": listFormats], summary: "one monitor's 15-minute buckets"),
+            SubcommandSpec("results", operands: 1...1, "ID", options: ["since", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
+            SubcommandSpec("agents", actions: [
+                SubcommandAction(AgentAction.approve.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
+                                 summary: "set an agent's status to approved and print it: the samples it sent while pending count"),
+                SubcommandAction(AgentAction.reject.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
+                                 summary: "set an agent's status to rejected and print it: its samples are refused from then on"),
+                SubcommandAction(AgentAction.token.rawValue, operands: 1...1, "ID", options: ["tokens"],
+                                 summary: "make the agent's bearer token for the API, shown once (only its hash is kept)"),
+            ], requiresAction: false, options: ["format"], choices: ["format": listFormats],
                            summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
             SubcommandSpec("serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
                            summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec("cgi", options: ["tokens", "auto-approve"],
                            summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
-            SubcommandSpec("export", options: ["since", "until", "monitor", "format"], summary: "the stored samples, as NDJSON or CSV"),
+            SubcommandSpec("export", options: ["since", "until", "monitor", "format"], choices: ["format": ["ndjson", "csv"]], summary: "the stored samples, as NDJSON or CSV"),
             SubcommandSpec("metrics", options: ["output"],
                            summary: "every monitor's latest state and checks counted, in Prometheus' text exposition format"),
             SubcommandSpec("clear", options: ["all", "monitor", "until"],
@@ -76,9 +81,9 @@ public enum StoreSamplesCommand: VitalsCommand {
         ],
         defaultSubcommand: "ingest",
         examples: [
-            "probe-http targets.ndjson | store-samples --db vitals.db | jq -c 'select(.status != \"up\")'",
+            "probe-http targets.ndjson | store-samples --db vitals.db | jq -c 'select(.type == \"sample\" and .status != \"up\")'",
             "store-samples --db vitals.db overview",
-            "store-samples --db vitals.db history api --hours 24 --ndjson",
+            "store-samples --db vitals.db history api --since 24h --ndjson",
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",
             "store-samples --db vitals.db clear --until 30d",
             "store-samples --db vitals.db metrics --output /var/lib/prometheus/node-exporter/vitals.prom",
@@ -96,7 +101,7 @@ public enum StoreSamplesCommand: VitalsCommand {
     /// Runs store-samples.
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
         let operands = options.operands
-        let subcommand = options.subcommand ?? "ingest"
+        let subcommand = options.subcommand(as: Subcommand.self)
         let database = options.value("db") ?? context.environment["VITALS_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "vitals.db"
         let fixedNow = try options.now()
         let now = fixedNow ?? Clock.wallMilliseconds()
@@ -122,12 +127,39 @@ public enum StoreSamplesCommand: VitalsCommand {
             return clickHouse == nil ? database + ".tokens" : nil
         }
 
-        if subcommand == "serve" || subcommand == "cgi" {
+        // Every option is checked before the database is opened: a usage error is 64 whatever the database
+        // (--format's word the parser checked, against the subcommand's choices in the table).
+        /// Whether --format (default: the subcommand's first choice) asks for ndjson.
+        func ndjsonFormat() throws -> Bool { try options.choice("format") == "ndjson" }
+        let since = try options.time("since", now: now) ?? Int64.min / 2
+        let until = try options.time("until", now: now) ?? Int64.max / 2
+        let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
+        let agentAction = options.action(as: AgentAction.self)
+        /// Opens the store for a query (the store and its views).
+        func openViews() throws -> (SampleStore, Views) {
+            let store = try openStore(create: false)
+            return (store, Views(store: store, now: now, order: order))
+        }
+        func findMonitor(_ store: SampleStore, _ key: String) throws -> MonitorRecord {
+            guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
+            return record
+        }
+        let writer = context.output
+        func emitList(_ items: [JSONValue]) throws {
+            if try ndjsonFormat() {
+                for item in items { try writer.write(item.encoded()) }
+            } else {
+                try writer.write(JSONValue.array(items).encoded())
+            }
+        }
+
+        switch subcommand {
+        case .serve, .cgi:
             let fixed = fixedNow
             let api = OnlineTrackerAPI(database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"),
                                        clock: { fixed ?? Clock.wallMilliseconds() },
                                        openStore: { create, policy in try openStore(create: create, policy: policy) })
-            if subcommand == "cgi" {
+            if subcommand == .cgi {
                 let worker = OnlineTrackerWorker(api: api, log: { context.diagnostics.error($0) })
                 return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
                                         maxBody: OnlineTrackerAPI.limits.maxBody, worker.answer)
@@ -136,30 +168,20 @@ public enum StoreSamplesCommand: VitalsCommand {
             return try Serve.run(options, context, what: "OnlineTracker's API (\(path))", limits: OnlineTrackerAPI.limits) {
                 OnlineTrackerWorker(api: api, log: { Streams.writeAll(errorFD, "store-samples: \($0)\n") })
             }
-        }
-
-        if subcommand == "agents", operands.count == 2, operands[0] == "token" {
-            guard let file = tokensFile() else { throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)") }
-            let agent = operands[1]
-            guard !agent.isEmpty, agent.utf8.count <= 200, !agent.contains(where: { $0 == " " || $0 == "\n" || $0 == "\t" }) else {
-                throw UsageError("an agent id has no spaces and at most 200 bytes")
-            }
-            let token = try AgentTokens.issue(agent: agent, path: file)
-            try context.output.write(Array(token.utf8))
-            context.diagnostics.note("the token of agent \(agent) is above; it is shown once (only its hash is kept in \(file))")
-            return .success
-        }
-
-        if subcommand == "ingest" {
+        case .ingest:
             let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
-            let keepDays = try options.integer("keep-days", in: 0...100_000)
+            let keepMs = try options.duration("keep")!
+            guard keepMs % 86_400_000 == 0, keepMs / 86_400_000 <= 100_000 else {
+                throw UsageError("--keep wants whole days up to 100000d (30d, 2w, 400d), or 0 for forever, not '\(options.value("keep")!)'")
+            }
+            let keepDays = Int(keepMs / 86_400_000)
             if options.has("auto-approve"), !options.has("remote") {
                 throw UsageError("--auto-approve applies to samples from elsewhere: add --remote (your own samples count at once)")
             }
             let approved = options.value("approve-agents").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
             let policy = IngestPolicy(remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved)
             if clickHouse != nil, keepPerMonitor != nil {
-                throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep-days)")
+                throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep)")
             }
             let store = try openStore(create: true, policy: policy)
             try store.approveListedAgents(now: now)
@@ -190,70 +212,58 @@ public enum StoreSamplesCommand: VitalsCommand {
                 return .failure
             }
             return context.diagnostics.errorCount > 0 ? .failure : .success
-        }
-
-        // Every option is checked before the database is opened: a usage error is 64 whatever the database.
-        let ndjson = try options.choice("format", of: subcommand == "export" ? ["ndjson", "csv"] : ["json", "ndjson"],
-                                        default: subcommand == "export" ? "ndjson" : "json") == "ndjson"
-        let since = try options.time("since", now: now) ?? Int64.min / 2
-        let until = try options.time("until", now: now) ?? Int64.max / 2
-        let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
-        let store = try openStore(create: false)
-        let views = Views(store: store, now: now, order: order)
-        func findMonitor(_ key: String) throws -> MonitorRecord {
-            guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
-            return record
-        }
-        let writer = context.output
-        func emitList(_ items: [JSONValue]) throws {
-            if ndjson {
-                for item in items { try writer.write(item.encoded()) }
-            } else {
-                try writer.write(JSONValue.array(items).encoded())
-            }
-        }
-
-        switch subcommand {
-        case "overview":
-            try writer.write(try views.overview().encoded())
-        case "monitors":
-            try emitList(try views.monitors())
-        case "monitor":
-            try writer.write(try views.monitor(try findMonitor(operands[0])).encoded())
-        case "history":
-            let record = try findMonitor(operands[0])
-            let hours = try options.integer("hours", default: 72, in: OnlineTrackerAPI.historyHours)
+        case .overview:
+            try writer.write(try openViews().1.overview().encoded())
+        case .monitors:
+            try emitList(try openViews().1.monitors())
+        case .monitor:
+            let (store, views) = try openViews()
+            try writer.write(try views.monitor(try findMonitor(store, operands[0])).encoded())
+        case .history:
+            let span = try options.lookback("since", now: now, Views.historyLookback)
+            let ndjson = try ndjsonFormat()
+            let (store, views) = try openViews()
+            let record = try findMonitor(store, operands[0])
             var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
             out.reserveCapacity(1 << 16)
-            try views.history(record, hours: hours, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
+            try views.history(record, spanMs: span, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
             if !ndjson { out.append(UInt8(ascii: "]")) }
             if !(ndjson && out.isEmpty) { try writer.write(out) }
-        case "results":
-            let record = try findMonitor(operands[0])
-            let hours = try options.integer("hours", default: 24, in: OnlineTrackerAPI.resultsHours)
-            let page = try options.integer("page", in: 1...Int(Int32.max))
-            let perPage = try options.integer("per-page", in: 1...100)
-            try writer.write(try views.results(record, hours: hours, page: page, perPage: perPage).encoded())
-        case "agents":
-            if operands.isEmpty {
-                try emitList(try views.agents())
-            } else {
-                guard operands.count == 2, ["approve", "reject"].contains(operands[0]) else {
-                    throw UsageError("agents takes no operands, or 'approve ID', 'reject ID' or 'token ID'")
+        case .results:
+            let span = try options.lookback("since", now: now, Views.resultsLookback)
+            let page = try options.page(Views.resultsPages)
+            let (store, views) = try openViews()
+            let record = try findMonitor(store, operands[0])
+            try writer.write(try views.results(record, spanMs: span, page: page).encoded())
+        case .agents:
+            switch agentAction {
+            case nil:
+                try emitList(try openViews().1.agents())
+            case .approve?, .reject?:
+                let status: AgentStatus = agentAction == .approve ? .approved : .rejected
+                let (store, views) = try openViews()
+                guard try store.setAgentStatus(operands[0], to: status) else { throw ToolError("no agent '\(operands[0])' in \(path)") }
+                try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[0]) })
+            case .token?:
+                guard let file = tokensFile() else { throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)") }
+                let agent = operands[0]
+                guard !agent.isEmpty, agent.utf8.count <= 200, !agent.contains(where: { $0 == " " || $0 == "\n" || $0 == "\t" }) else {
+                    throw UsageError("an agent id has no spaces and at most 200 bytes")
                 }
-                let status: AgentStatus = operands[0] == "approve" ? .approved : .rejected
-                guard try store.setAgentStatus(operands[1], to: status) else { throw ToolError("no agent '\(operands[1])' in \(path)") }
-                try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[1]) })
+                let token = try AgentTokens.issue(agent: agent, path: file)
+                try context.output.write(Array(token.utf8))
+                context.diagnostics.note("the token of agent \(agent) is above; it is shown once (only its hash is kept in \(file))")
             }
-        case "stats":
-            try writer.write(try views.stats(from: since).encoded())
-        case "clear":
+        case .stats:
+            try writer.write(try openViews().1.stats(from: since).encoded())
+        case .clear:
             let all = options.has("all")
             guard all != (options.has("monitor") || options.has("until")) else {
                 throw UsageError(all ? "clear --all clears everything; leave out --monitor and --until, or --all"
                                      : "clear wants --all, --monitor ID or --until WHEN (or both of the last two)")
             }
-            let monitorID = try options.value("monitor").map { try findMonitor($0).id }
+            let store = try openViews().0
+            let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
             let before = options.has("until") ? until : nil
             let deleted = try store.clear(monitorID: monitorID, before: before)
             try writer.write(JSONValue.object(JSONObject([
@@ -262,18 +272,20 @@ public enum StoreSamplesCommand: VitalsCommand {
                 JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
                 JSONField("samples", .integer(deleted)),
             ])).encoded())
-        case "metrics":
-            let exposition = try views.metrics()
+        case .metrics:
+            let exposition = try openViews().1.metrics()
             if let file = options.value("output") {
                 // Readable by node_exporter, which runs as another user, as a file made with > would be.
                 let mask = umask(0o022)
                 umask(mask)
                 try AtomicFile.write(exposition, to: file, mode: 0o666 & ~mask)
             } else {
-                try writer.write(exposition.dropLast())   // the writer ends the last line
+                try writer.write(exposition.dropLast())  // the writer ends the last line
             }
-        case "export":
-            let monitorID = try options.value("monitor").map { try findMonitor($0).id }
+        case .export:
+            let ndjson = try ndjsonFormat()
+            let store = try openViews().0
+            let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
             if !ndjson {
                 try writer.write(CSVExport.header)
                 try store.export(from: since, until: until, monitorID: monitorID) { record in
@@ -282,10 +294,21 @@ public enum StoreSamplesCommand: VitalsCommand {
             } else {
                 try store.export(from: since, until: until, monitorID: monitorID) { try writer.write(UnsafeRawBufferPointer($0)) }
             }
-        default:
-            throw UsageError("unknown subcommand \(subcommand)")
         }
         return .success
+    }
+
+    /// What the lists print: one JSON array (the API's answer), or one object a line.
+    static let listFormats = ["json", "ndjson"]
+
+    /// The subcommands, as the table names them (a test holds the two to the same words).
+    enum Subcommand: String, CaseIterable {
+        case ingest, overview, monitors, monitor, history, results, agents, serve, cgi, stats, export, metrics, clear
+    }
+
+    /// What `agents ACTION` does.
+    enum AgentAction: String, CaseIterable {
+        case approve, reject, token
     }
 }
 

@@ -170,16 +170,20 @@ struct Views {
 
     // MARK: - GET /api/monitors/{id}/history?hours=H
 
+    /// How far back history looks (OnlineTracker's 72 hours by default, a year at most), for
+    /// `history --since` and the API's `hours` alike.
+    static let historyLookback = Lookback(defaultHours: 72, maxHours: 8760)
+
     /// Width of a history bucket: OnlineTracker's 15 minutes.
     static let bucketMs: Int64 = 15 * 60_000
 
-    /// 15-minute buckets, aligned to the clock, over the last `hours`, oldest first; only
+    /// 15-minute buckets, aligned to the clock, over the last `spanMs`, oldest first; only
     /// buckets with checks appear (the app's chart draws a gap where a bucket is missing).
     /// Status is the worst in the bucket (a down or error check makes it down, else a degraded
     /// one degraded, else up); uptime is the share of up checks; percentiles are nearest-rank
     /// over the checks with a latency.
-    func history(_ record: MonitorRecord, hours: Int, separator: UInt8, into out: inout [UInt8]) throws {
-        let from = now - Int64(hours) * 3_600_000
+    func history(_ record: MonitorRecord, spanMs: Int64, separator: UInt8, into out: inout [UInt8]) throws {
+        let from = now - spanMs
         var written = 0
         try store.forEachBucket(monitorID: record.id, from: from, until: now + 1) { bucket in
             if written > 0 { out.append(separator) }
@@ -190,11 +194,18 @@ struct Views {
 
     // MARK: - GET /api/monitors/{id}/results
 
-    /// Individual checks over the last `hours`, newest first, a page at a time.
-    func results(_ record: MonitorRecord, hours: Int, page: Int, perPage: Int) throws -> JSONValue {
-        let from = now - Int64(hours) * 3_600_000
+    /// How far back results look (24 hours by default, ten years at most) and how they page (25
+    /// checks, at most 100), for `results --since --page --per-page` and the API's `hours`, `page`
+    /// and `per_page` alike.
+    static let resultsLookback = Lookback(defaultHours: 24, maxHours: 87_600)
+    static let resultsPages = PageLimits(defaultPerPage: 25, maxPerPage: 100)
+
+    /// Individual checks over the last `spanMs`, newest first, a page at a time.
+    func results(_ record: MonitorRecord, spanMs: Int64, page: Page) throws -> JSONValue {
+        let from = now - spanMs
+        let perPage = page.size
         let total = try store.count(monitorID: record.id, from: from, until: now + 1)
-        let rows = try store.page(monitorID: record.id, from: from, until: now + 1, offset: (page - 1) * perPage, limit: perPage)
+        let rows = try store.page(monitorID: record.id, from: from, until: now + 1, offset: page.offset, limit: perPage)
         let items = rows.map { row -> JSONValue in
             .object(JSONObject([
                 JSONField("id", .integer(Int(row.id))),
@@ -208,7 +219,7 @@ struct Views {
         return .object(JSONObject([
             JSONField("items", .array(items)),
             JSONField("total", .integer(total)),
-            JSONField("page", .integer(page)),
+            JSONField("page", .integer(page.number)),
             JSONField("per_page", .integer(perPage)),
             JSONField("total_pages", .integer((total + perPage - 1) / perPage)),
         ]))

@@ -71,12 +71,12 @@ struct ClickHouseBackendTests {
             ["overview"], ["overview", "--sort", "id"], ["monitors"], ["monitors", "--ndjson", "--sort", "id"],
             ["agents"], ["agents", "--ndjson"], ["stats"], ["stats", "--since", "24h"], ["stats", "--since", "2026-01-30T06:00:00Z"],
             ["export"], ["export", "--format", "csv"], ["export", "--since", "2026-01-30T00:00:00Z", "--until", "2026-01-31T00:00:00Z"],
-            ["monitor", "2"], ["history", "3", "--hours", "24"], ["metrics"],
+            ["monitor", "2"], ["history", "3", "--since", "24h"], ["metrics"],
         ]
         for monitor in monitors {
             views += [
-                ["monitor", monitor], ["history", monitor], ["history", monitor, "--hours", "8760", "--ndjson"],
-                ["results", monitor], ["results", monitor, "--hours", "100", "--page", "3", "--per-page", "7"],
+                ["monitor", monitor], ["history", monitor], ["history", monitor, "--since", "8760h", "--ndjson"],
+                ["results", monitor], ["results", monitor, "--since", "100h", "--page", "3", "--per-page", "7"],
                 ["results", monitor, "--page", "999"], ["export", "--monitor", monitor],
             ]
         }
@@ -225,7 +225,7 @@ struct ClickHouseBackendTests {
         try server.query("OPTIMIZE TABLE vitals.samples FINAL")
         #expect(try server.query("SELECT count() FROM vitals.samples") == "2500", "the resent copy merged away")
         let results = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow,
-                                                "results", "api", "--hours", "3"])
+                                                "results", "api", "--since", "3h"])
         #expect(try results.records().first?.int("total") == 1_250)
     }
 
@@ -270,7 +270,7 @@ struct ClickHouseBackendTests {
         let url = "clickhouse://127.0.0.1:\(server.httpPort)/old"
         let read = try run("store-samples", ["--db", url, "export"])
         #expect(read.status == 2 && read.stderr.contains("no store-samples tables"), "a query does not upgrade: \(read.stderr)")
-        let next = try run("store-samples", ["--db", url, "--keep-days", "0"], stdin: line(4, "4.5") + "\n" + line(2, "2.5") + "\n")
+        let next = try run("store-samples", ["--db", url, "--keep", "0"], stdin: line(4, "4.5") + "\n" + line(2, "2.5") + "\n")
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try server.query("SELECT max(version) FROM old.store_samples_schema") == "3")
         #expect(try server.query("SELECT groupArray((id, latency_ms)) FROM (SELECT id, latency_ms FROM old.samples ORDER BY at)")
@@ -408,7 +408,7 @@ struct HistoryIdentityTests {
         var outputs: [String] = []
         for store in stores {
             #expect(try run("store-samples", ["--db", store, "--quiet"], stdin: input).status == 0)
-            let history = try run("store-samples", ["--db", store, "--now", "2026-01-31T00:00:00Z", "history", "h", "--hours", "48", "--ndjson"])
+            let history = try run("store-samples", ["--db", store, "--now", "2026-01-31T00:00:00Z", "history", "h", "--since", "48h", "--ndjson"])
             #expect(history.status == 0, "\(history.stderr)")
             outputs.append(history.stdout)
         }

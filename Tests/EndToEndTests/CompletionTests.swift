@@ -87,9 +87,13 @@ let completionCases: [CompletionCase] = [
     CompletionCase(line: "probe-http --con", offers: ["--concurrency", "--connectivity"]),
     CompletionCase(line: "store-samples agents ", offers: ["approve", "reject", "token"]),
     CompletionCase(line: "store-samples --db vitals.db agents ", offers: ["approve", "reject", "token"]),
-    CompletionCase(line: "store-samples monitors --format ", offers: ["json", "ndjson", "csv"]),
+    CompletionCase(line: "store-samples monitors --format ", offers: ["json", "ndjson"]),
+    CompletionCase(line: "store-samples export --format ", offers: ["ndjson", "csv"]),
+    CompletionCase(line: "snapshot-delta take -f ", offers: ["auto", "apple-health", "ndjson"]),
+    CompletionCase(line: "snapshot-delta cert server --format ", offers: ["text", "ndjson"]),
     CompletionCase(line: "store-samples ov", offers: ["overview"]),
-    CompletionCase(line: "store-samples history --ho", offers: ["--hours"]),
+    CompletionCase(line: "store-samples history --si", offers: ["--since"]),
+    CompletionCase(line: "snapshot-delta samples --pa", offers: ["--page"]),
     CompletionCase(line: "notify devices ", offers: ["add", "remove", "count", "list"]),
     CompletionCase(line: "notify --cooldown-mode ", offers: ["drop", "defer"]),
     CompletionCase(line: "snapshot-delta anomalies ", offers: ["resolve"]),
@@ -103,7 +107,7 @@ let completionCases: [CompletionCase] = [
     CompletionCase(line: "probe-http no", offers: ["notes.txt"]),
     CompletionCase(line: "healthsync ", offers: ["scan", "fetch", "types", "discover"]),
     CompletionCase(line: "healthsync scan --c", offers: ["--cert", "--clipboard"]),
-    CompletionCase(line: "healthsync fetch --pa", offers: ["--page-size"]),
+    CompletionCase(line: "healthsync fetch --pe", offers: ["--per-page"]),
     CompletionCase(line: "healthsync -f ", offers: ["ndjson", "csv", "text"]),
 ]
 
@@ -149,6 +153,11 @@ struct CompletionTests {
             (["probe-http", "--", "--"], []),
             // An action's operand is the user's (an agent's id): nothing offered.
             (["store-samples", "agents", "approve", ""], []),
+            // After an action, its own options: devices add's --platform, not after remove (or its other word).
+            (["notify", "devices", "register", "ab12", "--pl"], ["--platform"]),
+            (["notify", "devices", "remove", "ab12", "--pl"], []),
+            (["store-samples", "agents", "token", "a", "--to"], ["--tokens"]),
+            (["store-samples", "agents", "approve", "a", "--to"], []),
         ]
         let offered = try Completions.bash(cases.map(\.0), folder: scratch.path("completions"), directory: scratch.url)
         try #require(offered.count == cases.count)
@@ -167,6 +176,13 @@ struct CompletionTests {
             for subcommand in [nil] + spec.subcommands.map(\.name) {
                 lines.append([spec.name] + (subcommand.map { [$0] } ?? []) + ["--"])
                 helps.append(Help.render(spec, subcommand: subcommand))
+            }
+            // After an action, the options its own --help lists (devices remove: no --platform).
+            for subcommand in spec.subcommands {
+                for action in subcommand.actions {
+                    lines.append([spec.name, subcommand.name, action.name] + (action.operands.lowerBound > 0 ? ["x"] : []) + ["--"])
+                    helps.append(Help.render(spec, subcommand: subcommand.name, action: action.name))
+                }
             }
         }
         let offered = try Completions.bash(lines, folder: scratch.path("completions"), directory: scratch.url)

@@ -37,7 +37,7 @@ struct ConventionTests {
                 HealthLines.record(heart, Timestamp.format(milliseconds: 1_767_571_200_000 + Int64(index) * 60_000))
             }
             try scratch.write("records.ndjson", records.joined(separator: "\n") + "\n")
-            return "snapshot-delta --db health.db take records.ndjson >/dev/null && snapshot-delta --db health.db samples --type \(heart) --limit 3000"
+            return "snapshot-delta --db health.db take records.ndjson >/dev/null && snapshot-delta --db health.db samples --type \(heart) --per-page 3000"
         default:
             throw TestFailure("no invocation for \(tool)")
         }

@@ -2,8 +2,8 @@
 @testable import DigestCore
 import FixtureServer
 import Foundation
-import HealthSyncCore
-import NotifyCore
+@testable import HealthSyncCore
+@testable import NotifyCore
 @testable import ProbeHTTPCore
 @testable import ProbePingCore
 @testable import SnapshotDeltaCore
@@ -262,6 +262,75 @@ struct ActionAndChoiceDocumentationTests {
         }
     }
 
+    @Test("where a subcommand narrows an option's choices, its words are the option's, and the help line and man page entry name it",
+          arguments: documentedSpecs)
+    func narrowedChoices(spec: CommandSpec) throws {
+        let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
+        let runs = spec.subcommands.flatMap { subcommand in
+            [(subcommand.name, subcommand.choices)] + subcommand.actions.map { (subcommand.label($0), $0.choices) }
+        }
+        for (name, choices) in runs {
+            for (long, accepted) in choices {
+                let option = try #require(spec.options.first { $0.long == long }, "\(spec.name) \(name) narrows --\(long), which it does not have")
+                #expect(!accepted.isEmpty && Set(accepted).isSubset(of: option.choices), "\(spec.name) \(name): \(accepted) beyond --\(long)'s \(option.choices)")
+                // The subcommand (cert for cert server) is named where the option says what it takes there.
+                let subcommand = String(name.split(separator: " ")[0])
+                #expect(words(option.help.lowercased()).contains(subcommand), "--\(long)'s help does not say what \(subcommand) takes")
+                #expect(words((entries[long] ?? "").lowercased()).contains(subcommand), "\(spec.name)(1) --\(long) does not say what \(subcommand) takes")
+            }
+        }
+    }
+
+    @Test("every other word of an action is in the man page and in the subcommand's --help", arguments: documentedSpecs)
+    func actionAliases(spec: CommandSpec) throws {
+        // Set in bold, as the pages set every word a user types.
+        let page = boldWords(try readPage("man/man1/\(spec.name).1").split(separator: "\n").map(String.init))
+        for subcommand in spec.subcommands {
+            let help = words(Help.render(spec, subcommand: subcommand.name))
+            for action in subcommand.actions {
+                for alias in action.aliases {
+                    #expect(page.contains(alias), "\(spec.name) \(subcommand.name) \(alias) (for \(action.name)) is not in \(spec.name)(1)")
+                    #expect(help.contains(alias), "\(spec.name) \(subcommand.name) \(alias) is not in \(subcommand.name) --help")
+                }
+            }
+        }
+    }
+
+    @Test("an option that only some actions take says which, in its help line and its man page entry", arguments: documentedSpecs)
+    func actionOptions(spec: CommandSpec) throws {
+        let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
+        for subcommand in spec.subcommands {
+            for action in subcommand.actions {
+                for long in action.options where !spec.isGlobal(long) && !subcommand.options.contains(long) {
+                    // Taken by every action of the subcommand, the subcommand's name says it; else the action's too.
+                    let every = subcommand.actions.allSatisfy { $0.options.contains(long) }
+                    let scope = every ? subcommand.name : subcommand.label(action)
+                    let option = try #require(spec.options.first { $0.long == long })
+                    #expect(option.help.lowercased().contains(scope), "--\(long)'s help does not say it is for \(scope): \(option.help)")
+                    #expect((entries[long] ?? "").lowercased().contains(scope), "\(spec.name)(1) --\(long) does not say it is for \(scope)")
+                }
+            }
+        }
+    }
+
+    @Test("each tool's dispatch enumerates exactly its table's subcommands and actions")
+    func dispatchMatchesTable() {
+        func names(_ spec: CommandSpec) -> Set<String> { Set(spec.subcommands.map(\.name)) }
+        func actions(_ spec: CommandSpec, _ subcommand: String) -> Set<String> { Set(spec.subcommand(subcommand)?.actions.map(\.name) ?? []) }
+        #expect(names(StoreSamplesCommand.spec) == Set(StoreSamplesCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(actions(StoreSamplesCommand.spec, "agents") == Set(StoreSamplesCommand.AgentAction.allCases.map(\.rawValue)))
+        #expect(names(NotifyCommand.spec) == Set(NotifyCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(actions(NotifyCommand.spec, "devices") == Set(NotifyCommand.DeviceAction.allCases.map(\.rawValue)))
+        #expect(names(SnapshotDeltaCommand.spec) == Set(SnapshotDeltaCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(actions(SnapshotDeltaCommand.spec, "anomalies") == Set(SnapshotDeltaCommand.AnomalyAction.allCases.map(\.rawValue)))
+        #expect(actions(SnapshotDeltaCommand.spec, "cert") == Set(SnapshotDeltaCommand.CertKind.allCases.map(\.rawValue)))
+        #expect(names(HealthSyncCommand.spec) == Set(HealthSyncCommand.Subcommand.allCases.map(\.rawValue)))
+        // Every subcommand with actions has its enumeration above.
+        let covered = ["store-samples agents", "notify devices", "snapshot-delta anomalies", "snapshot-delta cert"]
+        let withActions = documentedSpecs.flatMap { spec in spec.subcommands.filter { !$0.actions.isEmpty }.map { "\(spec.name) \($0.name)" } }
+        #expect(Set(withActions) == Set(covered))
+    }
+
     @Test("every fixed choice of an option is named in its help line and its man page entry",
           arguments: documentedSpecs)
     func choices(spec: CommandSpec) throws {
@@ -470,6 +539,22 @@ struct ExampleTests {
             let stdoutMismatch = expectation.mismatch(stdout: result.stdout, stderr: result.stderr)
             #expect(stdoutMismatch == nil, "\(source): `\(command)`: \(stdoutMismatch ?? "")")
         }
+    }
+}
+
+/// The examples `--help` prints are the man page's, which `ExampleTests` runs and checks.
+@Suite("--help's examples are run", .hangGuard(minutes: 2))
+struct HelpExampleTests {
+    @Test("every example in --help is one of the man page's examples, word for word", arguments: documentedSpecs)
+    func helpExamples(spec: CommandSpec) throws {
+        let page = ExampleTests.examples(in: try readPage("man/man1/\(spec.name).1"), roff: true)
+        #expect(!spec.examples.isEmpty, "\(spec.name) --help shows examples")
+        for example in spec.examples {
+            #expect(page.contains(example), "\(spec.name) --help's example is not in \(spec.name)(1) EXAMPLES, where it would be run: \(example)")
+        }
+        // What --help prints is the table's.
+        let help = try run(spec.name, ["--help"]).stdout
+        #expect(help.components(separatedBy: "Examples:\n").last?.hasPrefix(spec.examples.map { "  " + $0 + "\n" }.joined()) == true)
     }
 }
 

@@ -149,7 +149,7 @@ struct HealthSyncClientTests {
 
         // "Sort by date descending → Apply offset/limit": two samples a page, every shared type
         // (the default: all three, as none was ever chosen). Worked by hand from the archive.
-        let fetched = try site.client("laptop", ["fetch", "--page-size", "2"])
+        let fetched = try site.client("laptop", ["fetch", "--per-page", "2"])
         #expect(fetched.status == 0, "\(fetched.stderr)")
         let all = try Fetched(fetched)
         #expect(all.rows == [
@@ -341,10 +341,10 @@ struct HealthSyncClientTests {
         // On a machine slow enough to refill the bucket as fast as a fetch drains it, fetch again
         // until one is refused: what is asserted is what a refused fetch writes and says.
         var accepted = 1
-        var fetched = try site.client("carol", ["fetch", "--types", heart, "--page-size", "1"])
+        var fetched = try site.client("carol", ["fetch", "--types", heart, "--per-page", "1"])
         while fetched.status == 0, accepted < 2_000 {
             accepted += 300
-            fetched = try site.client("carol", ["fetch", "--types", heart, "--page-size", "1"])
+            fetched = try site.client("carol", ["fetch", "--types", heart, "--per-page", "1"])
         }
         let elapsed = Date().timeIntervalSince(started)
         #expect(fetched.status == 2)
@@ -357,7 +357,7 @@ struct HealthSyncClientTests {
         #expect(accepted >= 60 && Double(accepted) <= 60 + elapsed.rounded(.up), "\(accepted) accepted in \(elapsed) s")
         #expect(fetched.stderr.contains("the fetch stopped after \(got.records.count) samples in \(got.records.count) pages"))
         // No page was lost in between: they are the newest samples, in order, with no gap.
-        let newest = try site.archive.run(["samples", "--type", heart, "--limit", String(got.records.count)]).records().map { $0.string("start") }
+        let newest = try site.archive.run(["samples", "--type", heart, "--per-page", String(got.records.count)]).records().map { $0.string("start") }
         #expect(got.records.map { $0.string("start") } == newest)
         #expect(got.statuses == [heart: "partial"])
         // Taken, the partial fetch is a partial snapshot: nothing reads as deleted.
@@ -387,7 +387,7 @@ struct HealthSyncClientTests {
         let records2 = try archive.scratch.write("more.ndjson", (records + [HealthLines.record(heart, "2026-01-14T08:00:00Z")]).joined(separator: "\n") + "\n")
         let script = """
             set -o pipefail
-            healthsync --state '\(site.statePath("reader"))' fetch --page-size 1000 |
+            healthsync --state '\(site.statePath("reader"))' fetch --per-page 1000 |
               { IFS= read -r first && \(take) '\(records2)' >/dev/null && wc -l; }
             """
         let result = try runProcess("/bin/bash", ["-c", script], stdin: "", environment: toolEnvironment())

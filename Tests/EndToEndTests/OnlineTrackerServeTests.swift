@@ -58,9 +58,9 @@ final class OnlineTrackerServeTests {
             ("/api/monitors", ["monitors"]),
             ("/api/monitors/1", ["monitor", "1"]),
             ("/api/monitors/web", ["monitor", "web"]),
-            ("/api/monitors/2/history?hours=24", ["history", "2", "--hours", "24"]),
+            ("/api/monitors/2/history?hours=24", ["history", "2", "--since", "24h"]),
             ("/api/monitors/1/history", ["history", "1"]),
-            ("/api/monitors/1/results?hours=12&page=2&per_page=10", ["results", "1", "--hours", "12", "--page", "2", "--per-page", "10"]),
+            ("/api/monitors/1/results?hours=12&page=2&per_page=10", ["results", "1", "--since", "12h", "--page", "2", "--per-page", "10"]),
             ("/api/monitors/3/results", ["results", "3"]),
             ("/api/agents", ["agents"]),
         ]

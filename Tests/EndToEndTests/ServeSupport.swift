@@ -160,7 +160,7 @@ func spawnClean(_ argv: [String], environment: [String: String], descriptors: (I
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     let cArgv = argv.map { strdup($0) } + [nil]
     let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { (cArgv + cEnv).forEach { free($0) } }
+    defer { for pointer in cArgv + cEnv { free(pointer) } }
     var pid: pid_t = 0
     let spawned = posix_spawn(&pid, argv[0], &actions, &attributes, cArgv, cEnv)
     guard spawned == 0 else { throw TestFailure("posix_spawn \(argv[0]): \(String(cString: strerror(spawned)))") }

@@ -14,9 +14,9 @@ struct SnapshotDeltaArchiveTests {
     @Test("samples: Health Sync's fetch, newest first, paginated, by time, as CSV; every access is logged")
     func samples() throws {
         try archive.take(HealthLines.records(heart, 10) + HealthLines.records(steps, 3))
-        let page = try archive.run(["samples", "--type", heart, "--offset", "2", "--limit", "3"]).records()
-        // Ten samples one a minute from 08:00: newest first, skip 2 → 08:07, 08:06, 08:05.
-        #expect(page.map { $0.string("start") } == ["2026-01-10T08:07:00.000Z", "2026-01-10T08:06:00.000Z", "2026-01-10T08:05:00.000Z"])
+        let page = try archive.run(["samples", "--type", heart, "--page", "2", "--per-page", "3"]).records()
+        // Ten samples one a minute from 08:00: newest first, three a page; the second → 08:06, 08:05, 08:04.
+        #expect(page.map { $0.string("start") } == ["2026-01-10T08:06:00.000Z", "2026-01-10T08:05:00.000Z", "2026-01-10T08:04:00.000Z"])
         #expect(page.allSatisfy { $0.string("type") == "health_record" && $0["value"] == .number("1") && $0.string("unit") == "count" })
         let window = try archive.run(["samples", "--type", heart, "--from", "2026-01-10T08:03:00Z", "--to", "2026-01-10T08:05:00Z"]).records()
         #expect(window.map { $0.string("start") } == ["2026-01-10T08:04:00.000Z", "2026-01-10T08:03:00.000Z"], "from inclusive, to exclusive")
@@ -26,7 +26,7 @@ struct SnapshotDeltaArchiveTests {
         #expect(csv.lines[1].hasPrefix("\(steps),2026-01-10T08:02:00.000Z,2026-01-10T08:02:00.000Z,1,count,Collector,,,,,"))
         let log = try archive.run(["log"]).records().filter { $0.string("operation") == "samples" }
         try #require(log.count == 3)
-        #expect(log[0]["detail"]?.objectValue?["returned"] == .number("3") && log[0]["detail"]?.objectValue?["offset"] == .number("2"))
+        #expect(log[0]["detail"]?.objectValue?["returned"] == .number("3") && log[0]["detail"]?.objectValue?["offset"] == .number("3"))
         let missing = try archive.run(["samples"])
         #expect(missing.status == 64 && missing.stderr.contains("samples wants --type TYPE"))
     }

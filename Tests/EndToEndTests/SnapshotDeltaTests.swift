@@ -173,7 +173,7 @@ struct SnapshotDeltaReadingTests {
         let first = try archive.takeXML(try String(contentsOfFile: healthFixture("synthetic/broken_v12.xml"), encoding: .utf8))
         var lines: [String] = []
         for type in first.snapshot["types"]?.arrayValue?.compactMap(\.objectValue) ?? [] {
-            lines += try archive.run(["samples", "--type", type.string("type_identifier")!, "--limit", "5000"]).lines
+            lines += try archive.run(["samples", "--type", type.string("type_identifier")!, "--per-page", "5000"]).lines
         }
         #expect(lines.count == 1000)
         let other = try HealthArchive()

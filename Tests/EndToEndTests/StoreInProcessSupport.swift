@@ -29,10 +29,10 @@ func everyViewInProcess(_ store: SampleStore, now: Int64) throws -> [String: Str
     ]
     for record in try store.monitors() {
         var history: [UInt8] = []
-        try views.history(record, hours: 24, separator: UInt8(ascii: ","), into: &history)
+        try views.history(record, spanMs: 24 * 3_600_000, separator: UInt8(ascii: ","), into: &history)
         answers["monitor \(record.monitor)"] = String(decoding: try views.monitor(record).encoded(), as: UTF8.self)
         answers["history \(record.monitor)"] = String(decoding: history, as: UTF8.self)
-        answers["results \(record.monitor)"] = String(decoding: try views.results(record, hours: 24, page: 1, perPage: 100).encoded(), as: UTF8.self)
+        answers["results \(record.monitor)"] = String(decoding: try views.results(record, spanMs: 24 * 3_600_000, page: Page(number: 1, size: 100)).encoded(), as: UTF8.self)
     }
     return answers
 }

@@ -57,7 +57,7 @@ struct StoreSamplesFidelityTests {
             sample("web", minute: 20),
         ]
         #expect(try store(input).status == 0)
-        let history = try decode([OTStatusHistoryPoint].self, try query(["history", "api", "--hours", "3"]).stdout)
+        let history = try decode([OTStatusHistoryPoint].self, try query(["history", "api", "--since", "3h"]).stdout)
         #expect(history.count == 1)
         #expect(history.first?.timestamp == "2026-01-27T10:15:00Z")
         #expect(history.first?.status == .degraded)
@@ -95,7 +95,7 @@ struct StoreSamplesFidelityTests {
         // Checks at 10:05 and 10:50: the 10:15 and 10:30 buckets hold none and are absent,
         // so the client's timeline, which draws one bar per point, shows the gap.
         #expect(try store([sample("api", minute: 5), sample("api", minute: 50)]).status == 0)
-        let history = try decode([OTStatusHistoryPoint].self, try query(["history", "api", "--hours", "3"]).stdout)
+        let history = try decode([OTStatusHistoryPoint].self, try query(["history", "api", "--since", "3h"]).stdout)
         #expect(history.map(\.timestamp) == ["2026-01-27T10:00:00Z", "2026-01-27T10:45:00Z"])
     }
 

@@ -203,7 +203,7 @@ struct StoreSamplesTests {
             sample("api", minute: 60, status: "error", latency: nil),
         ].joined(separator: "\n")
         #expect(try store(input).status == 0)
-        let result = try query(["history", "api", "--hours", "3", "--ndjson"])
+        let result = try query(["history", "api", "--since", "3h", "--ndjson"])
         let buckets = try result.records()
         try #require(buckets.count == 3)
         #expect(buckets[0].string("timestamp") == "2026-01-27T10:00:00Z")
@@ -215,26 +215,38 @@ struct StoreSamplesTests {
         #expect(buckets[1].string("timestamp") == "2026-01-27T10:15:00Z" && buckets[1].string("status") == "up")
         #expect(buckets[2].string("timestamp") == "2026-01-27T11:00:00Z" && buckets[2].string("status") == "down")
         #expect(buckets[2].double("uptime_percent") == 0 && buckets[2]["response_time_avg_ms"] == .null)
-        // The window is [now - hours, now]: from 12:00 one hour back starts at 11:00 exactly,
+        // The window is [since, now]: from 12:00 one hour back starts at 11:00 exactly,
         // so it holds the 11:00 bucket only; a day later it holds nothing.
-        #expect(try query(["history", "api", "--hours", "1", "--ndjson"]).lines.count == 1)
-        #expect(try run("store-samples", ["--db", db, "--now", "2026-01-28T12:00:00Z", "history", "api", "--hours", "1"]).stdout == "[]\n")
-        #expect(try query(["history", "api", "--hours", "8761"]).status == 64)
+        #expect(try query(["history", "api", "--since", "1h", "--ndjson"]).lines.count == 1)
+        #expect(try run("store-samples", ["--db", db, "--now", "2026-01-28T12:00:00Z", "history", "api", "--since", "1h"]).stdout == "[]\n")
+        // A span, not whole hours: 90 minutes back from 12:00 is 10:30, after the 10:16 check.
+        #expect(try query(["history", "api", "--since", "90m", "--ndjson"]).records().map { $0.string("timestamp") } == ["2026-01-27T11:00:00Z"])
+        // A time: from 10:15 the 10:16 check's bucket and the 11:00 one.
+        #expect(try query(["history", "api", "--since", "2026-01-27T10:15:00Z", "--ndjson"]).records().map { $0.string("timestamp") }
+                == ["2026-01-27T10:15:00Z", "2026-01-27T11:00:00Z"])
+        let tooFar = try query(["history", "api", "--since", "8761h"])
+        #expect(tooFar.status == 64 && tooFar.stderr.contains("--since looks back at most 365d here, not '8761h'"), "\(tooFar.stderr)")
+        #expect(try query(["history", "api", "--since", "8760h"]).status == 0, "a year is the most, as the API's hours=8760")
+        let future = try query(["history", "api", "--since", "2026-01-27T13:00:00Z"])
+        #expect(future.status == 64 && future.stderr.contains("--since wants a time before now"), "\(future.stderr)")
     }
 
     @Test("results: newest first, paginated, per_page at most 100")
     func results() throws {
         let input = (0..<60).map { sample("api", minute: $0, latency: Double($0)) }.joined(separator: "\n")
         #expect(try store(input).status == 0)
-        let first = try decode(OTResultsPage.self, try query(["results", "api", "--hours", "3"]).stdout)
+        let first = try decode(OTResultsPage.self, try query(["results", "api", "--since", "3h"]).stdout)
         #expect(first.total == 60 && first.totalPages == 3 && first.perPage == 25 && first.page == 1)
         #expect(first.items.count == 25)
         #expect(first.items.first?.checkedAt == "2026-01-27T10:59:00Z" && first.items.first?.responseTimeMs == 59)
-        let last = try decode(OTResultsPage.self, try query(["results", "api", "--hours", "3", "--page", "3"]).stdout)
+        let last = try decode(OTResultsPage.self, try query(["results", "api", "--since", "3h", "--page", "3"]).stdout)
         #expect(last.items.count == 10 && last.items.last?.checkedAt == "2026-01-27T10:00:00Z")
-        let beyond = try decode(OTResultsPage.self, try query(["results", "api", "--hours", "3", "--page", "9"]).stdout)
+        let beyond = try decode(OTResultsPage.self, try query(["results", "api", "--since", "3h", "--page", "9"]).stdout)
         #expect(beyond.items.isEmpty && beyond.total == 60)
         #expect(try query(["results", "api", "--per-page", "101"]).status == 64)
+        #expect(try decode(OTResultsPage.self, try query(["results", "api", "--per-page", "100"]).stdout).perPage == 100)
+        // Checks since 10:30: minutes 30 to 59.
+        #expect(try decode(OTResultsPage.self, try query(["results", "api", "--since", "2026-01-27T10:30:00Z"]).stdout).total == 30)
         // The default window is 24 hours back from --now: all 60 are inside it.
         #expect(try decode(OTResultsPage.self, try query(["results", "api"]).stdout).total == 60)
     }
@@ -252,7 +264,7 @@ struct StoreSamplesTests {
         #expect(unknown.stderr == "store-samples: no monitor 'nope' in \(db)\n")
     }
 
-    @Test("retention: --keep-per-monitor keeps the newest N; --keep-days drops what is older")
+    @Test("retention: --keep-per-monitor keeps the newest N; --keep drops what is older")
     func retention() throws {
         let input = (0..<500).map { sample("api", minute: $0 / 60, second: $0 % 60) }.joined(separator: "\n")
         #expect(try store(input, ["-q", "--keep-per-monitor", "200"]).status == 0)
@@ -261,8 +273,10 @@ struct StoreSamplesTests {
         #expect(try sqlite(db, "SELECT strftime('%H:%M:%S', min(at)/1000, 'unixepoch') FROM samples") == "10:05:00")
         // Ten days later, with a limit of 7 days, a new sample pushes the old ones out.
         let later = #"{"type":"sample","monitor":"api","at":"2026-02-06T10:00:00Z","status":"up"}"#
-        #expect(try run("store-samples", ["--db", db, "-q", "--now", "2026-02-06T10:00:00Z", "--keep-days", "7"], stdin: later + "\n").status == 0)
+        #expect(try run("store-samples", ["--db", db, "-q", "--now", "2026-02-06T10:00:00Z", "--keep", "7d"], stdin: later + "\n").status == 0)
         #expect(try sqlite(db, "SELECT count(*) FROM samples") == "1")
+        let partDay = try run("store-samples", ["--db", db, "-q", "--keep", "36h"], stdin: later + "\n")
+        #expect(partDay.status == 64 && partDay.stderr.contains("--keep wants whole days"), "\(partDay.stderr)")
     }
 
     @Test("export: the stored lines in time order, filtered by time and monitor, or as CSV")

@@ -128,7 +128,7 @@ func runProcess(_ executable: String, _ arguments: [String], stdin: String, envi
         pid = try spawnClean([executable] + arguments, environment: environment, descriptors: (input[0], output[1], errors[1]),
                              directory: directory?.path)
     } catch {
-        (input + output + errors).forEach { close($0) }
+        for fd in input + output + errors { close(fd) }
         throw error
     }
     close(input[0])

@@ -290,3 +290,117 @@ struct RedactionTests {
         #expect(Redaction.url(url) == expected)
     }
 }
+
+/// A tool whose subcommands take actions: one that also runs alone, one that needs one.
+let actionSpec = CommandSpec(
+    name: "keeper", summary: "Keeps agents and devices.", usage: ["[OPTIONS] agents [approve ID] | devices add TOKEN | count"], description: "",
+    options: [
+        OptionSpec("db", short: "d", value: "PATH", help: "the database"),
+        OptionSpec("format", value: "FORMAT", help: "agents, agents approve: json or ndjson"),
+        OptionSpec("platform", value: "NAME", default: "ios", help: "devices add: the platform"),
+    ],
+    subcommands: [
+        SubcommandSpec("agents", actions: [SubcommandAction("approve", operands: 1...1, "ID", options: ["format"], summary: "approve one")],
+                       requiresAction: false, options: ["format"], summary: "the agents"),
+        SubcommandSpec("devices", actions: [
+            SubcommandAction("add", operands: 1...1, "TOKEN", aliases: ["register"], options: ["platform"], summary: "add one"),
+            SubcommandAction("count", summary: "how many"),
+        ], requiresAction: true, summary: "the devices"),
+    ],
+    exitStatuses: [(.success, "fine")])
+
+@Suite("actions: a subcommand's first operand chosen from the table")
+struct ActionTests {
+    enum Device: String, CaseIterable { case add, count }
+
+    @Test("the action is taken from the operands, by its name or another word, with its operands after it")
+    func taken() throws {
+        let approve = try ArgumentParser.parse(["agents", "approve", "office"], spec: actionSpec)
+        #expect(approve.subcommand == "agents" && approve.action == "approve" && approve.operands == ["office"])
+        let bare = try ArgumentParser.parse(["agents", "--format", "ndjson"], spec: actionSpec)
+        #expect(bare.action == nil && bare.operands.isEmpty, "agents also runs alone")
+        let register = try ArgumentParser.parse(["-d", "x", "devices", "register", "ab12", "--platform", "android"], spec: actionSpec)
+        #expect(register.action == "add" && register.requiredAction(as: Device.self) == .add && register.operands == ["ab12"])
+        #expect(try ArgumentParser.parse(["devices", "count"], spec: actionSpec).action(as: Device.self) == .count)
+    }
+
+    @Test("an unknown, missing or misused action is a usage error saying what the subcommand takes", arguments: [
+        (["agents", "aprove", "x"], "unknown agents action 'aprove' (did you mean 'approve'?); agents takes [approve ID]"),
+        (["agents", "office"], "unknown agents action 'office'; agents takes [approve ID]"),
+        (["devices"], "devices wants an action: add TOKEN | count"),
+        (["devices", "ad", "x"], "unknown devices action 'ad' (did you mean 'add'?); devices takes add TOKEN | count"),
+        (["devices", "add"], "devices add wants TOKEN, not none"),
+        (["devices", "count", "x"], "devices count wants no operands, not 'x'"),
+        (["devices", "count", "--platform", "x"], "--platform does not apply to devices count; it applies to devices add"),
+        (["agents", "--platform", "x"], "--platform does not apply to agents; it applies to devices add"),
+        (["devices", "add", "x", "--format", "json"], "--format does not apply to devices add; it applies to agents, agents approve"),
+    ])
+    func mistakes(arguments: [String], message: String) {
+        #expect(throws: UsageError(message)) { _ = try ArgumentParser.parse(arguments, spec: actionSpec) }
+    }
+
+    @Test("--help after an action is the action's help; after the subcommand, the subcommand's with its actions")
+    func help() throws {
+        let parsed = try ArgumentParser.parse(["devices", "register", "--help"], spec: actionSpec)
+        #expect(parsed.subcommand == "devices" && parsed.action == "add", "--help skips the operand checks")
+        let action = Help.render(actionSpec, subcommand: parsed.subcommand, action: parsed.action)
+        #expect(action.hasPrefix("Usage: keeper [OPTIONS] devices add TOKEN\n\nadd one\n\nAlso spelt register.\n"))
+        #expect(action.contains("--platform NAME") && action.contains("--db PATH") && !action.contains("--format"))
+        let count = Help.render(actionSpec, subcommand: "devices", action: "count")
+        #expect(!count.contains("--platform"))
+        let devices = Help.render(actionSpec, subcommand: "devices")
+        #expect(devices.hasPrefix("Usage: keeper [OPTIONS] devices add TOKEN | count\n"))
+        #expect(devices.contains("Actions (keeper devices ACTION --help for each):\n  add TOKEN  add one (also register)\n  count      how many\n"))
+        #expect(devices.contains("--platform NAME"), "an action's option may follow the subcommand, so its help lists it")
+        #expect(Help.render(actionSpec).contains("  agents [approve ID]"))
+    }
+}
+
+/// A tool with a view that looks back from now and pages.
+let viewSpec = CommandSpec(
+    name: "viewer", summary: "Views.", usage: ["[OPTIONS] results"], description: "",
+    options: [.now(), .when("since", help: "from this time or this long ago")]
+        + OptionSpec.paging("results", items: "checks", PageLimits(defaultPerPage: 25, maxPerPage: 100)),
+    exitStatuses: [(.success, "fine")])
+
+@Suite("query types: pages and look-backs, shared with the APIs")
+struct QueryTests {
+    let limits = PageLimits(defaultPerPage: 25, maxPerPage: 100)
+    let lookback = Lookback(defaultHours: 72, maxHours: 8760)
+    let now = Timestamp.parse("2026-01-27T12:00:00Z")!
+
+    func parse(_ arguments: [String]) throws(UsageError) -> ParsedOptions { try ArgumentParser.parse(arguments, spec: viewSpec) }
+
+    @Test("--page and --per-page: a page's number, size and offset; absent, the first page of the default size")
+    func pages() throws {
+        #expect(try parse([]).page(limits) == Page(number: 1, size: 25))
+        let third = try parse(["--page", "3", "--per-page", "7"]).page(limits)
+        #expect(third == Page(number: 3, size: 7) && third.offset == 14)
+        #expect(throws: UsageError("--per-page wants a whole number from 1 to 100, not '101'")) { _ = try parse(["--per-page", "101"]).page(limits) }
+        #expect(throws: UsageError("--page wants a whole number from 1 to 2147483647, not '0'")) { _ = try parse(["--page", "0"]).page(limits) }
+        #expect(PageLimits.pages == 1...2_147_483_647)
+    }
+
+    @Test("the table's --per-page default and its help come from the limits")
+    func pagingOptions() {
+        let perPage = viewSpec.options.first { $0.long == "per-page" }
+        #expect(perPage?.defaultValue == "25")
+        #expect(Help.render(viewSpec, width: 1000).contains("results: checks a page, at most 100 (default 25)"))
+    }
+
+    @Test("--since as a look-back: a duration or a time, the default when absent, within the longest span")
+    func lookbacks() throws {
+        #expect(try parse([]).lookback("since", now: now, lookback) == 72 * 3_600_000)
+        #expect(try parse(["--since", "90m"]).lookback("since", now: now, lookback) == 90 * 60_000)
+        #expect(try parse(["--since", "2026-01-27T10:30:00Z"]).lookback("since", now: now, lookback) == 90 * 60_000)
+        #expect(try parse(["--since", "8760h"]).lookback("since", now: now, lookback) == 8760 * 3_600_000)
+        #expect(throws: UsageError("--since looks back at most 365d here, not '8761h'")) {
+            _ = try parse(["--since", "8761h"]).lookback("since", now: now, lookback)
+        }
+        #expect(throws: UsageError("--since wants a time before now (or a duration ago such as 24h), not '2026-01-27T12:00:00Z'")) {
+            _ = try parse(["--since", "2026-01-27T12:00:00Z"]).lookback("since", now: now, lookback)
+        }
+        #expect(lookback.hours == 1...8760 && lookback.defaultHours == 72)
+        #expect(lookback.limitsText == "72h, at most 365d" && Lookback(defaultHours: 24, maxHours: 87_600).limitsText == "24h, at most 3650d")
+    }
+}

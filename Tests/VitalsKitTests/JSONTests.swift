@@ -162,7 +162,8 @@ struct JSONTests {
         let cases: [(bytes: [UInt8], column: Int)] = [
             ([0xFF], 7), ([0xC3], 7), ([0xC0, 0xAF], 7), ([0xC1, 0xBF], 7),  // a stray byte, a cut letter, overlong forms of '/' and DEL
             ([0xE0, 0x80, 0xAF], 7), ([0xED, 0xA0, 0x80], 7),                 // an overlong three-byte form, a surrogate
-            ([0xF4, 0x90, 0x80, 0x80], 7), ([0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x80], 15),  // past U+10FFFF; after the 8-byte scan
+            // past U+10FFFF; after the 8-byte scan
+            ([0xF4, 0x90, 0x80, 0x80], 7), ([0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x80], 15),
         ]
         for (bytes, column) in cases {
             let line = Array(#"{"k":""#.utf8) + bytes + Array(#"","n":1}"#.utf8)

@@ -98,7 +98,7 @@ for millions in "${size_list[@]}"; do
         db=$(backend_db "$backend")
         drop_backend "$backend"
         echo "bench: $size samples into ${backend_label[$backend]}" >&2
-        measure "$work/ingest.time" "$store" --db "$db" --quiet --keep-days 0 "$work/scale.ndjson"
+        measure "$work/ingest.time" "$store" --db "$db" --quiet --keep 0 "$work/scale.ndjson"
         read -r seconds _ _ ingest_kb <"$work/ingest.time"
         # Checked before anything is timed: every sample stored once, and the answers whole.
         case $backend in
@@ -108,8 +108,8 @@ for millions in "${size_list[@]}"; do
         [[ $stored == "$size" ]] || { echo "bench: ${backend_label[$backend]} holds $stored of $size samples" >&2; exit 1; }
         bytes=$(disk_bytes "$backend")
         overview_monitors=$("$store" --db "$db" --now "$now" overview | python3 -c 'import json,sys; print(json.load(sys.stdin)["total_monitors"])')
-        buckets=$("$store" --db "$db" --now "$now" history year --hours 8760 --ndjson | wc -l)
-        items=$("$store" --db "$db" --now "$now" results year --hours 8760 --page 1000 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
+        buckets=$("$store" --db "$db" --now "$now" history year --since 8760h --ndjson | wc -l)
+        items=$("$store" --db "$db" --now "$now" results year --since 8760h --page 1000 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
         day_lines=$("$store" --db "$db" export --since "$day_since" --until "$now" | wc -l)
         ((overview_monitors == 10000)) || { echo "bench: the overview counts $overview_monitors monitors, not 10,000" >&2; exit 1; }
         # A year from 2025-01-27T00:00Z, one a minute: 35,040 full 15-minute buckets; page 1,000 of 21,024 is full.
@@ -117,7 +117,7 @@ for millions in "${size_list[@]}"; do
         ((items == 25)) || { echo "bench: results page 1000 has $items items, not 25" >&2; exit 1; }
         ((day_lines == expected_day)) || { echo "bench: the day's export has $day_lines samples, not $expected_day" >&2; exit 1; }
         # Every backend answers the same bytes as the first of the run (SQLite, unless --backends leaves it out).
-        for view in "overview" "history year --hours 8760" "results year --hours 8760 --page 1000" "metrics"; do
+        for view in "overview" "history year --since 8760h" "results year --since 8760h --page 1000" "metrics"; do
             # shellcheck disable=SC2086
             "$store" --db "$db" --now "$now" $view >"$work/answer-$backend"
             if [[ $backend == "${backend_names[0]}" ]]; then
@@ -127,8 +127,8 @@ for millions in "${size_list[@]}"; do
             fi
         done
         query_figures overview "$store" --db "$db" --now "$now" overview
-        query_figures history "$store" --db "$db" --now "$now" history year --hours 8760
-        query_figures results "$store" --db "$db" --now "$now" results year --hours 8760 --page 1000
+        query_figures history "$store" --db "$db" --now "$now" history year --since 8760h
+        query_figures results "$store" --db "$db" --now "$now" results year --since 8760h --page 1000
         query_figures export "$store" --db "$db" export --since "$day_since" --until "$now"
         # A scrape after the first (on SQLite the first one counts every sample into check_counts).
         query_figures metrics "$store" --db "$db" metrics

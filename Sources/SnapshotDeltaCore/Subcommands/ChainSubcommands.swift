@@ -4,7 +4,7 @@ import VitalsKit
 /// `list`, `show` and `diff`: reading the chain.
 extension Run {
     func list() throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "text"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         let snapshots = try archive.snapshots(types: true)
         if format == "text" {
@@ -21,7 +21,7 @@ extension Run {
     }
 
     func show(_ reference: String) throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "text"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         let snapshot = try archive.resolve(reference)
         let delta = try archive.storedDelta(to: snapshot.id)?.delta
@@ -37,7 +37,7 @@ extension Run {
     }
 
     func diff(_ first: String, _ second: String) throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "text"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         let a = try archive.resolve(first)
         let b = try archive.resolve(second)

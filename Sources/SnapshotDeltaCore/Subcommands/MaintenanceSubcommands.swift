@@ -61,23 +61,21 @@ extension Run {
         return context.diagnostics.errorCount > 0 ? .failure : .success
     }
 
-    /// `anomalies [--unresolved]` and `anomalies resolve ID`: the seed's dashboard list.
-    func anomalies(_ operands: [String]) throws -> VitalsKit.ExitStatus {
-        guard operands.isEmpty || (operands.count == 2 && operands[0] == "resolve") else {
-            throw UsageError("anomalies takes no operands, or 'resolve ID'")
+    /// `anomalies [--unresolved]`: the seed's dashboard list.
+    func anomalies() throws -> VitalsKit.ExitStatus {
+        let archive = try Archive(path: path, create: false)
+        for (anomaly, resolvedAt) in try archive.listAnomalies(unresolved: options.has("unresolved")) {
+            try write(Records.anomaly(anomaly, resolvedAt: resolvedAt))
         }
-        if operands.isEmpty {
-            let archive = try Archive(path: path, create: false)
-            for (anomaly, resolvedAt) in try archive.listAnomalies(unresolved: options.has("unresolved")) {
-                try write(Records.anomaly(anomaly, resolvedAt: resolvedAt))
-            }
-            return .success
-        }
-        if options.has("unresolved") { throw UsageError("--unresolved applies to the list, not to resolve") }
+        return .success
+    }
+
+    /// `anomalies resolve ID`: the dashboard's resolve button.
+    func resolveAnomaly(_ id: String) throws -> VitalsKit.ExitStatus {
         let archive = try Archive(path: path, create: true)
         let time = now()
         let (anomaly, resolvedAt) = try archive.withLoggedChange("resolve", snapshotIDs: [], at: time, diagnostics: context.diagnostics) {
-            let resolved = try archive.resolveAnomaly(operands[1], at: time)
+            let resolved = try archive.resolveAnomaly(id, at: time)
             return (resolved, JSONObject([JSONField("anomaly_id", .string(resolved.anomaly.id)),
                                           JSONField("snapshot_id", .string(resolved.anomaly.snapshotID))]))
         }

@@ -6,7 +6,7 @@ import VitalsKit
 extension Run {
     /// Prints a one-time token and the server certificate's fingerprints, as text and a QR code.
     func pair() throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["text", "ndjson"])
+        let format = try options.choice("format")
         let ttl = try options.duration("ttl") ?? 600_000
         guard let certificatePath = options.value("server-cert") ?? context.environment["VITALS_SERVER_CERT"].flatMap({ $0.isEmpty ? nil : $0 }) else {
             throw UsageError("pair wants --server-cert FILE (the certificate nginx serves), or VITALS_SERVER_CERT")
@@ -56,7 +56,7 @@ extension Run {
 
     /// Lists the paired clients (with `--all`, the unpaired ones too).
     func paired() throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "text"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         for client in try archive.pairedClients(all: options.has("all")) {
             if format == "text" {
@@ -88,13 +88,13 @@ extension Run {
     }
 
     /// Makes a self-signed server or client certificate and its key with openssl(1).
-    func cert(_ kind: String) throws -> VitalsKit.ExitStatus {
-        guard kind == "server" || kind == "client" else { throw UsageError("cert wants server or client, not '\(kind)'") }
+    func cert(_ certKind: SnapshotDeltaCommand.CertKind) throws -> VitalsKit.ExitStatus {
+        let kind = certKind.rawValue
         guard let directory = options.value("out"), !directory.isEmpty else { throw UsageError("cert wants --out DIR") }
-        let format = try outputFormat(["text", "ndjson"])
+        let format = try options.choice("format")
         let days = try options.integer("days", in: 1...36_500)
         var names = options.all("name")
-        if names.isEmpty { names = kind == "server" ? ["localhost", "127.0.0.1", "::1"] : ["vitals-client"] }
+        if names.isEmpty { names = certKind == .server ? ["localhost", "127.0.0.1", "::1"] : ["vitals-client"] }
         for name in names where !SelfSignedCertificate.isName(name) {
             throw UsageError("--name '\(name)' is not a host name or an address")
         }
@@ -106,7 +106,7 @@ extension Run {
                 throw ToolError("\(file) exists; name another --out, or --force to replace it")
             }
         }
-        try SelfSignedCertificate.make(kind == "server" ? .server : .client, names: names, days: days,
+        try SelfSignedCertificate.make(certKind == .server ? .server : .client, names: names, days: days,
                                        certificatePath: certificatePath, keyPath: keyPath)
         let certificate = try readCertificate(certificatePath)
         if format == "ndjson" {

@@ -12,8 +12,4 @@ struct Run {
     var writer: RecordWriter { context.output }
 
     func write(_ object: JSONObject) throws { try writer.write(JSONValue.object(object).encoded()) }
-
-    func outputFormat(_ choices: [String]) throws -> String {
-        try options.choice("format", of: choices, default: choices[0])
-    }
 }

@@ -5,11 +5,11 @@ import VitalsKit
 extension Run {
     func samples() throws -> VitalsKit.ExitStatus {
         guard let type = options.value("type"), !type.isEmpty else { throw UsageError("samples wants --type TYPE") }
-        let format = try outputFormat(["ndjson", "csv"])
+        let format = try options.choice("format")
         let time = now()
+        let page = try options.page(SampleQuery.pages)
         let query = SampleQuery(types: [type], from: try options.time("since", now: time), to: try options.time("until", now: time),
-                                offset: try options.integer("offset", in: 0...Int(Int32.max)),
-                                limit: try options.integer("limit", in: 1...1_000_000))
+                                offset: page.offset, limit: page.size)
         let archive = try Archive(path: path, create: false)
         if format == "csv" { try writer.write(Records.csvColumns.joined(separator: ",")) }
         // The access is logged with what it returned (Health Sync's audit log); the API runs the same fetch.
@@ -20,7 +20,7 @@ extension Run {
     }
 
     func disappeared(_ first: String, _ second: String) throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "csv"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         let a = try archive.resolve(first)
         let b = try archive.resolve(second)

@@ -18,7 +18,7 @@ extension Run {
             }
             types.append(type)
         }
-        let format = try outputFormat(["ndjson", "text"])
+        let format = try options.choice("format")
         let archive = try Archive(path: path, create: false)
         let before = try archive.sharedTypes()
         let counted = Set(try archive.latestTypeCounts().map(\.type))
@@ -35,7 +35,7 @@ extension Run {
 
     /// Lists every type the latest snapshot counted and every chosen type, shared or not.
     func shared() throws -> VitalsKit.ExitStatus {
-        let format = try outputFormat(["ndjson", "text"])
+        let format = try options.choice("format")
         try listShared(try Archive(path: path, create: false), format: format)
         return .success
     }

@@ -5,7 +5,7 @@ import VitalsKit
 extension Run {
     func take(_ operands: [String]) throws -> VitalsKit.ExitStatus {
         var settings = TakeSettings()
-        switch try options.choice("format", of: ["auto", "apple-health", "ndjson"], default: "auto") {
+        switch try options.choice("format") {
         case "apple-health": settings.format = .appleHealth
         case "ndjson": settings.format = .ndjson
         default: settings.format = .auto

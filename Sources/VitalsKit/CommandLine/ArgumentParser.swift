@@ -16,8 +16,13 @@ public struct ParsedOptions: Sendable {
     public internal(set) var operands: [String] = []
     /// The subcommand, for a tool that has them (resolved from the first operand, or the default).
     public internal(set) var subcommand: String?
+    /// The subcommand's action (`approve` for `agents approve ID`), by its name even when an alias was
+    /// typed; its word is not among the operands.
+    public internal(set) var action: String?
     /// The option table parsed against, by long name: where defaults and ranges come from.
     var table: [String: OptionSpec] = [:]
+    /// The words the subcommand (or its action) accepts for options whose choices depend on it, default first.
+    var runChoices: [String: [String]] = [:]
 
     /// Creates an empty result (or one with given values, for tests).
     public init(values: [String: [String]] = [:], operands: [String] = [], options: [OptionSpec] = []) {
@@ -59,8 +64,10 @@ public struct ParsedOptions: Sendable {
         try choice(long, of: choices, default: tableDefault(long))
     }
 
-    /// One of the words the option table declares for the option; absent, the table's default.
+    /// One of the words the table declares for the option where it runs: the subcommand's (or action's)
+    /// own words with their default, else the option's; absent, that default.
     public func choice(_ long: String) throws(UsageError) -> String {
+        if let words = runChoices[long], let first = words.first { return try choice(long, of: words, default: first) }
         guard let choices = table[long]?.choices, !choices.isEmpty else { preconditionFailure("--\(long) declares no choices in the option table") }
         return try choice(long, of: choices, default: tableDefault(long))
     }
@@ -97,6 +104,30 @@ public struct ParsedOptions: Sendable {
         if let ago = DurationText.parseMilliseconds(text) { return now - ago }
         throw UsageError("--\(long) wants an RFC 3339 time such as 2026-01-27T10:30:00Z or a duration ago such as 24h, not '\(text)'")
     }
+    /// The subcommand as the tool's own enumeration of them, for a `switch` without a `default:`.
+    /// The table and the enumeration name the same words (each tool's tests hold them to it), so a
+    /// word without a case is a bug in the tool.
+    public func subcommand<Choice: RawRepresentable>(as _: Choice.Type) -> Choice where Choice.RawValue == String {
+        guard let name = subcommand, let choice = Choice(rawValue: name) else {
+            preconditionFailure("the subcommand \(subcommand ?? "(none)") has no case in \(Choice.self)")
+        }
+        return choice
+    }
+
+    /// The action as the tool's own enumeration of a subcommand's actions, or nil when none was given
+    /// (a subcommand that also runs without one).
+    public func action<Choice: RawRepresentable>(as _: Choice.Type) -> Choice? where Choice.RawValue == String {
+        guard let name = action else { return nil }
+        guard let choice = Choice(rawValue: name) else { preconditionFailure("the action \(name) has no case in \(Choice.self)") }
+        return choice
+    }
+
+    /// The action of a subcommand that requires one (the parser made sure one was given).
+    public func requiredAction<Choice: RawRepresentable>(as type: Choice.Type) -> Choice where Choice.RawValue == String {
+        guard let choice = action(as: type) else { preconditionFailure("the subcommand \(subcommand ?? "(none)") ran without an action") }
+        return choice
+    }
+
     /// Every value given for a repeatable option, in order.
     public func all(_ long: String) -> [String] { values[long] ?? [] }
 
@@ -244,8 +275,14 @@ public enum ArgumentParser {
                 try record(option, "")
             }
         }
+        let lenient = result.has("help") || result.has("version")
         if !spec.subcommands.isEmpty {
-            try resolveSubcommand(&result, spec: spec, lenient: result.has("help") || result.has("version"))
+            try resolveSubcommand(&result, spec: spec, lenient: lenient)
+        }
+        // A word the table does not list for where the option runs is refused before the tool starts.
+        for option in spec.options where !lenient && result.has(option.long) {
+            guard let words = result.runChoices[option.long] ?? (option.choices.isEmpty ? nil : option.choices) else { continue }
+            _ = try result.choice(option.long, of: words, default: words[0])
         }
         return result
     }
@@ -268,16 +305,36 @@ public enum ArgumentParser {
             throw UsageError("name a subcommand: " + spec.subcommands.map(\.name).joined(separator: ", "))
         }
         result.subcommand = subcommand.name
+        var action: SubcommandAction?
+        if !subcommand.actions.isEmpty {
+            if let first = result.operands.first, let named = subcommand.action(first) {
+                action = named
+                result.action = named.name
+                result.operands.removeFirst()
+            } else if lenient {
+                return
+            } else if let first = result.operands.first {
+                let near = closest(first, among: subcommand.actions.flatMap { [$0.name] + $0.aliases }).map { " (did you mean '\($0)'?)" } ?? ""
+                throw UsageError("unknown \(subcommand.name) action '\(first)'\(near); \(subcommand.name) takes \(subcommand.operandNames)")
+            } else if subcommand.requiresAction {
+                throw UsageError("\(subcommand.name) wants an action: \(subcommand.operandNames)")
+            }
+        }
         if lenient { return }
-        for option in spec.options where result.has(option.long) && !spec.isGlobal(option.long) && !subcommand.options.contains(option.long) {
-            let owners = spec.subcommands.filter { $0.options.contains(option.long) }.map(\.name)
-            throw UsageError("--\(option.long) does not apply to \(subcommand.name); it applies to \(owners.joined(separator: ", "))")
+        for option in spec.options {
+            if let words = subcommand.choices(option.long, action: action) { result.runChoices[option.long] = words }
+        }
+        let applying = action?.options ?? subcommand.options
+        for option in spec.options where result.has(option.long) && !spec.isGlobal(option.long) && !applying.contains(option.long) {
+            throw UsageError("--\(option.long) does not apply to \(subcommand.label(action)); it applies to \(spec.owners(of: option.long).joined(separator: ", "))")
         }
         let count = result.operands.count
-        if !subcommand.operands.contains(count) {
-            let wanted = subcommand.operandNames.isEmpty ? "no operands" : subcommand.operandNames
-            throw UsageError("\(subcommand.name) wants \(wanted)" + (count > subcommand.operands.upperBound
-                ? ", not '\(result.operands[subcommand.operands.upperBound])'" : ", not \(count == 0 ? "none" : "only \(count)")"))
+        let operands = action?.operands ?? subcommand.operands
+        if !operands.contains(count) {
+            let names = action?.operandNames ?? subcommand.operandNames
+            let wanted = names.isEmpty ? "no operands" : names
+            throw UsageError("\(subcommand.label(action)) wants \(wanted)" + (count > operands.upperBound
+                ? ", not '\(result.operands[operands.upperBound])'" : ", not \(count == 0 ? "none" : "only \(count)")"))
         }
     }
 

@@ -71,7 +71,7 @@ extension VitalsCommand {
         do {
             let options = try ArgumentParser.parse(arguments, spec: spec)
             if options.has("help") {
-                Streams.writeAll(streams.output, Help.render(spec, subcommand: options.subcommand))
+                Streams.writeAll(streams.output, Help.render(spec, subcommand: options.subcommand, action: options.action))
                 return .success
             }
             if options.has("version") {

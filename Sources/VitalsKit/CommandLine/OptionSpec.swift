@@ -109,49 +109,108 @@ public struct OptionSpec: Sendable, Equatable {
 }
 
 /// A word that a subcommand takes as its first operand to choose what it does (`agents approve ID`),
-/// with the operands that follow it.
-public struct SubcommandAction: Sendable, Equatable, ExpressibleByStringLiteral {
+/// with its own operands, options and help: the parser takes it, checks its operands and options,
+/// and `--help` after it shows its help.
+public struct SubcommandAction: Sendable, Equatable {
     /// The word (`approve`).
     public let name: String
+    /// Other words for it, kept where another vocabulary meets this one (`register` for `devices add`,
+    /// as OnlineTracker's endpoint names it).
+    public let aliases: [String]
+    /// How many operands it takes after the word.
+    public let operands: ClosedRange<Int>
     /// The operands after it as shown in usage (`ID`), or empty.
     public let operandNames: String
+    /// The long names of the tool's options that apply to it (the global ones apply too).
+    public let options: Set<String>
+    /// One line saying what it does.
+    public let summary: String
+    /// The words it accepts for options whose choices depend on what runs (`--format`), by long name,
+    /// its default first; each is among the option's own choices.
+    public let choices: [String: [String]]
 
     /// Creates an action.
-    public init(_ name: String, _ operandNames: String = "") {
+    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", aliases: [String] = [],
+                options: Set<String> = [], choices: [String: [String]] = [:], summary: String) {
         self.name = name
+        self.choices = choices
+        self.aliases = aliases
+        self.operands = operands
         self.operandNames = operandNames
+        self.options = options
+        self.summary = summary
     }
 
-    /// An action without operands: `"count"`.
-    public init(stringLiteral name: String) { self.init(name) }
+    /// `approve ID` as shown in usage.
+    public var usage: String { operandNames.isEmpty ? name : name + " " + operandNames }
 }
 
 /// One subcommand: its operands and the options that apply to it.
 public struct SubcommandSpec: Sendable, Equatable {
     /// The word that names it (`history`).
     public let name: String
-    /// How many operands it takes.
+    /// How many operands it takes (without an action, for a subcommand with actions).
     public let operands: ClosedRange<Int>
-    /// The operands as shown in usage and messages (`ID`, `A B`, `[FILE...]`).
+    /// The operands as shown in usage and messages (`ID`, `A B`, `[FILE...]`); for a subcommand with
+    /// actions, the actions with theirs (`add TOKEN | remove TOKEN | count | list`).
     public let operandNames: String
     /// One line saying what it does.
     public let summary: String
-    /// The long names of the tool's options that apply to it; options named by no subcommand apply to all.
+    /// The long names of the tool's options that apply to it (without an action, for a subcommand with
+    /// actions); options named by no subcommand and no action apply to all.
     public let options: Set<String>
     /// The words its first operand may be, when that operand chooses what it does (`approve`, `reject`,
-    /// `token` for `agents`); `operandNames` shows them. Completions offer them; the tool itself reads them.
+    /// `token` for `agents`): the parser takes the action, checks its operands and options, and a word
+    /// that names none is a usage error.
     public let actions: [SubcommandAction]
+    /// Whether it needs an action (`devices`), or also runs without one (`agents` lists the agents).
+    public let requiresAction: Bool
+    /// The words it accepts for options whose choices depend on the subcommand (`--format`: `ndjson` or
+    /// `csv` for export), by long name, its default first; each is among the option's own choices.
+    /// `ParsedOptions.choice` checks against them, help names them and completions offer them.
+    public let choices: [String: [String]]
 
     /// Creates a subcommand.
-    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", actions: [SubcommandAction] = [],
-                options: Set<String> = [], summary: String) {
+    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", options: Set<String> = [],
+                choices: [String: [String]] = [:], summary: String) {
         self.name = name
+        self.choices = choices
         self.operands = operands
         self.operandNames = operandNames
         self.summary = summary
         self.options = options
-        self.actions = actions
+        self.actions = []
+        self.requiresAction = false
     }
+
+    /// Creates a subcommand whose first operand is an action. Without `requiresAction`, it also runs
+    /// alone, without operands, with `options`.
+    public init(_ name: String, actions: [SubcommandAction], requiresAction: Bool, options: Set<String> = [],
+                choices: [String: [String]] = [:], summary: String) {
+        self.name = name
+        self.choices = choices
+        self.operands = 0...0
+        let choices = actions.map(\.usage).joined(separator: " | ")
+        self.operandNames = requiresAction ? choices : "[" + choices + "]"
+        self.summary = summary
+        self.options = requiresAction ? [] : options
+        self.actions = actions
+        self.requiresAction = requiresAction
+    }
+
+    /// The action `word` names (its name or an alias), if any.
+    public func action(_ word: String) -> SubcommandAction? {
+        actions.first { $0.name == word || $0.aliases.contains(word) }
+    }
+
+    /// Every option named by it or by one of its actions.
+    public var allOptionNames: Set<String> { actions.reduce(options) { $0.union($1.options) } }
+
+    /// The words `long` accepts when it runs with `action` (or alone), its default first, if they depend on it.
+    public func choices(_ long: String, action: SubcommandAction?) -> [String]? { action?.choices[long] ?? choices[long] }
+
+    /// `agents` or `agents approve`, as messages name a subcommand or an action of it.
+    public func label(_ action: SubcommandAction?) -> String { action.map { "\(name) \($0.name)" } ?? name }
 }
 
 /// The command-line interface of one tool: drives parsing and help.
@@ -170,7 +229,8 @@ public struct CommandSpec: Sendable {
     public let subcommands: [SubcommandSpec]
     /// The subcommand run when the first operand names none (store-samples' ingest), if any.
     public let defaultSubcommand: String?
-    /// Example command lines for `--help` (the man page carries the same ones, run by a test).
+    /// Example command lines for `--help`: each is one of the man page's EXAMPLES, word for word, which the
+    /// documentation tests run and check (`HelpExampleTests`).
     public let examples: [String]
     /// The exit statuses that apply, with their meaning for this tool.
     public let exitStatuses: [(ExitStatus, String)]
@@ -199,12 +259,27 @@ public struct CommandSpec: Sendable {
     /// The subcommand named `name`, if any.
     public func subcommand(_ name: String) -> SubcommandSpec? { subcommands.first { $0.name == name } }
 
-    /// Whether an option applies to every subcommand (no subcommand lists it).
-    public func isGlobal(_ long: String) -> Bool { !subcommands.contains { $0.options.contains(long) } }
+    /// Whether an option applies to every subcommand (no subcommand and no action lists it).
+    public func isGlobal(_ long: String) -> Bool { !subcommands.contains { $0.allOptionNames.contains(long) } }
 
-    /// The options that apply to a subcommand: its own and the global ones, in table order.
+    /// The options that may follow a subcommand: its own, its actions' and the global ones, in table order.
     public func options(for subcommand: SubcommandSpec) -> [OptionSpec] {
-        allOptions.filter { isGlobal($0.long) || subcommand.options.contains($0.long) }
+        allOptions.filter { isGlobal($0.long) || subcommand.allOptionNames.contains($0.long) }
+    }
+
+    /// The options that apply to a subcommand run with `action`, or without one: its or the action's, and
+    /// the global ones, in table order.
+    public func options(for subcommand: SubcommandSpec, action: SubcommandAction?) -> [OptionSpec] {
+        let own = action?.options ?? subcommand.options
+        return allOptions.filter { isGlobal($0.long) || own.contains($0.long) }
+    }
+
+    /// Where an option applies (`devices add`, `serve`), for a message saying it does not apply elsewhere.
+    public func owners(of long: String) -> [String] {
+        subcommands.flatMap { subcommand in
+            (subcommand.options.contains(long) ? [subcommand.name] : [])
+                + subcommand.actions.filter { $0.options.contains(long) }.map { subcommand.label($0) }
+        }
     }
 }
 
