@@ -86,7 +86,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             "store-samples --db vitals.db history api --since 24h --ndjson",
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",
             "store-samples --db vitals.db clear --until 30d",
-            "store-samples --db vitals.db metrics --output /var/lib/prometheus/node-exporter/vitals.prom",
+            "store-samples --db vitals.db metrics --output vitals.prom",
         ],
         exitStatuses: [
             (.success, "done (a query that matches nothing prints an empty list)"),
