@@ -14,54 +14,54 @@ enum BashCompletion {
         let valueLongs = all.filter { $0.value != .flag }.map { "--" + $0.long }
         let valueShorts = String(all.filter { $0.value != .flag }.compactMap(\.short))
         var out = """
-        # bash completion for \(spec.name): its subcommands, options and their fixed values.
-        # Made by vitals-completions from \(spec.name)'s option table (vitals \(Vitals.version)); do not edit.
-        \(function)() {
-            local cur=${COMP_WORDS[COMP_CWORD]} option= word sub= action= operands=0 only_operands= i=1 k
-            # bash splits --option=value at '=': the value's word follows a '=' word.
-            [[ $cur == = ]] && cur=
-            while (( i < COMP_CWORD )); do
-                word=${COMP_WORDS[i]}
-                i=$((i + 1))
-                if [[ -z $only_operands ]]; then
-                    case $word in
-                        --) only_operands=1; continue ;;
-
-        """
-        if !valueLongs.isEmpty {
-            out += """
-                            \(valueLongs.joined(separator: "|")))
-                                [[ ${COMP_WORDS[i]} == = ]] && i=$((i + 1))
-                                (( i >= COMP_CWORD )) && option=$word
-                                i=$((i + 1)); continue ;;
+            # bash completion for \(spec.name): its subcommands, options and their fixed values.
+            # Made by vitals-completions from \(spec.name)'s option table (vitals \(Vitals.version)); do not edit.
+            \(function)() {
+                local cur=${COMP_WORDS[COMP_CWORD]} option= word sub= action= operands=0 only_operands= i=1 k
+                # bash splits --option=value at '=': the value's word follows a '=' word.
+                [[ $cur == = ]] && cur=
+                while (( i < COMP_CWORD )); do
+                    word=${COMP_WORDS[i]}
+                    i=$((i + 1))
+                    if [[ -z $only_operands ]]; then
+                        case $word in
+                            --) only_operands=1; continue ;;
 
             """
+        if !valueLongs.isEmpty {
+            out += """
+                                \(valueLongs.joined(separator: "|")))
+                                    [[ ${COMP_WORDS[i]} == = ]] && i=$((i + 1))
+                                    (( i >= COMP_CWORD )) && option=$word
+                                    i=$((i + 1)); continue ;;
+
+                """
         }
         out += """
-                        -) ;;
-                        --*) continue ;;
-                        -*)
-                            for ((k = 1; k < ${#word}; k++)); do
-                                if [[ "\(valueShorts)" == *"${word:k:1}"* ]]; then
-                                    if (( k == ${#word} - 1 )); then (( i >= COMP_CWORD )) && option=-${word:k:1}; i=$((i + 1)); fi
-                                    break
-                                fi
-                            done
-                            continue ;;
-                    esac
-                fi
-
-        """
-        if !spec.subcommands.isEmpty {
-            out += """
-                    if [[ -z $sub ]]; then
-                        case $word in
-                            \(spec.subcommands.map(\.name).joined(separator: "|"))) sub=$word; continue ;;
+                            -) ;;
+                            --*) continue ;;
+                            -*)
+                                for ((k = 1; k < ${#word}; k++)); do
+                                    if [[ "\(valueShorts)" == *"${word:k:1}"* ]]; then
+                                        if (( k == ${#word} - 1 )); then (( i >= COMP_CWORD )) && option=-${word:k:1}; i=$((i + 1)); fi
+                                        break
+                                    fi
+                                done
+                                continue ;;
                         esac
-                        sub=\(model.defaultSubcommand?.name ?? "-")
                     fi
 
             """
+        if !spec.subcommands.isEmpty {
+            out += """
+                        if [[ -z $sub ]]; then
+                            case $word in
+                                \(spec.subcommands.map(\.name).joined(separator: "|"))) sub=$word; continue ;;
+                            esac
+                            sub=\(model.defaultSubcommand?.name ?? "-")
+                        fi
+
+                """
         }
         let withActions = spec.subcommands.filter { !$0.actions.isEmpty }
         if !withActions.isEmpty {
@@ -76,17 +76,18 @@ enum BashCompletion {
             out += "            esac\n        fi\n"
         }
         out += """
-                operands=$((operands + 1))
-            done
-            if [[ -n $option ]]; then
-                case $option in
+                    operands=$((operands + 1))
+                done
+                if [[ -n $option ]]; then
+                    case $option in
 
-        """
+            """
         // The value of an option: its fixed words, files, directories or commands.
         for option in spec.allOptions {
             let value = ValueCompletion(option)
             guard value != .flag, let words = candidates(value) else { continue }
-            let names = (["--" + option.long] + (option.short.map { ["-" + String($0)] } ?? []))
+            let names =
+                (["--" + option.long] + (option.short.map { ["-" + String($0)] } ?? []))
                 + option.aliases.filter { $0.meaning == nil }.map { "--" + $0.name }
             let narrowed = model.narrowing(option)
             if narrowed.isEmpty {
@@ -101,14 +102,15 @@ enum BashCompletion {
             out += "                    *) \(words) ;;\n                esac ;;\n"
         }
         out += """
-                esac
-                return 0
-            fi
-            if [[ $cur == -* && -z $only_operands ]]; then
+                    esac
+                    return 0
+                fi
+                if [[ $cur == -* && -z $only_operands ]]; then
 
-        """
+            """
         func optionWords(_ spellings: [Spelling]) -> String {
-            spellings.flatMap { spelling in ["--" + spelling.long] + (spelling.short.map { ["-" + String($0)] } ?? []) }.joined(separator: " ")
+            spellings.flatMap { spelling in ["--" + spelling.long] + (spelling.short.map { ["-" + String($0)] } ?? []) }.joined(
+                separator: " ")
         }
         if spec.subcommands.isEmpty {
             out += "        COMPREPLY=($(compgen -W \"\(optionWords(model.allSpellings))\" -- \"$cur\"))\n"
@@ -122,16 +124,17 @@ enum BashCompletion {
                 }
             }
             for subcommand in spec.subcommands {
-                out += "            \"\(subcommand.name) \"*) COMPREPLY=($(compgen -W \"\(optionWords(model.spellings(for: subcommand)))\" -- \"$cur\")) ;;\n"
+                out +=
+                    "            \"\(subcommand.name) \"*) COMPREPLY=($(compgen -W \"\(optionWords(model.spellings(for: subcommand)))\" -- \"$cur\")) ;;\n"
             }
             out += "            *) COMPREPLY=($(compgen -W \"\(optionWords(model.allSpellings))\" -- \"$cur\")) ;;\n"
             out += "        esac\n"
         }
         out += """
-                return 0
-            fi
+                    return 0
+                fi
 
-        """
+            """
         let files = "compopt -o filenames 2>/dev/null; mapfile -t -O ${#COMPREPLY[@]} COMPREPLY < <(compgen -f -- \"$cur\")"
         if spec.subcommands.isEmpty {
             if model.operandsAreFiles(nil) { out += "    \(files)\n" }
@@ -143,7 +146,8 @@ enum BashCompletion {
             out += "    case $sub in\n"
             for subcommand in spec.subcommands {
                 if !subcommand.actions.isEmpty {
-                    out += "        \(subcommand.name)) (( operands == 0 )) && COMPREPLY=($(compgen -W \"\(subcommand.actions.map(\.name).joined(separator: " "))\" -- \"$cur\")) ;;\n"
+                    out +=
+                        "        \(subcommand.name)) (( operands == 0 )) && COMPREPLY=($(compgen -W \"\(subcommand.actions.map(\.name).joined(separator: " "))\" -- \"$cur\")) ;;\n"
                 } else if model.operandsAreFiles(subcommand) {
                     out += "        \(subcommand.name)) \(files) ;;\n"
                 }
@@ -151,11 +155,11 @@ enum BashCompletion {
             out += "    esac\n"
         }
         out += """
-            return 0
-        }
-        complete -F \(function) \(spec.name)
+                return 0
+            }
+            complete -F \(function) \(spec.name)
 
-        """
+            """
         return out
     }
 

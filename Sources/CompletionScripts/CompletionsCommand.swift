@@ -1,8 +1,9 @@
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// `vitals-completions SHELL TOOL`: prints TOOL's completion script for bash, zsh or fish, made from

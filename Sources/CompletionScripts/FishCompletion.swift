@@ -17,14 +17,17 @@ enum FishCompletion {
             lines.append("complete -c \(tool) -f")
             let none = "not __fish_seen_subcommand_from \(names.joined(separator: " "))"
             for subcommand in spec.subcommands {
-                lines.append("complete -c \(tool) -n \(quote(none)) -a \(subcommand.name) -d \(quote(CompletionModel.shortHelp(subcommand.summary)))")
+                lines.append(
+                    "complete -c \(tool) -n \(quote(none)) -a \(subcommand.name) -d \(quote(CompletionModel.shortHelp(subcommand.summary)))"
+                )
             }
             for subcommand in spec.subcommands {
                 if !subcommand.actions.isEmpty {
                     let actions = subcommand.actions.map(\.name).joined(separator: " ")
                     let condition = "__fish_seen_subcommand_from \(subcommand.name); and not __fish_seen_subcommand_from \(actions)"
                     for action in subcommand.actions {
-                        let words = ([subcommand.name, action.name] + (action.operandNames.isEmpty ? [] : [action.operandNames])).joined(separator: " ")
+                        let words = ([subcommand.name, action.name] + (action.operandNames.isEmpty ? [] : [action.operandNames])).joined(
+                            separator: " ")
                         lines.append("complete -c \(tool) -n \(quote(condition)) -a \(action.name) -d \(quote(words))")
                     }
                 } else if model.operandsAreFiles(subcommand) {
@@ -37,7 +40,9 @@ enum FishCompletion {
         for general in model.allSpellings {
             // Where a subcommand narrows the option's words (export's --format), a line of its own offers them.
             let narrowed = general.meaning == nil ? model.narrowing(general.option) : []
-            for (spelling, condition) in [(general, nil as String?)] + narrowed.map({ (general.narrowed(to: $0.1), "__fish_seen_subcommand_from " + $0.0.name) }) {
+            for (spelling, condition) in [(general, nil as String?)]
+                + narrowed.map({ (general.narrowed(to: $0.1), "__fish_seen_subcommand_from " + $0.0.name) })
+            {
                 var line = "complete -c \(tool)"
                 if let condition {
                     line += " -n \(quote(condition))"
@@ -47,7 +52,9 @@ enum FishCompletion {
                         let others = spec.subcommands.filter { subcommand in !owners.contains { $0.name == subcommand.name } }.map(\.name)
                         if !others.isEmpty { conditions.append("not __fish_seen_subcommand_from " + others.joined(separator: " ")) }
                     }
-                    if !narrowed.isEmpty { conditions.append("not __fish_seen_subcommand_from " + narrowed.map(\.0.name).joined(separator: " ")) }
+                    if !narrowed.isEmpty {
+                        conditions.append("not __fish_seen_subcommand_from " + narrowed.map(\.0.name).joined(separator: " "))
+                    }
                     if !conditions.isEmpty { line += " -n \(quote(conditions.joined(separator: "; and ")))" }
                 }
                 if let short = spelling.short { line += " -s \(short)" }

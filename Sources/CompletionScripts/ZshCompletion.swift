@@ -7,41 +7,41 @@ enum ZshCompletion {
     static func script(_ spec: CommandSpec) -> String {
         let model = CompletionModel(spec: spec)
         var out = """
-        #compdef \(spec.name)
-        # zsh completion for \(spec.name): its subcommands, options and their fixed values.
-        # Made by vitals-completions from \(spec.name)'s option table (vitals \(Vitals.version)); do not edit.
+            #compdef \(spec.name)
+            # zsh completion for \(spec.name): its subcommands, options and their fixed values.
+            # Made by vitals-completions from \(spec.name)'s option table (vitals \(Vitals.version)); do not edit.
 
-        _\(spec.name)() {
-          local curcontext=$curcontext state state_descr line ret=1
-          typeset -A opt_args
-          local -a every=(
-        \(specs(model.allSpellings))
-          )
+            _\(spec.name)() {
+              local curcontext=$curcontext state state_descr line ret=1
+              typeset -A opt_args
+              local -a every=(
+            \(specs(model.allSpellings))
+              )
 
-        """
+            """
         if spec.subcommands.isEmpty {
             out += "  _arguments -s -S $every\(model.operandsAreFiles(nil) ? " '*:file:_files'" : "") && ret=0\n"
             out += "  return ret\n}\n\n_\(spec.name) \"$@\"\n"
             return out
         }
         out += """
-          _arguments -s -S -C -A '-*' $every '1: :->subcommand' '*:: :->operands' && ret=0
-          case $state in
-            subcommand)
-              local -a subcommands=(
-        \(spec.subcommands.map { "        " + quote(escapeColon($0.name) + ":" + CompletionModel.shortHelp($0.summary)) }.joined(separator: "\n"))
-              )
-              _describe -t subcommands subcommand subcommands && ret=0
+              _arguments -s -S -C -A '-*' $every '1: :->subcommand' '*:: :->operands' && ret=0
+              case $state in
+                subcommand)
+                  local -a subcommands=(
+            \(spec.subcommands.map { "        " + quote(escapeColon($0.name) + ":" + CompletionModel.shortHelp($0.summary)) }.joined(separator: "\n"))
+                  )
+                  _describe -t subcommands subcommand subcommands && ret=0
 
-        """
+            """
         if model.operandsAreFiles(model.defaultSubcommand) { out += "      _files && ret=0\n" }
         out += """
-              ;;
-            operands)
-              curcontext=${curcontext%:*:*}:\(spec.name)-$words[1]:
-              case $words[1] in
+                  ;;
+                operands)
+                  curcontext=${curcontext%:*:*}:\(spec.name)-$words[1]:
+                  case $words[1] in
 
-        """
+            """
         for subcommand in spec.subcommands {
             let own = model.spellings(for: subcommand).map { spelling in
                 model.choices(spelling.option, after: subcommand).map { spelling.narrowed(to: $0) } ?? spelling
@@ -60,15 +60,15 @@ enum ZshCompletion {
             out += "        *) _arguments -s -S $every\(model.operandsAreFiles(fallback) ? " '*:file:_files'" : "") && ret=0 ;;\n"
         }
         out += """
+                  esac
+                  ;;
               esac
-              ;;
-          esac
-          return ret
-        }
+              return ret
+            }
 
-        _\(spec.name) "$@"
+            _\(spec.name) "$@"
 
-        """
+            """
         return out
     }
 
@@ -106,7 +106,8 @@ enum ZshCompletion {
 
     /// A description for `[...]`: brackets and backslashes escaped.
     static func bracketEscaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "[", with: "\\[").replacingOccurrences(of: "]", with: "\\]")
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "[", with: "\\[").replacingOccurrences(
+            of: "]", with: "\\]")
     }
 
     /// Colons escaped, for a message or a `name:description` pair.

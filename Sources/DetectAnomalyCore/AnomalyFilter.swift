@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// What a run saw, for `--summary` and `--exit-status`.
 struct AnomalyTally: Sendable, Equatable {
@@ -24,7 +25,8 @@ struct AnomalyTally: Sendable, Equatable {
     /// The one-line summary.
     func line(monitors: Int) -> String {
         let samples = unknown + stable + degrading
-        var text = "\(samples) sample\(samples == 1 ? "" : "s") of \(monitors) monitor\(monitors == 1 ? "" : "s"): "
+        var text =
+            "\(samples) sample\(samples == 1 ? "" : "s") of \(monitors) monitor\(monitors == 1 ? "" : "s"): "
             + "\(degrading) degrading, \(stable) stable, \(unknown) unknown"
             + "; \(episodes) episode\(episodes == 1 ? "" : "s") began"
         if promoted > 0 { text += "; \(promoted) promoted from up to degraded" }
@@ -65,8 +67,10 @@ final class AnomalyFilter<Detector: MonitorDetector> {
 
     /// Judges a valid sample (found by `SamplePreparer` in `line`; `monitor` holds its id) and
     /// writes it with its anomaly object, promoted when it is up and degrading.
-    func judge(_ facts: SampleFacts, line: UnsafeBufferPointer<UInt8>, monitor: UnsafeBufferPointer<UInt8>,
-               to output: RecordWriter) throws {
+    func judge(
+        _ facts: SampleFacts, line: UnsafeBufferPointer<UInt8>, monitor: UnsafeBufferPointer<UInt8>,
+        to output: RecordWriter
+    ) throws {
         let report: Detector.Report
         var episode: EpisodeMark?
         if facts.judged {
@@ -131,8 +135,10 @@ final class AnomalyFilter<Detector: MonitorDetector> {
             edits.append(Splice(start: message.valueStart, end: message.valueEnd, edit: .message(message)))
         }
         if reasonField == nil || facts.messageField == nil {
-            edits.append(Splice(start: status.valueEnd, end: status.valueEnd,
-                                edit: .missingReasonAndMessage(reason: reasonField == nil, message: facts.messageField == nil)))
+            edits.append(
+                Splice(
+                    start: status.valueEnd, end: status.valueEnd,
+                    edit: .missingReasonAndMessage(reason: reasonField == nil, message: facts.messageField == nil)))
         }
         edits.sort { $0.start < $1.start }
         apply(edits, to: line)
@@ -223,9 +229,11 @@ struct AnomalyFields: SampleFieldReader {
         if simulatedFlag { return true }
         guard let message, line[message.valueStart] == UInt8(ascii: "\"") else { return false }
         if memchr(line.baseAddress! + message.valueStart, Int32(UInt8(ascii: "\\")), message.valueEnd - message.valueStart) == nil {
-            return bytes(UnsafeBufferPointer(rebasing: line[(message.valueStart + 1)..<(message.valueEnd - 1)]), contain: Self.simulatedWord)
+            return bytes(
+                UnsafeBufferPointer(rebasing: line[(message.valueStart + 1)..<(message.valueEnd - 1)]), contain: Self.simulatedWord)
         }
-        guard var text = (try? JSONParser.parse(UnsafeBufferPointer(rebasing: line[message.valueStart..<message.valueEnd])))?.stringValue else {
+        guard var text = (try? JSONParser.parse(UnsafeBufferPointer(rebasing: line[message.valueStart..<message.valueEnd])))?.stringValue
+        else {
             return false
         }
         return text.withUTF8 { bytes($0, contain: Self.simulatedWord) }
@@ -241,7 +249,10 @@ func bytes(_ haystack: UnsafeBufferPointer<UInt8>, contain needle: [UInt8]) -> B
     var start = 0
     let last = haystack.count - needle.count
     outer: while start <= last {
-        if haystack[start] != first { start += 1; continue }
+        if haystack[start] != first {
+            start += 1
+            continue
+        }
         for offset in 1..<needle.count where haystack[start + offset] != needle[offset] {
             start += 1
             continue outer

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The monitors of one run, in the order first seen, each with its detector state.
 ///
@@ -33,8 +34,10 @@ final class MonitorTable<Detector: MonitorDetector> {
     /// Judges `observation` with the detector of the monitor whose id is `id` (created empty
     /// when the monitor is new), changing it in place, and places the sample in the monitor's
     /// episodes (nil when it is in none).
-    func judge(_ observation: Observation, at atMs: Int64, of id: UnsafeBufferPointer<UInt8>,
-               settings: DetectorSettings) -> (Detector.Report, EpisodeMark?) {
+    func judge(
+        _ observation: Observation, at atMs: Int64, of id: UnsafeBufferPointer<UInt8>,
+        settings: DetectorSettings
+    ) -> (Detector.Report, EpisodeMark?) {
         let position: Int
         switch find(id) {
         case .found(let known):
@@ -49,8 +52,9 @@ final class MonitorTable<Detector: MonitorDetector> {
         }
         let report = detectors[position].judge(observation, settings: settings)
         guard report.verdict != .unknown else { return (report, nil) }
-        let mark = episodes[position].advance(over: report.verdict == .degrading, score: report.score, atMs: atMs,
-                                              endAfter: settings.detector.episodeEnd)
+        let mark = episodes[position].advance(
+            over: report.verdict == .degrading, score: report.score, atMs: atMs,
+            endAfter: settings.detector.episodeEnd)
         return (report, mark)
     }
 
@@ -73,7 +77,10 @@ final class MonitorTable<Detector: MonitorDetector> {
         return name.withUTF8 { if case .found = find($0) { return true } else { return false } }
     }
 
-    private enum Lookup { case found(Int), empty }
+    private enum Lookup {
+        case found(Int)
+        case empty
+    }
 
     private func find(_ id: UnsafeBufferPointer<UInt8>) -> Lookup {
         let mask = slots.count - 1
@@ -124,8 +131,10 @@ enum AnomalyStateFile {
     static let version = 4
 
     /// Reads the monitors saved in `path`; a file that does not exist yet gives none.
-    static func load<Detector: MonitorDetector>(_ path: String, settings: DetectorSettings,
-                                                into table: MonitorTable<Detector>) throws(ToolError) {
+    static func load<Detector: MonitorDetector>(
+        _ path: String, settings: DetectorSettings,
+        into table: MonitorTable<Detector>
+    ) throws(ToolError) {
         let bytes: [UInt8]
         switch readFile(path) {
         case .missing:
@@ -146,9 +155,11 @@ enum AnomalyStateFile {
         try load(bytes.span, path: path, settings: settings, into: table, fail: fail)
     }
 
-    private static func load<Detector: MonitorDetector>(_ bytes: Span<UInt8>, path: String, settings: DetectorSettings,
-                                                        into table: MonitorTable<Detector>,
-                                                        fail: (String) -> ToolError) throws(ToolError) {
+    private static func load<Detector: MonitorDetector>(
+        _ bytes: Span<UInt8>, path: String, settings: DetectorSettings,
+        into table: MonitorTable<Detector>,
+        fail: (String) -> ToolError
+    ) throws(ToolError) {
         var object = JSONObject()
         var monitorsRange: Range<Int>?
         do {
@@ -169,14 +180,16 @@ enum AnomalyStateFile {
         }
         guard let fileVersion = object["version"]?.intValue else { throw fail("no version number") }
         guard fileVersion == version else {
-            throw ToolError("state file \(path) is version \(fileVersion); this detect-anomaly reads version \(version) "
-                            + "(use the detect-anomaly that wrote it, or name another --state file)")
+            throw ToolError(
+                "state file \(path) is version \(fileVersion); this detect-anomaly reads version \(version) "
+                    + "(use the detect-anomaly that wrote it, or name another --state file)")
         }
         for (key, expected) in settingsFields(settings) where object[key] != expected {
             let found = object[key].map(\.jsonText) ?? "nothing"
-            throw ToolError("state file \(path) was written with --\(key.replacingUnderscores) \(found.unquoted); "
-                            + "this run has --\(key.replacingUnderscores) \(expected.jsonText.unquoted) "
-                            + "(run with the same options, or name another --state file)")
+            throw ToolError(
+                "state file \(path) was written with --\(key.replacingUnderscores) \(found.unquoted); "
+                    + "this run has --\(key.replacingUnderscores) \(expected.jsonText.unquoted) "
+                    + "(run with the same options, or name another --state file)")
         }
         guard let monitorsRange, let monitors = try? JSONParser.scanArray(bytes.extracting(monitorsRange)) else {
             throw fail("\"monitors\" is not an array")
@@ -189,8 +202,9 @@ enum AnomalyStateFile {
             }
             guard !table.contains(name) else { throw fail("monitor '\(name)' is listed twice") }
             do {
-                table.add(name, try Detector(state: state, settings: settings),
-                          episodes: try EpisodeTracker(state: state, endAfter: settings.detector.episodeEnd))
+                table.add(
+                    name, try Detector(state: state, settings: settings),
+                    episodes: try EpisodeTracker(state: state, endAfter: settings.detector.episodeEnd))
             } catch {
                 throw fail("monitor '\(name)': \(error.message)")
             }
@@ -198,8 +212,10 @@ enum AnomalyStateFile {
     }
 
     /// Writes the monitors to `path` atomically.
-    static func save<Detector: MonitorDetector>(_ path: String, settings: DetectorSettings,
-                                                table: MonitorTable<Detector>) throws(ToolError) {
+    static func save<Detector: MonitorDetector>(
+        _ path: String, settings: DetectorSettings,
+        table: MonitorTable<Detector>
+    ) throws(ToolError) {
         var out: [UInt8] = []
         out.reserveCapacity(64 + table.count * (settings.window * 12 + 64))
         JSONText.appendLiteral("{\"format\":", to: &out)
@@ -227,12 +243,14 @@ enum AnomalyStateFile {
 
     /// The settings a state file records, with the values it must hold.
     private static func settingsFields(_ settings: DetectorSettings) -> [(String, JSONValue)] {
-        [("detector", .string(settings.detector.rawValue)),
-         ("field", .string(settings.field)),
-         ("direction", .string(settings.direction.rawValue)),
-         ("window", .integer(settings.window)),
-         ("min_samples", .integer(settings.minSamples)),
-         ("threshold", .number(exactText(settings.threshold)))]
+        [
+            ("detector", .string(settings.detector.rawValue)),
+            ("field", .string(settings.field)),
+            ("direction", .string(settings.direction.rawValue)),
+            ("window", .integer(settings.window)),
+            ("min_samples", .integer(settings.minSamples)),
+            ("threshold", .number(exactText(settings.threshold))),
+        ]
     }
 
     private static func exactText(_ value: Double) -> String {
@@ -271,7 +289,7 @@ enum AnomalyStateFile {
 
 }
 
-private extension String {
-    var replacingUnderscores: String { String(map { $0 == "_" ? "-" : $0 }) }
-    var unquoted: String { hasPrefix("\"") && hasSuffix("\"") && count >= 2 ? String(dropFirst().dropLast()) : self }
+extension String {
+    fileprivate var replacingUnderscores: String { String(map { $0 == "_" ? "-" : $0 }) }
+    fileprivate var unquoted: String { hasPrefix("\"") && hasSuffix("\"") && count >= 2 ? String(dropFirst().dropLast()) : self }
 }

@@ -8,21 +8,34 @@ public enum DetectAnomalyCommand: VitalsCommand {
         summary: "Mark latency anomalies in sample records, per monitor, on rolling windows.",
         usage: ["[OPTIONS] [FILE...]"],
         description: """
-        Reads records from the FILEs (or standard input; - is standard input) and writes every valid one back \
-        out, in order, every byte as it came, with an anomaly object added to each sample: verdict unknown, \
-        stable or degrading, the detector's numbers, a score from 0 to 1, and its place in an anomaly episode \
-        (the onset, the samples inside it, the sample that ends it). A degrading sample that is up \
-        becomes degraded, with reason latency (isitup's rule). Records that are not samples pass through \
-        untouched. See detect-anomaly(1) for every rule, vitals-records(7) for the records.
-        """,
+            Reads records from the FILEs (or standard input; - is standard input) and writes every valid one back \
+            out, in order, every byte as it came, with an anomaly object added to each sample: verdict unknown, \
+            stable or degrading, the detector's numbers, a score from 0 to 1, and its place in an anomaly episode \
+            (the onset, the samples inside it, the sample that ends it). A degrading sample that is up \
+            becomes degraded, with reason latency (isitup's rule). Records that are not samples pass through \
+            untouched. See detect-anomaly(1) for every rule, vitals-records(7) for the records.
+            """,
         options: [
-            OptionSpec("detector", value: "NAME", default: DetectorKind.envelope.rawValue, choices: DetectorKind.allCases.map(\.rawValue),
-                       help: "envelope (values far from the median and beyond the range the monitor has shown), robust (sustained shifts and drifts, seasonal), mad (robust point rule) or seed (isitup's AnomalyDetector, exactly)"),
+            OptionSpec(
+                "detector", value: "NAME", default: DetectorKind.envelope.rawValue, choices: DetectorKind.allCases.map(\.rawValue),
+                help:
+                    "envelope (values far from the median and beyond the range the monitor has shown), robust (sustained shifts and drifts, seasonal), mad (robust point rule) or seed (isitup's AnomalyDetector, exactly)"
+            ),
             OptionSpec("field", value: "NAME", default: DetectorSettings().field, help: "the numeric sample field judged"),
-            OptionSpec("direction", value: "SIDE", default: Direction.high.rawValue, choices: Direction.allCases.map(\.rawValue), help: "which side is bad: high, low (for speeds) or both"),
-            OptionSpec("window", value: "N", help: "points kept per monitor, the current one included (default 100 for envelope, 50 for the others)"),
-            OptionSpec("min-samples", value: "N", default: "10", help: "points needed, the current one included, before a verdict other than unknown"),
-            OptionSpec("threshold", value: "X", help: "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7); envelope: robust deviations from the median (default 5.7)"),
+            OptionSpec(
+                "direction", value: "SIDE", default: Direction.high.rawValue, choices: Direction.allCases.map(\.rawValue),
+                help: "which side is bad: high, low (for speeds) or both"),
+            OptionSpec(
+                "window", value: "N",
+                help: "points kept per monitor, the current one included (default 100 for envelope, 50 for the others)"),
+            OptionSpec(
+                "min-samples", value: "N", default: "10",
+                help: "points needed, the current one included, before a verdict other than unknown"),
+            OptionSpec(
+                "threshold", value: "X",
+                help:
+                    "seed: standard deviations above the mean (default 2.5); mad: robust deviations (default 3.5); robust: CUSUM limit (default 7); envelope: robust deviations from the median (default 5.7)"
+            ),
             OptionSpec("state", value: "FILE", help: "load the monitors' windows from FILE at the start and save them there at the end"),
             .duration("checkpoint", help: "with --state, also save the state this often during a long run"),
             OptionSpec("keep-status", help: "never change status, reason or message; only add the anomaly object"),
@@ -66,7 +79,8 @@ public enum DetectAnomalyCommand: VitalsCommand {
         if let field = options.value("field") {
             guard !field.isEmpty else { throw UsageError("--field wants a field name") }
             guard !reservedFields.contains(field) else {
-                throw UsageError("--field cannot be '\(field)': detect-anomaly reads that field itself; name a numeric field such as latency_ms")
+                throw UsageError(
+                    "--field cannot be '\(field)': detect-anomaly reads that field itself; name a numeric field such as latency_ms")
             }
             settings.field = field
         }
@@ -75,7 +89,9 @@ public enum DetectAnomalyCommand: VitalsCommand {
         settings.window = try options.integer("window", default: settings.detector.defaultWindow, in: 2...100_000)
         settings.minSamples = try options.integer("min-samples", in: 2...100_000)
         guard settings.minSamples <= settings.window else {
-            throw UsageError("--min-samples (\(settings.minSamples)) must not be more than --window (\(settings.window)): no verdict could ever be reached")
+            throw UsageError(
+                "--min-samples (\(settings.minSamples)) must not be more than --window (\(settings.window)): no verdict could ever be reached"
+            )
         }
         settings.threshold = try options.number("threshold", default: settings.detector.defaultThreshold, in: 0...1_000_000)
         guard settings.threshold > 0 else { throw UsageError("--threshold must be more than 0") }
@@ -104,8 +120,10 @@ public enum DetectAnomalyCommand: VitalsCommand {
         }
     }
 
-    private static func run<Detector: MonitorDetector>(_: Detector.Type, _ configuration: Configuration, _ operands: [String],
-                                                       _ context: ToolContext) throws -> ExitStatus {
+    private static func run<Detector: MonitorDetector>(
+        _: Detector.Type, _ configuration: Configuration, _ operands: [String],
+        _ context: ToolContext
+    ) throws -> ExitStatus {
         let settings = configuration.settings
         let monitors = MonitorTable<Detector>()
         if let path = configuration.statePath {
@@ -142,8 +160,9 @@ public enum DetectAnomalyCommand: VitalsCommand {
                     let line = batch.bytes(entry.start, entry.count)
                     switch entry.kind {
                     case .sample:
-                        try filter.judge(entry.facts, line: line, monitor: batch.bytes(entry.facts.monitorStart, entry.facts.monitorCount),
-                                         to: output)
+                        try filter.judge(
+                            entry.facts, line: line, monitor: batch.bytes(entry.facts.monitorStart, entry.facts.monitorCount),
+                            to: output)
                     case .otherRecord:
                         try filter.passOn(line, to: output)
                     case .blank:

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Values that break out of what the monitor has shown: the default detector.
 ///
@@ -178,8 +179,9 @@ struct EnvelopeDetector: MonitorDetector {
             if !observation.simulated { learn(x, median: x, atMs: observation.atMs) }
             // isitup's fallback: a simulated latency with no real one to compare with.
             guard simulated, SimulatedLatency.isDegrading(x, realMean: nil) else { return Self.unjudged }
-            return Report(verdict: .degrading, baselineCount: 0, median: nil, upper: nil, lower: nil, z: nil,
-                          score: SimulatedLatency.score(x, realMean: nil))
+            return Report(
+                verdict: .degrading, baselineCount: 0, median: nil, upper: nil, lower: nil, z: nil,
+                score: SimulatedLatency.score(x, realMean: nil))
         }
         let median = window.median
         var report = Report(verdict: .unknown, baselineCount: n, median: median, upper: high, lower: low, z: nil, score: 0)
@@ -210,8 +212,9 @@ struct EnvelopeDetector: MonitorDetector {
             // The daily profile: the value against the median plus its phase's usual offset. A
             // window that is mostly one value (MAD 0) has no profile to speak of.
             if mad > 0, let phase = Self.phase(observation.atMs), !profile.isEmpty,
-               case let base = Self.profileStride * phase,
-               profile[base + 3] >= Double(Self.profileVisits), profile[base + 2] > 0 {
+                case let base = Self.profileStride * phase,
+                profile[base + 3] >= Double(Self.profileVisits), profile[base + 2] > 0
+            {
                 let weight = profile[base + 2]
                 var deviation = profile[base + 1] / weight
                 if deviationWeights > 0 { deviation = max(deviation, Self.profileFloor * deviationSum / deviationWeights) }
@@ -225,7 +228,8 @@ struct EnvelopeDetector: MonitorDetector {
             // itself, once the window is full (so the rate has been learned). It judges neither
             // side, so only --direction both.
             if settings.direction == .both, window.ring.isFull, x == window.newest,
-               (Self.stuckRepeats...Self.stuckLongest).contains(repeats + 1), repeatRate < Self.stuckRate {
+                (Self.stuckRepeats...Self.stuckLongest).contains(repeats + 1), repeatRate < Self.stuckRate
+            {
                 evidence = max(evidence, min(Self.stuckCeiling, Double(repeats + 1) / Self.stuckDivisor))
             }
             let over = evidence > 1 || simulatedOver
@@ -393,7 +397,8 @@ struct EnvelopeDetector: MonitorDetector {
             let base = Self.profileStride * phase
             let visits = profile[base + 3]
             guard profile[base + 1] >= 0, (0...1).contains(profile[base + 2]),
-                  visits == visits.rounded(), (0...Double(Self.profileVisits)).contains(visits) else {
+                visits == visits.rounded(), (0...Double(Self.profileVisits)).contains(visits)
+            else {
                 throw StateError("'profile' is out of range at phase \(phase)")
             }
         }

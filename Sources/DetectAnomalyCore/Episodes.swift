@@ -70,8 +70,9 @@ struct EpisodeTracker: Sendable, Equatable {
     }
 
     private func mark(_ state: EpisodeState, atMs: Int64) -> EpisodeMark {
-        EpisodeMark(state: state, id: count, startedAtMs: startedAtMs, samples: samples,
-                    durationMs: max(0, atMs &- startedAtMs), peak: peak)
+        EpisodeMark(
+            state: state, id: count, startedAtMs: startedAtMs, samples: samples,
+            durationMs: max(0, atMs &- startedAtMs), peak: peak)
     }
 
     // MARK: - State
@@ -103,8 +104,9 @@ struct EpisodeTracker: Sendable, Equatable {
             throw StateError("'episode' is neither null nor an open episode of one of the 'episodes'")
         }
         guard let at = try open.optionalStateInteger("started_at_ms"),
-              let length = try open.optionalStateInteger("samples"), length >= 1,
-              let run = try open.optionalStateInteger("quiet"), (0..<Int64(endAfter)).contains(run) else {
+            let length = try open.optionalStateInteger("samples"), length >= 1,
+            let run = try open.optionalStateInteger("quiet"), (0..<Int64(endAfter)).contains(run)
+        else {
             throw StateError("'episode' needs started_at_ms, samples (1 or more) and quiet (0 to \(endAfter - 1))")
         }
         let top = try open.stateNumber("peak")

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // detect-anomaly runs as two stages on two threads: a reading thread reads the inputs, checks
 // each line (JSON, the sample spine) and finds what the judge needs; the judging thread judges,
@@ -97,8 +98,10 @@ final class LineBatch {
     /// Adds a line that is not a usable sample (its bytes from `start`, none for a line too long to keep).
     func add(_ problem: SampleProblem, lineNumber: Int, start: Int = 0, count: Int = 0) {
         problems.append(problem)
-        entries.append(BatchEntry(kind: .problem, start: start, count: count, lineNumber: lineNumber, note: problems.count - 1,
-                                  facts: SampleFacts()))
+        entries.append(
+            BatchEntry(
+                kind: .problem, start: start, count: count, lineNumber: lineNumber, note: problems.count - 1,
+                facts: SampleFacts()))
     }
 
     /// Adds an input's problem (a file that could not be opened or read).
@@ -207,8 +210,10 @@ final class BatchHandoff: @unchecked Sendable {
                 try beforeWaiting()
                 continue
             }
-            var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0),
+            ]
             // Without a pipe (no descriptor was left to make one), look again every 10 ms.
             _ = poll(&fds, Signals.wakeFD >= 0 ? 2 : 1, wakeRead >= 0 ? -1 : 10)
             var scratch = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
@@ -356,7 +361,8 @@ struct SamplePreparer {
         var facts = SampleFacts()
         let valueField = valueKey == nil ? reader.latencyField : own.value
         if let valueField, reader.status == .up || reader.status == .degraded,
-           let value = NumberText.parse(reader.raw(valueField)) {
+            let value = NumberText.parse(reader.raw(valueField))
+        {
             facts.judged = true
             facts.value = value
             facts.simulated = own.isSimulated(line)

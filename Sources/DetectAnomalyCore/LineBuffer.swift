@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The output line being built: raw memory filled with `memcpy`, reused for every line (the
@@ -60,11 +60,17 @@ struct LineBuffer: ~Copyable {
     /// Appends `value` rounded to `decimals` places (at most 6), trailing zeros dropped, as
     /// `JSONText.appendFixed` writes it (`12.5`, `3`, `-0.042`); NaN and infinities are `null`.
     mutating func append(_ value: Double, decimals: Int) {
-        guard value.isFinite else { append("null"); return }
+        guard value.isFinite else {
+            append("null")
+            return
+        }
         var scale: Int64 = 1
         for _ in 0..<decimals { scale *= 10 }
         let scaled = (value * Double(scale)).rounded()
-        guard abs(scaled) < 9.0e18 else { append(Array(String(value).utf8)); return }
+        guard abs(scaled) < 9.0e18 else {
+            append(Array(String(value).utf8))
+            return
+        }
         var units = Int64(scaled)
         if units < 0 {
             append(byte: UInt8(ascii: "-"))
@@ -117,7 +123,8 @@ struct LineBuffer: ~Copyable {
     }
 
     /// "00", "01", ... "99", for writing two digits at a time.
-    private static let digitPairs: StaticString = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+    private static let digitPairs: StaticString =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
 
     /// Appends a whole number.
     mutating func append(integer value: Int) { append(Double(value), decimals: 0) }

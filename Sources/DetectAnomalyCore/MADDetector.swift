@@ -62,9 +62,10 @@ struct MADDetector: MonitorDetector {
             let realMean = SimulatedLatency.mean(window.sorted, LogScale.exp)
             let degrading = SimulatedLatency.isDegrading(observation.value, realMean: realMean)
             let verdict: AnomalyVerdict = degrading ? .degrading : (n + 1 >= settings.minSamples ? .stable : .unknown)
-            return Report(verdict: verdict, baselineCount: n, median: n > 0 ? LogScale.exp(window.median) : nil,
-                          threshold: SimulatedLatency.threshold(realMean: realMean), z: nil,
-                          score: verdict == .unknown ? 0 : SimulatedLatency.score(observation.value, realMean: realMean))
+            return Report(
+                verdict: verdict, baselineCount: n, median: n > 0 ? LogScale.exp(window.median) : nil,
+                threshold: SimulatedLatency.threshold(realMean: realMean), z: nil,
+                score: verdict == .unknown ? 0 : SimulatedLatency.score(observation.value, realMean: realMean))
         }
         guard n > 0 else { return Self.unjudged }
         let median = window.median
@@ -77,12 +78,19 @@ struct MADDetector: MonitorDetector {
         let side: Double
         let bound: Double
         switch settings.direction {
-        case .high: side = z; bound = median + t * sigma
-        case .low: side = -z; bound = median - t * sigma
-        case .both: side = abs(z); bound = z >= 0 ? median + t * sigma : median - t * sigma
+        case .high:
+            side = z
+            bound = median + t * sigma
+        case .low:
+            side = -z
+            bound = median - t * sigma
+        case .both:
+            side = abs(z)
+            bound = z >= 0 ? median + t * sigma : median - t * sigma
         }
-        return Report(verdict: side > t ? .degrading : .stable, baselineCount: n, median: LogScale.exp(median),
-                      threshold: LogScale.exp(bound), z: z, score: evidenceScore(side, scale: t))
+        return Report(
+            verdict: side > t ? .degrading : .stable, baselineCount: n, median: LogScale.exp(median),
+            threshold: LogScale.exp(bound), z: z, score: evidenceScore(side, scale: t))
     }
 
     func encodeState(to out: inout [UInt8]) {

@@ -196,15 +196,17 @@ struct RobustDetector: MonitorDetector {
         var high: SideOutcome?
         var low: SideOutcome?
         if settings.direction.judgesHigh {
-            let outcome = judgeSide(y, sign: 1, median: median, level: level, recent: recent, sigma: sigma, h: h,
-                                    cusum: cusumHigh, drifting: driftHigh)
+            let outcome = judgeSide(
+                y, sign: 1, median: median, level: level, recent: recent, sigma: sigma, h: h,
+                cusum: cusumHigh, drifting: driftHigh)
             cusumHigh = outcome.cusum
             driftHigh = outcome.drifting
             high = outcome
         }
         if settings.direction.judgesLow {
-            let outcome = judgeSide(y, sign: -1, median: median, level: level, recent: recent, sigma: sigma, h: h,
-                                    cusum: cusumLow, drifting: driftLow)
+            let outcome = judgeSide(
+                y, sign: -1, median: median, level: level, recent: recent, sigma: sigma, h: h,
+                cusum: cusumLow, drifting: driftLow)
             cusumLow = outcome.cusum
             driftLow = outcome.drifting
             low = outcome
@@ -227,18 +229,22 @@ struct RobustDetector: MonitorDetector {
     }
 
     /// The CUSUM and drift rules on one side: `sign` 1 for high values, -1 for low ones.
-    private func judgeSide(_ y: Double, sign: Double, median: Double, level: Double?, recent: Double, sigma: Double,
-                           h: Double, cusum: Double, drifting: Bool) -> SideOutcome {
+    private func judgeSide(
+        _ y: Double, sign: Double, median: Double, level: Double?, recent: Double, sigma: Double,
+        h: Double, cusum: Double, drifting: Bool
+    ) -> SideOutcome {
         let reference = sign > 0 ? max(median, level ?? median) : min(median, level ?? median)
         let z = sign * (y - reference) / sigma
         let limit = h + Self.cusumCap - Self.cusumAllowance
-        var outcome = SideOutcome(cusum: min(limit, max(0, cusum + min(z, Self.cusumCap) - Self.cusumAllowance)),
-                                  drifting: false, shifted: false)
+        var outcome = SideOutcome(
+            cusum: min(limit, max(0, cusum + min(z, Self.cusumCap) - Self.cusumAllowance)),
+            drifting: false, shifted: false)
         outcome.shifted = outcome.cusum > h
         if let level {
             let rise = sign * (median - level)
             let recentRise = sign * (recent - level)
-            outcome.drifting = (rise > Self.driftStart && recentRise > Self.driftHold)
+            outcome.drifting =
+                (rise > Self.driftStart && recentRise > Self.driftHold)
                 || (drifting && rise > Self.driftHold && recentRise > Self.driftHold)
             if !outcome.drifting { outcome.driftEvidence = max(0, min(rise, recentRise)) }
         }

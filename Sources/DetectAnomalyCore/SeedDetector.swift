@@ -73,9 +73,10 @@ struct SeedDetector: MonitorDetector {
             // A simulated latest with no real baseline (or no baseline at all): the fallback.
             guard onlyReal, high else { return Self.unjudged }
             let degrading = latest >= Self.simulatedFallback
-            return Report(verdict: degrading ? .degrading : .unknown, baselineCount: 0, mean: nil, stddev: nil,
-                          threshold: Self.simulatedFallback,
-                          score: degrading ? evidenceScore(latest, scale: Self.simulatedFallback) : 0)
+            return Report(
+                verdict: degrading ? .degrading : .unknown, baselineCount: 0, mean: nil, stddev: nil,
+                threshold: Self.simulatedFallback,
+                score: degrading ? evidenceScore(latest, scale: Self.simulatedFallback) : 0)
         }
         let mean = sum / Double(n)
         var squares = 0.0
@@ -101,8 +102,9 @@ struct SeedDetector: MonitorDetector {
         if recentCount < settings.minSamples {
             // Too few points: unknown, unless the simulated rule already holds.
             // Only the simulated rule can decide here, so its bound (mean + 500) is the threshold reported.
-            return Report(verdict: simulatedRule ? .degrading : .unknown, baselineCount: n, mean: mean, stddev: stddev,
-                          threshold: onlyReal && high ? simulatedBound : threshold, score: simulatedRule ? simulatedScore : 0)
+            return Report(
+                verdict: simulatedRule ? .degrading : .unknown, baselineCount: n, mean: mean, stddev: stddev,
+                threshold: onlyReal && high ? simulatedBound : threshold, score: simulatedRule ? simulatedScore : 0)
         }
         let beyondUpper = high && latest > upper
         let beyondLower = settings.direction.judgesLow && latest < lower
@@ -117,8 +119,9 @@ struct SeedDetector: MonitorDetector {
         }
         let z = stddev > 0 ? side / stddev : (side > 0 ? Double.infinity : 0)
         let score = max(evidenceScore(z, scale: settings.threshold), simulatedScore)
-        return Report(verdict: degrading ? .degrading : .stable, baselineCount: n, mean: mean, stddev: stddev,
-                      threshold: threshold, score: score)
+        return Report(
+            verdict: degrading ? .degrading : .stable, baselineCount: n, mean: mean, stddev: stddev,
+            threshold: threshold, score: score)
     }
 
     // MARK: - State

@@ -3,7 +3,7 @@ struct Ring<Element> {
     /// The most values kept.
     let capacity: Int
     private var storage: [Element] = []
-    private var head = 0 // index of the oldest once full
+    private var head = 0  // index of the oldest once full
 
     /// Creates an empty ring.
     init(capacity: Int) {
@@ -87,7 +87,8 @@ struct SortedWindow {
     }
 
     private func lowerBound(_ value: Double) -> Int {
-        var low = 0, high = sorted.count
+        var low = 0
+        var high = sorted.count
         while low < high {
             let middle = (low + high) / 2
             if sorted[middle] < value { low = middle + 1 } else { high = middle }
@@ -96,7 +97,8 @@ struct SortedWindow {
     }
 
     private func upperBound(_ value: Double) -> Int {
-        var low = 0, high = sorted.count
+        var low = 0
+        var high = sorted.count
         while low < high {
             let middle = (low + high) / 2
             if sorted[middle] <= value { low = middle + 1 } else { high = middle }
@@ -129,7 +131,8 @@ private struct DistanceRuns {
             let j = k + 1 - i
             if j > 0, left(i) < right(j - 1) { low = i + 1 } else { high = i }
         }
-        let i = low, j = k + 1 - low
+        let i = low
+        let j = k + 1 - low
         let fromLeft = i > 0 ? left(i - 1) : -Double.infinity
         let fromRight = j > 0 ? right(j - 1) : -Double.infinity
         return max(fromLeft, fromRight)

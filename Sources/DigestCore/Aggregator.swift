@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (mkstemp(3), read(2) and write(2) of the spool's rows): kept.
 
@@ -14,8 +15,10 @@ import VitalsKit
 struct ChartScale {
     /// The most bins a chart has.
     static let maxBins: Int64 = 160
-    static let steps: [Int64] = [1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000,
-                                 7_200_000, 21_600_000, 43_200_000, 86_400_000, 604_800_000]
+    static let steps: [Int64] = [
+        1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000,
+        7_200_000, 21_600_000, 43_200_000, 86_400_000, 604_800_000,
+    ]
     /// The bin width in milliseconds.
     private(set) var step: Int64 = steps[0]
     /// The earliest and latest sample seen.
@@ -212,8 +215,9 @@ final class Aggregator {
         let inWindow = accumulators.reduce(0) { $0 + ($1?.checks ?? 0) }
         var padded = accumulators
         if padded.count < services.count { padded.append(contentsOf: repeatElement(nil, count: services.count - padded.count)) }
-        return Aggregate(services: services, accumulators: padded, windowStart: start, windowEnd: end, scale: scale,
-                         correlation: correlation, samplesRead: samplesRead, samplesInWindow: inWindow, secondPass: secondPass)
+        return Aggregate(
+            services: services, accumulators: padded, windowStart: start, windowEnd: end, scale: scale,
+            correlation: correlation, samplesRead: samplesRead, samplesInWindow: inWindow, secondPass: secondPass)
     }
 }
 
@@ -248,9 +252,10 @@ struct Spool {
         try flush()
         defer { close(fd) }
         guard lseek(fd, 0, SEEK_SET) == 0 else { throw ToolError("cannot rewind the temporary file") }
-        var rows = [SampleRow](repeating: SampleRow(at: 0, latencyMicros: 0, speedMilli: 0, sequence: 0, service: 0, status: 0),
-                               count: Self.batch)
-        var carry = 0 // bytes of a partial row at the start of the buffer
+        var rows = [SampleRow](
+            repeating: SampleRow(at: 0, latencyMicros: 0, speedMilli: 0, sequence: 0, service: 0, status: 0),
+            count: Self.batch)
+        var carry = 0  // bytes of a partial row at the start of the buffer
         let stride = MemoryLayout<SampleRow>.stride
         while true {
             let count = rows.withUnsafeMutableBytes { raw -> Int in
@@ -273,4 +278,3 @@ struct Spool {
         }
     }
 }
-

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (read(2) of the cache file): kept.
 
@@ -45,8 +46,9 @@ struct DigestCache {
         }
         while let last = bytes.last, last == 0x0A || last == 0x0D { bytes.removeLast() }
         guard let value = try? JSONParser.parse(bytes), let object = value.objectValue,
-              object["type"]?.stringValue == "digest_cache", let cachedDay = object["day"]?.stringValue,
-              let cachedKey = object["key"]?.stringValue, let output = object["output"]?.stringValue else {
+            object["type"]?.stringValue == "digest_cache", let cachedDay = object["day"]?.stringValue,
+            let cachedKey = object["key"]?.stringValue, let output = object["output"]?.stringValue
+        else {
             return .unusable("\(path) is not a digest cache")
         }
         return cachedDay == day && cachedKey == key ? .hit(output) : .miss
@@ -66,13 +68,14 @@ struct DigestCache {
 
     /// Stores `output` made at `generatedAt` on `day` with options `key`, atomically, mode 0600.
     func store(output: String, generatedAt: Int64, day: String, key: String) throws(ToolError) {
-        let record = JSONValue.object(JSONObject([
-            JSONField("type", .string("digest_cache")),
-            JSONField("generated_at", .string(Timestamp.format(milliseconds: generatedAt))),
-            JSONField("day", .string(day)),
-            JSONField("key", .string(key)),
-            JSONField("output", .string(output)),
-        ]))
+        let record = JSONValue.object(
+            JSONObject([
+                JSONField("type", .string("digest_cache")),
+                JSONField("generated_at", .string(Timestamp.format(milliseconds: generatedAt))),
+                JSONField("day", .string(day)),
+                JSONField("key", .string(key)),
+                JSONField("output", .string(output)),
+            ]))
         var bytes = record.encoded()
         bytes.append(0x0A)
         try AtomicFile.write(bytes, to: path)

@@ -12,24 +12,38 @@ public enum DigestCommand: VitalsCommand {
         summary: "Summarize the last day of sample records per service: status, uptime, latency, trends, outages and correlated failures.",
         usage: ["[OPTIONS] [FILE...]"],
         description: """
-        Samples are read from the FILEs (or standard input; - is standard input), in any order; records of \
-        other types are skipped. The window ends at the newest sample (or --now) and is --window long. \
-        The digest is written in plain sentences (text), as Markdown, as one self-contained HTML page, as \
-        the facts (one JSON digest record) or as the prompt a language model would be given; \
-        --llm-command pipes that prompt to a local model and prints its answer instead of the built-in text. \
-        See digest(1) for every rule and vitals-records(7) for the digest record.
-        """,
+            Samples are read from the FILEs (or standard input; - is standard input), in any order; records of \
+            other types are skipped. The window ends at the newest sample (or --now) and is --window long. \
+            The digest is written in plain sentences (text), as Markdown, as one self-contained HTML page, as \
+            the facts (one JSON digest record) or as the prompt a language model would be given; \
+            --llm-command pipes that prompt to a local model and prints its answer instead of the built-in text. \
+            See digest(1) for every rule and vitals-records(7) for the digest record.
+            """,
         options: [
-            OptionSpec("format", short: "f", value: "FORMAT", default: "text", choices: formats, help: "text, markdown, html, json or prompt"),
+            OptionSpec(
+                "format", short: "f", value: "FORMAT", default: "text", choices: formats, help: "text, markdown, html, json or prompt"),
             .duration("window", default: "24h", range: 1...366 * 86_400_000, help: "how far back the digest looks from its end"),
             .now("end the window at TIME (RFC 3339, or 'now') instead of at the newest sample"),
-            .duration("bucket", short: "b", default: "5m", range: 1...86_400_000, help: "outages beginning in the same bucket this wide are correlated"),
-            OptionSpec("max-services", value: "N", default: "20", help: "list at most N services, worst first, and summarize the rest in one line (0: all)"),
-            OptionSpec("trend-samples", value: "N", default: "10", help: "for a history under an hour, compare the newest N latencies with the N before them for the trend"),
-            OptionSpec("tz", value: "ZONE", default: "local", aliases: ["timezone"], help: "write times and decide 'today' in ZONE: local, UTC, +HH:MM or a zone name"),
-            OptionSpec("llm-command", value: "CMD", help: "with --format text, pipe the prompt to CMD (split into words, no shell) and print its answer"),
-            .duration("llm-timeout", default: "60s", range: 1...86_400_000, help: "give --llm-command this long before falling back to the built-in text"),
-            OptionSpec("cache", value: "FILE", help: "print the digest made today with the same options from FILE, or make one and keep it there"),
+            .duration(
+                "bucket", short: "b", default: "5m", range: 1...86_400_000,
+                help: "outages beginning in the same bucket this wide are correlated"),
+            OptionSpec(
+                "max-services", value: "N", default: "20",
+                help: "list at most N services, worst first, and summarize the rest in one line (0: all)"),
+            OptionSpec(
+                "trend-samples", value: "N", default: "10",
+                help: "for a history under an hour, compare the newest N latencies with the N before them for the trend"),
+            OptionSpec(
+                "tz", value: "ZONE", default: "local", aliases: ["timezone"],
+                help: "write times and decide 'today' in ZONE: local, UTC, +HH:MM or a zone name"),
+            OptionSpec(
+                "llm-command", value: "CMD",
+                help: "with --format text, pipe the prompt to CMD (split into words, no shell) and print its answer"),
+            .duration(
+                "llm-timeout", default: "60s", range: 1...86_400_000,
+                help: "give --llm-command this long before falling back to the built-in text"),
+            OptionSpec(
+                "cache", value: "FILE", help: "print the digest made today with the same options from FILE, or make one and keep it there"),
             OptionSpec("force", help: "with --cache, make the digest again even if one was made today"),
             OptionSpec("clear-cache", help: "remove the --cache FILE (isitup's clear history) and read no samples"),
         ],
@@ -104,8 +118,9 @@ public enum DigestCommand: VitalsCommand {
         // One pass over the samples.
         let services = ServiceTable()
         var samples = SampleRowReader(services: services, notAfter: now)
-        let aggregator = Aggregator(services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket,
-                                    temporaryDirectory: context.environment["TMPDIR"])
+        let aggregator = Aggregator(
+            services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket,
+            temporaryDirectory: context.environment["TMPDIR"])
         let diagnostics = context.diagnostics
         Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: diagnostics) { reader in
             while let event = reader.next() {

@@ -12,19 +12,23 @@ enum DigestText {
         guard !facts.isEmpty else { return noData(facts, words) + "\n" }
         var lines: [String] = []
         let overall = facts.overall
-        lines.append("Digest of \(words.window(facts)): \(Words.count(overall.services, "service")), "
-            + "\(Words.count(overall.checks, "check")), \(Words.percent(overall.uptimePercent ?? 0)) up.")
+        lines.append(
+            "Digest of \(words.window(facts)): \(Words.count(overall.services, "service")), "
+                + "\(Words.count(overall.checks, "check")), \(Words.percent(overall.uptimePercent ?? 0)) up.")
         lines.append(statusSentence(facts, words))
         if let correlated = correlationSentence(facts, words) { lines.append(correlated) }
         lines.append(trendSentence(facts))
         if let speed = speedSentence(facts) { lines.append(speed) }
         if let longest = facts.longestOutage,
-           overall.outages > 1 || !facts.shownServices.contains(where: { $0.monitor == longest.monitor }) {
-            lines.append("The longest outage: \(longest.name), \(Words.outage(longest.durationMs)) from \(words.time(longest.start))"
-                + (longest.end == nil ? ", still going on." : "."))
+            overall.outages > 1 || !facts.shownServices.contains(where: { $0.monitor == longest.monitor })
+        {
+            lines.append(
+                "The longest outage: \(longest.name), \(Words.outage(longest.durationMs)) from \(words.time(longest.start))"
+                    + (longest.end == nil ? ", still going on." : "."))
         }
         if let hidden = facts.hidden {
-            var sentence = "Not listed: \(Words.grouped(hidden.services)) more "
+            var sentence =
+                "Not listed: \(Words.grouped(hidden.services)) more "
                 + (hidden.services == 1 ? "service" : "services") + " (\(Words.statusCounts(hidden.byStatus))"
             if hidden.outages > 0 { sentence += "; \(Words.count(hidden.outages, "outage")), \(Words.outage(hidden.outageMs)) in total" }
             lines.append(sentence + ").")
@@ -53,8 +57,11 @@ enum DigestText {
         if troubled.count == 1 && shown.count > 1 {
             return "\(all) were up except \(troubled[0].name), which " + clause(troubled[0], words) + "."
         }
-        var sentences = [troubled.count == shown.count ? "\(all) had trouble."
-            : "\(Words.grouped(troubled.count)) of the \(Words.grouped(shown.count))\(scope) services had trouble."]
+        var sentences = [
+            troubled.count == shown.count
+                ? "\(all) had trouble."
+                : "\(Words.grouped(troubled.count)) of the \(Words.grouped(shown.count))\(scope) services had trouble."
+        ]
         for service in troubled.prefix(detailed) { sentences.append("\(service.name) " + clause(service, words) + ".") }
         if troubled.count > detailed {
             let rest = troubled.dropFirst(detailed)
@@ -80,15 +87,18 @@ enum DigestText {
             if let since = s.outageSince, s.outages == 1 {
                 return "has been \(failing) since \(words.time(since)) (" + uptime + (s.lastMessage.map { "; " + $0 } ?? "") + ")"
             }
-            parts.append(s.outages == 1 ? "was down once for \(Words.outage(s.outageMs)) (\(uptime))"
-                : "was down \(Words.times(s.outages)) for \(Words.outage(s.outageMs)) in total (\(uptime))")
+            parts.append(
+                s.outages == 1
+                    ? "was down once for \(Words.outage(s.outageMs)) (\(uptime))"
+                    : "was down \(Words.times(s.outages)) for \(Words.outage(s.outageMs)) in total (\(uptime))")
             if let since = s.outageSince {
                 parts.append("has been \(failing) again since \(words.time(since))" + message)
                 return Words.list(parts)
             }
         } else if s.anomalies > 0 {
-            parts.append("had \(Words.count(s.anomalies, "latency anomaly", "latency anomalies")) (degraded at "
-                + "\(Words.grouped(s.counts[.degraded] ?? 0)) of \(Words.count(s.checks, "check")))")
+            parts.append(
+                "had \(Words.count(s.anomalies, "latency anomaly", "latency anomalies")) (degraded at "
+                    + "\(Words.grouped(s.counts[.degraded] ?? 0)) of \(Words.count(s.checks, "check")))")
         } else if let degraded = s.counts[.degraded], degraded > 0 {
             parts.append("was degraded at \(Words.grouped(degraded)) of \(Words.count(s.checks, "check"))")
         } else if let unknown = s.counts[.unknown], unknown > 0 {
@@ -123,7 +133,8 @@ enum DigestText {
         let rising = shown.filter { $0.trend.label == .increasing }
         let falling = shown.filter { $0.trend.label == .decreasing }
         if rising.isEmpty && falling.isEmpty {
-            return shown.count == 1 ? "Latency was stable (\(Words.latency(shown[0].latencyAvgMs ?? 0)) on average)."
+            return shown.count == 1
+                ? "Latency was stable (\(Words.latency(shown[0].latencyAvgMs ?? 0)) on average)."
                 : "Latency was stable for every service."
         }
         var parts: [String] = []

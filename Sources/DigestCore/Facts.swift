@@ -34,7 +34,8 @@ struct Trend: Equatable {
     static func overDay(_ bins: [ChartBin], step: Int64) -> Trend? {
         let levels = bins.filter { $0.latencyCount > 0 }
         guard levels.count >= dayMinimumBins, let first = levels.first?.index, let last = levels.last?.index,
-              (last - first + 1) * step >= dayMinimumSpanMs else { return nil }
+            (last - first + 1) * step >= dayMinimumSpanMs
+        else { return nil }
         func level(_ bin: ChartBin) -> Double { Double(bin.latencySumMicros) / 1000 / Double(bin.latencyCount) }
         let quarterStart = first + (last - first + 1) * 3 / 4
         let recentBins = levels.filter { $0.index >= quarterStart }
@@ -48,8 +49,9 @@ struct Trend: Equatable {
         } else {
             label = .stable
         }
-        return Trend(label: label, recentMs: recent, earlierMs: typical,
-                     samples: recentBins.reduce(0) { $0 + Int($1.latencyCount) })
+        return Trend(
+            label: label, recentMs: recent, earlierMs: typical,
+            samples: recentBins.reduce(0) { $0 + Int($1.latencyCount) })
     }
 
     private static func median(_ values: [Double]) -> Double {
@@ -76,8 +78,9 @@ struct Trend: Equatable {
         } else {
             label = .stable
         }
-        return Trend(label: label, recentMs: Double(recent) / 1000 / Double(half),
-                     earlierMs: Double(earlier) / 1000 / Double(half), samples: half)
+        return Trend(
+            label: label, recentMs: Double(recent) / 1000 / Double(half),
+            earlierMs: Double(earlier) / 1000 / Double(half), samples: half)
     }
 }
 
@@ -213,9 +216,11 @@ struct DigestFacts: Equatable {
         if a.outages != b.outages { return a.outages > b.outages }
         if a.outageMs != b.outageMs { return a.outageMs > b.outageMs }
         // Compare shares exactly: a.available/a.checks < b.available/b.checks.
-        let uptimeA = a.available * b.checks, uptimeB = b.available * a.checks
+        let uptimeA = a.available * b.checks
+        let uptimeB = b.available * a.checks
         if uptimeA != uptimeB { return uptimeA < uptimeB }
-        let notUpA = (a.checks - (a.counts[.up] ?? 0)) * b.checks, notUpB = (b.checks - (b.counts[.up] ?? 0)) * a.checks
+        let notUpA = (a.checks - (a.counts[.up] ?? 0)) * b.checks
+        let notUpB = (b.checks - (b.counts[.up] ?? 0)) * a.checks
         if notUpA != notUpB { return notUpA > notUpB }
         return Array(a.monitor.utf8).lexicographicallyPrecedes(Array(b.monitor.utf8))
     }
@@ -235,7 +240,11 @@ struct DigestFacts: Equatable {
             let entry = table.entries[index]
             let ms = { (micros: Int64) -> Double in Double(micros) / 1000 }
             let hasLatency = acc.latencyCount > 0
-            var latency: [Double?] = [], checks: [Int] = [], failed: [Int] = [], degraded: [Int] = [], outage: [Bool] = []
+            var latency: [Double?] = []
+            var checks: [Int] = []
+            var failed: [Int] = []
+            var degraded: [Int] = []
+            var outage: [Bool] = []
             if let bins {
                 let width = Int(bins.upperBound - bins.lowerBound + 1)
                 latency = Array(repeating: nil, count: width)
@@ -265,42 +274,48 @@ struct DigestFacts: Equatable {
             }
             let monitor = table.monitor(index)
             let name = table.name(index)
-            services.append(ServiceFacts(
-                monitor: monitor, name: name,
-                status: SampleStatus.allCases[Int(acc.lastStatus)],
-                lastAt: acc.lastAt,
-                lastReason: entry.latestReason.isEmpty ? nil : String(decoding: entry.latestReason, as: UTF8.self),
-                lastMessage: entry.latestMessage.isEmpty ? nil : String(decoding: entry.latestMessage, as: UTF8.self),
-                checks: acc.checks, counts: counts,
-                uptimePercent: Double(acc.statusCounts[Int(StatusIndex.up)] + acc.statusCounts[Int(StatusIndex.degraded)]) * 100
-                    / Double(acc.checks),
-                latencyAvgMs: hasLatency ? ms(acc.latencySumMicros) / Double(acc.latencyCount) : nil,
-                latencyLatestMs: acc.lastLatencyMicros == SampleRow.none ? nil : ms(acc.lastLatencyMicros),
-                latencyP95Ms: acc.sketch.percentile(0.95),
-                p95Exact: acc.sketch.isExact,
-                latencyMinMs: hasLatency ? ms(acc.latencyMinMicros) : nil,
-                latencyMaxMs: hasLatency ? ms(acc.latencyMaxMicros) : nil,
-                latencyChecks: acc.latencyCount,
-                trend: Trend.overDay(acc.bins, step: step) ?? Trend.compute(acc.trendLatencies, n: trendSamples),
-                outages: acc.outageCount, outageMs: acc.outageTotal,
-                longestOutage: acc.longestOutage.map { OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration) },
-                outageSince: acc.openOutageStart,
-                anomalies: acc.anomalies,
-                speedAvgMbps: acc.speedCount > 0 ? Double(acc.speedSumMilli) / 1000 / Double(acc.speedCount) : nil,
-                speedChecks: acc.speedCount,
-                seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded, seriesOutage: outage))
+            services.append(
+                ServiceFacts(
+                    monitor: monitor, name: name,
+                    status: SampleStatus.allCases[Int(acc.lastStatus)],
+                    lastAt: acc.lastAt,
+                    lastReason: entry.latestReason.isEmpty ? nil : String(decoding: entry.latestReason, as: UTF8.self),
+                    lastMessage: entry.latestMessage.isEmpty ? nil : String(decoding: entry.latestMessage, as: UTF8.self),
+                    checks: acc.checks, counts: counts,
+                    uptimePercent: Double(acc.statusCounts[Int(StatusIndex.up)] + acc.statusCounts[Int(StatusIndex.degraded)]) * 100
+                        / Double(acc.checks),
+                    latencyAvgMs: hasLatency ? ms(acc.latencySumMicros) / Double(acc.latencyCount) : nil,
+                    latencyLatestMs: acc.lastLatencyMicros == SampleRow.none ? nil : ms(acc.lastLatencyMicros),
+                    latencyP95Ms: acc.sketch.percentile(0.95),
+                    p95Exact: acc.sketch.isExact,
+                    latencyMinMs: hasLatency ? ms(acc.latencyMinMicros) : nil,
+                    latencyMaxMs: hasLatency ? ms(acc.latencyMaxMicros) : nil,
+                    latencyChecks: acc.latencyCount,
+                    trend: Trend.overDay(acc.bins, step: step) ?? Trend.compute(acc.trendLatencies, n: trendSamples),
+                    outages: acc.outageCount, outageMs: acc.outageTotal,
+                    longestOutage: acc.longestOutage.map {
+                        OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration)
+                    },
+                    outageSince: acc.openOutageStart,
+                    anomalies: acc.anomalies,
+                    speedAvgMbps: acc.speedCount > 0 ? Double(acc.speedSumMilli) / 1000 / Double(acc.speedCount) : nil,
+                    speedChecks: acc.speedCount,
+                    seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded, seriesOutage: outage))
         }
         services.sort(by: worstFirst)
         // Correlated failures: buckets where two or more services began failing.
         var correlated: [CorrelatedFailure] = []
         for (index, starts) in aggregate.correlation.starts where starts.count >= 2 {
             let ordered = starts.sorted { a, b in
-                a.at != b.at ? a.at < b.at
+                a.at != b.at
+                    ? a.at < b.at
                     : table.entries[Int(a.service)].monitor.lexicographicallyPrecedes(table.entries[Int(b.service)].monitor)
             }
-            correlated.append(CorrelatedFailure(start: index * bucket, end: (index + 1) * bucket,
-                                                monitors: ordered.map { table.monitor(Int($0.service)) },
-                                                names: ordered.map { table.name(Int($0.service)) }))
+            correlated.append(
+                CorrelatedFailure(
+                    start: index * bucket, end: (index + 1) * bucket,
+                    monitors: ordered.map { table.monitor(Int($0.service)) },
+                    names: ordered.map { table.name(Int($0.service)) }))
         }
         correlated.sort { $0.start < $1.start }
         // The longest outage: longest, then earliest, then first in worst-first order.
@@ -308,7 +323,8 @@ struct DigestFacts: Equatable {
         for service in services {
             guard let outage = service.longestOutage else { continue }
             if longest == nil || outage.durationMs > longest!.durationMs
-                || (outage.durationMs == longest!.durationMs && outage.start < longest!.start) {
+                || (outage.durationMs == longest!.durationMs && outage.start < longest!.start)
+            {
                 longest = outage
             }
         }

@@ -21,57 +21,61 @@ enum HTMLFormat {
         let words = Words(zone: zone, reference: facts.windowEnd)
         let title = "Service digest: " + words.window(facts)
         var html = """
-        <!DOCTYPE html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>\(escape(title))</title>
-        <style>
-        body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1d2129; background: #ffffff; margin: 24px; max-width: 980px; }
-        h1 { font-size: 22px; margin: 0 0 12px; }
-        h2 { font-size: 17px; margin: 28px 0 8px; }
-        p.summary { margin: 4px 0; }
-        table { border-collapse: collapse; margin: 12px 0; width: 100%; }
-        th, td { border-bottom: 1px solid #d8dde3; padding: 5px 8px; text-align: right; white-space: nowrap; }
-        th { background: #eef1f5; }
-        th:first-child, td:first-child, td.text { text-align: left; }
-        .badge { display: inline-block; min-width: 64px; text-align: center; padding: 1px 6px; border-radius: 4px; color: #ffffff; font-weight: 600; }
-        .up { background: \(upBadge); } .degraded { background: \(degradedBadge); }
-        .down, .error { background: \(downBadge); } .unknown { background: #6b7280; }
-        .chart { margin: 10px 0 18px; }
-        .chart h3 { font-size: 15px; margin: 0 0 4px; }
-        .chart svg { border: 1px solid #d8dde3; background: #ffffff; }
-        .muted { color: #5f6b7a; }
-        </style>
-        </head>
-        <body>
-        <h1>\(escape(title))</h1>
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(escape(title))</title>
+            <style>
+            body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; color: #1d2129; background: #ffffff; margin: 24px; max-width: 980px; }
+            h1 { font-size: 22px; margin: 0 0 12px; }
+            h2 { font-size: 17px; margin: 28px 0 8px; }
+            p.summary { margin: 4px 0; }
+            table { border-collapse: collapse; margin: 12px 0; width: 100%; }
+            th, td { border-bottom: 1px solid #d8dde3; padding: 5px 8px; text-align: right; white-space: nowrap; }
+            th { background: #eef1f5; }
+            th:first-child, td:first-child, td.text { text-align: left; }
+            .badge { display: inline-block; min-width: 64px; text-align: center; padding: 1px 6px; border-radius: 4px; color: #ffffff; font-weight: 600; }
+            .up { background: \(upBadge); } .degraded { background: \(degradedBadge); }
+            .down, .error { background: \(downBadge); } .unknown { background: #6b7280; }
+            .chart { margin: 10px 0 18px; }
+            .chart h3 { font-size: 15px; margin: 0 0 4px; }
+            .chart svg { border: 1px solid #d8dde3; background: #ffffff; }
+            .muted { color: #5f6b7a; }
+            </style>
+            </head>
+            <body>
+            <h1>\(escape(title))</h1>
 
-        """
+            """
         for line in summary.split(separator: "\n") { html += "<p class=\"summary\">\(escape(String(line)))</p>\n" }
         guard !facts.isEmpty else { return html + "</body>\n</html>\n" }
         html += """
-        <table>
-        <tr>\((["Service", "Now"] + Words.tableTitles).map { "<th>\($0)</th>" }.joined())</tr>
+            <table>
+            <tr>\((["Service", "Now"] + Words.tableTitles).map { "<th>\($0)</th>" }.joined())</tr>
 
-        """
+            """
         for s in facts.shownServices {
             var name = escape(s.name)
             if s.name != s.monitor { name += " <span class=\"muted\">(" + escape(s.monitor) + ")</span>" }
             let badge = "<span class=\"badge " + s.status.rawValue + "\">" + s.status.rawValue + "</span>"
             let cells = [name, badge] + Words.tableCells(s)
-            html += "<tr>" + cells.enumerated().map { index, cell in
-                index == 0 || index == 7 ? "<td class=\"text\">\(cell)</td>" : "<td>\(cell)</td>"
-            }.joined() + "</tr>\n"
+            html +=
+                "<tr>"
+                + cells.enumerated().map { index, cell in
+                    index == 0 || index == 7 ? "<td class=\"text\">\(cell)</td>" : "<td>\(cell)</td>"
+                }.joined() + "</tr>\n"
         }
         html += "</table>\n"
         if let hidden = facts.hidden {
-            html += "<p class=\"muted\">and \(Words.grouped(hidden.services)) more services: \(Words.statusCounts(hidden.byStatus)); "
+            html +=
+                "<p class=\"muted\">and \(Words.grouped(hidden.services)) more services: \(Words.statusCounts(hidden.byStatus)); "
                 + "\(Words.count(hidden.outages, "outage")).</p>\n"
         }
         html += "<h2>Latency</h2>\n"
-        html += "<p class=\"muted\">Mean latency per \(Words.span(facts.seriesStepMs)) from \(escape(words.time(facts.seriesStart ?? 0))) "
+        html +=
+            "<p class=\"muted\">Mean latency per \(Words.span(facts.seriesStepMs)) from \(escape(words.time(facts.seriesStart ?? 0))) "
             + "to \(escape(words.time((facts.seriesStart ?? 0) + facts.seriesStepMs * Int64(facts.seriesBins)))); "
             + "red: an outage, amber: a degraded check.</p>\n"
         for s in facts.shownServices { html += chart(s, facts) }
@@ -86,39 +90,54 @@ enum HTMLFormat {
         html += "<h2>Overall</h2>\n<ul>\n"
         html += "<li>Services: \(Words.grouped(overall.services)) (\(Words.statusCounts(overall.byStatus)))</li>\n"
         html += "<li>Checks: \(Words.grouped(overall.checks)), \(Words.percent(overall.uptimePercent ?? 0)) up</li>\n"
-        html += "<li>Outages: \(Words.grouped(overall.outages))"
+        html +=
+            "<li>Outages: \(Words.grouped(overall.outages))"
             + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : "") + "</li>\n"
         if overall.anomalies > 0 { html += "<li>Latency anomalies: \(Words.grouped(overall.anomalies))</li>\n" }
-        html += "<li>Worst service: " + (facts.worst.map { "\(escape($0.name)) (\($0.status.rawValue), \(Words.percent($0.uptimePercent)) up)" } ?? "none") + "</li>\n"
-        html += "<li>Longest outage: " + (facts.longestOutage.map {
-            "\(escape($0.name)), \(Words.outage($0.durationMs)) from \(escape(words.time($0.start)))" + ($0.end == nil ? " (ongoing)" : "")
-        } ?? "none") + "</li>\n</ul>\n"
+        html +=
+            "<li>Worst service: "
+            + (facts.worst.map { "\(escape($0.name)) (\($0.status.rawValue), \(Words.percent($0.uptimePercent)) up)" } ?? "none")
+            + "</li>\n"
+        html +=
+            "<li>Longest outage: "
+            + (facts.longestOutage.map {
+                "\(escape($0.name)), \(Words.outage($0.durationMs)) from \(escape(words.time($0.start)))"
+                    + ($0.end == nil ? " (ongoing)" : "")
+            } ?? "none") + "</li>\n</ul>\n"
         return html + "</body>\n</html>\n"
     }
 
     /// One service's chart: shaded bins, then the mean-latency line (broken where a bin has none).
     static func chart(_ s: ServiceFacts, _ facts: DigestFacts) -> String {
         let bins = max(1, s.seriesLatencyMs.count)
-        let width = chartWidth, height = chartHeight, top = 14.0, bottom = 4.0
+        let width = chartWidth
+        let height = chartHeight
+        let top = 14.0
+        let bottom = 4.0
         let binWidth = width / Double(bins)
         let peak = s.seriesLatencyMs.compactMap { $0 }.max() ?? 0
         let scale = niceCeiling(peak)
-        var svg = "<div class=\"chart\"><h3>\(escape(s.name)) <span class=\"muted\">avg \(s.latencyAvgMs.map(Words.latency) ?? "–")</span></h3>\n"
-        svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"latency of \(escape(s.name))\">\n"
+        var svg =
+            "<div class=\"chart\"><h3>\(escape(s.name)) <span class=\"muted\">avg \(s.latencyAvgMs.map(Words.latency) ?? "–")</span></h3>\n"
+        svg +=
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"latency of \(escape(s.name))\">\n"
         // Shading: outage time red, degraded bins amber; runs of bins drawn as one rectangle.
         var index = 0
         while index < bins {
             let fill = s.seriesOutage[index] ? failedFill : s.seriesDegraded[index] > 0 ? degradedFill : nil
             var end = index + 1
             while end < bins, fill != nil,
-                  (s.seriesOutage[end] ? failedFill : s.seriesDegraded[end] > 0 ? degradedFill : nil) == fill { end += 1 }
+                (s.seriesOutage[end] ? failedFill : s.seriesDegraded[end] > 0 ? degradedFill : nil) == fill
+            { end += 1 }
             if let fill {
                 let x = Double(index) * binWidth
-                svg += "<rect x=\"\(f(x))\" y=\"0\" width=\"\(f(max(Double(end - index) * binWidth, 2)))\" height=\"\(Int(height))\" fill=\"\(fill)\"/>\n"
+                svg +=
+                    "<rect x=\"\(f(x))\" y=\"0\" width=\"\(f(max(Double(end - index) * binWidth, 2)))\" height=\"\(Int(height))\" fill=\"\(fill)\"/>\n"
             }
             index = end
         }
-        svg += "<line x1=\"0\" y1=\"\(f(height - bottom))\" x2=\"\(Int(width))\" y2=\"\(f(height - bottom))\" stroke=\"#c3cad3\" stroke-width=\"1\"/>\n"
+        svg +=
+            "<line x1=\"0\" y1=\"\(f(height - bottom))\" x2=\"\(Int(width))\" y2=\"\(f(height - bottom))\" stroke=\"#c3cad3\" stroke-width=\"1\"/>\n"
         // The line joins the bins that have a latency; bins without checks are skipped over.
         var segments: [[String]] = [[]]
         for (index, value) in s.seriesLatencyMs.enumerated() {
@@ -132,7 +151,8 @@ enum HTMLFormat {
                 let xy = points[0].split(separator: ",")
                 svg += "<circle cx=\"\(xy[0])\" cy=\"\(xy[1])\" r=\"2.5\" fill=\"\(lineColour)\"/>\n"
             } else {
-                svg += "<polyline points=\"\(points.joined(separator: " "))\" fill=\"none\" stroke=\"\(lineColour)\" stroke-width=\"2\" stroke-linejoin=\"round\"/>\n"
+                svg +=
+                    "<polyline points=\"\(points.joined(separator: " "))\" fill=\"none\" stroke=\"\(lineColour)\" stroke-width=\"2\" stroke-linejoin=\"round\"/>\n"
             }
         }
         svg += "<text x=\"4\" y=\"11\" font-size=\"10\" fill=\"#5f6b7a\">\(scale > 0 ? Words.latency(scale) : "no latency")</text>\n"

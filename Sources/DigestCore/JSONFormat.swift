@@ -18,24 +18,31 @@ enum JSONFormat {
         ]
         fields.append(JSONField("services", .array(facts.shownServices.map(service))))
         fields.append(JSONField("hidden", facts.hidden.map { group($0) } ?? .null))
-        fields.append(JSONField("correlated", .array(facts.correlated.map { failure in
-            .object(JSONObject([
-                JSONField("bucket_start_at", time(failure.start)),
-                JSONField("bucket_end_at", time(failure.end)),
-                JSONField("monitors", .array(failure.monitors.map { .string($0) })),
-                JSONField("names", .array(failure.names.map { .string($0) })),
-            ]))
-        })))
+        fields.append(
+            JSONField(
+                "correlated",
+                .array(
+                    facts.correlated.map { failure in
+                        .object(
+                            JSONObject([
+                                JSONField("bucket_start_at", time(failure.start)),
+                                JSONField("bucket_end_at", time(failure.end)),
+                                JSONField("monitors", .array(failure.monitors.map { .string($0) })),
+                                JSONField("names", .array(failure.names.map { .string($0) })),
+                            ]))
+                    })))
         var overall = group(facts.overall).objectValue!
-        overall["worst_service"] = facts.worst.map { worst in
-            .object(JSONObject([
-                JSONField("monitor", .string(worst.monitor)),
-                JSONField("name", .string(worst.name)),
-                JSONField("status", .string(worst.status.rawValue)),
-                JSONField("uptime_percent", fixed(worst.uptimePercent)),
-                JSONField("outages", int(worst.outages)),
-            ]))
-        } ?? .null
+        overall["worst_service"] =
+            facts.worst.map { worst in
+                .object(
+                    JSONObject([
+                        JSONField("monitor", .string(worst.monitor)),
+                        JSONField("name", .string(worst.name)),
+                        JSONField("status", .string(worst.status.rawValue)),
+                        JSONField("uptime_percent", fixed(worst.uptimePercent)),
+                        JSONField("outages", int(worst.outages)),
+                    ]))
+            } ?? .null
         overall["longest_outage"] = facts.longestOutage.map { outage($0, withMonitor: true) } ?? .null
         fields.append(JSONField("overall", .object(overall)))
         fields.append(JSONField("series_start_at", time(facts.seriesStart)))
@@ -45,55 +52,60 @@ enum JSONFormat {
     }
 
     static func service(_ s: ServiceFacts) -> JSONValue {
-        .object(JSONObject([
-            JSONField("monitor", .string(s.monitor)),
-            JSONField("name", .string(s.name)),
-            JSONField("status", .string(s.status.rawValue)),
-            JSONField("last_at", time(s.lastAt)),
-            JSONField("last_reason", s.lastReason.map { .string($0) } ?? .null),
-            JSONField("last_message", s.lastMessage.map { .string($0) } ?? .null),
-            JSONField("checks", int(s.checks)),
-            JSONField("by_status", byStatus(s.counts)),
-            JSONField("uptime_percent", fixed(s.uptimePercent)),
-            JSONField("latency_avg_ms", fixed(s.latencyAvgMs)),
-            JSONField("latency_latest_ms", fixed(s.latencyLatestMs)),
-            JSONField("latency_p95_ms", fixed(s.latencyP95Ms)),
-            JSONField("latency_p95_exact", .bool(s.p95Exact)),
-            JSONField("latency_min_ms", fixed(s.latencyMinMs)),
-            JSONField("latency_max_ms", fixed(s.latencyMaxMs)),
-            JSONField("latency_checks", int(s.latencyChecks)),
-            JSONField("trend", .string(s.trend.label.rawValue)),
-            JSONField("trend_recent_ms", fixed(s.trend.recentMs)),
-            JSONField("trend_earlier_ms", fixed(s.trend.earlierMs)),
-            JSONField("trend_samples", int(s.trend.samples)),
-            JSONField("outages", int(s.outages)),
-            JSONField("outage_ms", int(s.outageMs)),
-            JSONField("outage_ongoing", .bool(s.ongoingOutage)),
-            JSONField("outage_since", time(s.outageSince)),
-            JSONField("longest_outage", s.longestOutage.map { outage($0, withMonitor: false) } ?? .null),
-            JSONField("anomalies", int(s.anomalies)),
-            JSONField("speed_avg_mbps", fixed(s.speedAvgMbps)),
-            JSONField("speed_checks", int(s.speedChecks)),
-            JSONField("series", .object(JSONObject([
-                JSONField("latency_ms", .array(s.seriesLatencyMs.map { fixed($0) })),
-                JSONField("checks", .array(s.seriesChecks.map { int($0) })),
-                JSONField("failed", .array(s.seriesFailed.map { int($0) })),
-                JSONField("degraded", .array(s.seriesDegraded.map { int($0) })),
-                JSONField("outage", .array(s.seriesOutage.map { .bool($0) })),
-            ]))),
-        ]))
+        .object(
+            JSONObject([
+                JSONField("monitor", .string(s.monitor)),
+                JSONField("name", .string(s.name)),
+                JSONField("status", .string(s.status.rawValue)),
+                JSONField("last_at", time(s.lastAt)),
+                JSONField("last_reason", s.lastReason.map { .string($0) } ?? .null),
+                JSONField("last_message", s.lastMessage.map { .string($0) } ?? .null),
+                JSONField("checks", int(s.checks)),
+                JSONField("by_status", byStatus(s.counts)),
+                JSONField("uptime_percent", fixed(s.uptimePercent)),
+                JSONField("latency_avg_ms", fixed(s.latencyAvgMs)),
+                JSONField("latency_latest_ms", fixed(s.latencyLatestMs)),
+                JSONField("latency_p95_ms", fixed(s.latencyP95Ms)),
+                JSONField("latency_p95_exact", .bool(s.p95Exact)),
+                JSONField("latency_min_ms", fixed(s.latencyMinMs)),
+                JSONField("latency_max_ms", fixed(s.latencyMaxMs)),
+                JSONField("latency_checks", int(s.latencyChecks)),
+                JSONField("trend", .string(s.trend.label.rawValue)),
+                JSONField("trend_recent_ms", fixed(s.trend.recentMs)),
+                JSONField("trend_earlier_ms", fixed(s.trend.earlierMs)),
+                JSONField("trend_samples", int(s.trend.samples)),
+                JSONField("outages", int(s.outages)),
+                JSONField("outage_ms", int(s.outageMs)),
+                JSONField("outage_ongoing", .bool(s.ongoingOutage)),
+                JSONField("outage_since", time(s.outageSince)),
+                JSONField("longest_outage", s.longestOutage.map { outage($0, withMonitor: false) } ?? .null),
+                JSONField("anomalies", int(s.anomalies)),
+                JSONField("speed_avg_mbps", fixed(s.speedAvgMbps)),
+                JSONField("speed_checks", int(s.speedChecks)),
+                JSONField(
+                    "series",
+                    .object(
+                        JSONObject([
+                            JSONField("latency_ms", .array(s.seriesLatencyMs.map { fixed($0) })),
+                            JSONField("checks", .array(s.seriesChecks.map { int($0) })),
+                            JSONField("failed", .array(s.seriesFailed.map { int($0) })),
+                            JSONField("degraded", .array(s.seriesDegraded.map { int($0) })),
+                            JSONField("outage", .array(s.seriesOutage.map { .bool($0) })),
+                        ]))),
+            ]))
     }
 
     static func group(_ g: GroupSummary) -> JSONValue {
-        .object(JSONObject([
-            JSONField("services", int(g.services)),
-            JSONField("by_status", byStatus(g.byStatus)),
-            JSONField("checks", int(g.checks)),
-            JSONField("uptime_percent", fixed(g.uptimePercent)),
-            JSONField("outages", int(g.outages)),
-            JSONField("outage_ms", int(g.outageMs)),
-            JSONField("anomalies", int(g.anomalies)),
-        ]))
+        .object(
+            JSONObject([
+                JSONField("services", int(g.services)),
+                JSONField("by_status", byStatus(g.byStatus)),
+                JSONField("checks", int(g.checks)),
+                JSONField("uptime_percent", fixed(g.uptimePercent)),
+                JSONField("outages", int(g.outages)),
+                JSONField("outage_ms", int(g.outageMs)),
+                JSONField("anomalies", int(g.anomalies)),
+            ]))
     }
 
     static func outage(_ o: OutageFact, withMonitor: Bool) -> JSONValue {

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Runs `--llm-command`: the prompt on its standard input, its standard output (trimmed) as the
 /// digest. No shell is involved; the command line is split into words by `split`.
@@ -29,12 +30,19 @@ enum LLMCommand {
         while let character = iterator.next() {
             switch character {
             case " ", "\t", "\n":
-                if inWord { words.append(current); current = ""; inWord = false }
+                if inWord {
+                    words.append(current)
+                    current = ""
+                    inWord = false
+                }
             case "'":
                 inWord = true
                 var closed = false
                 while let next = iterator.next() {
-                    if next == "'" { closed = true; break }
+                    if next == "'" {
+                        closed = true
+                        break
+                    }
                     current.append(next)
                 }
                 if !closed { throw UsageError("--llm-command has an unclosed single quote") }
@@ -42,10 +50,18 @@ enum LLMCommand {
                 inWord = true
                 var closed = false
                 while let next = iterator.next() {
-                    if next == "\"" { closed = true; break }
+                    if next == "\"" {
+                        closed = true
+                        break
+                    }
                     if next == "\\" {
                         guard let escaped = iterator.next() else { break }
-                        if "\"\\$`".contains(escaped) { current.append(escaped) } else { current.append("\\"); current.append(escaped) }
+                        if "\"\\$`".contains(escaped) {
+                            current.append(escaped)
+                        } else {
+                            current.append("\\")
+                            current.append(escaped)
+                        }
                         continue
                     }
                     current.append(next)
@@ -70,8 +86,9 @@ enum LLMCommand {
     static func run(_ words: [String], prompt: String, timeoutMs: Int64) -> Result<String, Failure> {
         let child: ChildProcess
         do {
-            child = try ChildProcess(words, input: Array(prompt.utf8), output: .capture(limit: maxOutputBytes),
-                                     error: .inherit, timeoutMs: timeoutMs, graceMs: 2000)
+            child = try ChildProcess(
+                words, input: Array(prompt.utf8), output: .capture(limit: maxOutputBytes),
+                error: .inherit, timeoutMs: timeoutMs, graceMs: 2000)
         } catch {
             if error.program.isEmpty { return .failure(Failure(description: error.reason)) }
             return .failure(Failure(description: "cannot run '\(error.program)': \(error.reason)"))
@@ -86,7 +103,9 @@ enum LLMCommand {
         }
         guard let result = child.result else { return .failure(Failure(description: "it ended unseen")) }
         if overflowed { return .failure(Failure(description: "it wrote more than 1 MiB")) }
-        if result.timedOut { return .failure(Failure(description: "it gave no answer within --llm-timeout (\(Words.duration(timeoutMs)))")) }
+        if result.timedOut {
+            return .failure(Failure(description: "it gave no answer within --llm-timeout (\(Words.duration(timeoutMs)))"))
+        }
         if result.stopped { return .failure(Failure(description: "interrupted")) }
         switch result.termination {
         case .signaled(let signal): return .failure(Failure(description: "it was killed by signal \(signal)"))

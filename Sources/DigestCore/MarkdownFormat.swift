@@ -21,8 +21,9 @@ enum MarkdownFormat {
         }
         if let hidden = facts.hidden {
             lines.append("")
-            lines.append("_and \(Words.grouped(hidden.services)) more services: \(Words.statusCounts(hidden.byStatus)); "
-                + "\(Words.count(hidden.outages, "outage"))._")
+            lines.append(
+                "_and \(Words.grouped(hidden.services)) more services: \(Words.statusCounts(hidden.byStatus)); "
+                    + "\(Words.count(hidden.outages, "outage"))._")
         }
         if !facts.correlated.isEmpty {
             lines.append("")
@@ -38,12 +39,17 @@ enum MarkdownFormat {
         lines.append("")
         lines.append("- Services: \(Words.grouped(overall.services)) (\(Words.statusCounts(overall.byStatus)))")
         lines.append("- Checks: \(Words.grouped(overall.checks)), \(Words.percent(overall.uptimePercent ?? 0)) up")
-        lines.append("- Outages: \(Words.grouped(overall.outages))" + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : ""))
+        lines.append(
+            "- Outages: \(Words.grouped(overall.outages))" + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : ""))
         if overall.anomalies > 0 { lines.append("- Latency anomalies: \(Words.grouped(overall.anomalies))") }
-        lines.append("- Worst service: " + (facts.worst.map { "\(escape($0.name)) (\($0.status.rawValue), \(Words.percent($0.uptimePercent)) up)" } ?? "none"))
-        lines.append("- Longest outage: " + (facts.longestOutage.map {
-            "\(escape($0.name)), \(Words.outage($0.durationMs)) from \(words.time($0.start))" + ($0.end == nil ? " (ongoing)" : "")
-        } ?? "none"))
+        lines.append(
+            "- Worst service: "
+                + (facts.worst.map { "\(escape($0.name)) (\($0.status.rawValue), \(Words.percent($0.uptimePercent)) up)" } ?? "none"))
+        lines.append(
+            "- Longest outage: "
+                + (facts.longestOutage.map {
+                    "\(escape($0.name)), \(Words.outage($0.durationMs)) from \(words.time($0.start))" + ($0.end == nil ? " (ongoing)" : "")
+                } ?? "none"))
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -19,8 +19,9 @@ enum PromptFormat {
             return lines.joined(separator: "\n") + "\n"
         }
         let overall = facts.overall
-        lines.append("Overall: \(Words.count(overall.services, "service")), \(Words.count(overall.checks, "check")), "
-            + "\(Words.percent(overall.uptimePercent ?? 0)) up; now \(Words.statusCounts(overall.byStatus)).")
+        lines.append(
+            "Overall: \(Words.count(overall.services, "service")), \(Words.count(overall.checks, "check")), "
+                + "\(Words.percent(overall.uptimePercent ?? 0)) up; now \(Words.statusCounts(overall.byStatus)).")
         lines.append("")
         lines.append("Services (worst first):")
         for s in facts.shownServices {
@@ -33,8 +34,9 @@ enum PromptFormat {
             lines.append(line)
         }
         if let hidden = facts.hidden {
-            lines.append("- \(Words.grouped(hidden.services)) more services not listed: \(Words.statusCounts(hidden.byStatus)); "
-                + "outages \(hidden.outages)")
+            lines.append(
+                "- \(Words.grouped(hidden.services)) more services not listed: \(Words.statusCounts(hidden.byStatus)); "
+                    + "outages \(hidden.outages)")
         }
         lines.append("")
         lines.append("Correlated failures (services that began failing in the same \(Words.unit(facts.bucketMs))):")

@@ -41,8 +41,10 @@ struct SampleRowReader {
         case .otherRecord, .blank: return .skipped
         case .problem(let problem): return .invalid(problem)
         }
-        let service = reader.monitorIsPlain
-            ? services.intern(UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]))
+        let service =
+            reader.monitorIsPlain
+            ? services.intern(
+                UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]))
             : reader.withMonitor { services.intern($0) }
         let instant = reader.atMs
         let statusIndex: UInt8
@@ -88,8 +90,9 @@ struct SampleRowReader {
             services.noteLatest(service, at: instant, reason: reasonBytes, message: scratch)
         }
         sequence += 1
-        var row = SampleRow(at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
-                            sequence: sequence, service: service, status: statusIndex)
+        var row = SampleRow(
+            at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
+            sequence: sequence, service: service, status: statusIndex)
         if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(line, anomaly)?.rawValue ?? 0 }
         return .sample(row)
     }
@@ -116,12 +119,18 @@ struct SampleRowReader {
         var index = field.valueStart
         let end = field.valueEnd
         var negative = false
-        if line[index] == UInt8(ascii: "-") { negative = true; index += 1 }
+        if line[index] == UInt8(ascii: "-") {
+            negative = true
+            index += 1
+        }
         guard index < end, line[index] >= 0x30, line[index] <= 0x39 else { return nil }
         var whole: Int64 = 0
         var simple = true
         while index < end, line[index] >= 0x30, line[index] <= 0x39 {
-            if whole > 900_000_000_000_000 { simple = false; break }
+            if whole > 900_000_000_000_000 {
+                simple = false
+                break
+            }
             whole = whole * 10 + Int64(line[index] - 0x30)
             index += 1
         }
@@ -141,7 +150,10 @@ struct SampleRowReader {
             }
         }
         if simple && index == end {
-            while places < 3 { fraction *= 10; places += 1 }
+            while places < 3 {
+                fraction *= 10
+                places += 1
+            }
             let value = whole * 1000 + fraction + (roundUp ? 1 : 0)
             return negative ? -value : value
         }

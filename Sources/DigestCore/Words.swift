@@ -139,10 +139,11 @@ struct Words {
     /// `3 up, 1 degraded and 1 down`, in severity order from up.
     static func statusCounts(_ counts: [SampleStatus: Int]) -> String {
         let order: [SampleStatus] = [.up, .degraded, .down, .error, .unknown]
-        return list(order.compactMap { status in
-            guard let count = counts[status], count > 0 else { return nil }
-            return "\(grouped(count)) \(status.rawValue)"
-        })
+        return list(
+            order.compactMap { status in
+                guard let count = counts[status], count > 0 else { return nil }
+                return "\(grouped(count)) \(status.rawValue)"
+            })
     }
 
     /// The column titles of the service tables (Markdown, HTML), after Service and Now.

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The time zone digest writes times in and decides "today" in (`--tz`): local time, UTC,
 /// a fixed offset (`+02:00`, `-0530`) or a zone name from the system's database (`Europe/Paris`).
@@ -34,8 +35,9 @@ struct Zone: Sendable {
         if let first = trimmed.first, first == "+" || first == "-" {
             let digits = trimmed.dropFirst().filter { $0 != ":" }
             guard digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), digits.count == 2 || digits.count == 4,
-                  let hours = Int(digits.prefix(2)), let minutes = Int(digits.count == 4 ? digits.suffix(2) : "0"),
-                  hours <= 14, minutes < 60 else { return nil }
+                let hours = Int(digits.prefix(2)), let minutes = Int(digits.count == 4 ? digits.suffix(2) : "0"),
+                hours <= 14, minutes < 60
+            else { return nil }
             let seconds = (hours * 3600 + minutes * 60) * (first == "-" ? -1 : 1)
             return Zone(kind: .fixed(seconds), name: offsetText(seconds))
         }

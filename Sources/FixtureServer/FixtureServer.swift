@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
-import VitalsKit
 import Synchronization
+import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (bind(2), getsockname(2) and send(2) take raw pointers): kept.
 
@@ -220,7 +221,12 @@ public final class FixtureServer: Sendable {
                 respond(fd, 200, body: Array("ok\n".utf8), head: false)
             }
         case "head-reset":
-            if isHead { reset(fd); closeNormally = false } else { respond(fd, 200, body: Array("ok\n".utf8), head: false) }
+            if isHead {
+                reset(fd)
+                closeNormally = false
+            } else {
+                respond(fd, 200, body: Array("ok\n".utf8), head: false)
+            }
         case "head-close":
             if !isHead { respond(fd, 200, body: Array("ok\n".utf8), head: false) }
         case "content":
@@ -307,9 +313,12 @@ public final class FixtureServer: Sendable {
     /// The body `/fixed` serves.
     public static let fixedBody = "vitals fixture body\n"
 
-    private func respond(_ fd: Int32, _ code: Int, body: [UInt8], head: Bool, contentType: String = "text/plain",
-                         extraHeaders: [String] = []) {
-        var text = "HTTP/1.1 \(code) \(FixtureServer.phrase(code))\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
+    private func respond(
+        _ fd: Int32, _ code: Int, body: [UInt8], head: Bool, contentType: String = "text/plain",
+        extraHeaders: [String] = []
+    ) {
+        var text =
+            "HTTP/1.1 \(code) \(FixtureServer.phrase(code))\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\nConnection: close\r\n"
         for header in extraHeaders { text += header + "\r\n" }
         text += "\r\n"
         var bytes = Array(text.utf8)

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// `vitals-fixture-server`: the scripted HTTP server of the tests and the demo, as a process.
 ///
@@ -15,7 +16,8 @@ public enum FixtureServerCommand: VitalsCommand {
         name: "vitals-fixture-server",
         summary: "Serve the scripted HTTP endpoints the vitals tests and demo probe.",
         usage: ["[--host ADDRESS] [--port N] [--pace-bytes MS] [--routes]"],
-        description: "Prints its base URL on the first line of standard output, then serves until interrupted. A development tool; it is not installed.",
+        description:
+            "Prints its base URL on the first line of standard output, then serves until interrupted. A development tool; it is not installed.",
         options: [
             OptionSpec("host", value: "ADDRESS", help: "address to listen on (default 127.0.0.1)"),
             OptionSpec("port", short: "p", value: "N", help: "port to listen on; 0 picks a free one (default 0)"),
@@ -23,7 +25,9 @@ public enum FixtureServerCommand: VitalsCommand {
             OptionSpec("pace-bytes", value: "MS", help: "send /bytes/N's body over at least MS milliseconds (default 0: at once)"),
             OptionSpec("routes", help: "print the routes and exit"),
         ],
-        exitStatuses: [(.success, "stopped by a signal after serving"), (.failure, "could not listen"), (.usage, "the command line was wrong")]
+        exitStatuses: [
+            (.success, "stopped by a signal after serving"), (.failure, "could not listen"), (.usage, "the command line was wrong"),
+        ]
     )
 
     /// Runs the server until a stop signal.
@@ -38,8 +42,9 @@ public enum FixtureServerCommand: VitalsCommand {
         let pace = try options.integer("pace-bytes", default: 0, in: 0...600_000)
         let server: FixtureServer
         do {
-            server = try FixtureServer(host: options.value("host") ?? "127.0.0.1", port: port, alsoIPv6: options.has("ipv6"),
-                                    bytesPaceMs: pace)
+            server = try FixtureServer(
+                host: options.value("host") ?? "127.0.0.1", port: port, alsoIPv6: options.has("ipv6"),
+                bytesPaceMs: pace)
         } catch {
             throw ToolError("\(error)")
         }

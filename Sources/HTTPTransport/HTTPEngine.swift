@@ -1,8 +1,9 @@
 import CCurl
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Unsafe pointers here are C interop (libcurl's multi interface speaks in raw pointers): kept.
@@ -139,7 +140,9 @@ public final class HTTPEngine {
         if !completions.isEmpty || timeoutMs <= 0 {
             // No wait: look at the caller's descriptors without blocking, so `ready` is still true to the moment.
             if !extra.isEmpty {
-                var fds = extra.map { pollfd(fd: $0.fd, events: ($0.readable ? Int16(POLLIN) : 0) | ($0.writable ? Int16(POLLOUT) : 0), revents: 0) }
+                var fds = extra.map {
+                    pollfd(fd: $0.fd, events: ($0.readable ? Int16(POLLIN) : 0) | ($0.writable ? Int16(POLLOUT) : 0), revents: 0)
+                }
                 _ = poll(&fds, nfds_t(fds.count), 0)
                 for index in extra.indices { extra[index].ready = fds[index].revents != 0 }
             }

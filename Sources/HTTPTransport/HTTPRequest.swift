@@ -1,4 +1,5 @@
 import VitalsCrypto
+
 /// Which address family a request may use.
 public enum IPFamily: String, Sendable {
     case any

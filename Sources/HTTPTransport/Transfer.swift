@@ -1,9 +1,10 @@
 import CCurl
 import VitalsCrypto
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Unsafe pointers here are C interop (libcurl's callbacks hand over raw buffers and a context pointer): kept.
@@ -314,7 +315,9 @@ final class Transfer {
                         if let data = entry.pointee.data, strncmp(data, "Expire date:", 12) == 0 {
                             let seconds = curl_getdate(data + 12, nil)
                             if seconds > 0 { result.certificateExpiries.append(Int64(seconds)) }
-                        } else if index == 0, request.tls.pinnedCertificateSHA256 != nil, let data = entry.pointee.data, strncmp(data, "Cert:", 5) == 0 {
+                        } else if index == 0, request.tls.pinnedCertificateSHA256 != nil, let data = entry.pointee.data,
+                            strncmp(data, "Cert:", 5) == 0
+                        {
                             leafPEM = String(cString: data + 5)
                         }
                         node = entry.pointee.next
@@ -335,11 +338,13 @@ final class Transfer {
         result.curlMessage = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
         result.failure = classify(code, message: result.curlMessage, connected: result.timings.connect > 0)
         if let pinned = request.tls.pinnedCertificateSHA256, result.failure == nil,
-           request.url.lowercased().hasPrefix("https:") {
+            request.url.lowercased().hasPrefix("https:")
+        {
             let shown = leafPEM.flatMap { Certificate(pem: $0) }?.sha256Fingerprint
             if shown != pinned.lowercased() {
                 result.failure = .tls
-                result.curlMessage = shown.map { "the server's certificate has the SHA-256 \($0), not the pinned \(pinned.lowercased())" }
+                result.curlMessage =
+                    shown.map { "the server's certificate has the SHA-256 \($0), not the pinned \(pinned.lowercased())" }
                     ?? "the server's certificate could not be read to check its pinned SHA-256"
             }
         }
@@ -372,9 +377,9 @@ final class Transfer {
             // (libcurl before 8.6; later ones say CURLE_TOO_LARGE): what the server sent, not our memory.
             return .tooLarge
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
-             CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_ENGINE_NOTFOUND,
-             CURLE_SSL_ENGINE_SETFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CLIENTCERT:
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+            CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_ENGINE_NOTFOUND,
+            CURLE_SSL_ENGINE_SETFAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CLIENTCERT:
             return .tls
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR:
             let lower = message.lowercased()

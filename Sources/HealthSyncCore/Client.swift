@@ -21,7 +21,8 @@ struct Client {
             statePath = Client.absolute(state)
         } else {
             let environment = context.environment
-            let base = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
+            let base =
+                environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil }
                 ?? environment["HOME"].flatMap { $0.isEmpty ? nil : $0 + "/.config" }
             guard let base else { throw UsageError("no HOME to keep the pairing in: name a file with --state") }
             statePath = base + "/vitals/healthsync.json"
@@ -43,11 +44,13 @@ struct Client {
         let payload = try PairingPayload.parse(try pairingText(operand))
         let (certificatePath, keyPath) = try clientIdentity()
         guard let certificateText = FileManager.default.contents(atPath: certificatePath),
-              let certificate = Certificate(pem: String(decoding: certificateText, as: UTF8.self)) else {
+            let certificate = Certificate(pem: String(decoding: certificateText, as: UTF8.self))
+        else {
             throw ToolError("\(certificatePath) holds no PEM certificate")
         }
-        let connection = try connect(payload.server, certificateSHA256: payload.certificateSHA256, publicKeyPin: payload.publicKeyPin,
-                                     certificate: certificatePath, key: keyPath)
+        let connection = try connect(
+            payload.server, certificateSHA256: payload.certificateSHA256, publicKeyPin: payload.publicKeyPin,
+            certificate: certificatePath, key: keyPath)
         let server = connection.server
         // The server must show the key and the certificate the pairing text names before the token goes out
         // (a server Bonjour found has just shown them).
@@ -55,13 +58,15 @@ struct Client {
         let answer = try connection.request("POST", PairingPayload.pairPath, body: JSONObject([JSONField("token", .string(payload.token))]))
         guard answer.status == 200 else { throw SyncConnection.refusal(answer, server: server) }
         guard answer.object["status"]?.stringValue == "paired", let id = answer.object["id"]?.stringValue,
-              answer.object["certificateFingerprint"]?.stringValue == certificate.sha256Fingerprint else {
+            answer.object["certificateFingerprint"]?.stringValue == certificate.sha256Fingerprint
+        else {
             throw ToolError("\(server) answered the pairing without pairing this client's certificate: \(answer.object.fields.map(\.key))")
         }
         let pairedAt = answer.object["pairedAt"]?.stringValue.flatMap(Timestamp.parse) ?? Clock.wallMilliseconds()
-        let state = ClientState(server: server, serverCertificateSHA256: payload.certificateSHA256,
-                                serverPublicKeyPin: payload.publicKeyPin, clientCertificate: certificatePath, clientKey: keyPath,
-                                clientCertificateSHA256: certificate.sha256Fingerprint, pairingID: id, pairedAt: pairedAt)
+        let state = ClientState(
+            server: server, serverCertificateSHA256: payload.certificateSHA256,
+            serverPublicKeyPin: payload.publicKeyPin, clientCertificate: certificatePath, clientKey: keyPath,
+            clientCertificateSHA256: certificate.sha256Fingerprint, pairingID: id, pairedAt: pairedAt)
         try makeFolder(AtomicFile.directoryName(statePath))
         try state.save(to: statePath)
         if format == "ndjson" {
@@ -69,11 +74,12 @@ struct Client {
             record["state"] = .string(statePath)
             try write(record)
         } else {
-            try writer.write("""
-            Paired with \(server) (server certificate SHA-256 \(Certificate.colonSeparated(payload.certificateSHA256)))
-            Client certificate: \(certificatePath) (SHA-256 \(Certificate.colonSeparated(certificate.sha256Fingerprint)))
-            Kept in: \(statePath) (mode 0600)
-            """)
+            try writer.write(
+                """
+                Paired with \(server) (server certificate SHA-256 \(Certificate.colonSeparated(payload.certificateSHA256)))
+                Client certificate: \(certificatePath) (SHA-256 \(Certificate.colonSeparated(certificate.sha256Fingerprint)))
+                Kept in: \(statePath) (mode 0600)
+                """)
         }
         return .success
     }
@@ -141,19 +147,23 @@ struct Client {
     /// The connection to the paired server (found by Bonjour with `--discover`).
     func pairedConnection() throws -> (ClientState, SyncConnection) {
         let state = try ClientState.load(from: statePath)
-        let connection = try connect(state.server, certificateSHA256: state.serverCertificateSHA256, publicKeyPin: state.serverPublicKeyPin,
-                                     certificate: state.clientCertificate, key: state.clientKey)
+        let connection = try connect(
+            state.server, certificateSHA256: state.serverCertificateSHA256, publicKeyPin: state.serverPublicKeyPin,
+            certificate: state.clientCertificate, key: state.clientKey)
         return (state, connection)
     }
 
     /// The connection to `known`, or with `--discover` to the first service Bonjour finds that names
     /// the certificate and shows the pinned key and certificate on a handshake (one that only claims
     /// them is skipped, with a note).
-    private func connect(_ known: String, certificateSHA256: String, publicKeyPin: String, certificate: String,
-                         key: String) throws -> SyncConnection {
+    private func connect(
+        _ known: String, certificateSHA256: String, publicKeyPin: String, certificate: String,
+        key: String
+    ) throws -> SyncConnection {
         func connection(_ server: String) -> SyncConnection {
-            SyncConnection(server: server, certificateSHA256: certificateSHA256, publicKeyPin: publicKeyPin, clientCertificate: certificate,
-                           clientKey: key, timeoutMs: timeoutMs)
+            SyncConnection(
+                server: server, certificateSHA256: certificateSHA256, publicKeyPin: publicKeyPin, clientCertificate: certificate,
+                clientKey: key, timeoutMs: timeoutMs)
         }
         guard options.has("discover") else { return connection(known) }
         var failures: [String] = []
@@ -189,8 +199,11 @@ struct Client {
             if format == "text" {
                 try writer.write(type)
             } else {
-                try write(JSONObject([JSONField("type", .string("shared_type")), JSONField("type_identifier", .string(type)),
-                                      JSONField("shared", .bool(true))]))
+                try write(
+                    JSONObject([
+                        JSONField("type", .string("shared_type")), JSONField("type_identifier", .string(type)),
+                        JSONField("shared", .bool(true)),
+                    ]))
             }
         }
         return .success
@@ -204,17 +217,19 @@ struct Client {
         if services.isEmpty { context.diagnostics.note("Bonjour found no \(Discovery.serviceType) service on the local network") }
         for service in services {
             if format == "text" {
-                try writer.write("\(service.name)  \(service.url)  \(service.host)  \(service.interface) \(service.protocolName)"
-                                 + (service.txt("sha256").map { "  sha256 \($0)" } ?? ""))
+                try writer.write(
+                    "\(service.name)  \(service.url)  \(service.host)  \(service.interface) \(service.protocolName)"
+                        + (service.txt("sha256").map { "  sha256 \($0)" } ?? ""))
             } else {
-                try write(JSONObject([
-                    JSONField("type", .string("mdns_service")), JSONField("name", .string(service.name)),
-                    JSONField("host", .string(service.host)), JSONField("address", .string(service.address)),
-                    JSONField("port", .integer(service.port)), JSONField("url", .string(service.url)),
-                    JSONField("interface", .string(service.interface)), JSONField("protocol", .string(service.protocolName)),
-                    JSONField("server_certificate_sha256", service.txt("sha256").map { .string($0) } ?? .null),
-                    JSONField("txt", .array(service.txt.map { .string($0) })),
-                ]))
+                try write(
+                    JSONObject([
+                        JSONField("type", .string("mdns_service")), JSONField("name", .string(service.name)),
+                        JSONField("host", .string(service.host)), JSONField("address", .string(service.address)),
+                        JSONField("port", .integer(service.port)), JSONField("url", .string(service.url)),
+                        JSONField("interface", .string(service.interface)), JSONField("protocol", .string(service.protocolName)),
+                        JSONField("server_certificate_sha256", service.txt("sha256").map { .string($0) } ?? .null),
+                        JSONField("txt", .array(service.txt.map { .string($0) })),
+                    ]))
             }
         }
         return .success

@@ -41,23 +41,28 @@ struct ClientState: Equatable {
     static func load(from path: String) throws -> ClientState {
         var status = stat()
         guard stat(path, &status) == 0, let data = FileManager.default.contents(atPath: path) else {
-            throw ToolError("not paired yet: no \(path) (run healthsync scan with the pairing text snapshot-delta pair prints on the server)")
+            throw ToolError(
+                "not paired yet: no \(path) (run healthsync scan with the pairing text snapshot-delta pair prints on the server)")
         }
         try ClientState.checkPrivate(path, status, forbidden: 0o022, what: "the pairing")
-        guard let object = try? JSONParser.parse([UInt8](data)).objectValue else { throw ToolError("\(path): not a healthsync state file (scan again)") }
+        guard let object = try? JSONParser.parse([UInt8](data)).objectValue else {
+            throw ToolError("\(path): not a healthsync state file (scan again)")
+        }
         func text(_ key: String) throws(ToolError) -> String {
             guard let value = object[key]?.stringValue, !value.isEmpty else { throw ToolError("\(path): \(key) is missing (scan again)") }
             return value
         }
         guard let pairedAt = Timestamp.parse(try text("paired_at")),
-              let server = PairingPayload.serverAddress(try text("server")),
-              PairingPayload.isPin(try text("server_public_key_pin")) else {
+            let server = PairingPayload.serverAddress(try text("server")),
+            PairingPayload.isPin(try text("server_public_key_pin"))
+        else {
             throw ToolError("\(path): not a healthsync state file (scan again)")
         }
-        let state = ClientState(server: server, serverCertificateSHA256: try text("server_certificate_sha256"),
-                                serverPublicKeyPin: try text("server_public_key_pin"), clientCertificate: try text("client_certificate"),
-                                clientKey: try text("client_key"), clientCertificateSHA256: try text("client_certificate_sha256"),
-                                pairingID: try text("pairing_id"), pairedAt: pairedAt)
+        let state = ClientState(
+            server: server, serverCertificateSHA256: try text("server_certificate_sha256"),
+            serverPublicKeyPin: try text("server_public_key_pin"), clientCertificate: try text("client_certificate"),
+            clientKey: try text("client_key"), clientCertificateSHA256: try text("client_certificate_sha256"),
+            pairingID: try text("pairing_id"), pairedAt: pairedAt)
         try ClientState.checkKey(state.clientKey)
         return state
     }
@@ -74,7 +79,8 @@ struct ClientState: Equatable {
     private static func checkPrivate(_ path: String, _ status: stat, forbidden: mode_t, what: String) throws {
         let owner = geteuid()
         if status.st_uid != owner && status.st_uid != 0 {
-            throw ToolError("\(path) (\(what)) belongs to user \(status.st_uid), not to this user (\(owner)): refused, since its owner can change it")
+            throw ToolError(
+                "\(path) (\(what)) belongs to user \(status.st_uid), not to this user (\(owner)): refused, since its owner can change it")
         }
         let mode = status.st_mode & 0o777
         if mode & forbidden != 0 {

@@ -6,15 +6,15 @@ enum Clipboard {
     /// The readers to try, in order, for this environment.
     static func readers(environment: [String: String]) -> [[String]] {
         #if os(macOS)
-        return [["pbpaste"]]
+            return [["pbpaste"]]
         #else
-        var readers: [[String]] = []
-        if environment["WAYLAND_DISPLAY"].map({ !$0.isEmpty }) == true { readers.append(["wl-paste", "--no-newline"]) }
-        if environment["DISPLAY"].map({ !$0.isEmpty }) == true {
-            readers.append(["xclip", "-out", "-selection", "clipboard"])
-            readers.append(["xsel", "--clipboard", "--output"])
-        }
-        return readers
+            var readers: [[String]] = []
+            if environment["WAYLAND_DISPLAY"].map({ !$0.isEmpty }) == true { readers.append(["wl-paste", "--no-newline"]) }
+            if environment["DISPLAY"].map({ !$0.isEmpty }) == true {
+                readers.append(["xclip", "-out", "-selection", "clipboard"])
+                readers.append(["xsel", "--clipboard", "--output"])
+            }
+            return readers
         #endif
     }
 

@@ -39,15 +39,18 @@ enum Discovery {
     static func browse(timeoutMs: Int) throws -> [Service] {
         let result: ChildProcess.Result
         do {
-            result = try ChildProcess.run(["avahi-browse", "--resolve", "--parsable", "--terminate", "--no-db-lookup", serviceType],
-                                          timeoutMs: Int64(timeoutMs))
+            result = try ChildProcess.run(
+                ["avahi-browse", "--resolve", "--parsable", "--terminate", "--no-db-lookup", serviceType],
+                timeoutMs: Int64(timeoutMs))
         } catch {
-            throw ToolError("--discover needs avahi-browse (Debian: apt-get install avahi-utils, with avahi-daemon running): \(error.reason)")
+            throw ToolError(
+                "--discover needs avahi-browse (Debian: apt-get install avahi-utils, with avahi-daemon running): \(error.reason)")
         }
         let errors = String(decoding: result.error, as: UTF8.self).split(whereSeparator: \.isNewline).joined(separator: "; ")
         if !result.succeeded && !result.timedOut {
-            throw ToolError("--discover: avahi-browse failed" + (errors.isEmpty ? "" : ": \(errors)")
-                            + " (Bonjour on Linux needs a running avahi-daemon)")
+            throw ToolError(
+                "--discover: avahi-browse failed" + (errors.isEmpty ? "" : ": \(errors)")
+                    + " (Bonjour on Linux needs a running avahi-daemon)")
         }
         return parse(String(decoding: result.output, as: UTF8.self))
     }
@@ -66,9 +69,11 @@ enum Discovery {
                 rest = rest[rest.index(after: semicolon)...]
             }
             guard fields.count == 9, let port = Int(fields[8]), (1...65_535).contains(port) else { continue }
-            services.append(Service(interface: unescape(fields[1]), protocolName: String(fields[2]), name: unescape(fields[3]),
-                                    domain: unescape(fields[5]), host: unescape(fields[6]), address: String(fields[7]), port: port,
-                                    txt: txtStrings(rest)))
+            services.append(
+                Service(
+                    interface: unescape(fields[1]), protocolName: String(fields[2]), name: unescape(fields[3]),
+                    domain: unescape(fields[5]), host: unescape(fields[6]), address: String(fields[7]), port: port,
+                    txt: txtStrings(rest)))
         }
         return services
     }
@@ -78,10 +83,14 @@ enum Discovery {
         var bytes: [UInt8] = []
         var input = Array(text.utf8)[...]
         while let byte = input.popFirst() {
-            guard byte == UInt8(ascii: "\\"), let next = input.first else { bytes.append(byte); continue }
+            guard byte == UInt8(ascii: "\\"), let next = input.first else {
+                bytes.append(byte)
+                continue
+            }
             let digits = input.prefix(3)
             if digits.count == 3, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-               let value = Int(String(decoding: digits, as: UTF8.self)), value < 256 {
+                let value = Int(String(decoding: digits, as: UTF8.self)), value < 256
+            {
                 bytes.append(UInt8(value))
                 input.removeFirst(3)
             } else {
@@ -125,7 +134,9 @@ enum Discovery {
     static func servers(showing sha256: String, timeoutMs: Int) throws -> [Service] {
         let services = try browse(timeoutMs: timeoutMs)
         guard !services.isEmpty else {
-            throw ToolError("--discover: Bonjour found no \(serviceType) service on the local network (is the server advertised? scripts/serve does it when avahi-daemon runs)")
+            throw ToolError(
+                "--discover: Bonjour found no \(serviceType) service on the local network (is the server advertised? scripts/serve does it when avahi-daemon runs)"
+            )
         }
         let matching = services.filter { $0.txt("sha256")?.lowercased() == sha256 }.sorted { $0.rank < $1.rank }
         guard !matching.isEmpty else {

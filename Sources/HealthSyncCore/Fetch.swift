@@ -42,7 +42,8 @@ extension Client {
                 return .success
             }
             guard types.count <= 64 else {
-                throw ToolError("\(connection.server) shares \(types.count) types; name at most 64 with --types (healthsync types lists them)")
+                throw ToolError(
+                    "\(connection.server) shares \(types.count) types; name at most 64 with --types (healthsync types lists them)")
             }
         }
         if format == "csv" { try writer.write(Client.csvHeader) }
@@ -63,13 +64,16 @@ extension Client {
                 let answer = try connection.request("POST", Client.dataPath, body: body)
                 guard answer.status == 200 else { throw SyncConnection.refusal(answer, server: connection.server) }
                 guard let samples = answer.object["samples"]?.arrayValue, let hasMore = answer.object["hasMore"]?.boolValue,
-                      samples.count <= ask else {
+                    samples.count <= ask
+                else {
                     throw ToolError("\(connection.server) answered page \(pages + 1) without samples and hasMore")
                 }
                 // A take between two pages moves every offset: the pages would not fit together.
                 let pageSnapshot = answer.object["snapshotId"]?.stringValue
                 if let first = snapshot, first != pageSnapshot {
-                    throw ToolError("the server's archive changed during the fetch (snapshot \(first ?? "none") became \(pageSnapshot ?? "none")), so the pages do not fit together")
+                    throw ToolError(
+                        "the server's archive changed during the fetch (snapshot \(first ?? "none") became \(pageSnapshot ?? "none")), so the pages do not fit together"
+                    )
                 }
                 snapshot = .some(pageSnapshot)
                 for sample in samples { try emit(sample, types: types, format: format) }
@@ -89,18 +93,24 @@ extension Client {
         if format == "ndjson" {
             let quality = complete && since == nil && until == nil ? "complete" : "partial"
             for type in types {
-                try write(JSONObject([JSONField("type", .string("type_status")), JSONField("type_identifier", .string(type)),
-                                      JSONField("quality", .string(quality))]))
+                try write(
+                    JSONObject([
+                        JSONField("type", .string("type_status")), JSONField("type_identifier", .string(type)),
+                        JSONField("quality", .string(quality)),
+                    ]))
             }
         }
         if let failure {
-            context.diagnostics.error(failure.message + "; the fetch stopped after \(offset) samples in \(pages) pages"
-                                      + (format == "ndjson" ? " (the types are marked partial)" : "")
-                                      + (pages > 0 ? "; a larger --per-page needs fewer requests" : ""))
+            context.diagnostics.error(
+                failure.message + "; the fetch stopped after \(offset) samples in \(pages) pages"
+                    + (format == "ndjson" ? " (the types are marked partial)" : "")
+                    + (pages > 0 ? "; a larger --per-page needs fewer requests" : ""))
             return .failure
         }
         if !complete, !Signals.stopRequested {
-            context.diagnostics.note("stopped at --limit \(limit ?? 0) with more samples in the range" + (format == "ndjson" ? " (the types are marked partial)" : ""))
+            context.diagnostics.note(
+                "stopped at --limit \(limit ?? 0) with more samples in the range"
+                    + (format == "ndjson" ? " (the types are marked partial)" : ""))
         }
         return .success
     }
@@ -108,9 +118,11 @@ extension Client {
     /// One sample of an answer, as a `health_record` line or a CSV row.
     private func emit(_ value: JSONValue, types: [String], format: String) throws {
         guard let sample = value.objectValue, let type = sample["type"]?.stringValue, types.contains(type),
-              let start = sample["startDate"]?.stringValue.flatMap(Timestamp.parse),
-              let end = sample["endDate"]?.stringValue.flatMap(Timestamp.parse) else {
-            throw ToolError("a sample in the answer is not one of the types asked for with a startDate and an endDate: \(value.jsonText.prefix(200))")
+            let start = sample["startDate"]?.stringValue.flatMap(Timestamp.parse),
+            let end = sample["endDate"]?.stringValue.flatMap(Timestamp.parse)
+        else {
+            throw ToolError(
+                "a sample in the answer is not one of the types asked for with a startDate and an endDate: \(value.jsonText.prefix(200))")
         }
         let number = sample["value"] ?? .null
         let text = sample["valueText"]?.stringValue
@@ -118,15 +130,20 @@ extension Client {
         let source = sample["sourceName"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
         if format == "csv" {
             let shown: String? = text ?? { if case .number(let literal) = number { return literal } else { return nil } }()
-            try writer.write(CSV.row([type, shown, unit, Timestamp.formatSeconds(milliseconds: start),
-                                      Timestamp.formatSeconds(milliseconds: end), source]))
+            try writer.write(
+                CSV.row([
+                    type, shown, unit, Timestamp.formatSeconds(milliseconds: start),
+                    Timestamp.formatSeconds(milliseconds: end), source,
+                ]))
             return
         }
-        try write(JSONObject([
-            JSONField("type", .string("health_record")), JSONField("type_identifier", .string(type)),
-            JSONField("start", .string(Timestamp.format(milliseconds: start))), JSONField("end", .string(Timestamp.format(milliseconds: end))),
-            JSONField("value", text.map { .string($0) } ?? number), JSONField("unit", unit.map { .string($0) } ?? .null),
-            JSONField("source", source.map { .string($0) } ?? .null), JSONField("uuid", sample["id"] ?? .null),
-        ]))
+        try write(
+            JSONObject([
+                JSONField("type", .string("health_record")), JSONField("type_identifier", .string(type)),
+                JSONField("start", .string(Timestamp.format(milliseconds: start))),
+                JSONField("end", .string(Timestamp.format(milliseconds: end))),
+                JSONField("value", text.map { .string($0) } ?? number), JSONField("unit", unit.map { .string($0) } ?? .null),
+                JSONField("source", source.map { .string($0) } ?? .null), JSONField("uuid", sample["id"] ?? .null),
+            ]))
     }
 }

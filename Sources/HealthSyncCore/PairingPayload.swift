@@ -34,7 +34,8 @@ struct PairingPayload: Equatable {
         guard let token = field("token"), isToken(token) else {
             throw ToolError("the pairing text has no token of 26 letters and digits (snapshot-delta pair makes one)")
         }
-        guard let fingerprint = field("certificateFingerprint", "server_certificate_sha256").flatMap(Certificate.normalizedFingerprint) else {
+        guard let fingerprint = field("certificateFingerprint", "server_certificate_sha256").flatMap(Certificate.normalizedFingerprint)
+        else {
             throw ToolError("the pairing text has no certificateFingerprint (the server certificate's SHA-256, 64 hex digits)")
         }
         guard let pin = field("pin", "server_public_key_pin"), isPin(pin) else {
@@ -46,7 +47,8 @@ struct PairingPayload: Equatable {
     /// `https://HOST[:PORT]` from a pairing URL or a server address (no credentials, no query).
     static func serverAddress(_ url: String) -> String? {
         guard url.hasPrefix("https://"), url.utf8.count <= 2048,
-              !url.contains(where: { $0.isWhitespace || $0 == "@" || $0 == "?" || $0 == "#" || $0 == "\\" }) else { return nil }
+            !url.contains(where: { $0.isWhitespace || $0 == "@" || $0 == "?" || $0 == "#" || $0 == "\\" })
+        else { return nil }
         var address = url
         if address.hasSuffix(pairPath) { address.removeLast(pairPath.count) }
         while address.hasSuffix("/") { address.removeLast() }
@@ -57,7 +59,10 @@ struct PairingPayload: Equatable {
 
     /// 26 lowercase Base32 characters, the shape of `snapshot-delta pair`'s tokens.
     static func isToken(_ text: String) -> Bool {
-        text.utf8.count == 26 && text.utf8.allSatisfy { ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "2") && $0 <= UInt8(ascii: "7")) }
+        text.utf8.count == 26
+            && text.utf8.allSatisfy {
+                ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "2") && $0 <= UInt8(ascii: "7"))
+            }
     }
 
     /// `sha256//` and the Base64 of 32 bytes.

@@ -80,9 +80,11 @@ final class SyncConnection {
         let done = result!
         if let failure = done.failure {
             let why = done.curlMessage.isEmpty ? failure.rawValue : done.curlMessage
-            let hint = failure == .tls
+            let hint =
+                failure == .tls
                 ? " (it is not the server this client paired with, or its certificate changed: scan a new pairing text)"
-                : failure == .connect || failure == .dns || failure == .timeout ? " (is the server running and reachable? --discover finds it by Bonjour)" : ""
+                : failure == .connect || failure == .dns || failure == .timeout
+                    ? " (is the server running and reachable? --discover finds it by Bonjour)" : ""
             throw ToolError("cannot reach the Health Sync server at \(server): \(why)\(hint)")
         }
         return done

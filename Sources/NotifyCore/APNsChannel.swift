@@ -73,7 +73,8 @@ final class APNsChannel: Channel {
     /// The provider token: the cached one while younger than 50 minutes, else a new one.
     func providerToken(_ state: StateBox, nowMs: Int64) throws -> String {
         let now = nowMs / 1000
-        if let cached = state.state.providerTokens[tokenKey], now - cached.issuedAt < APNsChannel.renewAfterSeconds, now >= cached.issuedAt {
+        if let cached = state.state.providerTokens[tokenKey], now - cached.issuedAt < APNsChannel.renewAfterSeconds, now >= cached.issuedAt
+        {
             return cached.jwt
         }
         let jwt = try key.jwt(headerJSON: #"{"alg":"ES256","kid":"\#(keyID)"}"#, claimsJSON: #"{"iss":"\#(teamID)","iat":\#(now)}"#)
@@ -89,15 +90,18 @@ final class APNsChannel: Channel {
         } catch {
             return .resolved(.failed(code: nil, error: "cannot sign the provider token: \(error)"))
         }
-        var request = HTTPRequest(url: base + "/3/device/" + device, method: "POST", timeoutMs: timeoutMs,
-                                  userAgent: "vitals-notify/\(Vitals.version)")
+        var request = HTTPRequest(
+            url: base + "/3/device/" + device, method: "POST", timeoutMs: timeoutMs,
+            userAgent: "vitals-notify/\(Vitals.version)")
         request.httpVersion = .http2
         request.body = APNsPayload.encode(notification, sound: sound, badge: badge)
-        request.headers = ["authorization: bearer " + jwt, "apns-topic: " + topic, "apns-push-type: " + pushType,
-                           "apns-priority: " + (priority ?? (notification.isBad ? "10" : "5")),
-                           "apns-collapse-id: " + APNsChannel.collapseID(notification.key),
-                           "apns-id: " + APNsChannel.uuid(notification.id + "/" + device),
-                           "content-type: application/json"]
+        request.headers = [
+            "authorization: bearer " + jwt, "apns-topic: " + topic, "apns-push-type: " + pushType,
+            "apns-priority: " + (priority ?? (notification.isBad ? "10" : "5")),
+            "apns-collapse-id: " + APNsChannel.collapseID(notification.key),
+            "apns-id: " + APNsChannel.uuid(notification.id + "/" + device),
+            "content-type: application/json",
+        ]
         request.tls = tls
         request.maxRedirects = 0
         request.bodyPolicy = .collect(limit: 16 * 1024)
@@ -129,8 +133,9 @@ final class APNsChannel: Channel {
                     state.state.providerTokens[tokenKey] = nil
                     return .retry(code: code, error: words + ": token renewed", afterMs: 0)
                 }
-                return .retry(code: code, error: words + ": the token is renewed 20 minutes after its issue at the soonest",
-                              afterMs: (APNsChannel.renewNotBeforeSeconds - age) * 1000)
+                return .retry(
+                    code: code, error: words + ": the token is renewed 20 minutes after its issue at the soonest",
+                    afterMs: (APNsChannel.renewNotBeforeSeconds - age) * 1000)
             }
             return .retry(code: code, error: words, afterMs: 0)
         case (429, _), (500..<600, _):
@@ -170,10 +175,14 @@ enum APNsPayload {
             return true
         }
         while true {
-            let bytes = render(notification, title: title, body: body, name: name, details: details, monitors: monitors,
-                               sound: sound, badge: badge)
+            let bytes = render(
+                notification, title: title, body: body, name: name, details: details, monitors: monitors,
+                sound: sound, badge: badge)
             if bytes.count <= APNsChannel.maxPayloadBytes { return bytes }
-            if monitors.count > 1 { monitors = Array(monitors.prefix(monitors.count / 2)); continue }
+            if monitors.count > 1 {
+                monitors = Array(monitors.prefix(monitors.count / 2))
+                continue
+            }
             // The longest text is halved first.
             let longest = [details.utf8.count, body.utf8.count, name.utf8.count, title.utf8.count].max()!
             if longest == details.utf8.count, shorten(&details) { continue }
@@ -194,8 +203,10 @@ enum APNsPayload {
         }
     }
 
-    private static func render(_ notification: Notification, title: String, body: String, name: String, details: String,
-                               monitors: [String], sound: String, badge: Int?) -> [UInt8] {
+    private static func render(
+        _ notification: Notification, title: String, body: String, name: String, details: String,
+        monitors: [String], sound: String, badge: Int?
+    ) -> [UInt8] {
         var alert = JSONObject()
         alert["title"] = .string(title)
         alert["body"] = .string(body)

@@ -156,7 +156,8 @@ enum HTTPDate {
     static func parse(_ text: String) -> Int64? {
         let parts = text.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]),
-              (1...31).contains(day), (0...9999).contains(year) else { return nil }
+            (1...31).contains(day), (0...9999).contains(year)
+        else { return nil }
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         guard let month = months.firstIndex(of: String(parts[2])) else { return nil }
         let clock = parts[4].split(separator: ":").compactMap { Int($0) }

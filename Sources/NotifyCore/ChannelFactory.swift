@@ -4,8 +4,10 @@ import VitalsKit
 /// Makes channels from URLs (`--to`) and configuration files (`--config`: one `[tags=]URL` a line).
 enum ChannelFactory {
     /// The schemes notify knows, for messages.
-    static let schemes = ["json", "jsons", "ntfy", "ntfys", "slack", "discord", "teams", "mailto", "mailtos", "sendmail",
-                          "apns", "desktop", "exec"]
+    static let schemes = [
+        "json", "jsons", "ntfy", "ntfys", "slack", "discord", "teams", "mailto", "mailtos", "sendmail",
+        "apns", "desktop", "exec",
+    ]
 
     /// The channel for one URL.
     static func make(_ parsed: ChannelURL, environment: [String: String]) throws(UsageError) -> Channel {
@@ -31,7 +33,8 @@ enum ChannelFactory {
             throw ToolError("cannot read the configuration \(path)")
         }
         var urls: [ChannelURL] = []
-        for (index, rawLine) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, rawLine) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+        {
             let line = String(rawLine).trimmingSpaces
             if line.isEmpty || line.hasPrefix("#") { continue }
             var tags: [String] = []

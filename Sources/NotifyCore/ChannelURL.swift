@@ -128,7 +128,8 @@ struct ChannelURL {
             let name = restore(URLText.percentDecoded(parts[0])).lowercased()
             let raw = parts.count > 1 ? parts[1] : ""
             if Redaction.isSecretParameter(name), !raw.hasPrefix("\u{1}"), !raw.isEmpty,
-               !name.hasSuffix("_file"), !ChannelURL.notSecret.contains(name) {
+                !name.hasSuffix("_file"), !ChannelURL.notSecret.contains(name)
+            {
                 literalSecret = true
             }
             parameters.append((name, try expand(raw)))
@@ -166,7 +167,8 @@ struct ChannelURL {
             let name = part[..<equals].lowercased()
             let value = part[part.index(after: equals)...]
             if !notSecret.contains(name), !name.hasSuffix("_file"), !value.hasPrefix("${"),
-               Redaction.isSecretParameter(name) {
+                Redaction.isSecretParameter(name)
+            {
                 return part[..<equals] + "=***"
             }
             return String(part)

@@ -21,10 +21,13 @@ struct HTTPSEndpoint {
     let tls: TLSOptions
     let headers: [String]
 
-    static let ownParameters: Set<String> = ["cafile", "insecure", "header", "priority", "tags", "click", "token", "format", "username", "avatar"]
+    static let ownParameters: Set<String> = [
+        "cafile", "insecure", "header", "priority", "tags", "click", "token", "format", "username", "avatar",
+    ]
 
     init(_ parsed: ChannelURL, secure: Bool = true, path: String? = nil) throws(UsageError) {
-        url = (secure ? "https://" : "http://") + parsed.authority() + (path ?? parsed.rawPath)
+        url =
+            (secure ? "https://" : "http://") + parsed.authority() + (path ?? parsed.rawPath)
             + parsed.passthroughQuery(excluding: HTTPSEndpoint.ownParameters)
         tls = WebhookChannel.tlsOptions(parsed)
         headers = try WebhookChannel.extraHeaders(parsed)
@@ -38,9 +41,10 @@ struct HTTPSEndpoint {
 /// Masks the secret part of a webhook path (`/services/T000/B000/***`): the last segment.
 func maskLastSegment(_ display: String) -> String {
     guard let query = display.firstIndex(of: "?") ?? Optional(display.endIndex),
-          let slash = display[..<query].lastIndex(of: "/"),
-          display[..<slash].contains("://"), display.distance(from: slash, to: query) > 1,
-          !display[display.index(after: slash)..<query].hasPrefix("${") else { return display }
+        let slash = display[..<query].lastIndex(of: "/"),
+        display[..<slash].contains("://"), display.distance(from: slash, to: query) > 1,
+        !display[display.index(after: slash)..<query].hasPrefix("${")
+    else { return display }
     return String(display[...slash]) + "***" + display[query...]
 }
 
@@ -79,25 +83,32 @@ final class NtfyChannel: Channel {
     }
 
     func attempt(_ notification: Notification, leg: String?, state: StateBox, nowMs: Int64, timeoutMs: Int) -> AttemptRequest {
-        let priority = self.priority ?? {
-            switch notification.event {
-            case .down, .stillDown: return "5"
-            case .degraded, .stillDegraded: return "4"
-            case .recovered: return "3"
-            }
-        }()
+        let priority =
+            self.priority
+            ?? {
+                switch notification.event {
+                case .down, .stillDown: return "5"
+                case .degraded, .stillDegraded: return "4"
+                case .recovered: return "3"
+                }
+            }()
         let emoji: String
         switch notification.status {
         case "up": emoji = "white_check_mark"
         case "degraded": emoji = "warning"
         default: emoji = "rotating_light"
         }
-        var headers = ["Title: " + headerSafe(notification.title), "Priority: " + priority,
-                       "Tags: " + ([emoji, notification.event.rawValue] + extraTags).joined(separator: ",")]
+        var headers = [
+            "Title: " + headerSafe(notification.title), "Priority: " + priority,
+            "Tags: " + ([emoji, notification.event.rawValue] + extraTags).joined(separator: ","),
+        ]
         if let click = click ?? notification.single?.target, click.hasPrefix("http") { headers.append("Click: " + headerSafe(click)) }
         if let token { headers.append("Authorization: Bearer " + token) }
-        guard case .http(var request) = endpoint.post(Array(notification.text.utf8), extra: headers, timeoutMs: timeoutMs,
-                                                     contentType: "text/plain; charset=utf-8") else { fatalError() }
+        guard
+            case .http(var request) = endpoint.post(
+                Array(notification.text.utf8), extra: headers, timeoutMs: timeoutMs,
+                contentType: "text/plain; charset=utf-8")
+        else { fatalError() }
         request.username = user
         request.password = password
         return .http(request)
@@ -145,7 +156,8 @@ final class SlackChannel: Channel {
 
     /// Slack's three escapes: &, <, >.
     private func slackEscape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(
+            of: ">", with: "&gt;")
     }
 }
 
@@ -165,7 +177,8 @@ final class DiscordChannel: Channel {
         } else {
             let parts = [parsed.host] + parsed.path.split(separator: "/").map(String.init)
             guard parts.count == 2 else { throw UsageError("'\(parsed.display)': discord://WEBHOOK_ID/TOKEN or discord://HOST/PATH") }
-            endpoint = try HTTPSEndpoint(try ChannelURL("discord://discord.com/api/webhooks/" + parts.joined(separator: "/"), environment: [:]))
+            endpoint = try HTTPSEndpoint(
+                try ChannelURL("discord://discord.com/api/webhooks/" + parts.joined(separator: "/"), environment: [:]))
         }
         username = parsed.parameter("username")
         avatar = parsed.parameter("avatar")
@@ -179,8 +192,15 @@ final class DiscordChannel: Channel {
         embed["timestamp"] = .string(Timestamp.format(milliseconds: notification.at))
         if let single = notification.single {
             embed["fields"] = .array([
-                .object(JSONObject([JSONField("name", .string("Monitor")), JSONField("value", .string(single.monitor)), JSONField("inline", .bool(true))])),
-                .object(JSONObject([JSONField("name", .string("Status")), JSONField("value", .string(single.status)), JSONField("inline", .bool(true))])),
+                .object(
+                    JSONObject([
+                        JSONField("name", .string("Monitor")), JSONField("value", .string(single.monitor)),
+                        JSONField("inline", .bool(true)),
+                    ])),
+                .object(
+                    JSONObject([
+                        JSONField("name", .string("Status")), JSONField("value", .string(single.status)), JSONField("inline", .bool(true)),
+                    ])),
             ])
         }
         var body = JSONObject()
@@ -215,17 +235,29 @@ final class TeamsChannel: Channel {
             ("$schema", .string("http://adaptivecards.io/schemas/adaptive-card.json")),
             ("type", .string("AdaptiveCard")),
             ("version", .string("1.4")),
-            ("body", .array([
-                block([("type", .string("TextBlock")), ("text", .string(notification.title)), ("weight", .string("Bolder")),
-                       ("size", .string("Medium")), ("color", .string(color)), ("wrap", .bool(true))]),
-                block([("type", .string("TextBlock")), ("text", .string(notification.body)), ("wrap", .bool(true))]),
-                block([("type", .string("FactSet")), ("facts", .array(facts))]),
-            ])),
+            (
+                "body",
+                .array([
+                    block([
+                        ("type", .string("TextBlock")), ("text", .string(notification.title)), ("weight", .string("Bolder")),
+                        ("size", .string("Medium")), ("color", .string(color)), ("wrap", .bool(true)),
+                    ]),
+                    block([("type", .string("TextBlock")), ("text", .string(notification.body)), ("wrap", .bool(true))]),
+                    block([("type", .string("FactSet")), ("facts", .array(facts))]),
+                ])
+            ),
         ])
         let body = block([
             ("type", .string("message")),
-            ("attachments", .array([block([("contentType", .string("application/vnd.microsoft.card.adaptive")),
-                                           ("contentUrl", .null), ("content", card)])])),
+            (
+                "attachments",
+                .array([
+                    block([
+                        ("contentType", .string("application/vnd.microsoft.card.adaptive")),
+                        ("contentUrl", .null), ("content", card),
+                    ])
+                ])
+            ),
         ])
         return endpoint.post(body.encoded(), timeoutMs: timeoutMs)
     }

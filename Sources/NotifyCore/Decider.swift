@@ -119,8 +119,11 @@ final class Decider {
 
     private func take(_ sample: SampleEvent) {
         let status = sample.status.rawValue
-        var track = monitors[sample.monitor] ?? MonitorTrack(name: sample.name, confirmed: policy.firstSampleIsBaseline ? status : "new",
-                                                               lastAt: sample.at)
+        var track =
+            monitors[sample.monitor]
+            ?? MonitorTrack(
+                name: sample.name, confirmed: policy.firstSampleIsBaseline ? status : "new",
+                lastAt: sample.at)
         track.name = sample.name
         track.lastAt = sample.at
         track.message = sample.message
@@ -160,7 +163,7 @@ final class Decider {
         switch sample.status {
         case .down, .error:
             if current == 2 {
-                track.confirmed = status // down and error are one condition
+                track.confirmed = status  // down and error are one condition
             } else if track.failStreak >= policy.failureThreshold {
                 if current == 0 { track.since = track.failStart }
                 track.confirmed = status
@@ -234,9 +237,10 @@ final class Decider {
     private func change(_ monitor: String, told: Told?) -> MonitorChange {
         let track = monitors[monitor]!
         let previous = told.flatMap { $0.status == "new" ? nil : $0.status }
-        return MonitorChange(monitor: monitor, name: track.name, status: track.confirmed, previousStatus: previous,
-                             since: track.confirmed == "up" ? track.endedSince : track.since,
-                             message: track.message, reason: track.reason, target: track.target, monitorID: track.monitorID)
+        return MonitorChange(
+            monitor: monitor, name: track.name, status: track.confirmed, previousStatus: previous,
+            since: track.confirmed == "up" ? track.endedSince : track.since,
+            message: track.message, reason: track.reason, target: track.target, monitorID: track.monitorID)
     }
 
     private func coolingDown(_ view: ChannelView, _ key: String, at: Int64) -> Bool {
@@ -295,10 +299,13 @@ final class Decider {
         // told of each monitor on its own.
         let groupMin = ungrouped.contains(channel) ? Int.max : policy.groupMin
         // Into down or error, then into degraded.
-        for (list, groupKey, suffix, event) in [(failing, "groupedOutage", "", NotificationEvent.down),
-                                                (degraded, "groupedDegrading", ".degrading", .degraded)] {
-            let (notifications, blocked) = decideImpact(newly: list, groupMin: groupMin, groupKey: groupKey, keySuffix: suffix,
-                                                        event: event, view: view, told: told, lastAt: lastAt)
+        for (list, groupKey, suffix, event) in [
+            (failing, "groupedOutage", "", NotificationEvent.down),
+            (degraded, "groupedDegrading", ".degrading", .degraded),
+        ] {
+            let (notifications, blocked) = decideImpact(
+                newly: list, groupMin: groupMin, groupKey: groupKey, keySuffix: suffix,
+                event: event, view: view, told: told, lastAt: lastAt)
             notifications.forEach(tell)
             if !policy.deferHeldBack {
                 // isitup: a notification the cooldown blocks is dropped; the change counts as told.
@@ -308,25 +315,35 @@ final class Decider {
         // Back to up: no cooldown (a recovery is never held back behind its outage).
         if !recovered.isEmpty {
             if recovered.count >= groupMin {
-                tell(Notification(event: .recovered, grouped: true, key: "groupedRecovery", at: lastAt(recovered),
-                                  monitors: recovered.map { change($0, told: told[$0]) }))
+                tell(
+                    Notification(
+                        event: .recovered, grouped: true, key: "groupedRecovery", at: lastAt(recovered),
+                        monitors: recovered.map { change($0, told: told[$0]) }))
             } else {
                 for monitor in recovered {
-                    tell(Notification(event: .recovered, grouped: false, key: monitor + ".recovered", at: lastAt([monitor]),
-                                      monitors: [change(monitor, told: told[monitor])]))
+                    tell(
+                        Notification(
+                            event: .recovered, grouped: false, key: monitor + ".recovered", at: lastAt([monitor]),
+                            monitors: [change(monitor, told: told[monitor])]))
                 }
             }
         }
         // Still down after the repeat interval.
-        for (list, event, groupKey, suffix) in [(stillDown, NotificationEvent.stillDown, "groupedOutage", ""),
-                                                 (stillDegraded, .stillDegraded, "groupedDegrading", ".degrading")] where !list.isEmpty {
+        for (list, event, groupKey, suffix) in [
+            (stillDown, NotificationEvent.stillDown, "groupedOutage", ""),
+            (stillDegraded, .stillDegraded, "groupedDegrading", ".degrading"),
+        ] where !list.isEmpty {
             if list.count >= groupMin {
-                tell(Notification(event: event, grouped: true, key: groupKey, at: lastAt(list),
-                                  monitors: list.map { change($0, told: told[$0]) }))
+                tell(
+                    Notification(
+                        event: event, grouped: true, key: groupKey, at: lastAt(list),
+                        monitors: list.map { change($0, told: told[$0]) }))
             } else {
                 for monitor in list {
-                    tell(Notification(event: event, grouped: false, key: monitor + suffix, at: lastAt([monitor]),
-                                      monitors: [change(monitor, told: told[monitor])]))
+                    tell(
+                        Notification(
+                            event: event, grouped: false, key: monitor + suffix, at: lastAt([monitor]),
+                            monitors: [change(monitor, told: told[monitor])]))
                 }
             }
         }
@@ -337,13 +354,17 @@ final class Decider {
     /// impacted monitors make one grouped notification under the group key; fewer go one by one,
     /// each under its own key. A key cooling down blocks its news. Returns the notifications and
     /// the monitors whose news was blocked.
-    private func decideImpact(newly: [String], groupMin: Int, groupKey: String, keySuffix: String, event: NotificationEvent,
-                              view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64) -> ([Notification], [String]) {
+    private func decideImpact(
+        newly: [String], groupMin: Int, groupKey: String, keySuffix: String, event: NotificationEvent,
+        view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64
+    ) -> ([Notification], [String]) {
         guard !newly.isEmpty else { return ([], []) }
         if newly.count >= groupMin {
             let at = lastAt(newly)
             if coolingDown(view, groupKey, at: at) { return ([], newly) }
-            return ([Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], [])
+            return (
+                [Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], []
+            )
         }
         var out: [Notification] = []
         var blocked: [String] = []
@@ -353,7 +374,9 @@ final class Decider {
                 blocked.append(monitor)
                 continue
             }
-            out.append(Notification(event: event, grouped: false, key: monitor + keySuffix, at: at, monitors: [change(monitor, told: told[monitor])]))
+            out.append(
+                Notification(
+                    event: event, grouped: false, key: monitor + keySuffix, at: at, monitors: [change(monitor, told: told[monitor])]))
         }
         return (out, blocked)
     }

@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// OnlineTracker's registered push devices, in a file of their own beside the state file
 /// (`STATE.devices`, JSON, mode 0600), so the API can register a device while a long-running
@@ -40,7 +41,8 @@ final class DeviceRegistry: @unchecked Sendable {
         }
         // Before devices had a file of their own they were kept in the state file.
         guard let data = FileManager.default.contents(atPath: statePath),
-              let state = try? JSONDecoder().decode(NotifyState.self, from: data) else { return Contents() }
+            let state = try? JSONDecoder().decode(NotifyState.self, from: data)
+        else { return Contents() }
         return Contents(nextDeviceID: state.nextDeviceID, devices: state.devices)
     }
 

@@ -4,8 +4,10 @@ import VitalsKit
 /// `notify devices`: OnlineTracker's device registry (register, unregister, count), kept beside
 /// the state file (see `DeviceRegistry`).
 enum DevicesCommand {
-    static func run(_ action: NotifyCommand.DeviceAction, _ operands: [String], _ options: ParsedOptions, _ context: ToolContext,
-                    wallClock: () -> Int64) throws -> VitalsKit.ExitStatus {
+    static func run(
+        _ action: NotifyCommand.DeviceAction, _ operands: [String], _ options: ParsedOptions, _ context: ToolContext,
+        wallClock: () -> Int64
+    ) throws -> VitalsKit.ExitStatus {
         guard let path = options.value("state") else {
             throw UsageError("devices are kept in the state file: name it with --state FILE")
         }
@@ -15,8 +17,10 @@ enum DevicesCommand {
         case .add:
             let platform = options.valueOrDefault("platform") ?? "ios"
             guard !platform.isEmpty else { throw UsageError("--platform must not be empty") }
-            try output(try register(registry, token: try normalized(operands[0]), platform: platform,
-                                    appVersion: options.value("app-version"), now: wallClock()))
+            try output(
+                try register(
+                    registry, token: try normalized(operands[0]), platform: platform,
+                    appVersion: options.value("app-version"), now: wallClock()))
         case .remove:
             guard let answer = try unregister(registry, token: try normalized(operands[0])) else {
                 throw ToolError("no device with that token is registered in \(registry.path)")
@@ -42,7 +46,8 @@ enum DevicesCommand {
     // The answers of OnlineTracker's device endpoints, shared by `notify devices` and `notify cgi`.
 
     /// POST /api/devices/register: the seed's answer.
-    static func register(_ registry: DeviceRegistry, token: String, platform: String, appVersion: String?, now: Int64) throws -> JSONObject {
+    static func register(_ registry: DeviceRegistry, token: String, platform: String, appVersion: String?, now: Int64) throws -> JSONObject
+    {
         let id = try registry.register(token: token, platform: platform, appVersion: appVersion, now: now)
         var object = JSONObject()
         object["success"] = .bool(true)
@@ -71,7 +76,8 @@ enum DevicesCommand {
     static func normalized(_ token: String) throws(UsageError) -> String {
         let lower = token.trimmingSpaces.lowercased()
         guard lower.count >= 16, lower.count <= 400, lower.count % 2 == 0,
-              lower.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) }) else {
+            lower.allSatisfy({ ("0"..."9").contains($0) || ("a"..."f").contains($0) })
+        else {
             throw UsageError("'\(token)' is not a device token (an even number of hexadecimal digits, 64 for APNs)")
         }
         return lower
@@ -97,7 +103,9 @@ final class DevicesAPI: Sendable, RequestAnswerer {
         router.add(["GET"], "/api/devices/count") { _, _, api in .json(.object(try DevicesCommand.count(try api.registry()))) }
         router.add(["DELETE"], "/api/devices/{token}") { _, values, api in
             let unknown = APIError(status: 404, reason: "unknown_device", message: "no device with that token is registered")
-            guard let token = try? DevicesCommand.normalized(values[0]), let answer = try DevicesCommand.unregister(try api.registry(), token: token) else {
+            guard let token = try? DevicesCommand.normalized(values[0]),
+                let answer = try DevicesCommand.unregister(try api.registry(), token: token)
+            else {
                 throw unknown
             }
             return .json(.object(answer))
@@ -108,7 +116,8 @@ final class DevicesAPI: Sendable, RequestAnswerer {
     /// The registry beside the state file; a 503 when none is configured.
     func registry() throws -> DeviceRegistry {
         guard let statePath else {
-            throw APIError(status: 503, reason: "no_state", message: "no device list is configured (notify --state)", headers: [("Retry-After", "60")])
+            throw APIError(
+                status: 503, reason: "no_state", message: "no device list is configured (notify --state)", headers: [("Retry-After", "60")])
         }
         return DeviceRegistry(statePath: statePath)
     }
@@ -120,15 +129,24 @@ final class DevicesAPI: Sendable, RequestAnswerer {
     /// POST /api/devices/register: `{"device_token": "...", "platform": "ios", "app_version": "..."}`.
     func register(_ request: APIRequest) throws -> APIResponse {
         guard let body = try? JSONParser.parse(request.body).objectValue, let token = body["device_token"]?.stringValue else {
-            throw APIError(status: 400, reason: "bad_body", message: #"the body must be {"device_token": "...", "platform": "ios", "app_version": "..."}"#)
+            throw APIError(
+                status: 400, reason: "bad_body",
+                message: #"the body must be {"device_token": "...", "platform": "ios", "app_version": "..."}"#)
         }
         guard let normalized = try? DevicesCommand.normalized(token) else {
-            throw APIError(status: 400, reason: "bad_body", message: "device_token must be an even number of hexadecimal digits (64 for APNs)")
+            throw APIError(
+                status: 400, reason: "bad_body", message: "device_token must be an even number of hexadecimal digits (64 for APNs)")
         }
         let platform = body["platform"]?.stringValue ?? "ios"
-        guard !platform.isEmpty, platform.utf8.count <= 64 else { throw APIError(status: 400, reason: "bad_body", message: "platform must be a short word") }
+        guard !platform.isEmpty, platform.utf8.count <= 64 else {
+            throw APIError(status: 400, reason: "bad_body", message: "platform must be a short word")
+        }
         let appVersion = body["app_version"]?.stringValue
-        guard (appVersion?.utf8.count ?? 0) <= 64 else { throw APIError(status: 400, reason: "bad_body", message: "app_version must be at most 64 bytes") }
-        return .json(.object(try DevicesCommand.register(try registry(), token: normalized, platform: platform, appVersion: appVersion, now: clock())))
+        guard (appVersion?.utf8.count ?? 0) <= 64 else {
+            throw APIError(status: 400, reason: "bad_body", message: "app_version must be at most 64 bytes")
+        }
+        return .json(
+            .object(
+                try DevicesCommand.register(try registry(), token: normalized, platform: platform, appVersion: appVersion, now: clock())))
     }
 }

@@ -38,8 +38,10 @@ final class Job {
     /// The recipients still to be reached.
     var openLegs: [Leg] { legs.filter { !$0.done } }
 
-    init(notification: Notification, channel: String, redelivery: Bool, attempts: Int = 0, firstAttemptAt: Int64? = nil,
-         nextAttemptAt: Int64 = 0, lastError: String? = nil, legs: [String?]) {
+    init(
+        notification: Notification, channel: String, redelivery: Bool, attempts: Int = 0, firstAttemptAt: Int64? = nil,
+        nextAttemptAt: Int64 = 0, lastError: String? = nil, legs: [String?]
+    ) {
         self.notification = notification
         self.channel = channel
         self.redelivery = redelivery
@@ -88,8 +90,10 @@ final class Dispatcher {
     private var channelOrder: [String] = []
     private var random = SystemRandomNumberGenerator()
 
-    init(channels: [String: Channel], state: StateBox, environment: [String: String], budgetMs: Int64, giveUpMs: Int64,
-         wallClock: @escaping () -> Int64) {
+    init(
+        channels: [String: Channel], state: StateBox, environment: [String: String], budgetMs: Int64, giveUpMs: Int64,
+        wallClock: @escaping () -> Int64
+    ) {
         self.channels = channels
         self.state = state
         self.environment = environment
@@ -113,10 +117,15 @@ final class Dispatcher {
     /// Queues a pending delivery from an earlier run.
     func enqueue(pending: PendingDelivery) -> Job {
         let legs: [String?]
-        if let devices = pending.devices { legs = devices.map { Optional($0) } } else { legs = channels[pending.channel]?.legs(state) ?? [nil] }
-        let job = Job(notification: pending.notification, channel: pending.channel, redelivery: true, attempts: pending.attempts,
-                      firstAttemptAt: pending.firstAttemptAt, nextAttemptAt: pending.nextAttemptAt, lastError: pending.lastError,
-                      legs: legs)
+        if let devices = pending.devices {
+            legs = devices.map { Optional($0) }
+        } else {
+            legs = channels[pending.channel]?.legs(state) ?? [nil]
+        }
+        let job = Job(
+            notification: pending.notification, channel: pending.channel, redelivery: true, attempts: pending.attempts,
+            firstAttemptAt: pending.firstAttemptAt, nextAttemptAt: pending.nextAttemptAt, lastError: pending.lastError,
+            legs: legs)
         job.fansOut = channels[pending.channel]?.fansOut ?? false
         append(job)
         return job
@@ -130,11 +139,12 @@ final class Dispatcher {
     /// Unresolved jobs, as pending deliveries for the state file.
     var pending: [PendingDelivery] {
         channelOrder.flatMap { queues[$0] ?? [] }.map { job in
-            PendingDelivery(notification: job.notification, channel: job.channel, attempts: job.attempts,
-                            firstAttemptAt: job.firstAttemptAt ?? wallClock(),
-                            nextAttemptAt: job.openLegs.map(\.nextAttemptAt).min() ?? job.nextAttemptAt,
-                            lastError: job.lastError,
-                            devices: job.fansOut ? job.openLegs.compactMap(\.target) : nil)
+            PendingDelivery(
+                notification: job.notification, channel: job.channel, attempts: job.attempts,
+                firstAttemptAt: job.firstAttemptAt ?? wallClock(),
+                nextAttemptAt: job.openLegs.map(\.nextAttemptAt).min() ?? job.nextAttemptAt,
+                lastError: job.lastError,
+                devices: job.fansOut ? job.openLegs.compactMap(\.target) : nil)
         }
     }
 
@@ -146,10 +156,10 @@ final class Dispatcher {
         // out is renewed by the next round's deliveries (a stream that never pauses still delivers).
         if budgetStart == nil || start >= budgetStart! + budgetMs { budgetStart = start }
         let deadline = budgetStart! + budgetMs
-        var active: [Int: (Job, Int)] = [:]          // token -> (job, leg index)
+        var active: [Int: (Job, Int)] = [:]  // token -> (job, leg index)
         var processes: [(RunningProcess, Job, Int)] = []
         var nextToken = 1
-        let wallOffset = wallClock() - start          // wall = monotonic + offset, for this run
+        let wallOffset = wallClock() - start  // wall = monotonic + offset, for this run
 
         func wallNow() -> Int64 { Clock.monotonicMilliseconds() + wallOffset }
 
@@ -224,7 +234,9 @@ final class Dispatcher {
                 }
             }
             let anythingActive = !active.isEmpty || !processes.isEmpty
-            let anyLegReady = channelOrder.contains { id in queues[id]?.first.map { $0.legs.contains { !$0.inFlight && !$0.done && $0.nextAttemptAt <= now } } ?? false }
+            let anyLegReady = channelOrder.contains { id in
+                queues[id]?.first.map { $0.legs.contains { !$0.inFlight && !$0.done && $0.nextAttemptAt <= now } } ?? false
+            }
             if !anythingActive {
                 if anyLegReady && deadline - Clock.monotonicMilliseconds() > 200 { continue }
                 guard let soonest, soonest - now < deadline - Clock.monotonicMilliseconds() - 200 else { break }
@@ -234,11 +246,13 @@ final class Dispatcher {
             if !processes.isEmpty { wait = min(wait, 20) }
             for completion in engine.step(timeoutMs: Int(wait)) {
                 guard let (job, index) = active.removeValue(forKey: completion.token), let channel = channels[job.channel] else { continue }
-                settle(job, leg: index, verdict: channel.judge(completion.result, leg: job.legs[index].target, state: state, nowMs: wallNow()))
+                settle(
+                    job, leg: index, verdict: channel.judge(completion.result, leg: job.legs[index].target, state: state, nowMs: wallNow()))
             }
             processes.removeAll { process, job, index in
                 guard process.poll(), let outcome = process.outcome,
-                      let channel = channels[job.channel] else { return false }
+                    let channel = channels[job.channel]
+                else { return false }
                 settle(job, leg: index, verdict: channel.judge(outcome))
                 return true
             }

@@ -34,28 +34,34 @@ final class DesktopChannel: Channel {
 
     func attempt(_ notification: Notification, leg: String?, state: StateBox, nowMs: Int64, timeoutMs: Int) -> AttemptRequest {
         #if os(macOS)
-        // The title and text are osascript's arguments (argv), read by the script: never spliced into it.
-        let script = ["on run argv", "display notification (item 2 of argv) with title (item 1 of argv)", "end run"]
-        return .process(ProcessRequest(executable: command ?? "/usr/bin/osascript",
-                                       arguments: script.flatMap { ["-e", $0] } + [notification.title, notification.text], input: []))
+            // The title and text are osascript's arguments (argv), read by the script: never spliced into it.
+            let script = ["on run argv", "display notification (item 2 of argv) with title (item 1 of argv)", "end run"]
+            return .process(
+                ProcessRequest(
+                    executable: command ?? "/usr/bin/osascript",
+                    arguments: script.flatMap { ["-e", $0] } + [notification.title, notification.text], input: []))
         #else
-        let level = urgency ?? (notification.status == "up" ? "normal" : (notification.status == "degraded" ? "normal" : "critical"))
-        let send = ["--app-name=vitals", "--urgency=\(level)", "--category=vitals.\(notification.event.rawValue)"]
-        let words = ["--", notification.title, notification.text]
-        let executable = command ?? "notify-send"
-        guard !check.isEmpty || !open.isEmpty, DesktopChannel.offersActions(executable) else {
-            return .process(ProcessRequest(executable: executable, arguments: send + words, input: []))
-        }
-        var actions: [String] = []
-        if !check.isEmpty { actions.append("--action=check=Check now") }
-        if !open.isEmpty { actions.append("--action=open=Open") }
-        let notifySend = [executable] + send + ["--print-id"] + actions + words
-        let checkWords = DesktopChannel.fill(check, notification)
-        let openWords = DesktopChannel.fill(open, notification)
-        return .process(ProcessRequest(executable: "/bin/sh",
-                                       arguments: ["-c", DesktopChannel.actionScript, "sh", String(notifySend.count), String(checkWords.count),
-                                                   String(openWords.count)] + notifySend + checkWords + openWords,
-                                       input: []))
+            let level = urgency ?? (notification.status == "up" ? "normal" : (notification.status == "degraded" ? "normal" : "critical"))
+            let send = ["--app-name=vitals", "--urgency=\(level)", "--category=vitals.\(notification.event.rawValue)"]
+            let words = ["--", notification.title, notification.text]
+            let executable = command ?? "notify-send"
+            guard !check.isEmpty || !open.isEmpty, DesktopChannel.offersActions(executable) else {
+                return .process(ProcessRequest(executable: executable, arguments: send + words, input: []))
+            }
+            var actions: [String] = []
+            if !check.isEmpty { actions.append("--action=check=Check now") }
+            if !open.isEmpty { actions.append("--action=open=Open") }
+            let notifySend = [executable] + send + ["--print-id"] + actions + words
+            let checkWords = DesktopChannel.fill(check, notification)
+            let openWords = DesktopChannel.fill(open, notification)
+            return .process(
+                ProcessRequest(
+                    executable: "/bin/sh",
+                    arguments: [
+                        "-c", DesktopChannel.actionScript, "sh", String(notifySend.count), String(checkWords.count),
+                        String(openWords.count),
+                    ] + notifySend + checkWords + openWords,
+                    input: []))
         #endif
     }
 
@@ -75,8 +81,9 @@ final class DesktopChannel: Channel {
                 continue
             }
             let single = notification.single
-            out.append(word.replacingOccurrences(of: "{monitor}", with: single?.monitor ?? "")
-                           .replacingOccurrences(of: "{target}", with: single?.target ?? ""))
+            out.append(
+                word.replacingOccurrences(of: "{monitor}", with: single?.monitor ?? "")
+                    .replacingOccurrences(of: "{target}", with: single?.target ?? ""))
         }
         return out
     }
@@ -100,54 +107,54 @@ final class DesktopChannel: Channel {
     /// background notify-send waits for the user's choice and prints it: `check` runs the next
     /// C words, `open` the O words after them. Every word is an argument; none is read as shell.
     static let actionScript = #"""
-    range_exec() {
-        from=$1 count=$2
-        shift 2
-        total=$#
-        i=0
-        for word do
-            if [ "$i" -ge "$from" ] && [ "$i" -lt $((from + count)) ]; then set -- "$@" "$word"; fi
-            i=$((i + 1))
+        range_exec() {
+            from=$1 count=$2
+            shift 2
+            total=$#
+            i=0
+            for word do
+                if [ "$i" -ge "$from" ] && [ "$i" -lt $((from + count)) ]; then set -- "$@" "$word"; fi
+                i=$((i + 1))
+            done
+            shift "$total"
+            exec ${prefix:-} "$@"
+        }
+        sends=$1 checks=$2 opens=$3
+        shift 3
+        shown=$(mktemp "${TMPDIR:-/tmp}/vitals-desktop.XXXXXX") || exit 1
+        # notify-send prints the id at once only with its output line-buffered; without stdbuf,
+        # a notify-send still waiting after a second has shown its notification.
+        lined=
+        patience=600
+        if command -v stdbuf >/dev/null 2>&1; then lined="stdbuf -oL"; else patience=20; fi
+        {
+            action=$( (prefix=$lined; range_exec 0 "$sends" "$@") 2>/dev/null | {
+                IFS= read -r id || id=
+                printf '%s\n' "$id" >"$shown"
+                IFS= read -r chosen || chosen=
+                printf '%s' "$chosen"
+                cat >/dev/null
+            })
+            case $action in
+                check) [ "$checks" -gt 0 ] && (range_exec "$sends" "$checks" "$@") ;;
+                open) [ "$opens" -gt 0 ] && (range_exec $((sends + checks)) "$opens" "$@") ;;
+            esac
+        } </dev/null >/dev/null 2>&1 &
+        waiting=$!
+        tries=0
+        while [ ! -s "$shown" ]; do
+            kill -0 "$waiting" 2>/dev/null || break
+            tries=$((tries + 1))
+            if [ "$tries" -ge "$patience" ]; then
+                [ -z "$lined" ] && { rm -f "$shown"; exit 0; }
+                break
+            fi
+            sleep 0.05
         done
-        shift "$total"
-        exec ${prefix:-} "$@"
-    }
-    sends=$1 checks=$2 opens=$3
-    shift 3
-    shown=$(mktemp "${TMPDIR:-/tmp}/vitals-desktop.XXXXXX") || exit 1
-    # notify-send prints the id at once only with its output line-buffered; without stdbuf,
-    # a notify-send still waiting after a second has shown its notification.
-    lined=
-    patience=600
-    if command -v stdbuf >/dev/null 2>&1; then lined="stdbuf -oL"; else patience=20; fi
-    {
-        action=$( (prefix=$lined; range_exec 0 "$sends" "$@") 2>/dev/null | {
-            IFS= read -r id || id=
-            printf '%s\n' "$id" >"$shown"
-            IFS= read -r chosen || chosen=
-            printf '%s' "$chosen"
-            cat >/dev/null
-        })
-        case $action in
-            check) [ "$checks" -gt 0 ] && (range_exec "$sends" "$checks" "$@") ;;
-            open) [ "$opens" -gt 0 ] && (range_exec $((sends + checks)) "$opens" "$@") ;;
-        esac
-    } </dev/null >/dev/null 2>&1 &
-    waiting=$!
-    tries=0
-    while [ ! -s "$shown" ]; do
-        kill -0 "$waiting" 2>/dev/null || break
-        tries=$((tries + 1))
-        if [ "$tries" -ge "$patience" ]; then
-            [ -z "$lined" ] && { rm -f "$shown"; exit 0; }
-            break
-        fi
-        sleep 0.05
-    done
-    id=$(cat "$shown" 2>/dev/null)
-    rm -f "$shown"
-    [ -n "$id" ]
-    """#
+        id=$(cat "$shown" 2>/dev/null)
+        rm -f "$shown"
+        [ -n "$id" ]
+        """#
 }
 
 /// `exec://COMMAND` (a name looked up in PATH) or `exec:///PATH/TO/COMMAND`, with `?arg=`
@@ -172,11 +179,15 @@ final class ExecChannel: Channel {
     }
 
     func attempt(_ notification: Notification, leg: String?, state: StateBox, nowMs: Int64, timeoutMs: Int) -> AttemptRequest {
-        var environment = ["VITALS_NOTIFICATION_ID": notification.id, "VITALS_EVENT": notification.event.rawValue,
-                           "VITALS_STATUS": notification.status, "VITALS_TITLE": notification.title, "VITALS_BODY": notification.body,
-                           "VITALS_KEY": notification.key, "VITALS_MONITORS": notification.monitors.map(\.monitor).joined(separator: " ")]
+        var environment = [
+            "VITALS_NOTIFICATION_ID": notification.id, "VITALS_EVENT": notification.event.rawValue,
+            "VITALS_STATUS": notification.status, "VITALS_TITLE": notification.title, "VITALS_BODY": notification.body,
+            "VITALS_KEY": notification.key, "VITALS_MONITORS": notification.monitors.map(\.monitor).joined(separator: " "),
+        ]
         if let single = notification.single { environment["VITALS_MONITOR"] = single.monitor }
-        return .process(ProcessRequest(executable: executable, arguments: arguments,
-                                       input: NotificationRecord.payload(notification) + [0x0A], environment: environment))
+        return .process(
+            ProcessRequest(
+                executable: executable, arguments: arguments,
+                input: NotificationRecord.payload(notification) + [0x0A], environment: environment))
     }
 }

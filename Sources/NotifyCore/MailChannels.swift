@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HTTPTransport
 import VitalsCrypto
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// An RFC 5322 message for a notification: plain UTF-8 text, CRLF line ends.
 enum MailMessage {
@@ -67,7 +68,8 @@ struct MailAddresses {
         let to = parsed.parameters("to").flatMap { $0.split(separator: ",").map { String($0).trimmingSpaces } }.filter { !$0.isEmpty }
         guard !to.isEmpty else { throw UsageError("'\(parsed.display)': name the recipients: ?to=ADDRESS[,ADDRESS]") }
         for address in to + [parsed.parameter("from") ?? "x@y"] {
-            guard address.contains("@"), !address.contains(where: { $0 == "<" || $0 == ">" || $0 == "\r" || $0 == "\n" || $0 == " " }) else {
+            guard address.contains("@"), !address.contains(where: { $0 == "<" || $0 == ">" || $0 == "\r" || $0 == "\n" || $0 == " " })
+            else {
                 throw UsageError("'\(parsed.display)': '\(address)' is not a mail address")
             }
         }
@@ -106,7 +108,9 @@ final class MailChannel: Channel {
         switch parsed.parameter("tls") {
         case nil, "starttls"?, "required"?: requireTLS = true
         case "none"?:
-            guard !implicitTLS else { throw UsageError("'\(parsed.display)': mailtos:// is TLS from the start; tls=none applies to mailto://") }
+            guard !implicitTLS else {
+                throw UsageError("'\(parsed.display)': mailtos:// is TLS from the start; tls=none applies to mailto://")
+            }
             requireTLS = false
         case let other?: throw UsageError("'\(parsed.display)': tls is none or starttls, not '\(other)'")
         }
@@ -137,7 +141,10 @@ final class MailChannel: Channel {
         let words = result.curlMessage
         // libcurl: 67 login denied, 64 TLS required and not offered (STARTTLS missing).
         if result.curlCode == 67 { return .failed(code: code, error: "login refused: \(words)") }
-        if result.curlCode == 64 { return .failed(code: code, error: "the server does not offer STARTTLS, and TLS is required (tls=none allows clear text): \(words)") }
+        if result.curlCode == 64 {
+            return .failed(
+                code: code, error: "the server does not offer STARTTLS, and TLS is required (tls=none allows clear text): \(words)")
+        }
         if words.hasPrefix("the server did not offer AUTH") { return .failed(code: code, error: words) }
         if let code, (400..<500).contains(code) { return .retry(code: code, error: words, afterMs: nil) }
         if let code, (500..<600).contains(code) { return .failed(code: code, error: words) }
@@ -165,6 +172,7 @@ final class SendmailChannel: Channel {
 
     func attempt(_ notification: Notification, leg: String?, state: StateBox, nowMs: Int64, timeoutMs: Int) -> AttemptRequest {
         let message = MailMessage.render(notification, from: addresses.from, to: addresses.to, nowMs: nowMs)
-        return .process(ProcessRequest(executable: executable, arguments: ["-oi", "-f", addresses.from, "--"] + addresses.to, input: message))
+        return .process(
+            ProcessRequest(executable: executable, arguments: ["-oi", "-f", addresses.from, "--"] + addresses.to, input: message))
     }
 }

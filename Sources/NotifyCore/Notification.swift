@@ -90,7 +90,8 @@ struct Notification: Codable, Equatable, Sendable {
     var isBad: Bool { event != .recovered }
 
     private static func words(event: NotificationEvent, grouped: Bool, monitors: [MonitorChange], at: Int64)
-        -> (String, String) {
+        -> (String, String)
+    {
         if grouped {
             let count = monitors.count
             let title: String

@@ -35,18 +35,21 @@ enum NotificationRecord {
         var builder = JSONObjectBuilder(capacity: 768)
         appendCommon(notification, to: &builder)
         if redelivery { builder.bool("redelivery", true) }
-        builder.value("deliveries", .array(deliveries.map { outcome in
-            var object = JSONObject()
-            object["channel"] = .string(outcome.channel)
-            object["result"] = .string(outcome.result.rawValue)
-            object["attempts"] = .integer(outcome.attempts)
-            object["code"] = outcome.code.map { .integer($0) } ?? .null
-            object["error"] = outcome.error.map { .string($0) } ?? .null
-            if let next = outcome.nextAttemptAt { object["next_attempt_at"] = .string(Timestamp.format(milliseconds: next)) }
-            if let sent = outcome.devicesSent { object["devices_sent"] = .integer(sent) }
-            if let removed = outcome.devicesRemoved { object["devices_removed"] = .integer(removed) }
-            return .object(object)
-        }))
+        builder.value(
+            "deliveries",
+            .array(
+                deliveries.map { outcome in
+                    var object = JSONObject()
+                    object["channel"] = .string(outcome.channel)
+                    object["result"] = .string(outcome.result.rawValue)
+                    object["attempts"] = .integer(outcome.attempts)
+                    object["code"] = outcome.code.map { .integer($0) } ?? .null
+                    object["error"] = outcome.error.map { .string($0) } ?? .null
+                    if let next = outcome.nextAttemptAt { object["next_attempt_at"] = .string(Timestamp.format(milliseconds: next)) }
+                    if let sent = outcome.devicesSent { object["devices_sent"] = .integer(sent) }
+                    if let removed = outcome.devicesRemoved { object["devices_removed"] = .integer(removed) }
+                    return .object(object)
+                }))
         return builder.finish()
     }
 

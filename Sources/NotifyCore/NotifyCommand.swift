@@ -9,35 +9,64 @@ public enum NotifyCommand: VitalsCommand {
     public static let spec = CommandSpec(
         name: "notify",
         summary: "Turn monitors' state changes into notifications: cooldowns, grouping, thresholds, channels.",
-        usage: ["[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list", "[OPTIONS] serve --socket PATH | cgi"],
+        usage: [
+            "[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list",
+            "[OPTIONS] serve --socket PATH | cgi",
+        ],
         description: """
-        Sample records are read from the FILEs (or standard input; - is standard input). A monitor going down \
-        (or error), degraded, or back up is a notification, decided on the samples' own times with isitup's \
-        60-second cooldown per key and channel (a change it blocks is dropped) and its grouping (two or more monitors impacted in one round make \
-        one notification). One notification record per notification is written to standard output, with the \
-        result of each channel named by --to or --config. With --state, what was decided and delivered is kept, \
-        so runs from cron behave like one long stream and undelivered notifications are retried by the next run. \
-        See notify(1) for the channel URLs and vitals-records(7) for the record. \
-        serve answers OnlineTracker's /api/devices/ endpoints behind nginx (cgi: one request, for web servers that run a program per request); see vitals-serve(7).
-        """,
+            Sample records are read from the FILEs (or standard input; - is standard input). A monitor going down \
+            (or error), degraded, or back up is a notification, decided on the samples' own times with isitup's \
+            60-second cooldown per key and channel (a change it blocks is dropped) and its grouping (two or more monitors impacted in one round make \
+            one notification). One notification record per notification is written to standard output, with the \
+            result of each channel named by --to or --config. With --state, what was decided and delivered is kept, \
+            so runs from cron behave like one long stream and undelivered notifications are retried by the next run. \
+            See notify(1) for the channel URLs and vitals-records(7) for the record. \
+            serve answers OnlineTracker's /api/devices/ endpoints behind nginx (cgi: one request, for web servers that run a program per request); see vitals-serve(7).
+            """,
         options: [
-            OptionSpec("to", value: "URL", repeatable: true, help: "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"),
+            OptionSpec(
+                "to", value: "URL", repeatable: true,
+                help:
+                    "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"
+            ),
             OptionSpec("config", value: "FILE", repeatable: true, help: "read channels from FILE, one [TAG,...=]URL a line"),
             OptionSpec("tag", value: "TAG", repeatable: true, help: "use only the configured channels with this tag; repeatable"),
-            OptionSpec("state", value: "FILE", help: "keep monitors, cooldowns, pending deliveries, push tokens and devices in FILE (JSON, mode 0600; default: none, every run starts afresh)"),
+            OptionSpec(
+                "state", value: "FILE",
+                help:
+                    "keep monitors, cooldowns, pending deliveries, push tokens and devices in FILE (JSON, mode 0600; default: none, every run starts afresh)"
+            ),
             .duration("cooldown", default: "60s", range: 0...Int64.max / 4, help: "quiet time per key and channel after a notification"),
-            OptionSpec("cooldown-mode", value: "MODE", default: "drop", choices: ["drop", "defer"], help: "drop: a change the cooldown blocks is not told (isitup's rule); defer: it is told when the cooldown ends, if it still holds"),
-            OptionSpec("group-min", value: "N", default: "2", help: "monitors newly impacted in one round that make one grouped notification (0 never groups)"),
-            .duration("group-wait", default: "2s", range: 1...86_400_000, help: "for input without round marks: the length of a round, by the samples' times, and the pause in input that ends one"),
+            OptionSpec(
+                "cooldown-mode", value: "MODE", default: "drop", choices: ["drop", "defer"],
+                help:
+                    "drop: a change the cooldown blocks is not told (isitup's rule); defer: it is told when the cooldown ends, if it still holds"
+            ),
+            OptionSpec(
+                "group-min", value: "N", default: "2",
+                help: "monitors newly impacted in one round that make one grouped notification (0 never groups)"),
+            .duration(
+                "group-wait", default: "2s", range: 1...86_400_000,
+                help: "for input without round marks: the length of a round, by the samples' times, and the pause in input that ends one"),
             OptionSpec("failure-threshold", value: "N", default: "1", help: "consecutive failing samples before a monitor is down"),
             OptionSpec("success-threshold", value: "N", default: "1", help: "consecutive better samples before a monitor is recovered"),
             .duration("repeat-interval", help: "re-send a still-open outage this often (default: never)"),
-            OptionSpec("baseline", help: "take each monitor's first sample as its baseline, not news (default: a monitor first seen down, error or degraded is notified)"),
-            OptionSpec("mute", value: "SPEC", repeatable: true, help: "mute MONITOR[,MONITOR...]@START/DURATION (a maintenance window); repeatable"),
+            OptionSpec(
+                "baseline",
+                help:
+                    "take each monitor's first sample as its baseline, not news (default: a monitor first seen down, error or degraded is notified)"
+            ),
+            OptionSpec(
+                "mute", value: "SPEC", repeatable: true, help: "mute MONITOR[,MONITOR...]@START/DURATION (a maintenance window); repeatable"
+            ),
             OptionSpec("mute-file", value: "FILE", help: "read mutes from FILE, one SPEC a line"),
             OptionSpec("dry-run", help: "decide and print notifications; deliver nothing and change no state"),
-            .duration("deliver-timeout", default: "30s", help: "time for deliveries and their retries in a run (or a burst of input); the rest stays pending"),
-            .duration("give-up-after", default: "24h", range: 0...Int64.max / 4, help: "a delivery still refused this long after its first attempt fails for good"),
+            .duration(
+                "deliver-timeout", default: "30s",
+                help: "time for deliveries and their retries in a run (or a burst of input); the rest stays pending"),
+            .duration(
+                "give-up-after", default: "24h", range: 0...Int64.max / 4,
+                help: "a delivery still refused this long after its first attempt fails for good"),
             .now("the wall-clock time taken as now for backoff, give-up and push-token ages, RFC 3339 or 'now' (default: the clock)"),
             OptionSpec("platform", value: "NAME", default: "ios", help: "devices add: the device's platform"),
             OptionSpec("app-version", value: "VERSION", help: "devices add: the app version the device runs"),
@@ -45,22 +74,30 @@ public enum NotifyCommand: VitalsCommand {
             OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
         ] + Serve.options,
         subcommands: [
-            SubcommandSpec("deliver", operands: 0...Int.max, "[FILE...]",
-                           options: ["to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
-                                     "repeat-interval", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
-                                     "exit-status", "summary"],
-                           summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
-            SubcommandSpec("devices", actions: [
-                SubcommandAction(DeviceAction.add.rawValue, operands: 1...1, "TOKEN", aliases: ["register"], options: ["platform", "app-version"],
-                                 summary: "register a device's push token (OnlineTracker's POST /api/devices/register)"),
-                SubcommandAction(DeviceAction.remove.rawValue, operands: 1...1, "TOKEN", aliases: ["unregister"],
-                                 summary: "unregister a device's push token (DELETE /api/devices/TOKEN)"),
-                SubcommandAction(DeviceAction.count.rawValue, summary: "how many devices are registered (GET /api/devices/count)"),
-                SubcommandAction(DeviceAction.list.rawValue, summary: "the registered devices, one record a line"),
-            ], requiresAction: true,
-                           summary: "keep the devices Apple push goes to, beside the --state file (FILE.devices)"),
-            SubcommandSpec("serve", options: Serve.optionNames,
-                           summary: "answer OnlineTracker's device endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
+            SubcommandSpec(
+                "deliver", operands: 0...Int.max, "[FILE...]",
+                options: [
+                    "to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
+                    "repeat-interval", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
+                    "exit-status", "summary",
+                ],
+                summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
+            SubcommandSpec(
+                "devices",
+                actions: [
+                    SubcommandAction(
+                        DeviceAction.add.rawValue, operands: 1...1, "TOKEN", aliases: ["register"], options: ["platform", "app-version"],
+                        summary: "register a device's push token (OnlineTracker's POST /api/devices/register)"),
+                    SubcommandAction(
+                        DeviceAction.remove.rawValue, operands: 1...1, "TOKEN", aliases: ["unregister"],
+                        summary: "unregister a device's push token (DELETE /api/devices/TOKEN)"),
+                    SubcommandAction(DeviceAction.count.rawValue, summary: "how many devices are registered (GET /api/devices/count)"),
+                    SubcommandAction(DeviceAction.list.rawValue, summary: "the registered devices, one record a line"),
+                ], requiresAction: true,
+                summary: "keep the devices Apple push goes to, beside the --state file (FILE.devices)"),
+            SubcommandSpec(
+                "serve", options: Serve.optionNames,
+                summary: "answer OnlineTracker's device endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec("cgi", summary: "answer one request of OnlineTracker's device endpoints as a CGI program (see vitals-serve(7))"),
         ],
         defaultSubcommand: "deliver",
@@ -73,12 +110,17 @@ public enum NotifyCommand: VitalsCommand {
         exitStatuses: [
             (.success, "every delivery that was due was accepted (or nothing was due)"),
             (.verdict, "with --exit-status, something was notified (and delivered)"),
-            (.failure, "a delivery failed for good or is still pending at the end, bad input lines, or a state file that cannot be read or written"),
+            (
+                .failure,
+                "a delivery failed for good or is still pending at the end, bad input lines, or a state file that cannot be read or written"
+            ),
             (.usage, "the command line was wrong (an unknown channel, a secret that cannot be read)"),
             (.interrupted, "stopped by SIGINT (what was decided is kept as pending)"),
             (.terminated, "stopped by SIGTERM (likewise)"),
         ],
-        seeAlso: ["vitals(7)", "vitals-records(7)", "vitals-serve(7)", "probe-http(1)", "store-samples(1)", "notify-send(1)", "sendmail(8)"]
+        seeAlso: [
+            "vitals(7)", "vitals-records(7)", "vitals-serve(7)", "probe-http(1)", "store-samples(1)", "notify-send(1)", "sendmail(8)",
+        ]
     )
 
     /// Runs notify.
@@ -86,23 +128,29 @@ public enum NotifyCommand: VitalsCommand {
         let now = try options.now()
         let started = Clock.monotonicMilliseconds()
         let fixedNow = now
-        let wallClock: () -> Int64 = fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
+        let wallClock: () -> Int64 =
+            fixedNow.map { base in { base + Clock.monotonicMilliseconds() - started } } ?? { Clock.wallMilliseconds() }
 
         let subcommand = options.subcommand(as: Subcommand.self)
         switch subcommand {
         case .serve, .cgi:
             let statePath = options.value("state") ?? context.environment["VITALS_NOTIFY_STATE"].flatMap { $0.isEmpty ? nil : $0 }
-            let clock: @Sendable () -> Int64 = fixedNow.map { base in { @Sendable in base + Clock.monotonicMilliseconds() - started } }
+            let clock: @Sendable () -> Int64 =
+                fixedNow.map { base in { @Sendable in base + Clock.monotonicMilliseconds() - started } }
                 ?? { Clock.wallMilliseconds() }
             let api = DevicesAPI(statePath: statePath, clock: clock)
             if subcommand == .cgi {
-                return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
-                                        maxBody: DevicesAPI.limits.maxBody, api.answer)
+                return CGIAdapter.serve(
+                    environment: context.environment, input: context.streams.input, output: context.streams.output,
+                    maxBody: DevicesAPI.limits.maxBody, api.answer)
             }
             guard statePath != nil else { throw UsageError("serve keeps the device list beside the state file: name it with --state FILE") }
-            return try Serve.run(options, context, what: "OnlineTracker's device endpoints (\(statePath!))", limits: DevicesAPI.limits) { api }
+            return try Serve.run(options, context, what: "OnlineTracker's device endpoints (\(statePath!))", limits: DevicesAPI.limits) {
+                api
+            }
         case .devices:
-            return try DevicesCommand.run(options.requiredAction(as: DeviceAction.self), options.operands, options, context, wallClock: wallClock)
+            return try DevicesCommand.run(
+                options.requiredAction(as: DeviceAction.self), options.operands, options, context, wallClock: wallClock)
         case .deliver:
             return try deliver(options, context, wallClock: wallClock)
         }
@@ -139,13 +187,16 @@ public enum NotifyCommand: VitalsCommand {
             box.devices = registry
         }
         let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let decider = Decider(policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id),
-                              ungrouped: Set(channels.filter { !$0.groupsMonitors }.map(\.id)),
-                              monitors: loaded.monitors, views: loaded.channels)
-        let dispatcher = Dispatcher(channels: channelByID, state: box, environment: context.environment,
-                                    budgetMs: budget, giveUpMs: giveUp, wallClock: wallClock)
-        let run = NotifyRun(decider: decider, dispatcher: dispatcher, box: box, stateFile: dryRun ? nil : stateFile,
-                            output: context.output, diagnostics: context.diagnostics, dryRun: dryRun)
+        let decider = Decider(
+            policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id),
+            ungrouped: Set(channels.filter { !$0.groupsMonitors }.map(\.id)),
+            monitors: loaded.monitors, views: loaded.channels)
+        let dispatcher = Dispatcher(
+            channels: channelByID, state: box, environment: context.environment,
+            budgetMs: budget, giveUpMs: giveUp, wallClock: wallClock)
+        let run = NotifyRun(
+            decider: decider, dispatcher: dispatcher, box: box, stateFile: dryRun ? nil : stateFile,
+            output: context.output, diagnostics: context.diagnostics, dryRun: dryRun)
         if !dryRun {
             for pending in loaded.pending {
                 if channelByID[pending.channel] != nil {
@@ -175,8 +226,9 @@ public enum NotifyCommand: VitalsCommand {
         if options.has("exit-status"), run.notifications > 0 { status = .verdict }
         if run.failedDeliveries > 0 || run.pendingAtEnd > 0 || context.diagnostics.errorCount > 0 { status = status.worst(.failure) }
         if run.pendingAtEnd > 0 {
-            context.diagnostics.note("\(run.pendingAtEnd) \(run.pendingAtEnd == 1 ? "delivery is" : "deliveries are") still pending"
-                                     + (stateFile?.persistent == true && !dryRun ? "; the next run retries" : " and will be lost without --state"))
+            context.diagnostics.note(
+                "\(run.pendingAtEnd) \(run.pendingAtEnd == 1 ? "delivery is" : "deliveries are") still pending"
+                    + (stateFile?.persistent == true && !dryRun ? "; the next run retries" : " and will be lost without --state"))
         }
         return status
     }
@@ -198,7 +250,8 @@ public enum NotifyCommand: VitalsCommand {
         var specs = options.all("mute").map { ($0, "--mute") }
         if let path = options.value("mute-file") {
             guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read the mute file \(path)") }
-            for (index, line) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            for (index, line) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            {
                 let text = String(line).trimmingSpaces
                 if text.isEmpty || text.hasPrefix("#") { continue }
                 specs.append((text, "\(path):\(index + 1)"))
@@ -218,7 +271,9 @@ public enum NotifyCommand: VitalsCommand {
         for text in options.all("to") {
             let parsed = try ChannelURL(text, environment: context.environment)
             if parsed.hasLiteralSecret {
-                context.diagnostics.warning("--to \(parsed.display) carries a secret on the command line, where other users can see it; write ${NAME} (from the environment) or ${file:PATH}, or use --config")
+                context.diagnostics.warning(
+                    "--to \(parsed.display) carries a secret on the command line, where other users can see it; write ${NAME} (from the environment) or ${file:PATH}, or use --config"
+                )
             }
             urls.append(parsed)
         }

@@ -30,8 +30,10 @@ final class NotifyRun {
     /// Where rounds end.
     private var rounds = Rounds()
 
-    init(decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: NotifyStateFile?, output: RecordWriter,
-         diagnostics: Diagnostics, dryRun: Bool) {
+    init(
+        decider: Decider, dispatcher: Dispatcher, box: StateBox, stateFile: NotifyStateFile?, output: RecordWriter,
+        diagnostics: Diagnostics, dryRun: Bool
+    ) {
         self.decider = decider
         self.dispatcher = dispatcher
         self.box = box
@@ -164,7 +166,10 @@ final class NotifyRun {
         for item in unwritten {
             var outcomes = item.jobs.map(outcome)
             outcomes += item.dryRunChannels.map { DeliveryOutcome(channel: $0, result: .dryRun, attempts: 0) }
-            for job in item.jobs { job.reported = true; job.attemptsReported = job.attempts }
+            for job in item.jobs {
+                job.reported = true
+                job.attemptsReported = job.attempts
+            }
             try output.write(NotificationRecord.encode(item.notification, deliveries: outcomes, redelivery: false))
         }
         unwritten.removeAll()
@@ -179,7 +184,10 @@ final class NotifyRun {
         resolvedJobs.removeAll()
         for id in order {
             let jobs = byID[id]!
-            for job in jobs { job.reported = true; job.attemptsReported = job.attempts }
+            for job in jobs {
+                job.reported = true
+                job.attemptsReported = job.attempts
+            }
             try output.write(NotificationRecord.encode(jobs[0].notification, deliveries: jobs.map(outcome), redelivery: true))
         }
         try output.flush()
@@ -187,8 +195,9 @@ final class NotifyRun {
 
     private func outcome(_ job: Job) -> DeliveryOutcome {
         let result = job.result
-        var outcome = DeliveryOutcome(channel: job.channel, result: result, attempts: job.attempts, code: job.lastCode,
-                                      error: result == .delivered && job.failedLegs == 0 ? nil : job.lastError)
+        var outcome = DeliveryOutcome(
+            channel: job.channel, result: result, attempts: job.attempts, code: job.lastCode,
+            error: result == .delivered && job.failedLegs == 0 ? nil : job.lastError)
         if result == .pending { outcome.nextAttemptAt = job.openLegs.map(\.nextAttemptAt).min() }
         if job.fansOut {
             outcome.devicesSent = job.sent

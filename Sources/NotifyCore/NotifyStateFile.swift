@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Everything notify keeps between runs.
 struct NotifyState: Codable, Equatable {
@@ -108,12 +109,15 @@ final class NotifyStateFile {
         let decoder = JSONDecoder()
         struct VersionOnly: Decodable { var version: Int? }
         if let version = try? decoder.decode(VersionOnly.self, from: data).version, version > NotifyState.currentVersion {
-            throw ToolError("the state file \(path) is version \(version), newer than this notify understands (\(NotifyState.currentVersion)); use a newer notify or another --state")
+            throw ToolError(
+                "the state file \(path) is version \(version), newer than this notify understands (\(NotifyState.currentVersion)); use a newer notify or another --state"
+            )
         }
         do {
             return try decoder.decode(NotifyState.self, from: data)
         } catch {
-            throw ToolError("the state file \(path) is not notify state (\(NotifyStateFile.describe(error))); move it aside or name another --state")
+            throw ToolError(
+                "the state file \(path) is not notify state (\(NotifyStateFile.describe(error))); move it aside or name another --state")
         }
     }
 

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// When and how notifications are decided: isitup's cooldown and grouping, Gatus's thresholds,
 /// a repeat interval and maintenance windows. Times are event times (the samples' `at`).
@@ -59,7 +60,8 @@ struct MuteWindow: Equatable {
     static func parse(_ text: String) -> Result<MuteWindow, UsageError> {
         let trimmed = text.trimmingSpaces
         guard let at = trimmed.lastIndex(of: "@") else {
-            return .failure(UsageError("a mute is MONITOR[,MONITOR...]@START/DURATION (e.g. db,api@2026-01-27T22:00:00Z/2h), not '\(text)'"))
+            return .failure(
+                UsageError("a mute is MONITOR[,MONITOR...]@START/DURATION (e.g. db,api@2026-01-27T22:00:00Z/2h), not '\(text)'"))
         }
         let monitors = trimmed[..<at].split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
         guard !monitors.isEmpty else { return .failure(UsageError("the mute '\(text)' names no monitor before '@'")) }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A command started for a delivery: no shell, `VitalsKit.ChildProcess` underneath, its
 /// standard output thrown away, its standard error kept (the first 2 KiB) for the message.
@@ -24,8 +25,9 @@ final class RunningProcess {
         var merged = environment
         for (key, value) in request.environment { merged[key] = value }
         do {
-            let child = try ChildProcess([request.executable] + request.arguments, environment: merged, input: request.input,
-                                         output: .discard, error: .capture(limit: 2048), timeoutMs: timeoutMs, graceMs: 1000)
+            let child = try ChildProcess(
+                [request.executable] + request.arguments, environment: merged, input: request.input,
+                output: .discard, error: .capture(limit: 2048), timeoutMs: timeoutMs, graceMs: 1000)
             return RunningProcess(child: child, outcome: nil)
         } catch {
             return RunningProcess(child: nil, outcome: ProcessOutcome(exitStatus: nil, error: error.description))

@@ -18,7 +18,10 @@ final class WebhookChannel: Channel {
     private let password: String?
 
     enum Format: String { case notify, alertmanager }
-    enum Signing { case github([UInt8]), standard([UInt8]) }
+    enum Signing {
+        case github([UInt8])
+        case standard([UInt8])
+    }
 
     /// notify's own parameters, not passed on to the server.
     static let ownParameters: Set<String> = ["format", "sign", "secret", "header", "cafile", "insecure", "method"]
@@ -27,7 +30,8 @@ final class WebhookChannel: Channel {
         id = parsed.display
         tags = parsed.tags
         let secure = parsed.scheme == "jsons"
-        url = (secure ? "https://" : "http://") + parsed.authority() + parsed.rawPath
+        url =
+            (secure ? "https://" : "http://") + parsed.authority() + parsed.rawPath
             + parsed.passthroughQuery(excluding: WebhookChannel.ownParameters)
         guard let format = Format(rawValue: parsed.parameter("format") ?? "notify") else {
             throw UsageError("'\(parsed.display)': format is notify or alertmanager, not '\(parsed.parameter("format") ?? "")'")
@@ -65,7 +69,8 @@ final class WebhookChannel: Channel {
         var headers: [String] = []
         for header in parsed.parameters("header") {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex,
-                  !header.contains("\r"), !header.contains("\n") else {
+                !header.contains("\r"), !header.contains("\n")
+            else {
                 throw UsageError("'\(parsed.display)': header=\(header) is not 'Name: value'")
             }
             headers.append(header)
@@ -83,8 +88,10 @@ final class WebhookChannel: Channel {
     }
 
     /// A POST of JSON to `url`, fresh and bounded, keeping the answer's headers (Retry-After).
-    static func post(_ url: String, body: [UInt8], headers: [String], tls: TLSOptions, timeoutMs: Int,
-                     contentType: String = "application/json") -> HTTPRequest {
+    static func post(
+        _ url: String, body: [UInt8], headers: [String], tls: TLSOptions, timeoutMs: Int,
+        contentType: String = "application/json"
+    ) -> HTTPRequest {
         var request = HTTPRequest(url: url, method: "POST", timeoutMs: timeoutMs, userAgent: "vitals-notify/\(Vitals.version)")
         request.body = body
         request.headers = ["Content-Type: \(contentType)", "Expect:"] + headers
@@ -139,7 +146,8 @@ enum AlertmanagerBody {
             alert["startsAt"] = .string(Timestamp.format(milliseconds: change.since ?? notification.at))
             alert["endsAt"] = .string(resolved ? Timestamp.format(milliseconds: notification.at) : "0001-01-01T00:00:00Z")
             alert["generatorURL"] = .string(change.target ?? "")
-            alert["fingerprint"] = .string(String(SHA256.hexDigest(Array((alertName(notification) + "|" + change.monitor).utf8)).prefix(16)))
+            alert["fingerprint"] = .string(
+                String(SHA256.hexDigest(Array((alertName(notification) + "|" + change.monitor).utf8)).prefix(16)))
             return .object(alert)
         }
         var groupLabels = JSONObject()

@@ -1,10 +1,11 @@
 import HTTPTransport
 import ProbeKit
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What `--connectivity` checks, from the command line.
@@ -71,7 +72,8 @@ final class ConnectivityCheck {
         guard let scheme = parts.scheme, scheme == "http" || scheme == "https", !parts.host.isEmpty else {
             throw TargetProblem("the connectivity URL must be an http:// or https:// URL, not '\(Redaction.url(settings.url))'")
         }
-        var target = Target(id: "connectivity", name: "Connectivity", url: settings.url, kind: scheme == "http" ? .http : .https, parts: parts)
+        var target = Target(
+            id: "connectivity", name: "Connectivity", url: settings.url, kind: scheme == "http" ? .http : .https, parts: parts)
         target.method = "GET"
         target.expectedContent = settings.expected
         target.timeoutMs = settings.timeoutMs
@@ -116,16 +118,20 @@ final class ConnectivityCheck {
         request.tls = pageTarget.tls
         request.bodyPolicy = .inspect(limit: 64 * 1024, content: pageTarget.expectedContent.map { Array($0.utf8) }, digest: nil)
         guard let page = fetch(request) else { return nil }
-        let verdict = HTTPVerdictRules.decide(target: pageTarget, result: page, method: "GET", fallbackNote: nil, inspection: nil,
-                                          nowSeconds: Clock.wallMilliseconds() / 1000, simulatedMs: 0)
+        let verdict = HTTPVerdictRules.decide(
+            target: pageTarget, result: page, method: "GET", fallbackNote: nil, inspection: nil,
+            nowSeconds: Clock.wallMilliseconds() / 1000, simulatedMs: 0)
         let online = !verdict.status.isFailure
-        let route = network.route(of: page, host: pageTarget.host) ?? (online ? nil : network.defaultRoute(family: settings.family == .v6 ? .v6 : .v4))
+        let route =
+            network.route(of: page, host: pageTarget.host)
+            ?? (online ? nil : network.defaultRoute(family: settings.family == .v6 ? .v6 : .v4))
 
         var answer = verdict
         if online {
             answer.message = "Online" + ConnectivityCheck.via(route) + ": " + verdict.message
             if let speedURL = settings.speedURL {
-                var speedRequest = HTTPRequest(url: speedURL, method: "GET", timeoutMs: settings.speedTimeoutMs, userAgent: settings.userAgent)
+                var speedRequest = HTTPRequest(
+                    url: speedURL, method: "GET", timeoutMs: settings.speedTimeoutMs, userAgent: settings.userAgent)
                 speedRequest.ipFamily = settings.family
                 speedRequest.tls.verify = !settings.insecure
                 speedRequest.tls.collectCertificates = false
@@ -154,7 +160,8 @@ final class ConnectivityCheck {
             } else if route == nil {
                 answer.message = "Offline: no network route"
             } else if verdict.reason == .content {
-                answer.message = "Offline" + ConnectivityCheck.via(route) + ": the page did not say '\(settings.expected)' (a captive portal?)"
+                answer.message =
+                    "Offline" + ConnectivityCheck.via(route) + ": the page did not say '\(settings.expected)' (a captive portal?)"
             } else {
                 answer.message = "Offline" + ConnectivityCheck.via(route) + ": " + verdict.message
             }
@@ -164,8 +171,9 @@ final class ConnectivityCheck {
         recordTarget.speedTestBytes = settings.speedBytes
         tally.byStatus[answer.status, default: 0] += 1
         progress?.record(0, answer.status)
-        return SampleRecord.encode(target: recordTarget, monitor: pageTarget.id, family: settings.family, atMs: atMs, method: "GET",
-                                   verdict: answer, result: page, route: route, online: online, simulatedMs: 0)
+        return SampleRecord.encode(
+            target: recordTarget, monitor: pageTarget.id, family: settings.family, atMs: atMs, method: "GET",
+            verdict: answer, result: page, route: route, online: online, simulatedMs: 0)
     }
 
     private func fetch(_ request: HTTPRequest) -> HTTPResult? {

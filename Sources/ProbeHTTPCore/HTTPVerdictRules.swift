@@ -16,10 +16,13 @@ enum HTTPVerdictRules {
     ///   - inspection: a certificate-only handshake made after a verification failure.
     ///   - nowSeconds: the time certificates are judged against.
     ///   - simulatedMs: isitup's debug latency added to the measurement.
-    static func decide(target: Target, result: HTTPResult, method: String, fallbackNote: String?,
-                              inspection: HTTPResult?, nowSeconds: Int64, simulatedMs: Double) -> ProbeVerdict {
-        let expiry = CertificateExpiry(expiries: inspection?.certificateExpiries.isEmpty == false ? inspection!.certificateExpiries : result.certificateExpiries,
-                                       nowSeconds: nowSeconds)
+    static func decide(
+        target: Target, result: HTTPResult, method: String, fallbackNote: String?,
+        inspection: HTTPResult?, nowSeconds: Int64, simulatedMs: Double
+    ) -> ProbeVerdict {
+        let expiry = CertificateExpiry(
+            expiries: inspection?.certificateExpiries.isEmpty == false ? inspection!.certificateExpiries : result.certificateExpiries,
+            nowSeconds: nowSeconds)
         let expiryDays = expiry.days
 
         if let failure = result.failure {
@@ -29,7 +32,9 @@ enum HTTPVerdictRules {
                 verdict.tlsExpiryDays = expiryDays
                 return verdict
             }
-            var verdict = ProbeVerdict(status: .error, reason: TransportRules.reason(for: failure), message: transportMessage(failure, result: result, target: target))
+            var verdict = ProbeVerdict(
+                status: .error, reason: TransportRules.reason(for: failure),
+                message: transportMessage(failure, result: result, target: target))
             if let fallbackNote { verdict.message += " (\(method) after \(fallbackNote))" }
             verdict.tlsExpiryDays = target.kind == .http ? nil : expiryDays
             return verdict
@@ -52,7 +57,11 @@ enum HTTPVerdictRules {
             if let content = target.expectedContent, findings.isEmpty {
                 if !inspection.contentFound {
                     if result.stoppedAtLimit {
-                        findings.append((.down, .tooLarge, "Expected content not found in the first \(SizeWords.describe(inspection.bytes)) of the body (raise --max-body)"))
+                        findings.append(
+                            (
+                                .down, .tooLarge,
+                                "Expected content not found in the first \(SizeWords.describe(inspection.bytes)) of the body (raise --max-body)"
+                            ))
                     } else {
                         let shown = content.count > 50 ? String(content.prefix(50)) + "..." : content
                         findings.append((.down, .content, "Expected content not found: '\(shown)'"))
@@ -61,13 +70,21 @@ enum HTTPVerdictRules {
             }
             if let expectedHash = target.expectedBodyHash, findings.isEmpty {
                 if result.stoppedAtLimit {
-                    findings.append((.down, .tooLarge, "Body is larger than \(SizeWords.describe(inspection.bytes)); cannot check its hash (raise --max-body)"))
+                    findings.append(
+                        (
+                            .down, .tooLarge,
+                            "Body is larger than \(SizeWords.describe(inspection.bytes)); cannot check its hash (raise --max-body)"
+                        ))
                 } else {
                     let isMD5 = expectedHash.count == 32
                     let actual = inspection.digest ?? ""
 
                     if actual != expectedHash {
-                        findings.append((.down, .bodyHash, "Response body changed: \(isMD5 ? "md5" : "sha256") \(actual.prefix(12))..., expected \(expectedHash.prefix(12))..."))
+                        findings.append(
+                            (
+                                .down, .bodyHash,
+                                "Response body changed: \(isMD5 ? "md5" : "sha256") \(actual.prefix(12))..., expected \(expectedHash.prefix(12))..."
+                            ))
                     }
                 }
             }
@@ -87,12 +104,15 @@ enum HTTPVerdictRules {
 
         var verdict: ProbeVerdict
         if let worst = findings.max(by: { $0.0.severity < $1.0.severity }),
-           let first = findings.first(where: { $0.0 == worst.0 }) {
+            let first = findings.first(where: { $0.0 == worst.0 })
+        {
             verdict = ProbeVerdict(status: first.0, reason: first.1, message: first.2, latencyMs: measured)
         } else if target.kind == .ssl {
-            verdict = ProbeVerdict(status: .up, reason: nil, message: "Certificate valid for \(expiryDays ?? 0) more days", latencyMs: measured)
+            verdict = ProbeVerdict(
+                status: .up, reason: nil, message: "Certificate valid for \(expiryDays ?? 0) more days", latencyMs: measured)
         } else {
-            verdict = ProbeVerdict(status: .up, reason: nil, message: "HTTP \(result.httpCode) in \(LatencyWords.milliseconds(measured))", latencyMs: measured)
+            verdict = ProbeVerdict(
+                status: .up, reason: nil, message: "HTTP \(result.httpCode) in \(LatencyWords.milliseconds(measured))", latencyMs: measured)
         }
         if let fallbackNote { verdict.message += " (\(method) after \(fallbackNote))" }
         verdict.tlsExpiryDays = target.kind == .http ? nil : expiryDays
@@ -130,8 +150,9 @@ enum HTTPVerdictRules {
 
     /// A transport failure in words, for `target`.
     static func transportMessage(_ failure: TransportFailure, result: HTTPResult, target: Target) -> String {
-        TransportRules.message(failure, result: result, host: target.host, port: target.port, tls: target.kind != .http,
-                               timeoutMs: target.timeoutMs, maxRedirects: target.maxRedirects)
+        TransportRules.message(
+            failure, result: result, host: target.host, port: target.port, tls: target.kind != .http,
+            timeoutMs: target.timeoutMs, maxRedirects: target.maxRedirects)
     }
 
     private static func format2(_ value: Double) -> String {

@@ -10,39 +10,57 @@ public enum ProbeHTTPCommand: VitalsCommand {
         summary: "Probe HTTP(S) targets concurrently and write one sample record per probe.",
         usage: ["[OPTIONS] [FILE...]", "--connectivity [OPTIONS] [URL]"],
         description: """
-        Targets are read from the FILEs (or standard input; - is standard input), one per line as a bare URL \
-        or a JSON target object, or as one JSON array of targets. Each probe uses a fresh connection: HEAD \
-        first, GET when HEAD is refused (405, 501) or breaks the connection; GET when the body is checked. \
-        Samples are written as NDJSON in the order probes finish. See probe-http(1) for every target field \
-        and status rule, vitals-records(7) for the records.
+            Targets are read from the FILEs (or standard input; - is standard input), one per line as a bare URL \
+            or a JSON target object, or as one JSON array of targets. Each probe uses a fresh connection: HEAD \
+            first, GET when HEAD is refused (405, 501) or breaks the connection; GET when the body is checked. \
+            Samples are written as NDJSON in the order probes finish. See probe-http(1) for every target field \
+            and status rule, vitals-records(7) for the records.
 
-        With --connectivity, check whether this machine is online instead (Online Now): fetch a success page \
-        (URL, default \(ConnectivitySettings.defaultURL)) and look for its word, name the interface and link \
-        type it left by, and measure the download speed (from \(ConnectivitySettings.defaultSpeedURL), --speed-url, \
-        or not with --no-speed); one sample.
-        """,
+            With --connectivity, check whether this machine is online instead (Online Now): fetch a success page \
+            (URL, default \(ConnectivitySettings.defaultURL)) and look for its word, name the interface and link \
+            type it left by, and measure the download speed (from \(ConnectivitySettings.defaultSpeedURL), --speed-url, \
+            or not with --no-speed); one sample.
+            """,
         options: ProbeRunOptions.limitOptions(noun: "probes", concurrency: 256, short: "c") + [
-            .duration("timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(TargetDefaults().timeoutMs)), range: 1...3_600_000,
-                      help: "time budget of each probe when the target sets no timeout_seconds"),
-            OptionSpec("ok-ms", value: "MS", help: "latency above which a sample is degraded, for targets without http_ok_threshold_ms (default: none)"),
-            OptionSpec("degraded-ms", value: "MS", help: "latency above which a sample is down, for targets without http_degraded_threshold_ms (default: none)"),
-            OptionSpec("ssl-ok-days", value: "DAYS", default: String(TargetDefaults().sslOkDays), help: "certificate days left at or above which TLS is fine"),
-            OptionSpec("ssl-warning-days", value: "DAYS", default: String(TargetDefaults().sslWarningDays), help: "certificate days left below which the target is down"),
-            OptionSpec("ip", value: "FAMILY", default: "any", choices: IPChoice.words, help: "address family for targets without 'ip': 4, 6, both (one sample each) or any"),
-            OptionSpec("max-redirects", value: "N", default: String(TargetDefaults().maxRedirects), help: "redirects followed for targets without max_redirects"),
+            .duration(
+                "timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(TargetDefaults().timeoutMs)), range: 1...3_600_000,
+                help: "time budget of each probe when the target sets no timeout_seconds"),
+            OptionSpec(
+                "ok-ms", value: "MS",
+                help: "latency above which a sample is degraded, for targets without http_ok_threshold_ms (default: none)"),
+            OptionSpec(
+                "degraded-ms", value: "MS",
+                help: "latency above which a sample is down, for targets without http_degraded_threshold_ms (default: none)"),
+            OptionSpec(
+                "ssl-ok-days", value: "DAYS", default: String(TargetDefaults().sslOkDays),
+                help: "certificate days left at or above which TLS is fine"),
+            OptionSpec(
+                "ssl-warning-days", value: "DAYS", default: String(TargetDefaults().sslWarningDays),
+                help: "certificate days left below which the target is down"),
+            OptionSpec(
+                "ip", value: "FAMILY", default: "any", choices: IPChoice.words,
+                help: "address family for targets without 'ip': 4, 6, both (one sample each) or any"),
+            OptionSpec(
+                "max-redirects", value: "N", default: String(TargetDefaults().maxRedirects),
+                help: "redirects followed for targets without max_redirects"),
             OptionSpec("max-body", value: "SIZE", default: "1M", help: "body bytes read at most for content and hash checks"),
             OptionSpec("speed-test", help: "download speed_test_bytes (default 512000) from every target and report speed_mbps"),
             OptionSpec("speed-test-bytes", value: "SIZE", help: "bytes to download in a speed test; implies --speed-test"),
             OptionSpec("connectivity", help: "check whether this machine is online (the operand is the success page URL); one sample"),
             OptionSpec("expect", value: "TEXT", help: "with --connectivity, the text the success page must contain (default Success)"),
-            OptionSpec("speed-url", value: "URL", default: ConnectivitySettings.defaultSpeedURL,
-                       help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
+            OptionSpec(
+                "speed-url", value: "URL", default: ConnectivitySettings.defaultSpeedURL,
+                help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
             OptionSpec("no-speed", help: "with --connectivity, measure no speed"),
-            .duration("speed-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultSpeedTimeoutMs)), range: 1...3_600_000,
-                      help: "with --connectivity, time budget of the speed test's download, apart from --timeout's for the page"),
+            .duration(
+                "speed-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultSpeedTimeoutMs)),
+                range: 1...3_600_000,
+                help: "with --connectivity, time budget of the speed test's download, apart from --timeout's for the page"),
             OptionSpec("insecure", short: "k", help: "do not verify certificates (the expiry is still reported)"),
             OptionSpec("user-agent", value: "TEXT", help: "the User-Agent header (default vitals-probe-http/VERSION)"),
-            OptionSpec("simulate-latency", value: "MS", help: "add MS to each measured latency and mark the sample simulated (isitup's debug simulation)"),
+            OptionSpec(
+                "simulate-latency", value: "MS",
+                help: "add MS to each measured latency and mark the sample simulated (isitup's debug simulation)"),
         ] + ProbeRunOptions.runOptions,
         examples: [
             "probe-http targets.ndjson",
@@ -119,8 +137,10 @@ public enum ProbeHTTPCommand: VitalsCommand {
     }
 
     /// `--connectivity [URL]`: Online Now's check, one sample (or one per interval with --watch).
-    static func runConnectivity(_ options: ParsedOptions, _ context: ToolContext, defaults: TargetDefaults,
-                                settings: ProbeSettings) throws -> ExitStatus {
+    static func runConnectivity(
+        _ options: ParsedOptions, _ context: ToolContext, defaults: TargetDefaults,
+        settings: ProbeSettings
+    ) throws -> ExitStatus {
         guard options.operands.count <= 1 else {
             throw UsageError("--connectivity takes one URL (the success page), not \(options.operands.count) operands")
         }

@@ -66,9 +66,10 @@ final class ProbeRunner {
                 probes.append(Probe(targetIndex: targetIndex, family: family, monitor: monitor))
             }
         }
-        scheduler = ProbeScheduler(hosts: probes.map { targets[$0.targetIndex].host },
-                                   intervalsMs: probes.map { targets[$0.targetIndex].checkIntervalMs },
-                                   limits: settings.limits, watch: settings.watch)
+        scheduler = ProbeScheduler(
+            hosts: probes.map { targets[$0.targetIndex].host },
+            intervalsMs: probes.map { targets[$0.targetIndex].checkIntervalMs },
+            limits: settings.limits, watch: settings.watch)
     }
 
     /// Runs until every probe has written its sample (or forever with `watch`), or a stop signal.
@@ -142,8 +143,9 @@ final class ProbeRunner {
         if method == "HEAD" {
             request.bodyPolicy = .none
         } else if target.expectedContent != nil || target.expectedBodyHash != nil {
-            request.bodyPolicy = .inspect(limit: max(settings.maxBodyBytes, target.speedTestBytes ?? 0), content: target.expectedContent.map { Array($0.utf8) },
-                                          digest: target.expectedBodyHash.map { $0.count == 32 ? .md5 : .sha256 })
+            request.bodyPolicy = .inspect(
+                limit: max(settings.maxBodyBytes, target.speedTestBytes ?? 0), content: target.expectedContent.map { Array($0.utf8) },
+                digest: target.expectedBodyHash.map { $0.count == 32 ? .md5 : .sha256 })
         } else {
             request.bodyPolicy = .discard(limit: target.speedTestBytes ?? settings.maxBodyBytes)
         }
@@ -160,7 +162,8 @@ final class ProbeRunner {
         case .primary:
             let target = targets[probe.targetIndex]
             if probe.method == "HEAD", target.method == nil,
-               let (note, reason) = ProbeRunner.fallback(for: result, timeoutMs: target.timeoutMs) {
+                let (note, reason) = ProbeRunner.fallback(for: result, timeoutMs: target.timeoutMs)
+            {
                 // isitup: on a failed HEAD, a GET with a time budget of its own.
                 probe.stage = .fallback
                 probe.fallbackNote = note
@@ -193,16 +196,18 @@ final class ProbeRunner {
         let roundEnded = scheduler.finish(index)
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
-        var verdict = HTTPVerdictRules.decide(target: targets[probe.targetIndex], result: result, method: method,
-                                          fallbackNote: probe.fallbackNote, inspection: inspection,
-                                          nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
+        var verdict = HTTPVerdictRules.decide(
+            target: targets[probe.targetIndex], result: result, method: method,
+            fallbackNote: probe.fallbackNote, inspection: inspection,
+            nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
         if settings.simulatedLatencyMs > 0 {
             verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
         }
-        let record = SampleRecord.encode(target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
-                                         atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
-                                         route: network.route(of: result, host: targets[probe.targetIndex].host), headReason: probe.headReason,
-                                         simulatedMs: settings.simulatedLatencyMs)
+        let record = SampleRecord.encode(
+            target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
+            atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
+            route: network.route(of: result, host: targets[probe.targetIndex].host), headReason: probe.headReason,
+            simulatedMs: settings.simulatedLatencyMs)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probe.targetIndex].name, latency)
@@ -229,7 +234,9 @@ final class ProbeRunner {
             case .protocol: return (result.curlCode == 52 ? "HEAD got an empty reply" : "HEAD got a bad reply", reason)
             }
         }
-        if result.httpCode == 405 || result.httpCode == 501 { return ("HEAD answered \(result.httpCode)", SampleReason.httpStatus.rawValue) }
+        if result.httpCode == 405 || result.httpCode == 501 {
+            return ("HEAD answered \(result.httpCode)", SampleReason.httpStatus.rawValue)
+        }
         return nil
     }
 

@@ -7,7 +7,8 @@ enum SampleRecord {
     /// Field names a sample writes itself; a target's own field with one of these names is not carried.
     static let ownFields: Set<String> = [
         "type", "monitor", "name", "kind", "target", "at", "method", "status", "reason", "message", "code",
-        "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version", "online",
+        "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version",
+        "online",
         "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
         "head_failed", "head_reason", "check_interval", "enabled", "config", "agent",
     ]
@@ -21,11 +22,14 @@ enum SampleRecord {
     ///   - route: the interface the request left by, and its link type.
     ///   - online: the connectivity check's answer (`--connectivity` only).
     ///   - headReason: why the HEAD failed, when a GET answered after it.
-    static func encode(target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
-                              verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
-                              headReason: String? = nil, simulatedMs: Double) -> [UInt8] {
-        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
-                                      atMs: atMs, method: method, verdict: verdict, capacity: 640)
+    static func encode(
+        target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
+        verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
+        headReason: String? = nil, simulatedMs: Double
+    ) -> [UInt8] {
+        var record = SampleHead.begin(
+            monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
+            atMs: atMs, method: method, verdict: verdict, capacity: 640)
         let code = result.map(\.httpCode) ?? 0
         record.int("code", code > 0 ? code : nil)
         record.fixed("latency_ms", verdict.latencyMs)

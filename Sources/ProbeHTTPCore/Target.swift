@@ -40,8 +40,10 @@ struct StatusSet: Sendable, Equatable, CustomStringConvertible {
             if item.count == 3, item.hasSuffix("xx"), let digit = Int(item.prefix(1)), (1...5).contains(digit) {
                 ranges.append(digit * 100...digit * 100 + 99)
             } else if let dash = item.firstIndex(of: "-") {
-                guard let low = Int(String(item[..<dash]).trimmingSpaces), let high = Int(String(item[item.index(after: dash)...]).trimmingSpaces),
-                      (100...599).contains(low), (100...599).contains(high), low <= high else { return nil }
+                guard let low = Int(String(item[..<dash]).trimmingSpaces),
+                    let high = Int(String(item[item.index(after: dash)...]).trimmingSpaces),
+                    (100...599).contains(low), (100...599).contains(high), low <= high
+                else { return nil }
                 ranges.append(low...high)
             } else {
                 guard let code = Int(item), (100...599).contains(code) else { return nil }
@@ -146,7 +148,6 @@ struct Target: Sendable {
     /// Whether a GET is needed to read the body (content or hash checks, speed test).
     var needsBody: Bool { expectedContent != nil || expectedBodyHash != nil || speedTestBytes != nil }
 }
-
 
 extension Target: StatedTarget {
     var kindName: String { kind.rawValue }

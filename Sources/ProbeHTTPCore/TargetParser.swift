@@ -162,7 +162,8 @@ struct TargetParser: TargetSink {
         if parts.host.isEmpty { throw Problem("'\(Redaction.url(url))' has no host") }
 
         let id = try fields.id { TargetIDs.derive(from: parts) }
-        let name = try fields.string("name")?.trimmingSpaces.nonEmpty ?? (fields.value("id") != nil ? id : TargetParser.defaultName(for: parts))
+        let name =
+            try fields.string("name")?.trimmingSpaces.nonEmpty ?? (fields.value("id") != nil ? id : TargetParser.defaultName(for: parts))
         var target = Target(id: id, name: name, url: url, kind: kind, parts: parts)
 
         if let method = try fields.string("method")?.trimmingSpaces.uppercased() {
@@ -241,7 +242,8 @@ struct TargetParser: TargetSink {
         if let ok = target.okThresholdMs, let degraded = target.degradedThresholdMs, degraded < ok {
             throw Problem("http_degraded_threshold_ms (\(plainNumber(degraded))) is below http_ok_threshold_ms (\(plainNumber(ok)))")
         }
-        (target.sslOkDays, target.sslWarningDays) = try fields.sslDays(okDefault: defaults.sslOkDays, warningDefault: defaults.sslWarningDays)
+        (target.sslOkDays, target.sslWarningDays) = try fields.sslDays(
+            okDefault: defaults.sslOkDays, warningDefault: defaults.sslWarningDays)
         if let interval = try fields.checkIntervalMs() { target.checkIntervalMs = interval }
         if let override = defaults.intervalOverrideMs { target.checkIntervalMs = override }
         target.maxRedirects = try fields.integer("max_redirects", 0...50) ?? defaults.maxRedirects
@@ -291,7 +293,8 @@ struct TargetParser: TargetSink {
         } else {
             while index < bytes.count {
                 let byte = bytes[index]
-                let ok = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                let ok =
+                    (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                     || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte >= 0x80
                 if !ok { break }
                 index += 1
@@ -318,7 +321,6 @@ struct TargetParser: TargetSink {
         }
     }
 }
-
 
 extension String {
     var nonEmpty: String? { isEmpty ? nil : self }

@@ -8,10 +8,13 @@ import VitalsKit
 public enum MonitorRecord {
     /// One record, for the monitor id `monitor` (with `/ipv4` or `/ipv6` for `ip: both`),
     /// stated at `atMs` (wall clock).
-    public static func encode(monitor: String, name: String, kind: String, target: String, atMs: Int64,
-                              settings: MonitorSettings, carried: [JSONField]) -> [UInt8] {
-        var record = SampleHead.identity(type: "monitor", monitor: monitor, name: name, kind: kind, target: target,
-                                         atMs: atMs, capacity: 256)
+    public static func encode(
+        monitor: String, name: String, kind: String, target: String, atMs: Int64,
+        settings: MonitorSettings, carried: [JSONField]
+    ) -> [UInt8] {
+        var record = SampleHead.identity(
+            type: "monitor", monitor: monitor, name: name, kind: kind, target: target,
+            atMs: atMs, capacity: 256)
         MonitorSettings.write(settings, to: &record)
         for field in carried { record.field(field.key, field.value) }
         return record.finish()
@@ -41,8 +44,9 @@ extension MonitorRecord {
     public static func records(_ targets: [some StatedTarget], atMs: Int64) -> [[UInt8]] {
         targets.flatMap { target in
             target.ip.probes(monitor: target.id).map { probe in
-                encode(monitor: probe.monitor, name: target.name, kind: target.kindName, target: target.statedTarget,
-                       atMs: atMs, settings: target.monitorSettings, carried: target.extraFields)
+                encode(
+                    monitor: probe.monitor, name: target.name, kind: target.kindName, target: target.statedTarget,
+                    atMs: atMs, settings: target.monitorSettings, carried: target.extraFields)
             }
         }
     }

@@ -48,7 +48,8 @@ public struct ProbeProgress {
         if watch {
             text += "watching \(ProgressText.count(latest.count)) monitor\(latest.count == 1 ? "" : "s")"
             if !statuses.isEmpty { text += ": " + statuses.joined(separator: ", ") }
-            text += "; \(ProgressText.count(written)) probe\(written == 1 ? "" : "s") in \(ProgressText.duration(seconds: line.elapsedSeconds))"
+            text +=
+                "; \(ProgressText.count(written)) probe\(written == 1 ? "" : "s") in \(ProgressText.duration(seconds: line.elapsedSeconds))"
             if inFlight > 0 {
                 text += "; \(ProgressText.count(inFlight)) running"
             } else if let nextInMs {

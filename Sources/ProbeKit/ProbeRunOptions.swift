@@ -1,8 +1,9 @@
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The options every probe shares: how many at once (`--concurrency`, `--per-host`, `--rate`),
@@ -29,15 +30,19 @@ public struct ProbeRunOptions: Sendable {
     }
 
     /// `--only`, `--watch`, `--interval`, `--exit-status`, `--summary`, `--agent`, `--progress` and `--no-progress`.
-    public static let runOptions: [OptionSpec] = [
-        OptionSpec("only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"),
-        OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
-        .duration("interval", short: "i", help: "with --watch, probe every target this often instead of its check_interval"),
-        OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
-        OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
-        OptionSpec("agent", value: "NAME",
-                   help: "the agent the samples come from, written as each sample's agent (default: none; a target's own agent wins)"),
-    ] + OptionSpec.progress(nil, "a status line")
+    public static let runOptions: [OptionSpec] =
+        [
+            OptionSpec(
+                "only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"
+            ),
+            OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
+            .duration("interval", short: "i", help: "with --watch, probe every target this often instead of its check_interval"),
+            OptionSpec("exit-status", short: "e", help: "exit 1 when any sample is not up"),
+            OptionSpec("summary", short: "s", help: "write a one-line summary to standard error at the end"),
+            OptionSpec(
+                "agent", value: "NAME",
+                help: "the agent the samples come from, written as each sample's agent (default: none; a target's own agent wins)"),
+        ] + OptionSpec.progress(nil, "a status line")
 
     /// Reads the shared options (the defaults are the option table's).
     public init(_ options: ParsedOptions) throws(UsageError) {
@@ -55,7 +60,9 @@ public struct ProbeRunOptions: Sendable {
 
     /// `--only NAME`: the one target best matching NAME (isitup's "check one service"), or all of
     /// them without the option; no match is a usage error listing the closest names.
-    public static func only<Item>(_ options: ParsedOptions, _ items: [Item], name: (Item) -> String, host: (Item) -> String) throws(UsageError) -> [Item] {
+    public static func only<Item>(_ options: ParsedOptions, _ items: [Item], name: (Item) -> String, host: (Item) -> String)
+        throws(UsageError) -> [Item]
+    {
         guard let query = options.value("only") else { return items }
         guard let index = NameMatcher.bestMatch(query, in: items.map { (name: name($0), host: host($0)) }) else {
             let near = NameMatcher.closestNames(query, among: items.map(name))
@@ -68,8 +75,10 @@ public struct ProbeRunOptions: Sendable {
     /// Runs `body` (a probe run) to its end; a reader that went away (`| head`) ends it cleanly.
     /// Then the exit status from what was written: `--summary` on standard error, 1 for a sample
     /// not up with `--exit-status`, 2 after errors.
-    public static func finish(_ options: ParsedOptions, _ context: ToolContext, tally: () -> ProbeTally,
-                              running body: () throws -> Void) throws -> ExitStatus {
+    public static func finish(
+        _ options: ParsedOptions, _ context: ToolContext, tally: () -> ProbeTally,
+        running body: () throws -> Void
+    ) throws -> ExitStatus {
         do {
             try body()
         } catch is BrokenPipe {

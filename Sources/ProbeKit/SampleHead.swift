@@ -10,8 +10,10 @@ public enum SampleHead {
     ///   - atMs: when the probe started, wall clock.
     ///   - method: the method that answered (probe-http); nil writes no `method` field.
     ///   - capacity: bytes to reserve for the whole record.
-    public static func begin(monitor: String, name: String, kind: String, target: String, atMs: Int64, method: String?,
-                             verdict: ProbeVerdict, capacity: Int) -> JSONObjectBuilder {
+    public static func begin(
+        monitor: String, name: String, kind: String, target: String, atMs: Int64, method: String?,
+        verdict: ProbeVerdict, capacity: Int
+    ) -> JSONObjectBuilder {
         var record = identity(type: "sample", monitor: monitor, name: name, kind: kind, target: target, atMs: atMs, capacity: capacity)
         if let method { record.string("method", method) }
         record.string("status", verdict.status.rawValue)
@@ -22,8 +24,10 @@ public enum SampleHead {
 
     /// A record of `type` holding `type`, `monitor`, `name`, `kind`, `target` and `at`: how
     /// samples and `monitor` records both begin.
-    static func identity(type: String, monitor: String, name: String, kind: String, target: String, atMs: Int64,
-                         capacity: Int) -> JSONObjectBuilder {
+    static func identity(
+        type: String, monitor: String, name: String, kind: String, target: String, atMs: Int64,
+        capacity: Int
+    ) -> JSONObjectBuilder {
         var record = JSONObjectBuilder(capacity: capacity)
         record.string("type", type)
         record.string("monitor", monitor)

@@ -44,7 +44,9 @@ public struct TargetFields {
     public func number(_ key: String, _ range: ClosedRange<Double>) throws(TargetProblem) -> Double? {
         guard let value = value(key) else { return nil }
         guard let number = value.doubleValue ?? value.stringValue.flatMap(Double.init), range.contains(number) else {
-            throw TargetProblem("field '\(key)' must be a number from \(plainNumber(range.lowerBound)) to \(plainNumber(range.upperBound)), not \(value.jsonText)")
+            throw TargetProblem(
+                "field '\(key)' must be a number from \(plainNumber(range.lowerBound)) to \(plainNumber(range.upperBound)), not \(value.jsonText)"
+            )
         }
         return number
     }
@@ -53,7 +55,8 @@ public struct TargetFields {
     public func integer(_ key: String, _ range: ClosedRange<Int>) throws(TargetProblem) -> Int? {
         guard let value = value(key) else { return nil }
         guard let number = value.intValue ?? value.stringValue.flatMap({ Int($0) }), range.contains(number) else {
-            throw TargetProblem("field '\(key)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(value.jsonText)")
+            throw TargetProblem(
+                "field '\(key)' must be a whole number from \(range.lowerBound) to \(range.upperBound), not \(value.jsonText)")
         }
         return number
     }

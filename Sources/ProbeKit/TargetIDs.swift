@@ -73,8 +73,9 @@ extension TargetIDs {
     public mutating func unique(_ id: String, source: String, line: Int, diagnostics: Diagnostics) -> String {
         let (unique, first) = register(id, source: source, line: line)
         if let first {
-            diagnostics.warning("duplicate id '\(id)' (first on \(first.source):\(first.line)); probing this one as '\(unique)'",
-                                source: source, line: line)
+            diagnostics.warning(
+                "duplicate id '\(id)' (first on \(first.source):\(first.line)); probing this one as '\(unique)'",
+                source: source, line: line)
         }
         return unique
     }

@@ -23,7 +23,8 @@ public enum TargetListReader {
         while let event = reader.next() {
             switch event {
             case .tooLong(let length):
-                sink.diagnostics.error("line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
+                sink.diagnostics.error(
+                    "line is \(length) bytes, over the 16 MiB limit; skipped", source: reader.source, line: reader.lineNumber)
             case .line(let line):
                 // Target lists are read once per run: each line is copied and read as an array.
                 let bytes = Array(line)
@@ -63,8 +64,9 @@ public enum TargetListReader {
         }
         let text = String(decoding: bytes, as: UTF8.self).trimmingSpaces
         if text.contains(where: { $0 == " " || $0 == "\t" }) {
-            sink.diagnostics.error("expected a \(Sink.bareNoun) or a JSON object, got '\(Redaction.url(String(text.prefix(80))))'",
-                                   source: source, line: line)
+            sink.diagnostics.error(
+                "expected a \(Sink.bareNoun) or a JSON object, got '\(Redaction.url(String(text.prefix(80))))'",
+                source: source, line: line)
             return
         }
         sink.add(JSONObject([JSONField(Sink.bareField, .string(text))]), source: source, line: line)
@@ -78,8 +80,9 @@ public enum TargetListReader {
             switch event {
             case .line(let bytes): whole.append(contentsOf: bytes)
             case .tooLong(let length):
-                sink.diagnostics.error("line is \(length) bytes, over the 16 MiB limit; the target array cannot be read",
-                                       source: reader.source, line: reader.lineNumber)
+                sink.diagnostics.error(
+                    "line is \(length) bytes, over the 16 MiB limit; the target array cannot be read",
+                    source: reader.source, line: reader.lineNumber)
                 return
             }
         }
@@ -109,8 +112,9 @@ public enum TargetListReader {
                     sink.diagnostics.error("target is not valid JSON", source: reader.source, line: line)
                 }
             } else {
-                sink.diagnostics.error("expected a target object or a \(Sink.bareNoun) string in the array",
-                                       source: reader.source, line: line)
+                sink.diagnostics.error(
+                    "expected a target object or a \(Sink.bareNoun) string in the array",
+                    source: reader.source, line: line)
             }
         }
     }

@@ -1,9 +1,10 @@
 import HTTPTransport
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What a connection that failed before an answer means in a sample, for probe-http's
@@ -28,8 +29,10 @@ public enum TransportRules {
     ///   - host: the host asked for (lowercased, without brackets), `port` its port.
     ///   - tls: whether a TLS handshake was part of the request (names that phase of a timeout).
     ///   - timeoutMs: the time budget, `maxRedirects` the redirects allowed.
-    public static func message(_ failure: TransportFailure, result: HTTPResult, host: String, port: Int, tls: Bool,
-                               timeoutMs: Int, maxRedirects: Int) -> String {
+    public static func message(
+        _ failure: TransportFailure, result: HTTPResult, host: String, port: Int, tls: Bool,
+        timeoutMs: Int, maxRedirects: Int
+    ) -> String {
         let timings = result.timings
         switch failure {
         case .dns:
@@ -49,11 +52,17 @@ public enum TransportRules {
             return "TLS failed: " + trimCurl(result.curlMessage)
         case .timeout:
             let phase: String
-            if timings.nameLookup == 0 { phase = "resolving the name" }
-            else if timings.connect == 0 { phase = "connecting" }
-            else if tls && timings.appConnect == 0 { phase = "in the TLS handshake" }
-            else if timings.startTransfer == 0 { phase = "waiting for the response" }
-            else { phase = "reading the response" }
+            if timings.nameLookup == 0 {
+                phase = "resolving the name"
+            } else if timings.connect == 0 {
+                phase = "connecting"
+            } else if tls && timings.appConnect == 0 {
+                phase = "in the TLS handshake"
+            } else if timings.startTransfer == 0 {
+                phase = "waiting for the response"
+            } else {
+                phase = "reading the response"
+            }
             return "Request timeout after \(DurationText.describe(milliseconds: Int64(timeoutMs))) (\(phase))"
         case .redirects:
             return "Too many redirects (more than \(maxRedirects))"

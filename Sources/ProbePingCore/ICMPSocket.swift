@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import ProbeKit
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (ICMP packets are sent and received through sendto(2), recvmsg(2) and sockaddr): kept.
 
@@ -65,10 +66,10 @@ final class ICMPSocket {
         self.cookie = cookie
         self.identifier = UInt16.random(in: 1...UInt16.max)
         #if os(Linux)
-        // Linux datagram ICMP sockets rewrite the identifier and deliver only their own replies.
-        checksIdentifier = isRaw
+            // Linux datagram ICMP sockets rewrite the identifier and deliver only their own replies.
+            checksIdentifier = isRaw
         #else
-        checksIdentifier = true
+            checksIdentifier = true
         #endif
         packet.initializeMemory(as: UInt8.self, repeating: 0, count: ICMPSocket.packetSize)
         for offset in 20..<ICMPSocket.packetSize {
@@ -88,7 +89,7 @@ final class ICMPSocket {
 
     /// Opens a socket of `family` as `choice` allows, or says why none could be opened.
     static func open(family: IPAddress.Family, choice: ICMPSocketChoice, cookie: UInt64) -> Result<ICMPSocket, ICMPOpenFailure> {
-        let proto: Int32 = family == .v4 ? 1 : 58 // IPPROTO_ICMP, IPPROTO_ICMPV6
+        let proto: Int32 = family == .v4 ? 1 : 58  // IPPROTO_ICMP, IPPROTO_ICMPV6
         let kinds: [Bool] = choice == .auto ? [false, true] : [choice == .raw]
         var failures: [(raw: Bool, code: Int32)] = []
         for raw in kinds {
@@ -113,16 +114,17 @@ final class ICMPSocket {
         var text = "ICMP echo is not allowed for this user (uid \(getuid()), gid \(getgid()))"
         var ways: [String] = []
         #if os(Linux)
-        if choice != .raw {
-            let range = readSysctl("/proc/sys/net/ipv4/ping_group_range").map { " (now '\($0)')" } ?? ""
-            ways.append("allow unprivileged ICMP sockets for your group with sysctl -w net.ipv4.ping_group_range='0 2147483647'\(range)")
-        }
+            if choice != .raw {
+                let range = readSysctl("/proc/sys/net/ipv4/ping_group_range").map { " (now '\($0)')" } ?? ""
+                ways.append(
+                    "allow unprivileged ICMP sockets for your group with sysctl -w net.ipv4.ping_group_range='0 2147483647'\(range)")
+            }
         #endif
         if choice != .datagram {
             #if os(Linux)
-            ways.append("give the tool CAP_NET_RAW (setcap cap_net_raw+ep probe-ping) or run it as root")
+                ways.append("give the tool CAP_NET_RAW (setcap cap_net_raw+ep probe-ping) or run it as root")
             #else
-            ways.append("run it as root for raw sockets")
+                ways.append("run it as root for raw sockets")
             #endif
         }
         if !ways.isEmpty { text += ": " + ways.joined(separator: ", or ") }
@@ -145,31 +147,31 @@ final class ICMPSocket {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         var size: Int32 = 4 << 20
         #if os(Linux)
-        // SO_RCVBUFFORCE and SO_SNDBUFFORCE (33, 32) pass the system maximum when privileged;
-        // otherwise the plain options give what the maximum allows. A burst of replies must fit.
-        if setsockopt(fd, SOL_SOCKET, 33, &size, 4) != 0 { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4) }
-        if setsockopt(fd, SOL_SOCKET, 32, &size, 4) != 0 { setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, 4) }
-        var on: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, 35, &on, 4)                 // SO_TIMESTAMPNS: kernel receive times
-        if isRaw {
-            if family == .v4 {
-                // ICMP_FILTER (SOL_RAW 255, option 1): a set bit drops that type. Keep echo reply (0),
-                // destination unreachable (3) and time exceeded (11).
-                var blocked: UInt32 = ~((1 << 0) | (1 << 3) | (1 << 11))
-                setsockopt(fd, 255, 1, &blocked, 4)
+            // SO_RCVBUFFORCE and SO_SNDBUFFORCE (33, 32) pass the system maximum when privileged;
+            // otherwise the plain options give what the maximum allows. A burst of replies must fit.
+            if setsockopt(fd, SOL_SOCKET, 33, &size, 4) != 0 { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4) }
+            if setsockopt(fd, SOL_SOCKET, 32, &size, 4) != 0 { setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, 4) }
+            var on: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, 35, &on, 4)  // SO_TIMESTAMPNS: kernel receive times
+            if isRaw {
+                if family == .v4 {
+                    // ICMP_FILTER (SOL_RAW 255, option 1): a set bit drops that type. Keep echo reply (0),
+                    // destination unreachable (3) and time exceeded (11).
+                    var blocked: UInt32 = ~((1 << 0) | (1 << 3) | (1 << 11))
+                    setsockopt(fd, 255, 1, &blocked, 4)
+                } else {
+                    // ICMP6_FILTER (IPPROTO_ICMPV6, option 1): 256 bits, set = drop. Keep 129, 1, 2, 3.
+                    var filter = [UInt32](repeating: UInt32.max, count: 8)
+                    for type in [129, 1, 2, 3] { filter[type >> 5] &= ~(UInt32(1) << UInt32(type & 31)) }
+                    setsockopt(fd, 58, 1, &filter, 32)
+                }
             } else {
-                // ICMP6_FILTER (IPPROTO_ICMPV6, option 1): 256 bits, set = drop. Keep 129, 1, 2, 3.
-                var filter = [UInt32](repeating: UInt32.max, count: 8)
-                for type in [129, 1, 2, 3] { filter[type >> 5] &= ~(UInt32(1) << UInt32(type & 31)) }
-                setsockopt(fd, 58, 1, &filter, 32)
+                // IP_RECVERR / IPV6_RECVERR: ICMP errors about our requests come through the error queue.
+                if family == .v4 { setsockopt(fd, 0, 11, &on, 4) } else { setsockopt(fd, 41, 25, &on, 4) }
             }
-        } else {
-            // IP_RECVERR / IPV6_RECVERR: ICMP errors about our requests come through the error queue.
-            if family == .v4 { setsockopt(fd, 0, 11, &on, 4) } else { setsockopt(fd, 41, 25, &on, 4) }
-        }
         #else
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4)
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, 4)
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, 4)
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, 4)
         #endif
     }
 
@@ -185,8 +187,9 @@ final class ICMPSocket {
         packet.storeBytes(of: generation.bigEndian, toByteOffset: 16, as: UInt32.self)
         if family == .v4 {
             // The kernel fills in the ICMPv6 checksum; for ICMPv4 over a raw socket it is ours.
-            packet.storeBytes(of: ICMPSocket.checksum(UnsafeRawBufferPointer(start: packet, count: ICMPSocket.packetSize)).bigEndian,
-                              toByteOffset: 2, as: UInt16.self)
+            packet.storeBytes(
+                of: ICMPSocket.checksum(UnsafeRawBufferPointer(start: packet, count: ICMPSocket.packetSize)).bigEndian,
+                toByteOffset: 2, as: UInt16.self)
         }
         for attempt in 0..<2 {
             let sent = address.withSockaddr { sockaddr, length in
@@ -219,7 +222,7 @@ final class ICMPSocket {
     /// Reads everything waiting (the error queue first), handing each event to `handle`.
     func drain(_ handle: (ICMPEvent) -> Void) {
         #if os(Linux)
-        if !isRaw { drainErrorQueue(handle) }
+            if !isRaw { drainErrorQueue(handle) }
         #endif
         var failures = 0
         while true {
@@ -234,8 +237,10 @@ final class ICMPSocket {
             }
             let from = IPAddress(UnsafeRawPointer(name).assumingMemoryBound(to: sockaddr.self))
             let timestamp = receiveTimestamp()
-            if let event = ICMPSocket.parse(UnsafeRawBufferPointer(start: receiveBuffer, count: count), family: family, from: from,
-                                            timestamp: timestamp, identifier: checksIdentifier ? identifier : nil, cookie: cookie) {
+            if let event = ICMPSocket.parse(
+                UnsafeRawBufferPointer(start: receiveBuffer, count: count), family: family, from: from,
+                timestamp: timestamp, identifier: checksIdentifier ? identifier : nil, cookie: cookie)
+            {
                 handle(event)
             }
         }
@@ -258,17 +263,17 @@ final class ICMPSocket {
     private func controlMessages() -> [(level: Int32, type: Int32, offset: Int, length: Int)] {
         var found: [(Int32, Int32, Int, Int)] = []
         #if os(Linux)
-        let total = Int(message.pointee.msg_controllen)
-        let headerSize = MemoryLayout<cmsghdr>.size
-        var offset = 0
-        while offset + headerSize <= total {
-            let length = control.load(fromByteOffset: offset, as: Int.self)
-            guard length >= headerSize, offset + length <= total else { break }
-            let level = control.load(fromByteOffset: offset + MemoryLayout<Int>.size, as: Int32.self)
-            let type = control.load(fromByteOffset: offset + MemoryLayout<Int>.size + 4, as: Int32.self)
-            found.append((level, type, offset + headerSize, length - headerSize))
-            offset += (length + MemoryLayout<Int>.size - 1) & ~(MemoryLayout<Int>.size - 1)
-        }
+            let total = Int(message.pointee.msg_controllen)
+            let headerSize = MemoryLayout<cmsghdr>.size
+            var offset = 0
+            while offset + headerSize <= total {
+                let length = control.load(fromByteOffset: offset, as: Int.self)
+                guard length >= headerSize, offset + length <= total else { break }
+                let level = control.load(fromByteOffset: offset + MemoryLayout<Int>.size, as: Int32.self)
+                let type = control.load(fromByteOffset: offset + MemoryLayout<Int>.size + 4, as: Int32.self)
+                found.append((level, type, offset + headerSize, length - headerSize))
+                offset += (length + MemoryLayout<Int>.size - 1) & ~(MemoryLayout<Int>.size - 1)
+            }
         #endif
         return found
     }
@@ -284,43 +289,46 @@ final class ICMPSocket {
     }
 
     #if os(Linux)
-    /// Datagram sockets: ICMP errors about our requests, with the request itself as the data.
-    private func drainErrorQueue(_ handle: (ICMPEvent) -> Void) {
-        for _ in 0..<4096 {
-            let count = receive(flags: 0x2000) // MSG_ERRQUEUE
-            if count < 0 { return }
-            let destination = IPAddress(UnsafeRawPointer(name).assumingMemoryBound(to: sockaddr.self))
-            let request = UnsafeRawBufferPointer(start: receiveBuffer, count: count)
-            guard count >= 8 else { continue }
-            let sequence = ICMPSocket.load16(request, 6)
-            let generation: UInt32? = count >= 20 && ICMPSocket.load64(request, 8) == cookie ? ICMPSocket.load32(request, 16) : nil
-            for item in controlMessages() where (item.level == 0 && item.type == 11) || (item.level == 41 && item.type == 25) {
-                guard item.length >= 16 else { continue }
-                let origin = control.load(fromByteOffset: item.offset + 4, as: UInt8.self)
-                let type = control.load(fromByteOffset: item.offset + 5, as: UInt8.self)
-                let code = control.load(fromByteOffset: item.offset + 6, as: UInt8.self)
-                let errorNumber = control.loadUnaligned(fromByteOffset: item.offset, as: UInt32.self)
-                var words: String
-                switch origin {
-                case 2: words = ICMPSocket.words(v6: false, type: type, code: code)  // SO_EE_ORIGIN_ICMP
-                case 3: words = ICMPSocket.words(v6: true, type: type, code: code)   // SO_EE_ORIGIN_ICMP6
-                default: words = ICMPSocket.errorText(Int32(bitPattern: errorNumber))
+        /// Datagram sockets: ICMP errors about our requests, with the request itself as the data.
+        private func drainErrorQueue(_ handle: (ICMPEvent) -> Void) {
+            for _ in 0..<4096 {
+                let count = receive(flags: 0x2000)  // MSG_ERRQUEUE
+                if count < 0 { return }
+                let destination = IPAddress(UnsafeRawPointer(name).assumingMemoryBound(to: sockaddr.self))
+                let request = UnsafeRawBufferPointer(start: receiveBuffer, count: count)
+                guard count >= 8 else { continue }
+                let sequence = ICMPSocket.load16(request, 6)
+                let generation: UInt32? = count >= 20 && ICMPSocket.load64(request, 8) == cookie ? ICMPSocket.load32(request, 16) : nil
+                for item in controlMessages() where (item.level == 0 && item.type == 11) || (item.level == 41 && item.type == 25) {
+                    guard item.length >= 16 else { continue }
+                    let origin = control.load(fromByteOffset: item.offset + 4, as: UInt8.self)
+                    let type = control.load(fromByteOffset: item.offset + 5, as: UInt8.self)
+                    let code = control.load(fromByteOffset: item.offset + 6, as: UInt8.self)
+                    let errorNumber = control.loadUnaligned(fromByteOffset: item.offset, as: UInt32.self)
+                    var words: String
+                    switch origin {
+                    case 2: words = ICMPSocket.words(v6: false, type: type, code: code)  // SO_EE_ORIGIN_ICMP
+                    case 3: words = ICMPSocket.words(v6: true, type: type, code: code)  // SO_EE_ORIGIN_ICMP6
+                    default: words = ICMPSocket.errorText(Int32(bitPattern: errorNumber))
+                    }
+                    if item.length >= 16 + MemoryLayout<sockaddr_in>.size,
+                        let offender = IPAddress((control + item.offset + 16).assumingMemoryBound(to: sockaddr.self))
+                    {
+                        words += " (from \(offender))"
+                    }
+                    handle(.failed(sequence: sequence, generation: generation, destination: destination, words: words))
                 }
-                if item.length >= 16 + MemoryLayout<sockaddr_in>.size,
-                   let offender = IPAddress((control + item.offset + 16).assumingMemoryBound(to: sockaddr.self)) {
-                    words += " (from \(offender))"
-                }
-                handle(.failed(sequence: sequence, generation: generation, destination: destination, words: words))
             }
         }
-    }
     #endif
 
     /// Reads one received packet: an echo reply or an ICMP error about one of this run's requests
     /// (nil for anything else). IPv4 packets may start with their IP header. `identifier` is
     /// checked when given; the payload must carry `cookie`.
-    static func parse(_ bytes: UnsafeRawBufferPointer, family: IPAddress.Family, from: IPAddress?, timestamp: Int64?,
-                      identifier: UInt16?, cookie: UInt64) -> ICMPEvent? {
+    static func parse(
+        _ bytes: UnsafeRawBufferPointer, family: IPAddress.Family, from: IPAddress?, timestamp: Int64?,
+        identifier: UInt16?, cookie: UInt64
+    ) -> ICMPEvent? {
         var icmp = bytes
         // Raw IPv4 sockets (and datagram ones outside Linux) see the IP header first; no ICMP type
         // we accept starts with 0x4_, so a leading version nibble of 4 is a header.
@@ -418,9 +426,9 @@ final class ICMPSocket {
 /// `SOCK_RAW` as the socket call wants it on this system.
 let rawSocketType: Int32 = {
     #if canImport(Glibc)
-    return Int32(SOCK_RAW.rawValue)
+        return Int32(SOCK_RAW.rawValue)
     #else
-    return SOCK_RAW
+        return SOCK_RAW
     #endif
 }()
 

@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HTTPTransport
 import ProbeKit
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Settings for a run, from the command line.
 struct PingSettings: Sendable {
@@ -95,7 +96,10 @@ final class PingRunner {
     }
 
     private enum Timer: Int {
-        case send = 0, timeout4 = 1, timeout6 = 2, resolve = 3
+        case send = 0
+        case timeout4 = 1
+        case timeout6 = 2
+        case resolve = 3
     }
 
     private let targets: [PingTarget]
@@ -142,9 +146,10 @@ final class PingRunner {
         let maxCount = targets.map(\.count).max() ?? 1
         let capacity = min(probes.count, settings.limits.concurrency) * maxCount * 2
         slots = [SlotTable(capacity: capacity), SlotTable(capacity: capacity)]
-        scheduler = ProbeScheduler(hosts: probes.map { targets[$0.targetIndex].host },
-                                   intervalsMs: probes.map { targets[$0.targetIndex].checkIntervalMs },
-                                   limits: settings.limits, watch: settings.watch)
+        scheduler = ProbeScheduler(
+            hosts: probes.map { targets[$0.targetIndex].host },
+            intervalsMs: probes.map { targets[$0.targetIndex].checkIntervalMs },
+            limits: settings.limits, watch: settings.watch)
     }
 
     /// Runs until every sample is written (or forever with `watch`), or a stop signal.
@@ -307,7 +312,8 @@ final class PingRunner {
             let words = "Cannot send to \(address): \(ICMPSocket.errorText(code))"
             runs[index].stopSending = true
             if runs[index].statistics.sent == 0 {
-                runs[index].failure = code == EPERM || code == EACCES
+                runs[index].failure =
+                    code == EPERM || code == EACCES
                     ? .permission(words + " (a firewall rule, or a broadcast address?)") : .connect(words)
             } else if runs[index].icmpError == nil {
                 runs[index].icmpError = words
@@ -345,10 +351,11 @@ final class PingRunner {
 
     private func handle(_ event: ICMPEvent, familySlot: Int) {
         switch event {
-        case let .reply(sequence, generation, from, receivedRealtimeNs):
+        case .reply(let sequence, let generation, let from, let receivedRealtimeNs):
             let slot = Int(sequence)
             guard slot < slots[familySlot].owner.count, slots[familySlot].owner[slot] >= 0,
-                  slots[familySlot].generation[slot] == generation else { return }
+                slots[familySlot].generation[slot] == generation
+            else { return }
             let index = Int(slots[familySlot].owner[slot])
             guard let address = runs[index].address, address.high == from.high, address.low == from.low else { return }
             let now = Int64(Clock.monotonicNanoseconds())
@@ -363,7 +370,7 @@ final class PingRunner {
             runs[index].outstanding -= 1
             runs[index].statistics.add(rttMs: Double(rttNs) / 1_000_000)
             checkDone(index)
-        case let .failed(sequence, generation, destination, words):
+        case .failed(let sequence, let generation, let destination, let words):
             let slot = Int(sequence)
             guard slot < slots[familySlot].owner.count, slots[familySlot].owner[slot] >= 0 else { return }
             if let generation, slots[familySlot].generation[slot] != generation { return }
@@ -397,8 +404,9 @@ final class PingRunner {
                 guard runs[payload].active, runs[payload].resolveDeadlineNs == top.deadline else { continue }
                 resolving[runs[payload].runID] = nil
                 let target = targets[probes[payload].targetIndex]
-                runs[payload].failure = .dns("DNS lookup for \(target.host) took longer than "
-                    + DurationText.describe(milliseconds: Int64(max(target.timeoutMs, 5000))))
+                runs[payload].failure = .dns(
+                    "DNS lookup for \(target.host) took longer than "
+                        + DurationText.describe(milliseconds: Int64(max(target.timeoutMs, 5000))))
                 completed.append(payload)
             }
         }
@@ -422,9 +430,10 @@ final class PingRunner {
         let target = targets[probes[index].targetIndex]
         let result = completion.result
         let verdict = PingVerdictRules.decideTCP(target: target, result: result, nowSeconds: Clock.wallMilliseconds() / 1000)
-        let record = PingSampleRecord.encodeTCP(target: target, monitor: probes[index].monitor, family: probes[index].family,
-                                                atMs: runs[index].atMs, verdict: verdict, result: result,
-                                                route: network.route(of: result, host: target.host))
+        let record = PingSampleRecord.encodeTCP(
+            target: target, monitor: probes[index].monitor, family: probes[index].family,
+            atMs: runs[index].atMs, verdict: verdict, result: result,
+            route: network.route(of: result, host: target.host))
         try emit(index, record: record, verdict: verdict)
     }
 
@@ -435,10 +444,12 @@ final class PingRunner {
             for index in batch where runs[index].active {
                 let target = targets[probes[index].targetIndex]
                 let run = runs[index]
-                let verdict = PingVerdictRules.decide(target: target, statistics: run.statistics, failure: run.failure, icmpError: run.icmpError)
-                let record = PingSampleRecord.encodePing(target: target, monitor: probes[index].monitor, family: probes[index].family,
-                                                         atMs: run.atMs, verdict: verdict, statistics: run.statistics,
-                                                         remote: run.address, route: run.route)
+                let verdict = PingVerdictRules.decide(
+                    target: target, statistics: run.statistics, failure: run.failure, icmpError: run.icmpError)
+                let record = PingSampleRecord.encodePing(
+                    target: target, monitor: probes[index].monitor, family: probes[index].family,
+                    atMs: run.atMs, verdict: verdict, statistics: run.statistics,
+                    remote: run.address, route: run.route)
                 try emit(index, record: record, verdict: verdict)
             }
         }

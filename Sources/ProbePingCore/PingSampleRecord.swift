@@ -12,8 +12,10 @@ enum PingSampleRecord {
     ]
 
     /// A ping sample.
-    static func encodePing(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
-                                  statistics: PingStatistics, remote: IPAddress?, route: NetworkRoute?) -> [UInt8] {
+    static func encodePing(
+        target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
+        statistics: PingStatistics, remote: IPAddress?, route: NetworkRoute?
+    ) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         record.int("sent", statistics.sent)
         record.int("received", statistics.received)
@@ -27,8 +29,10 @@ enum PingSampleRecord {
     }
 
     /// A tcp sample.
-    static func encodeTCP(target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
-                                 result: HTTPResult, route: NetworkRoute?) -> [UInt8] {
+    static func encodeTCP(
+        target: PingTarget, monitor: String, family: IPAddress.Family?, atMs: Int64, verdict: ProbeVerdict,
+        result: HTTPResult, route: NetworkRoute?
+    ) -> [UInt8] {
         var record = start(target: target, monitor: monitor, atMs: atMs, verdict: verdict)
         let timings = result.timings
         record.fixed("dns_ms", timings.nameLookup > 0 ? timings.nameLookup : nil)
@@ -40,14 +44,17 @@ enum PingSampleRecord {
     }
 
     private static func start(target: PingTarget, monitor: String, atMs: Int64, verdict: ProbeVerdict) -> JSONObjectBuilder {
-        var record = SampleHead.begin(monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.display,
-                                      atMs: atMs, method: nil, verdict: verdict, capacity: 512)
+        var record = SampleHead.begin(
+            monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.display,
+            atMs: atMs, method: nil, verdict: verdict, capacity: 512)
         record.fixed("latency_ms", verdict.latencyMs)
         return record
     }
 
-    private static func finish(_ record: inout JSONObjectBuilder, target: PingTarget, family: IPAddress.Family?,
-                               route: NetworkRoute?) -> [UInt8] {
+    private static func finish(
+        _ record: inout JSONObjectBuilder, target: PingTarget, family: IPAddress.Family?,
+        route: NetworkRoute?
+    ) -> [UInt8] {
         record.string("interface", route?.interface)
         record.string("link", route?.link.rawValue)
         if let family { record.string("ip", family == .v4 ? "4" : "6") }

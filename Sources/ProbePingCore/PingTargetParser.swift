@@ -41,9 +41,13 @@ struct PingTargetParser: TargetSink {
     /// Validates one target object and adds it (with a unique id), or reports why not.
     mutating func add(_ object: JSONObject, source: String, line: Int) {
         do {
-            guard var target = try PingTargetParser.build(object, defaults: defaults, warn: { message in
-                diagnostics.warning(message, source: source, line: line)
-            }) else { return }
+            guard
+                var target = try PingTargetParser.build(
+                    object, defaults: defaults,
+                    warn: { message in
+                        diagnostics.warning(message, source: source, line: line)
+                    })
+            else { return }
             target.source = source
             target.line = line
             target.id = ids.unique(target.id, source: source, line: line, diagnostics: diagnostics)
@@ -101,7 +105,9 @@ struct PingTargetParser: TargetSink {
         target.okThresholdMs = try fields.number("ping_ok_threshold_ms", 0...86_400_000) ?? target.okThresholdMs
         target.degradedThresholdMs = try fields.number("ping_degraded_threshold_ms", 0...86_400_000) ?? target.degradedThresholdMs
         if target.degradedThresholdMs < target.okThresholdMs {
-            throw TargetProblem("ping_degraded_threshold_ms (\(plainNumber(target.degradedThresholdMs))) is below ping_ok_threshold_ms (\(plainNumber(target.okThresholdMs)))")
+            throw TargetProblem(
+                "ping_degraded_threshold_ms (\(plainNumber(target.degradedThresholdMs))) is below ping_ok_threshold_ms (\(plainNumber(target.okThresholdMs)))"
+            )
         }
         target.maxLossPercent = try fields.number("max_loss_percent", 0...100) ?? target.maxLossPercent
         target.timeoutMs = try fields.number("timeout_seconds", 0.001...86_400).map { Int(($0 * 1000).rounded()) } ?? target.timeoutMs
@@ -110,15 +116,18 @@ struct PingTargetParser: TargetSink {
         // --ip is for names; an address literal keeps its own family unless the target asks otherwise.
         target.ip = try fields.ipChoice() ?? (target.literal == nil ? target.ip : .any)
         if let literal = target.literal, target.ip != .any, target.ip != .both,
-           (literal.family == .v4) != (target.ip == .v4) {
-            throw TargetProblem("'\(address.host)' is an IPv\(literal.family == .v4 ? 4 : 6) address; it cannot be probed over IPv\(target.ip.rawValue)")
+            (literal.family == .v4) != (target.ip == .v4)
+        {
+            throw TargetProblem(
+                "'\(address.host)' is an IPv\(literal.family == .v4 ? 4 : 6) address; it cannot be probed over IPv\(target.ip.rawValue)")
         }
         if target.literal != nil, target.ip == .both {
             throw TargetProblem("'\(address.host)' is an address, not a name: ip both needs a name with an address of each family")
         }
         target.tls = try fields.bool("tls") ?? false
         if target.tls, kind != .tcp { throw TargetProblem("field 'tls' needs a tcp target (tcp://host:port)") }
-        (target.sslOkDays, target.sslWarningDays) = try fields.sslDays(okDefault: defaults.sslOkDays, warningDefault: defaults.sslWarningDays)
+        (target.sslOkDays, target.sslWarningDays) = try fields.sslDays(
+            okDefault: defaults.sslOkDays, warningDefault: defaults.sslWarningDays)
         target.extraFields = fields.extraFields(known: knownFields, own: PingSampleRecord.ownFields, agent: defaults.agent)
         target.enabled = !fields.isDisabled
         return target
@@ -139,7 +148,8 @@ struct PingTargetParser: TargetSink {
                 if rest.hasSuffix("/") { rest = rest.dropLast() }
                 guard !rest.isEmpty else { throw TargetProblem("'\(text)' has no host") }
             default:
-                throw TargetProblem("unsupported scheme '\(scheme)' in '\(Redaction.url(text))' (probe-ping takes a host, host:port or tcp://host:port)")
+                throw TargetProblem(
+                    "unsupported scheme '\(scheme)' in '\(Redaction.url(text))' (probe-ping takes a host, host:port or tcp://host:port)")
             }
         }
         var host: Substring

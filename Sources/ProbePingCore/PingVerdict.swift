@@ -69,8 +69,9 @@ enum PingVerdictRules {
             }
             let counts = "0/\(statistics.sent) pings succeeded (0%)"
             if let icmpError { return ProbeVerdict(status: .error, reason: .connect, message: counts + ": " + icmpError) }
-            return ProbeVerdict(status: .error, reason: .timeout,
-                           message: counts + ", no reply within " + DurationText.describe(milliseconds: Int64(target.timeoutMs)))
+            return ProbeVerdict(
+                status: .error, reason: .timeout,
+                message: counts + ", no reply within " + DurationText.describe(milliseconds: Int64(target.timeoutMs)))
         }
         let average = statistics.averageMs ?? 0
         let loss = statistics.lossPercent ?? 0
@@ -79,13 +80,15 @@ enum PingVerdictRules {
             message = "\(statistics.received)/\(statistics.sent) packets received, avg \(LatencyWords.milliseconds(average))"
         } else {
             let succeeded = Double(statistics.received) * 100 / Double(statistics.sent)
-            message = "\(statistics.received)/\(statistics.sent) pings succeeded (\(percent(succeeded))), avg \(LatencyWords.milliseconds(average))"
+            message =
+                "\(statistics.received)/\(statistics.sent) pings succeeded (\(percent(succeeded))), avg \(LatencyWords.milliseconds(average))"
         }
         var verdict: ProbeVerdict
         if loss > target.maxLossPercent {
             verdict = ProbeVerdict(status: .down, reason: .loss, message: message + "; over \(percent(target.maxLossPercent)) lost")
         } else if average > target.degradedThresholdMs {
-            verdict = ProbeVerdict(status: .down, reason: .latency, message: message + ", above \(plainNumber(target.degradedThresholdMs))ms")
+            verdict = ProbeVerdict(
+                status: .down, reason: .latency, message: message + ", above \(plainNumber(target.degradedThresholdMs))ms")
         } else if average > target.okThresholdMs {
             verdict = ProbeVerdict(status: .degraded, reason: .latency, message: message + ", above \(plainNumber(target.okThresholdMs))ms")
         } else {
@@ -106,17 +109,20 @@ enum PingVerdictRules {
             if target.tls, expiry.refusedHandshake(result) {
                 verdict = ProbeVerdict(status: .down, reason: .certExpiry, message: expiry.message)
             } else {
-                verdict = ProbeVerdict(status: .error, reason: TransportRules.reason(for: failure),
-                                       message: TransportRules.message(failure, result: result, host: target.host, port: target.port ?? 0,
-                                                                       tls: target.tls, timeoutMs: target.timeoutMs, maxRedirects: 0))
+                verdict = ProbeVerdict(
+                    status: .error, reason: TransportRules.reason(for: failure),
+                    message: TransportRules.message(
+                        failure, result: result, host: target.host, port: target.port ?? 0,
+                        tls: target.tls, timeoutMs: target.timeoutMs, maxRedirects: 0))
             }
             if target.tls { verdict.tlsExpiryDays = expiry.days }
         } else if target.tls {
             verdict = decideHandshake(target: target, result: result, nowSeconds: nowSeconds, connectMs: connectMs)
         } else {
             let endpoint = result.remoteIP ?? target.host
-            verdict = ProbeVerdict(status: .up, reason: nil,
-                                   message: "Connected to \(endpoint) port \(target.port ?? 0) in \(LatencyWords.milliseconds(connectMs))")
+            verdict = ProbeVerdict(
+                status: .up, reason: nil,
+                message: "Connected to \(endpoint) port \(target.port ?? 0) in \(LatencyWords.milliseconds(connectMs))")
         }
         guard result.failure == nil, result.timings.connect > 0 else { return verdict }
         verdict.latencyMs = connectMs
@@ -145,7 +151,8 @@ enum PingVerdictRules {
                 verdict = ProbeVerdict(status: status, reason: .certExpiry, message: expiry.message, latencyMs: latency)
             } else {
                 let handshake = max(0, result.timings.appConnect - result.timings.connect)
-                let words = "Connected in \(LatencyWords.milliseconds(connectMs)), TLS in \(LatencyWords.milliseconds(handshake)); "
+                let words =
+                    "Connected in \(LatencyWords.milliseconds(connectMs)), TLS in \(LatencyWords.milliseconds(handshake)); "
                     + "certificate valid for \(days) more days"
                 verdict = ProbeVerdict(status: .up, reason: nil, message: words, latencyMs: latency)
             }

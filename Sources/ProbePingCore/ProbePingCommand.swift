@@ -9,30 +9,44 @@ public enum ProbePingCommand: VitalsCommand {
         summary: "Ping hosts (ICMP echo) and time TCP connections, many at once; one sample record per target.",
         usage: ["[OPTIONS] [FILE...]"],
         description: """
-        Targets are read from the FILEs (or standard input; - is standard input), one per line as a bare host \
-        (192.0.2.1, ::1, db.example), host:port or tcp://host:port, or a JSON target object. A ping sample sends \
-        ping_count echo requests (default 5) one period apart and reports the round trips as ping(8) does; a tcp \
-        sample times the connection (and a TLS handshake with tls: true). Without root, ICMP needs datagram \
-        sockets allowed by net.ipv4.ping_group_range, or CAP_NET_RAW. Samples are written as NDJSON in the \
-        order they finish. See probe-ping(1) for every field and rule, vitals-records(7) for the records.
-        """,
+            Targets are read from the FILEs (or standard input; - is standard input), one per line as a bare host \
+            (192.0.2.1, ::1, db.example), host:port or tcp://host:port, or a JSON target object. A ping sample sends \
+            ping_count echo requests (default 5) one period apart and reports the round trips as ping(8) does; a tcp \
+            sample times the connection (and a TLS handshake with tls: true). Without root, ICMP needs datagram \
+            sockets allowed by net.ipv4.ping_group_range, or CAP_NET_RAW. Samples are written as NDJSON in the \
+            order they finish. See probe-ping(1) for every field and rule, vitals-records(7) for the records.
+            """,
         options: [
-            OptionSpec("count", value: "N", default: String(PingDefaults().count), help: "echo requests per sample for targets without ping_count (at most 10)"),
-            .duration("period", default: DefaultText.duration(milliseconds: Int64(PingDefaults().periodMs)), range: 10...3_600_000,
-                      help: "time between the echo requests of one sample"),
-            .duration("timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(PingDefaults().timeoutMs)), range: 1...3_600_000,
-                      help: "wait for each reply, or for a tcp connection, when the target sets no timeout_seconds"),
-            OptionSpec("ok-ms", value: "MS", default: DefaultText.number(PingDefaults().okThresholdMs),
-                       help: "average round trip above which a sample is degraded, for targets without ping_ok_threshold_ms"),
-            OptionSpec("degraded-ms", value: "MS", default: DefaultText.number(PingDefaults().degradedThresholdMs),
-                       help: "average round trip above which a sample is down, for targets without ping_degraded_threshold_ms"),
-            OptionSpec("max-loss", value: "PERCENT", default: DefaultText.number(PingDefaults().maxLossPercent),
-                       help: "loss above which a sample is down, for targets without max_loss_percent"),
-            OptionSpec("ip", value: "FAMILY", default: "any", choices: IPChoice.words, help: "address family for names without 'ip': 4, 6, both (one sample each) or any"),
-            OptionSpec("socket", value: "KIND", default: "auto", choices: ICMPSocketChoice.allCases.map(\.rawValue), help: "ICMP sockets: auto (datagram where allowed, else raw), datagram or raw"),
-            OptionSpec("ssl-ok-days", value: "DAYS", default: String(PingDefaults().sslOkDays), help: "for tls targets, certificate days left at or above which TLS is fine"),
-            OptionSpec("ssl-warning-days", value: "DAYS", default: String(PingDefaults().sslWarningDays),
-                       help: "for tls targets, certificate days left below which the target is down"),
+            OptionSpec(
+                "count", value: "N", default: String(PingDefaults().count),
+                help: "echo requests per sample for targets without ping_count (at most 10)"),
+            .duration(
+                "period", default: DefaultText.duration(milliseconds: Int64(PingDefaults().periodMs)), range: 10...3_600_000,
+                help: "time between the echo requests of one sample"),
+            .duration(
+                "timeout", short: "t", default: DefaultText.duration(milliseconds: Int64(PingDefaults().timeoutMs)), range: 1...3_600_000,
+                help: "wait for each reply, or for a tcp connection, when the target sets no timeout_seconds"),
+            OptionSpec(
+                "ok-ms", value: "MS", default: DefaultText.number(PingDefaults().okThresholdMs),
+                help: "average round trip above which a sample is degraded, for targets without ping_ok_threshold_ms"),
+            OptionSpec(
+                "degraded-ms", value: "MS", default: DefaultText.number(PingDefaults().degradedThresholdMs),
+                help: "average round trip above which a sample is down, for targets without ping_degraded_threshold_ms"),
+            OptionSpec(
+                "max-loss", value: "PERCENT", default: DefaultText.number(PingDefaults().maxLossPercent),
+                help: "loss above which a sample is down, for targets without max_loss_percent"),
+            OptionSpec(
+                "ip", value: "FAMILY", default: "any", choices: IPChoice.words,
+                help: "address family for names without 'ip': 4, 6, both (one sample each) or any"),
+            OptionSpec(
+                "socket", value: "KIND", default: "auto", choices: ICMPSocketChoice.allCases.map(\.rawValue),
+                help: "ICMP sockets: auto (datagram where allowed, else raw), datagram or raw"),
+            OptionSpec(
+                "ssl-ok-days", value: "DAYS", default: String(PingDefaults().sslOkDays),
+                help: "for tls targets, certificate days left at or above which TLS is fine"),
+            OptionSpec(
+                "ssl-warning-days", value: "DAYS", default: String(PingDefaults().sslWarningDays),
+                help: "for tls targets, certificate days left below which the target is down"),
         ] + ProbeRunOptions.limitOptions(noun: "samples", concurrency: 1024, short: nil) + ProbeRunOptions.runOptions,
         examples: [
             "echo 127.0.0.1 | probe-ping",

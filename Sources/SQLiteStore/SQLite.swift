@@ -1,8 +1,9 @@
 import CSQLite
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Unsafe pointers here are C interop (SQLite binds and reads text and blobs through raw pointers): kept.
@@ -228,7 +229,10 @@ public final class SQLiteStatement {
     }
     /// Binds text (copied) or NULL.
     @inlinable func bind(_ index: Int32, _ value: String?) {
-        guard let value else { check(sqlite3_bind_null(handle, index), index); return }
+        guard let value else {
+            check(sqlite3_bind_null(handle, index), index)
+            return
+        }
         var copy = value
         copy.withUTF8 { bind(index, bytes: $0) }
     }
@@ -264,8 +268,9 @@ public final class SQLiteStatement {
     public func expectParameters(_ count: Int32) {
         let wanted = sqlite3_bind_parameter_count(handle)
         if count != wanted && bindFailure == nil {
-            bindFailure = SQLiteError(code: SQLITE_RANGE, message: "\(count) values bound to a statement of \(wanted) parameters",
-                                      context: "bind")
+            bindFailure = SQLiteError(
+                code: SQLITE_RANGE, message: "\(count) values bound to a statement of \(wanted) parameters",
+                context: "bind")
         }
     }
 

@@ -1,8 +1,9 @@
 import CSQLite
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A database schema that changes over time: its migrations in order, entry `n` taking a file
@@ -40,15 +41,18 @@ extension SQLiteConnection {
     /// - Throws: `SQLiteSchemaError` for a file whose version is newer than `schema` knows, or
     ///   a version-0 file that already holds tables (another program's); `SQLiteError` for
     ///   anything SQLite refused.
-    public static func openVersioned(path: String, create: Bool, schema: VersionedSchema, pragmas: [String],
-                                     busyTimeoutMs: Int32 = 10_000) throws -> SQLiteConnection {
+    public static func openVersioned(
+        path: String, create: Bool, schema: VersionedSchema, pragmas: [String],
+        busyTimeoutMs: Int32 = 10_000
+    ) throws -> SQLiteConnection {
         let existed = access(path, F_OK) == 0
         let db = try SQLiteConnection(path: path, create: create)
         db.setBusyTimeout(busyTimeoutMs)
         let version = try db.scalarInt("PRAGMA user_version") ?? 0
         if version > schema.currentVersion {
-            throw SQLiteSchemaError(description: "\(path) has schema version \(version); this \(schema.tool) knows versions up to "
-                                    + "\(schema.currentVersion) (use a newer vitals)")
+            throw SQLiteSchemaError(
+                description: "\(path) has schema version \(version); this \(schema.tool) knows versions up to "
+                    + "\(schema.currentVersion) (use a newer vitals)")
         }
         if version == 0, existed, try db.scalarInt("SELECT count(*) FROM sqlite_master") ?? 0 > 0 {
             throw SQLiteSchemaError(description: "\(path) is a SQLite database but not a \(schema.kind)")

@@ -40,7 +40,10 @@ public struct APIRequest: Sendable {
         self.segments = segments
         self.query = query.split(separator: "&", omittingEmptySubsequences: true).map { pair in
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return (URLText.percentDecoded(parts[0], plusAsSpace: true), parts.count > 1 ? URLText.percentDecoded(parts[1], plusAsSpace: true) : "")
+            return (
+                URLText.percentDecoded(parts[0], plusAsSpace: true),
+                parts.count > 1 ? URLText.percentDecoded(parts[1], plusAsSpace: true) : ""
+            )
         }
         self.parameters = parameters
         self.body = body
@@ -76,9 +79,10 @@ public struct APIRequest: Sendable {
     public func integer(_ name: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(APIError) -> Int {
         guard let text = parameter(name) else { return defaultValue }
         guard text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let number = Int(text), range.contains(number) else {
-            throw APIError(status: 400, reason: "bad_parameter",
-                           message: "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
-                           fields: [JSONField("parameter", .string(name))])
+            throw APIError(
+                status: 400, reason: "bad_parameter",
+                message: "\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)",
+                fields: [JSONField("parameter", .string(name))])
         }
         return number
     }

@@ -25,8 +25,9 @@ public struct APIError: Error, Sendable {
 
     /// A 405 naming the methods the resource takes.
     public static func method(_ method: String, allowed: [String]) -> APIError {
-        APIError(status: 405, reason: "method_not_allowed", message: "\(method) is not allowed here; use \(allowed.joined(separator: " or "))",
-                 headers: [("Allow", allowed.joined(separator: ", "))])
+        APIError(
+            status: 405, reason: "method_not_allowed", message: "\(method) is not allowed here; use \(allowed.joined(separator: " or "))",
+            headers: [("Allow", allowed.joined(separator: ", "))])
     }
 
     /// A 404 for a path no route knows.
@@ -41,7 +42,8 @@ public struct APIError: Error, Sendable {
 
     /// The response that says so.
     public var response: APIResponse {
-        var response = APIResponse.json(status: status, .object(JSONObject([JSONField("error", .string(message)), JSONField("reason", .string(reason))] + fields)))
+        var response = APIResponse.json(
+            status: status, .object(JSONObject([JSONField("error", .string(message)), JSONField("reason", .string(reason))] + fields)))
         response.headers += headers
         return response
     }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (read(2) and write(2) on the standard streams): kept.
 
@@ -27,14 +28,18 @@ public enum CGIAdapter {
             guard n > 0 else { break }
             got += n
         }
-        guard got == body.count else { throw APIError(status: 400, reason: "short_body", message: "the body ended after \(got) of \(length) bytes") }
+        guard got == body.count else {
+            throw APIError(status: 400, reason: "short_body", message: "the body ended after \(got) of \(length) bytes")
+        }
         return APIRequest(parameters: environment, body: body)
     }
 
     /// Answers this process's request with `answer` and writes the response to `output`; the exit
     /// status is a failure for a 5xx answer.
-    public static func serve(environment: [String: String], input: Int32, output: Int32, maxBody: Int,
-                             _ answer: (APIRequest) -> APIResponse) -> ExitStatus {
+    public static func serve(
+        environment: [String: String], input: Int32, output: Int32, maxBody: Int,
+        _ answer: (APIRequest) -> APIResponse
+    ) -> ExitStatus {
         let response: APIResponse
         do {
             response = answer(try read(environment: environment, input: input, maxBody: maxBody))
@@ -51,8 +56,8 @@ public enum CGIAdapter {
 @inline(__always)
 func readBytes(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
     #if canImport(Glibc)
-    return Glibc.read(fd, buffer, count)
+        return Glibc.read(fd, buffer, count)
     #else
-    return Darwin.read(fd, buffer, count)
+        return Darwin.read(fd, buffer, count)
     #endif
 }

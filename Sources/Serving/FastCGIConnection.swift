@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (recv(2) and send(2) on the connection's socket): kept.
 
@@ -111,7 +112,9 @@ final class FastCGIConnection: @unchecked Sendable {
             case .params where header.requestID == requestID && parameters == nil:
                 if content.isEmpty {
                     guard let pairs = FastCGI.nameValuePairs(paramBytes) else {
-                        return .refused(id: header.requestID, APIError(status: 400, reason: "bad_request", message: "the request's parameters could not be read"))
+                        return .refused(
+                            id: header.requestID,
+                            APIError(status: 400, reason: "bad_request", message: "the request's parameters could not be read"))
                     }
                     var values: [String: String] = [:]
                     for pair in pairs {
@@ -124,7 +127,9 @@ final class FastCGIConnection: @unchecked Sendable {
                 } else {
                     paramBytes += content
                     if paramBytes.count > limits.maxParams {
-                        return .refused(id: header.requestID, APIError(status: 431, reason: "headers_too_large", message: "the request's headers are too large"))
+                        return .refused(
+                            id: header.requestID,
+                            APIError(status: 431, reason: "headers_too_large", message: "the request's headers are too large"))
                     }
                 }
             case .stdin where header.requestID == requestID:
@@ -143,8 +148,11 @@ final class FastCGIConnection: @unchecked Sendable {
     private func cutShort(requestID: UInt16?, limits: RequestLimits, deadline: Int64) -> Outcome {
         if timedOut(deadline) {
             guard let requestID else { return .broken("no request arrived in time") }
-            return .refused(id: requestID, APIError(status: 408, reason: "timeout",
-                                                    message: "the request did not arrive within \(limits.deadlineMs / 1000) s"))
+            return .refused(
+                id: requestID,
+                APIError(
+                    status: 408, reason: "timeout",
+                    message: "the request did not arrive within \(limits.deadlineMs / 1000) s"))
         }
         if requestID == nil, lastReadWasEOF, start == buffer.count { return .closed }
         return .broken(lastReadWasEOF ? "the connection closed inside a request" : "reading the connection failed")
@@ -259,9 +267,9 @@ final class FastCGIConnection: @unchecked Sendable {
 @inline(__always)
 func closeDescriptor(_ fd: Int32) -> Int32 {
     #if canImport(Glibc)
-    return Glibc.close(fd)
+        return Glibc.close(fd)
     #else
-    return Darwin.close(fd)
+        return Darwin.close(fd)
     #endif
 }
 
@@ -273,8 +281,8 @@ func recvBytes(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> 
 @inline(__always)
 func sendBytes(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
     #if canImport(Glibc)
-    return send(fd, buffer, count, Int32(MSG_NOSIGNAL))
+        return send(fd, buffer, count, Int32(MSG_NOSIGNAL))
     #else
-    return send(fd, buffer, count, 0)
+        return send(fd, buffer, count, 0)
     #endif
 }

@@ -70,8 +70,10 @@ enum FastCGI {
     static func appendRecord(_ type: RecordType, requestID: UInt16, _ content: ArraySlice<UInt8>, to out: inout [UInt8]) {
         precondition(content.count <= maxContent)
         let padding = (8 - content.count % 8) % 8
-        out += [version, type.rawValue, UInt8(requestID >> 8), UInt8(requestID & 0xFF),
-                UInt8(content.count >> 8), UInt8(content.count & 0xFF), UInt8(padding), 0]
+        out += [
+            version, type.rawValue, UInt8(requestID >> 8), UInt8(requestID & 0xFF),
+            UInt8(content.count >> 8), UInt8(content.count & 0xFF), UInt8(padding), 0,
+        ]
         out.append(contentsOf: content)
         if padding > 0 { out.append(contentsOf: repeatElement(0, count: padding)) }
     }
@@ -88,9 +90,13 @@ enum FastCGI {
     }
 
     /// Appends an END_REQUEST record.
-    static func appendEndRequest(requestID: UInt16, appStatus: UInt32 = 0, _ status: ProtocolStatus = .requestComplete, to out: inout [UInt8]) {
-        let body: [UInt8] = [UInt8(appStatus >> 24), UInt8((appStatus >> 16) & 0xFF), UInt8((appStatus >> 8) & 0xFF), UInt8(appStatus & 0xFF),
-                             status.rawValue, 0, 0, 0]
+    static func appendEndRequest(
+        requestID: UInt16, appStatus: UInt32 = 0, _ status: ProtocolStatus = .requestComplete, to out: inout [UInt8]
+    ) {
+        let body: [UInt8] = [
+            UInt8(appStatus >> 24), UInt8((appStatus >> 16) & 0xFF), UInt8((appStatus >> 8) & 0xFF), UInt8(appStatus & 0xFF),
+            status.rawValue, 0, 0, 0,
+        ]
         appendRecord(.endRequest, requestID: requestID, body[...], to: &out)
     }
 
@@ -128,7 +134,8 @@ enum FastCGI {
         }
         while index < bytes.count {
             guard let nameLength = length(), let valueLength = length(),
-                  nameLength <= bytes.count - index, valueLength <= bytes.count - index - nameLength else { return nil }
+                nameLength <= bytes.count - index, valueLength <= bytes.count - index - nameLength
+            else { return nil }
             let name = Array(bytes[index..<(index + nameLength)])
             index += nameLength
             let value = Array(bytes[index..<(index + valueLength)])

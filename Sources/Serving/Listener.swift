@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (bind(2) and accept(2) take a sockaddr_un): kept.
 
@@ -26,7 +27,9 @@ public struct Listener {
     /// the socket is descriptor 3), else a new one at `path`.
     public static func open(path: String?, group: String?, environment: [String: String]) throws -> Listener {
         if let fds = systemdDescriptors(environment) {
-            guard fds >= 1, isSocket(3, type: socketStream) else { throw ToolError("systemd's LISTEN_FDS is set, but descriptor 3 is not a stream socket") }
+            guard fds >= 1, isSocket(3, type: socketStream) else {
+                throw ToolError("systemd's LISTEN_FDS is set, but descriptor 3 is not a stream socket")
+            }
             if path != nil { throw UsageError("--socket is systemd's to set here (the service was started with a socket, LISTEN_FDS)") }
             return Listener(fd: 3, path: nil, display: "a socket from systemd")
         }
@@ -84,7 +87,9 @@ public struct Listener {
 
     /// How many sockets systemd passed this process, or nil when it passed none.
     static func systemdDescriptors(_ environment: [String: String]) -> Int? {
-        guard let fds = environment["LISTEN_FDS"].flatMap({ Int($0) }), let pid = environment["LISTEN_PID"], Int32(pid) == getpid() else { return nil }
+        guard let fds = environment["LISTEN_FDS"].flatMap({ Int($0) }), let pid = environment["LISTEN_PID"], Int32(pid) == getpid() else {
+            return nil
+        }
         return fds
     }
 
@@ -105,7 +110,9 @@ public struct Listener {
     /// Makes the socket at `path`: checks its folder, removes a stale socket, binds with the mode
     /// set from the start, and listens.
     private init(creating path: String, group: String?, type: Int32) throws {
-        guard path.utf8.count < 104 else { throw UsageError("the socket path \(path) is longer than a Unix socket path may be (103 bytes)") }
+        guard path.utf8.count < 104 else {
+            throw UsageError("the socket path \(path) is longer than a Unix socket path may be (103 bytes)")
+        }
         let gid = try group.map(Listener.groupID)
         try Listener.checkFolder(of: path, grouped: gid != nil)
         try Listener.removeStale(path, type: type)
@@ -152,12 +159,15 @@ public struct Listener {
         }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw ToolError("\(shown) is not a folder") }
         guard info.st_uid == geteuid() || info.st_uid == 0 else {
-            throw ToolError("the socket's folder \(shown) belongs to another user: make it yours (a folder of the responder's user, mode 0700)")
+            throw ToolError(
+                "the socket's folder \(shown) belongs to another user: make it yours (a folder of the responder's user, mode 0700)")
         }
         let mode = info.st_mode & 0o777
         if mode & 0o007 != 0 || mode & 0o020 != 0 {
             let want = grouped ? "0710 (chmod 710 \(shown)), so that only the group can reach the socket" : "0700 (chmod 700 \(shown))"
-            throw ToolError("the socket's folder \(shown) has mode \(String(mode, radix: 8)): others could reach or replace the socket; make it \(want)")
+            throw ToolError(
+                "the socket's folder \(shown) has mode \(String(mode, radix: 8)): others could reach or replace the socket; make it \(want)"
+            )
         }
     }
 
@@ -195,7 +205,7 @@ public struct Listener {
 
 /// SOCK_STREAM as a plain integer (an enum on Linux, an integer on Darwin).
 #if canImport(Glibc)
-let socketStream = Int32(SOCK_STREAM.rawValue)
+    let socketStream = Int32(SOCK_STREAM.rawValue)
 #else
-let socketStream = SOCK_STREAM
+    let socketStream = SOCK_STREAM
 #endif

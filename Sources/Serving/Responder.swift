@@ -1,11 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Synchronization
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (write(2) on the wake pipe): kept.
 
@@ -62,8 +63,10 @@ public final class Responder: @unchecked Sendable {
     private var wakeRead: Int32 = -1
 
     /// A responder on the listening socket `listenFD` (a Unix or TCP stream socket, already listening).
-    public init(listenFD: Int32, workers: Int, limits: RequestLimits,
-                log: @escaping @Sendable (String) -> Void, makeAnswerer: @escaping @Sendable () -> RequestAnswerer) {
+    public init(
+        listenFD: Int32, workers: Int, limits: RequestLimits,
+        log: @escaping @Sendable (String) -> Void, makeAnswerer: @escaping @Sendable () -> RequestAnswerer
+    ) {
         self.listenFD = listenFD
         self.workers = workers
         self.limits = limits
@@ -106,7 +109,10 @@ public final class Responder: @unchecked Sendable {
         pollLoop(parentGone: parentGone)
         queue.stop()
         done.wait()
-        for connection in returned.withLock({ list in defer { list.removeAll() }; return list }) { connection.close() }
+        for connection in returned.withLock({ list in
+            defer { list.removeAll() }
+            return list
+        }) { connection.close() }
     }
 
     // MARK: - The poller
@@ -116,7 +122,10 @@ public final class Responder: @unchecked Sendable {
         var entries: [pollfd] = []
         while true {
             if Signals.stopRequested || parentGone() { break }
-            for connection in returned.withLock({ list in defer { list.removeAll(keepingCapacity: true) }; return list }) {
+            for connection in returned.withLock({ list in
+                defer { list.removeAll(keepingCapacity: true) }
+                return list
+            }) {
                 connection.idleSince = Clock.monotonicMilliseconds()
                 idle.append(connection)
             }
@@ -157,7 +166,10 @@ public final class Responder: @unchecked Sendable {
         // a request whose first bytes were sent before SIGTERM).
         stopping.store(true, ordering: .sequentiallyConsistent)
         acceptAll(into: &idle)
-        for connection in returned.withLock({ list in defer { list.removeAll() }; return list }) { idle.append(connection) }
+        for connection in returned.withLock({ list in
+            defer { list.removeAll() }
+            return list
+        }) { idle.append(connection) }
         var pending = idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         _ = poll(&pending, nfds_t(pending.count), 0)
         for (connection, entry) in zip(idle, pending) {
@@ -239,8 +251,9 @@ public final class Responder: @unchecked Sendable {
             return false
         case .request(let id, let keep, let parameters, let body):
             let response = answer(APIRequest(parameters: parameters, body: body))
-            let written = connection.write(FastCGI.response(requestID: id, head: response.head(), body: response.body),
-                                           deadline: max(deadline, Clock.monotonicMilliseconds() + 1000))
+            let written = connection.write(
+                FastCGI.response(requestID: id, head: response.head(), body: response.body),
+                deadline: max(deadline, Clock.monotonicMilliseconds() + 1000))
             return written && keep
         }
     }
@@ -348,8 +361,8 @@ func acceptConnection(_ listenFD: Int32) -> Int32 {
 @inline(__always)
 func writeByte(_ fd: Int32, _ byte: UnsafeMutablePointer<UInt8>) -> Int {
     #if canImport(Glibc)
-    return Glibc.write(fd, byte, 1)
+        return Glibc.write(fd, byte, 1)
     #else
-    return Darwin.write(fd, byte, 1)
+        return Darwin.write(fd, byte, 1)
     #endif
 }

@@ -1,18 +1,22 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The `serve` subcommand every tool with an API shares: its options, and running the responder
 /// under its supervisor. See vitals-serve(7).
 public enum Serve {
     /// The options of `serve`, the same in every tool.
     public static let options: [OptionSpec] = [
-        OptionSpec("socket", value: "PATH",
-                   help: "serve: listen on a new Unix socket at PATH (mode 0600, or 0660 with --socket-group; its folder must give others nothing), unless systemd passes one"),
+        OptionSpec(
+            "socket", value: "PATH",
+            help:
+                "serve: listen on a new Unix socket at PATH (mode 0600, or 0660 with --socket-group; its folder must give others nothing), unless systemd passes one"
+        ),
         OptionSpec("socket-group", value: "GROUP", help: "serve: make the socket 0660 and give it to GROUP (the group of nginx's workers)"),
         OptionSpec("workers", value: "N", help: "serve: requests answered at once (default: twice the cores, at least 4)"),
     ]
@@ -25,9 +29,11 @@ public enum Serve {
     /// Runs `serve`: in the supervisor, makes (or takes) the socket and keeps a worker process
     /// going; in the worker, answers requests with an answerer per thread until stopped. `what`
     /// names the API in the line that says it is serving.
-    public static func run(_ options: ParsedOptions, _ context: ToolContext, what: String, limits: RequestLimits,
-                           lines: (option: String, sink: @Sendable () -> LineSink)? = nil,
-                           makeAnswerer: @escaping @Sendable () -> RequestAnswerer) throws -> ExitStatus {
+    public static func run(
+        _ options: ParsedOptions, _ context: ToolContext, what: String, limits: RequestLimits,
+        lines: (option: String, sink: @Sendable () -> LineSink)? = nil,
+        makeAnswerer: @escaping @Sendable () -> RequestAnswerer
+    ) throws -> ExitStatus {
         let workers = options.has("workers") ? try options.integer("workers", default: defaultWorkers, in: 1...256) : defaultWorkers
         let tool = context.diagnostics.tool
         let errorFD = context.streams.error
@@ -43,8 +49,9 @@ public enum Serve {
         // there already (nginx would make a plain file of a path that does not exist).
         var pipe: Listener?
         if let lines {
-            pipe = try Listener.openLogPipe(path: options.value(lines.option), group: group, option: "--" + lines.option,
-                                            environment: context.environment)
+            pipe = try Listener.openLogPipe(
+                path: options.value(lines.option), group: group, option: "--" + lines.option,
+                environment: context.environment)
         }
         defer { if let path = pipe?.path { unlink(path) } }
         let listener = try Listener.open(path: options.value("socket"), group: group, environment: context.environment)

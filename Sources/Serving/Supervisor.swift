@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Keeps one worker process answering on the listening socket: the supervisor holds the socket
 /// and starts the worker (this same program, with the same arguments, the socket as descriptor 3
@@ -91,9 +92,9 @@ enum Supervisor {
         posix_spawnattr_setsigmask(&attributes, &blocked)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         #if os(Linux)
-        let executable = "/proc/self/exe"
+            let executable = "/proc/self/exe"
         #else
-        let executable = arguments[0]
+            let executable = arguments[0]
         #endif
         let cArguments = arguments.map { strdup($0) } + [nil]
         let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -41,8 +41,10 @@ enum AnomalyDetector {
     /// - The registry gate: an appeared or disappeared type is skipped unless its reason is normal.
     /// - Post-restore suppression: a sync anomaly is suppressed when the previous snapshot is a
     ///   post-restore baseline whose token is unused; running detection uses the token.
-    static func detect(previous: Snapshot, current: Snapshot, delta: Delta, rules: AnomalyRules,
-                              at time: Int64, newID: () -> String) -> Detection {
+    static func detect(
+        previous: Snapshot, current: Snapshot, delta: Delta, rules: AnomalyRules,
+        at time: Int64, newID: () -> String
+    ) -> Detection {
         guard previous.quality == .complete, current.quality == .complete else {
             return Detection(anomalies: [], consumedPostRestoreToken: false, suppressed: [])
         }
@@ -52,12 +54,16 @@ enum AnomalyDetector {
         }
         var anomalies: [AnomalyRecord] = []
         var syncTypes: [String] = []
-        func make(_ kind: AnomalyKind, _ severity: Severity, _ type: TypeDelta?, percent: Double?, types: [String] = [],
-                  _ message: String) {
-            anomalies.append(AnomalyRecord(delta: delta, id: newID(), detectedAt: time, kind: kind, severity: severity,
-                                           typeIdentifier: type?.typeIdentifier, countBefore: type?.countBefore,
-                                           countAfter: type?.countAfter, countDelta: type?.countDelta,
-                                           changePercent: percent, types: types, message: message))
+        func make(
+            _ kind: AnomalyKind, _ severity: Severity, _ type: TypeDelta?, percent: Double?, types: [String] = [],
+            _ message: String
+        ) {
+            anomalies.append(
+                AnomalyRecord(
+                    delta: delta, id: newID(), detectedAt: time, kind: kind, severity: severity,
+                    typeIdentifier: type?.typeIdentifier, countBefore: type?.countBefore,
+                    countAfter: type?.countAfter, countDelta: type?.countDelta,
+                    changePercent: percent, types: types, message: message))
         }
         for type in delta.types {
             // The -1 guard: only complete sides are compared (an absent side is an empty one).
@@ -76,32 +82,42 @@ enum AnomalyDetector {
             let name = type.typeIdentifier
 
             if change > 0, let old, let new, let oldEarliest = old.earliest, let newEarliest = new.earliest,
-               let oldLatest = old.latest, let newLatest = new.latest, before > 0,
-               newEarliest < oldEarliest || newLatest <= oldLatest {
-                let why = newEarliest < oldEarliest
+                let oldLatest = old.latest, let newLatest = new.latest, before > 0,
+                newEarliest < oldEarliest || newLatest <= oldLatest
+            {
+                let why =
+                    newEarliest < oldEarliest
                     ? "the earliest sample moved back from \(day(oldEarliest)) to \(day(newEarliest))"
                     : "the latest sample did not move past \(day(oldLatest))"
-                make(.historicalInsertion, .warning, type, percent: percent,
-                     "\(name): \(change) samples added and \(why): samples were inserted into the past")
+                make(
+                    .historicalInsertion, .warning, type, percent: percent,
+                    "\(name): \(change) samples added and \(why): samples were inserted into the past")
             }
             if change < 0 {
                 let lost = before > 0 ? Double(-change) * 100 / Double(before) : 100
-                let severity: Severity = lost >= rules.deletionCriticalPercent ? .critical
+                let severity: Severity =
+                    lost >= rules.deletionCriticalPercent
+                    ? .critical
                     : lost >= rules.deletionWarningPercent ? .warning : .info
-                make(.deletion, severity, type, percent: percent,
-                     "\(name): \(-change) of \(before) samples gone (\(formatPercent(lost)) lost)")
+                make(
+                    .deletion, severity, type, percent: percent,
+                    "\(name): \(-change) of \(before) samples gone (\(formatPercent(lost)) lost)")
             }
             if change > 0, before > 0, let percent, percent > rules.duplicationChangePercent, let old, let new,
-               let oldEarliest = old.earliest, let newEarliest = new.earliest, let oldLatest = old.latest,
-               let newLatest = new.latest, abs(newEarliest - oldEarliest) <= rules.duplicationWindowMs,
-               abs(newLatest - oldLatest) <= rules.duplicationWindowMs {
-                make(.duplication, .warning, type, percent: percent,
-                     "\(name): \(before) samples became \(after) (+\(formatPercent(percent))) within the same dates: likely duplicates")
+                let oldEarliest = old.earliest, let newEarliest = new.earliest, let oldLatest = old.latest,
+                let newLatest = new.latest, abs(newEarliest - oldEarliest) <= rules.duplicationWindowMs,
+                abs(newLatest - oldLatest) <= rules.duplicationWindowMs
+            {
+                make(
+                    .duplication, .warning, type, percent: percent,
+                    "\(name): \(before) samples became \(after) (+\(formatPercent(percent))) within the same dates: likely duplicates")
             }
             if change == 0, type.transition == .unchanged, let hashBefore = type.hashBefore, let hashAfter = type.hashAfter,
-               hashBefore != hashAfter {
-                make(.silentReplacement, .warning, type, percent: 0,
-                     "\(name): the same \(after) samples, but the date range changed: samples were replaced")
+                hashBefore != hashAfter
+            {
+                make(
+                    .silentReplacement, .warning, type, percent: 0,
+                    "\(name): the same \(after) samples, but the date range changed: samples were replaced")
             }
             if let percent, abs(percent) > rules.syncChangePercent { syncTypes.append(name) }
         }
@@ -111,8 +127,9 @@ enum AnomalyDetector {
             if token {
                 suppressed.append(.syncAnomaly)
             } else {
-                make(.syncAnomaly, .critical, nil, percent: nil, types: syncTypes,
-                     "\(syncTypes.count) types changed by more than \(formatPercent(rules.syncChangePercent)) at once")
+                make(
+                    .syncAnomaly, .critical, nil, percent: nil, types: syncTypes,
+                    "\(syncTypes.count) types changed by more than \(formatPercent(rules.syncChangePercent)) at once")
             }
         }
         return Detection(anomalies: anomalies, consumedPostRestoreToken: token, suppressed: suppressed)
@@ -127,4 +144,3 @@ enum AnomalyDetector {
         return rounded == rounded.rounded() ? "\(Int(rounded))%" : "\(rounded)%"
     }
 }
-

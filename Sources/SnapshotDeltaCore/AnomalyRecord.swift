@@ -50,8 +50,10 @@ struct AnomalyRecord: Sendable, Equatable {
     let message: String
 
     /// Only the detector makes records, from the delta they belong to.
-    init(delta: Delta, id: String, detectedAt: Int64, kind: AnomalyKind, severity: Severity, typeIdentifier: String?,
-         countBefore: Int64?, countAfter: Int64?, countDelta: Int64?, changePercent: Double?, types: [String], message: String) {
+    init(
+        delta: Delta, id: String, detectedAt: Int64, kind: AnomalyKind, severity: Severity, typeIdentifier: String?,
+        countBefore: Int64?, countAfter: Int64?, countDelta: Int64?, changePercent: Double?, types: [String], message: String
+    ) {
         self.id = id
         self.deltaID = delta.id
         self.snapshotID = delta.toSnapshotID
@@ -69,15 +71,19 @@ struct AnomalyRecord: Sendable, Equatable {
     }
 
     /// Rebuilds a stored record (the archive's reader), keeping its stored delta id.
-    static func stored(id: String, deltaID: String, snapshotID: String, previousSnapshotID: String, detectedAt: Int64,
-                       kind: AnomalyKind, severity: Severity, typeIdentifier: String?, countBefore: Int64?,
-                       countAfter: Int64?, countDelta: Int64?, changePercent: Double?, types: [String],
-                       message: String) -> AnomalyRecord {
-        let carrier = Delta(id: deltaID, fromSnapshotID: previousSnapshotID, toSnapshotID: snapshotID, createdAt: 0,
-                            checksumBefore: "", checksumAfter: "", timezoneBefore: "", timezoneAfter: "", mergedFrom: nil,
-                            detection: .ran, postRestoreSuppressed: false, types: [])
-        return AnomalyRecord(delta: carrier, id: id, detectedAt: detectedAt, kind: kind, severity: severity,
-                             typeIdentifier: typeIdentifier, countBefore: countBefore, countAfter: countAfter,
-                             countDelta: countDelta, changePercent: changePercent, types: types, message: message)
+    static func stored(
+        id: String, deltaID: String, snapshotID: String, previousSnapshotID: String, detectedAt: Int64,
+        kind: AnomalyKind, severity: Severity, typeIdentifier: String?, countBefore: Int64?,
+        countAfter: Int64?, countDelta: Int64?, changePercent: Double?, types: [String],
+        message: String
+    ) -> AnomalyRecord {
+        let carrier = Delta(
+            id: deltaID, fromSnapshotID: previousSnapshotID, toSnapshotID: snapshotID, createdAt: 0,
+            checksumBefore: "", checksumAfter: "", timezoneBefore: "", timezoneAfter: "", mergedFrom: nil,
+            detection: .ran, postRestoreSuppressed: false, types: [])
+        return AnomalyRecord(
+            delta: carrier, id: id, detectedAt: detectedAt, kind: kind, severity: severity,
+            typeIdentifier: typeIdentifier, countBefore: countBefore, countAfter: countAfter,
+            countDelta: countDelta, changePercent: changePercent, types: types, message: message)
     }
 }

@@ -14,7 +14,8 @@ enum AppleDate {
     /// A calendar day `yyyy-MM-dd` (an activity summary's `dateComponents`): its UTC midnight and its year.
     static func parseDay(_ bytes: UnsafeBufferPointer<UInt8>) -> (start: Int64, year: Int)? {
         guard bytes.count == 10, let year = Int(String(decoding: bytes.prefix(4), as: UTF8.self)),
-              let start = Timestamp.parse(String(decoding: bytes, as: UTF8.self) + "T00:00:00Z") else { return nil }
+            let start = Timestamp.parse(String(decoding: bytes, as: UTF8.self) + "T00:00:00Z")
+        else { return nil }
         return (start, year)
     }
 }

@@ -1,9 +1,10 @@
 import VitalsKit
 import XMLStream
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads an Apple Health `export.xml` as a stream with libxml2's SAX2 push parser
@@ -57,7 +58,9 @@ final class AppleHealthReader: XMLStreamHandler {
                 prolog = bytes
                 exportVersion = version
             } else if head.count > AppleHealthReader.maxHead {
-                diagnostics.error("\(source): no root element in the first \(AppleHealthReader.maxHead >> 20) MiB (the document type declaration does not end)")
+                diagnostics.error(
+                    "\(source): no root element in the first \(AppleHealthReader.maxHead >> 20) MiB (the document type declaration does not end)"
+                )
                 return false
             }
         }
@@ -162,7 +165,6 @@ final class AppleHealthReader: XMLStreamHandler {
         }
     }
 
-
     /// The end of an element: a top-level one hands its metadata entries to the sink.
     @inline(__always)
     private func end() {
@@ -184,7 +186,8 @@ final class AppleHealthReader: XMLStreamHandler {
         var value: String?
         for index in 0..<count {
             guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
-                  let valueEnd = attributes[5 * index + 4] else { continue }
+                let valueEnd = attributes[5 * index + 4]
+            else { continue }
             let text = String(decoding: UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart), as: UTF8.self)
             if strcmp(attributeName, "key") == 0 { key = text } else if strcmp(attributeName, "value") == 0 { value = text }
         }
@@ -193,19 +196,26 @@ final class AppleHealthReader: XMLStreamHandler {
 
     private func topLevel(_ name: UnsafePointer<UInt8>, _ count: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<UInt8>?>?) {
         let element: ExportVocabulary.Element
-        if strcmp(name, "Record") == 0 { element = .record }
-        else if strcmp(name, "Workout") == 0 { element = .workout }
-        else if strcmp(name, "Correlation") == 0 { element = .correlation }
-        else if strcmp(name, "ActivitySummary") == 0 { element = .activitySummary }
-        else if strcmp(name, "ExportDate") == 0 {
+        if strcmp(name, "Record") == 0 {
+            element = .record
+        } else if strcmp(name, "Workout") == 0 {
+            element = .workout
+        } else if strcmp(name, "Correlation") == 0 {
+            element = .correlation
+        } else if strcmp(name, "ActivitySummary") == 0 {
+            element = .activitySummary
+        } else if strcmp(name, "ExportDate") == 0 {
             exportDateAttribute(count, attributes)
             return
         } else if strcmp(name, "Me") == 0 {
             return
-        } else if strcmp(name, "ClinicalRecord") == 0 { element = .clinicalRecord }
-        else if strcmp(name, "Audiogram") == 0 { element = .audiogram }
-        else if strcmp(name, "VisionPrescription") == 0 { element = .visionPrescription }
-        else {
+        } else if strcmp(name, "ClinicalRecord") == 0 {
+            element = .clinicalRecord
+        } else if strcmp(name, "Audiogram") == 0 {
+            element = .audiogram
+        } else if strcmp(name, "VisionPrescription") == 0 {
+            element = .visionPrescription
+        } else {
             uncounted[String(cString: name), default: 0] += 1
             return
         }
@@ -222,7 +232,8 @@ final class AppleHealthReader: XMLStreamHandler {
         var dayText: UnsafeBufferPointer<UInt8>?
         for index in 0..<count {
             guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
-                  let valueEnd = attributes[5 * index + 4] else { continue }
+                let valueEnd = attributes[5 * index + 4]
+            else { continue }
             let text = UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart)
             switch ExportVocabulary.attribute(attributeName) {
             case .type: type = text
@@ -239,8 +250,16 @@ final class AppleHealthReader: XMLStreamHandler {
             case .activeEnergyBurned: if element == .activitySummary { sample.value = text }
             case .activeEnergyBurnedUnit: if element == .activitySummary { sample.unit = text }
             case .identifier: if element == .clinicalRecord { sample.value = text }
-            case .receivedDate: if element == .clinicalRecord { startText = text; endText = text }
-            case .dateIssued: if element == .visionPrescription { startText = text; endText = text }
+            case .receivedDate:
+                if element == .clinicalRecord {
+                    startText = text
+                    endText = text
+                }
+            case .dateIssued:
+                if element == .visionPrescription {
+                    startText = text
+                    endText = text
+                }
             case .other: break
             }
         }
@@ -309,8 +328,9 @@ final class AppleHealthReader: XMLStreamHandler {
     /// A date attribute's instant, or nil after reporting that the element cannot be counted.
     private func date(_ text: UnsafeBufferPointer<UInt8>, _ attribute: String, of name: UnsafePointer<UInt8>) -> Int64? {
         if let instant = AppleDate.parse(text) { return instant }
-        sink.recordError("<\(String(cString: name))> has a \(attribute) that is not a date: '\(String(decoding: text, as: UTF8.self))'",
-                         source: source, line: line)
+        sink.recordError(
+            "<\(String(cString: name))> has a \(attribute) that is not a date: '\(String(decoding: text, as: UTF8.self))'",
+            source: source, line: line)
         return nil
     }
 
@@ -318,7 +338,8 @@ final class AppleHealthReader: XMLStreamHandler {
         guard let attributes else { return }
         for index in 0..<count {
             guard let attributeName = attributes[5 * index], let valueStart = attributes[5 * index + 3],
-                  let valueEnd = attributes[5 * index + 4], ExportVocabulary.attribute(attributeName) == .value else { continue }
+                let valueEnd = attributes[5 * index + 4], ExportVocabulary.attribute(attributeName) == .value
+            else { continue }
             exportDate = AppleDate.parse(UnsafeBufferPointer(start: valueStart, count: valueEnd - valueStart))
         }
     }

@@ -20,9 +20,11 @@ final class Archive {
             throw ToolError("no archive at \(path) (take a snapshot first, or name another with --db or VITALS_HEALTH_DB)")
         }
         do {
-            db = try SQLiteConnection.openVersioned(path: path, create: create, schema: Archive.versionedSchema, pragmas: [
-                "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-32768", "PRAGMA temp_store=MEMORY",
-            ])
+            db = try SQLiteConnection.openVersioned(
+                path: path, create: create, schema: Archive.versionedSchema,
+                pragmas: [
+                    "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-32768", "PRAGMA temp_store=MEMORY",
+                ])
         } catch let error as SQLiteError {
             throw Archive.explain(error, path: path)
         } catch let error as SQLiteSchemaError {

@@ -6,7 +6,8 @@ import VitalsKit
 extension Archive {
     /// Writes anomaly records.
     func saveAnomalies(_ anomalies: [AnomalyRecord]) throws {
-        let row = try db.prepare("""
+        let row = try db.prepare(
+            """
             INSERT INTO anomalies (id, delta_id, snapshot_id, previous_snapshot_id, detected_at, kind, severity, type_identifier,
                 count_before, count_after, count_delta, change_percent, types, message)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -23,7 +24,8 @@ extension Archive {
 
     /// The anomalies found in a delta.
     func anomalies(deltaID: String) throws -> [AnomalyRecord] {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT \(Archive.anomalyColumns) FROM anomalies WHERE delta_id = ? ORDER BY rowid
             """)
         statement.bind(deltaID)
@@ -40,7 +42,8 @@ extension Archive {
     /// Every anomaly (or the unresolved ones) with when it was resolved, as the seed's dashboard
     /// shows them: critical first, then warning, then info; newest first within a severity.
     func listAnomalies(unresolved: Bool) throws -> [(anomaly: AnomalyRecord, resolvedAt: Int64?)] {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT \(Archive.anomalyColumns) FROM anomalies \(unresolved ? "WHERE resolved_at IS NULL" : "")
             ORDER BY CASE severity WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, detected_at DESC, rowid
             """)

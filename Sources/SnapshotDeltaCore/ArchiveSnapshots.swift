@@ -17,7 +17,8 @@ extension Archive {
     /// Reserves the next snapshot number with a placeholder row (quality `loading`); the
     /// transaction that holds it either fills it in or rolls it back.
     func insertPlaceholder(id: String, createdAt: Int64, deviceID: String, source: String) throws -> Int64 {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             INSERT INTO snapshots (id, created_at, trigger, quality, checksum, type_set_hash, timezone, source,
                 is_chain_start, is_post_restore, is_post_restore_inferred, is_post_restore_forwarded, device_id,
                 recovered_device_id, samples_archived, record_count)
@@ -30,7 +31,8 @@ extension Archive {
 
     /// Fills in a snapshot (its placeholder row) and writes its type and yearly counts.
     func saveSnapshot(_ snapshot: Snapshot) throws {
-        let update = try db.prepare("""
+        let update = try db.prepare(
+            """
             UPDATE snapshots SET created_at = ?, trigger = ?, quality = ?, checksum = ?, type_set_hash = ?, registry = ?,
                 timezone = ?, export_version = ?, export_date = ?, source = ?, previous_snapshot_id = ?, is_chain_start = ?,
                 is_post_restore = ?, is_post_restore_inferred = ?, is_post_restore_forwarded = ?,
@@ -45,11 +47,13 @@ extension Archive {
             snapshot.isPostRestoreInferred, snapshot.isPostRestoreForwarded, snapshot.postRestoreSuppressedDeltaID, snapshot.deviceID,
             snapshot.recoveredDeviceID, snapshot.samplesArchived, snapshot.recordCount, snapshot.seq)
         try update.step()
-        let typeRow = try db.prepare("""
+        let typeRow = try db.prepare(
+            """
             INSERT INTO type_counts (snapshot_seq, type_identifier, count, earliest, latest, quality, type_hash, is_unsupported)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        let yearRow = try db.prepare("INSERT INTO yearly_counts (snapshot_seq, type_identifier, year, count, is_approximate) VALUES (?, ?, ?, ?, ?)")
+        let yearRow = try db.prepare(
+            "INSERT INTO yearly_counts (snapshot_seq, type_identifier, year, count, is_approximate) VALUES (?, ?, ?, ?, ?)")
         for type in snapshot.types {
             typeRow.bind(
                 snapshot.seq, type.typeIdentifier, type.count, type.earliest, type.latest, type.quality.rawValue, type.typeHash,
@@ -113,8 +117,9 @@ extension Archive {
         if byPrefix.count > 1 { throw ToolError("'\(reference)' names more than one snapshot; give more of the id") }
         switch (byNumber, byPrefix.first) {
         case (let numbered?, let prefixed?) where numbered.id != prefixed.id:
-            throw ToolError("'\(reference)' is both snapshot number \(numbered.seq) (id \(numbered.id)) and the start of "
-                            + "snapshot \(prefixed.seq)'s id \(prefixed.id); give the full id of the one you mean")
+            throw ToolError(
+                "'\(reference)' is both snapshot number \(numbered.seq) (id \(numbered.id)) and the start of "
+                    + "snapshot \(prefixed.seq)'s id \(prefixed.id); give the full id of the one you mean")
         case (let numbered?, _):
             return numbered
         case (nil, let prefixed?):
@@ -122,7 +127,8 @@ extension Archive {
         case (nil, nil):
             if let number, number > 0 { throw ToolError("no snapshot number \(number) in \(path), and no id starts with '\(reference)'") }
             if reference.count < 4 {
-                throw ToolError("no snapshot '\(reference)' in \(path) (name one by id, by an id prefix of 4 characters or more, by number, or latest)")
+                throw ToolError(
+                    "no snapshot '\(reference)' in \(path) (name one by id, by an id prefix of 4 characters or more, by number, or latest)")
             }
             throw ToolError("no snapshot '\(reference)' in \(path)")
         }
@@ -145,17 +151,18 @@ extension Archive {
             let registry: [String]? = statement.text(7).flatMap { text in
                 (try? JSONParser.parse(text))?.arrayValue?.compactMap(\.stringValue)
             }
-            result.append(Snapshot(
-                seq: statement.int64(0), id: statement.text(1) ?? "", createdAt: statement.int64(2),
-                trigger: statement.text(3) ?? "", quality: Quality(rawValue: statement.text(4) ?? "") ?? .failed,
-                checksum: statement.text(5) ?? "", typeSetHash: statement.text(6) ?? "", registry: registry,
-                timezone: statement.text(8) ?? "", exportVersion: statement.text(9), exportDate: statement.optionalInt64(10),
-                source: statement.text(11) ?? "", previousSnapshotID: statement.text(12),
-                isChainStart: statement.int64(13) != 0, isPostRestore: statement.int64(14) != 0,
-                isPostRestoreInferred: statement.int64(15) != 0, isPostRestoreForwarded: statement.int64(16) != 0,
-                postRestoreSuppressedDeltaID: statement.text(17), deviceID: statement.text(18) ?? "",
-                recoveredDeviceID: statement.int64(19) != 0, samplesArchived: statement.int64(20) != 0,
-                recordCount: statement.int64(21), types: []))
+            result.append(
+                Snapshot(
+                    seq: statement.int64(0), id: statement.text(1) ?? "", createdAt: statement.int64(2),
+                    trigger: statement.text(3) ?? "", quality: Quality(rawValue: statement.text(4) ?? "") ?? .failed,
+                    checksum: statement.text(5) ?? "", typeSetHash: statement.text(6) ?? "", registry: registry,
+                    timezone: statement.text(8) ?? "", exportVersion: statement.text(9), exportDate: statement.optionalInt64(10),
+                    source: statement.text(11) ?? "", previousSnapshotID: statement.text(12),
+                    isChainStart: statement.int64(13) != 0, isPostRestore: statement.int64(14) != 0,
+                    isPostRestoreInferred: statement.int64(15) != 0, isPostRestoreForwarded: statement.int64(16) != 0,
+                    postRestoreSuppressedDeltaID: statement.text(17), deviceID: statement.text(18) ?? "",
+                    recoveredDeviceID: statement.int64(19) != 0, samplesArchived: statement.int64(20) != 0,
+                    recordCount: statement.int64(21), types: []))
         }
         if types {
             for index in result.indices { result[index].types = try typeCounts(seq: result[index].seq).map(\.type) }
@@ -165,14 +172,16 @@ extension Archive {
 
     /// A snapshot's type counts as stored, each with the hash stored beside it.
     func typeCounts(seq: Int64) throws -> [(type: TypeCount, storedHash: String)] {
-        let years = try db.prepare("SELECT type_identifier, year, count, is_approximate FROM yearly_counts WHERE snapshot_seq = ? ORDER BY type_identifier, year")
+        let years = try db.prepare(
+            "SELECT type_identifier, year, count, is_approximate FROM yearly_counts WHERE snapshot_seq = ? ORDER BY type_identifier, year")
         years.bind(seq)
         var yearly: [String: [YearlyCount]] = [:]
         while try years.step() {
             yearly[years.text(0) ?? "", default: []].append(
                 YearlyCount(year: Int(years.int64(1)), count: years.int64(2), isApproximate: years.int64(3) != 0))
         }
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT type_identifier, count, earliest, latest, quality, type_hash, is_unsupported FROM type_counts
             WHERE snapshot_seq = ? ORDER BY type_identifier
             """)
@@ -180,9 +189,10 @@ extension Archive {
         var result: [(TypeCount, String)] = []
         while try statement.step() {
             let identifier = statement.text(0) ?? ""
-            let type = TypeCount(typeIdentifier: identifier, count: statement.int64(1), earliest: statement.optionalInt64(2),
-                                 latest: statement.optionalInt64(3), quality: Quality(rawValue: statement.text(4) ?? "") ?? .failed,
-                                 isUnsupported: statement.int64(6) != 0, yearly: yearly[identifier] ?? [])
+            let type = TypeCount(
+                typeIdentifier: identifier, count: statement.int64(1), earliest: statement.optionalInt64(2),
+                latest: statement.optionalInt64(3), quality: Quality(rawValue: statement.text(4) ?? "") ?? .failed,
+                isUnsupported: statement.int64(6) != 0, yearly: yearly[identifier] ?? [])
             result.append((type, statement.text(5) ?? ""))
         }
         return result.sorted { $0.0.typeIdentifier.utf8.lexicographicallyPrecedes($1.0.typeIdentifier.utf8) }
@@ -190,7 +200,8 @@ extension Archive {
 
     /// The ids of snapshots that name the same previous snapshot (a fork), if any.
     func forks() throws -> [(previous: String, snapshots: [String])] {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT previous_snapshot_id, group_concat(id, ' ') FROM snapshots
             WHERE previous_snapshot_id IS NOT NULL AND quality <> 'loading'
             GROUP BY previous_snapshot_id HAVING count(*) > 1
@@ -204,8 +215,10 @@ extension Archive {
 
     /// Removes a snapshot and its counts.
     func deleteSnapshot(seq: Int64) throws {
-        for sql in ["DELETE FROM yearly_counts WHERE snapshot_seq = ?", "DELETE FROM type_counts WHERE snapshot_seq = ?",
-                    "DELETE FROM snapshots WHERE seq = ?"] {
+        for sql in [
+            "DELETE FROM yearly_counts WHERE snapshot_seq = ?", "DELETE FROM type_counts WHERE snapshot_seq = ?",
+            "DELETE FROM snapshots WHERE seq = ?",
+        ] {
             let statement = try db.prepare(sql)
             statement.bind(seq)
             try statement.step()

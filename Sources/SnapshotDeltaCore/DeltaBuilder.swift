@@ -31,8 +31,10 @@ enum DeltaBuilder {
     }
 
     /// One type's delta between two sides, with the unavailable-count and time-zone guards.
-    static func typeDelta(_ identifier: String, before: TypeCount?, after: TypeCount?, registryChanged: Bool,
-                          timezoneNote: String?) -> TypeDelta {
+    static func typeDelta(
+        _ identifier: String, before: TypeCount?, after: TypeCount?, registryChanged: Bool,
+        timezoneNote: String?
+    ) -> TypeDelta {
         let guarded = !comparable(before) || !comparable(after)
         let countBefore = before?.count
         let countAfter = after?.count
@@ -45,12 +47,13 @@ enum DeltaBuilder {
             let (b, a) = years[year]!
             return YearlyDelta(year: year, before: b, after: a, delta: guarded || timezoneNote != nil ? 0 : a - b)
         }
-        return TypeDelta(typeIdentifier: identifier, transition: transition(before, after),
-                         reason: reason(before: before, after: after, registryChanged: registryChanged),
-                         countBefore: countBefore, countAfter: countAfter, countDelta: delta,
-                         qualityBefore: before?.quality, qualityAfter: after?.quality,
-                         hashBefore: before?.typeHash, hashAfter: after?.typeHash, yearly: yearly,
-                         yearlyCountNote: timezoneNote)
+        return TypeDelta(
+            typeIdentifier: identifier, transition: transition(before, after),
+            reason: reason(before: before, after: after, registryChanged: registryChanged),
+            countBefore: countBefore, countAfter: countAfter, countDelta: delta,
+            qualityBefore: before?.quality, qualityAfter: after?.quality,
+            hashBefore: before?.typeHash, hashAfter: after?.typeHash, yearly: yearly,
+            yearlyCountNote: timezoneNote)
     }
 
     /// The delta from `before` to `after`: one entry per type on either side, in identifier order.
@@ -61,15 +64,18 @@ enum DeltaBuilder {
         for identifier in identifiers(before, after) {
             let b = before.type(identifier)
             let a = after.type(identifier)
-            types.append(typeDelta(identifier, before: b, after: a,
-                                   registryChanged: before.monitors(identifier) != after.monitors(identifier),
-                                   timezoneNote: note))
+            types.append(
+                typeDelta(
+                    identifier, before: b, after: a,
+                    registryChanged: before.monitors(identifier) != after.monitors(identifier),
+                    timezoneNote: note))
         }
-        return Delta(id: id, fromSnapshotID: before.id, toSnapshotID: after.id, createdAt: time,
-                     checksumBefore: Hashing.checksum(before.types), checksumAfter: Hashing.checksum(after.types),
-                     timezoneBefore: before.timezone, timezoneAfter: after.timezone, mergedFrom: nil,
-                     detection: before.quality == .complete && after.quality == .complete ? .ran : .qualityGate,
-                     postRestoreSuppressed: false, types: types)
+        return Delta(
+            id: id, fromSnapshotID: before.id, toSnapshotID: after.id, createdAt: time,
+            checksumBefore: Hashing.checksum(before.types), checksumAfter: Hashing.checksum(after.types),
+            timezoneBefore: before.timezone, timezoneAfter: after.timezone, mergedFrom: nil,
+            detection: before.quality == .complete && after.quality == .complete ? .ran : .qualityGate,
+            postRestoreSuppressed: false, types: types)
     }
 
     /// Merges `first` (A→B) and `second` (B→C) into one delta A→C when B is deleted.
@@ -81,19 +87,25 @@ enum DeltaBuilder {
     /// the result, counting B's side too (a count unavailable in B makes the merged delta 0),
     /// and its reason is the strongest of the two deltas' and A→C's own, so an impairment seen
     /// in B is not lost. The time-zone note is set if either delta had it.
-    static func merge(_ first: Delta, _ second: Delta, id: String, from a: Snapshot, to c: Snapshot,
-                             at time: Int64) -> Delta {
-        let timezoneChanged = a.timezone != c.timezone || first.types.contains { $0.yearlyCountNote != nil }
+    static func merge(
+        _ first: Delta, _ second: Delta, id: String, from a: Snapshot, to c: Snapshot,
+        at time: Int64
+    ) -> Delta {
+        let timezoneChanged =
+            a.timezone != c.timezone || first.types.contains { $0.yearlyCountNote != nil }
             || second.types.contains { $0.yearlyCountNote != nil }
         let note = timezoneChanged ? timezoneNote(first.timezoneBefore, second.timezoneAfter) : nil
         var types: [TypeDelta] = []
         for identifier in identifiers(a, c) {
             let before = a.type(identifier)
             let after = c.type(identifier)
-            var merged = typeDelta(identifier, before: before, after: after,
-                                   registryChanged: a.monitors(identifier) != c.monitors(identifier), timezoneNote: note)
-            let sources = [first.types.first { $0.typeIdentifier == identifier },
-                           second.types.first { $0.typeIdentifier == identifier }].compactMap { $0 }
+            var merged = typeDelta(
+                identifier, before: before, after: after,
+                registryChanged: a.monitors(identifier) != c.monitors(identifier), timezoneNote: note)
+            let sources = [
+                first.types.first { $0.typeIdentifier == identifier },
+                second.types.first { $0.typeIdentifier == identifier },
+            ].compactMap { $0 }
             merged.reason = (sources.map(\.reason) + [merged.reason]).min()!
             // A count unavailable in the deleted snapshot leaves the merged delta unavailable too.
             let impaired = sources.contains { source in
@@ -105,12 +117,13 @@ enum DeltaBuilder {
             }
             types.append(merged)
         }
-        return Delta(id: id, fromSnapshotID: a.id, toSnapshotID: c.id, createdAt: time,
-                     checksumBefore: Hashing.checksum(a.types), checksumAfter: Hashing.checksum(c.types),
-                     timezoneBefore: a.timezone, timezoneAfter: c.timezone,
-                     mergedFrom: (first.mergedFrom ?? [first.id]) + (second.mergedFrom ?? [second.id]),
-                     detection: a.quality == .complete && c.quality == .complete ? .ran : .qualityGate,
-                     postRestoreSuppressed: false, types: types)
+        return Delta(
+            id: id, fromSnapshotID: a.id, toSnapshotID: c.id, createdAt: time,
+            checksumBefore: Hashing.checksum(a.types), checksumAfter: Hashing.checksum(c.types),
+            timezoneBefore: a.timezone, timezoneAfter: c.timezone,
+            mergedFrom: (first.mergedFrom ?? [first.id]) + (second.mergedFrom ?? [second.id]),
+            detection: a.quality == .complete && c.quality == .complete ? .ran : .qualityGate,
+            postRestoreSuppressed: false, types: types)
     }
 
     private static func identifiers(_ a: Snapshot, _ b: Snapshot) -> [String] {

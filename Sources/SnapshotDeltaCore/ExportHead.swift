@@ -55,12 +55,18 @@ enum ExportHead {
             if count - index < 9, !atEnd { return .needMore }
             if index >= count || bytes[index] != UInt8(ascii: "<") { break }
             if starts("<?", at: index) {
-                guard let end = find("?>", from: index + 2) else { if atEnd { break }; return .needMore }
+                guard let end = find("?>", from: index + 2) else {
+                    if atEnd { break }
+                    return .needMore
+                }
                 index = end + 2
                 continue
             }
             if starts("<!--", at: index) {
-                guard let end = find("-->", from: index + 4) else { if atEnd { break }; return .needMore }
+                guard let end = find("-->", from: index + 4) else {
+                    if atEnd { break }
+                    return .needMore
+                }
                 noteVersion(index + 4, end)
                 index = end + 3
                 continue
@@ -84,13 +90,19 @@ enum ExportHead {
                 }
                 cursor += 1
             }
-            guard cursor < count else { if atEnd { break }; return .needMore }
+            guard cursor < count else {
+                if atEnd { break }
+                return .needMore
+            }
             var end: Int?
             if let subsetStart {
                 cursor = subsetStart
                 while cursor < count {
                     if starts("<!--", at: cursor) {
-                        guard let close = find("-->", from: cursor + 4) else { cursor = count; break }
+                        guard let close = find("-->", from: cursor + 4) else {
+                            cursor = count
+                            break
+                        }
                         noteVersion(cursor + 4, close)
                         cursor = close + 3
                         continue
@@ -111,7 +123,7 @@ enum ExportHead {
                 end = cursor + 1
             }
             guard let end else {
-                if atEnd { break } // unterminated: libxml2 will say so
+                if atEnd { break }  // unterminated: libxml2 will say so
                 return .needMore
             }
             for position in index..<end where bytes[position] != 0x0A { bytes[position] = 0x20 }

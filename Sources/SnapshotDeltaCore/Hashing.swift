@@ -22,7 +22,9 @@ enum Hashing {
     /// how far a failing fetch got.
     static func checksum(_ types: [TypeCount]) -> String {
         var text: [UInt8] = []
-        for type in types.filter({ $0.quality == .complete }).sorted(by: { $0.typeIdentifier.utf8.lexicographicallyPrecedes($1.typeIdentifier.utf8) }) {
+        for type in types.filter({ $0.quality == .complete }).sorted(by: {
+            $0.typeIdentifier.utf8.lexicographicallyPrecedes($1.typeIdentifier.utf8)
+        }) {
             text.append(contentsOf: type.typeHash.utf8)
         }
         return SHA256.hexDigest(text)

@@ -31,7 +31,8 @@ struct HealthRecordReader {
             if Signals.stopRequested { return }
             switch event {
             case .tooLong:
-                sink.recordError("line longer than \(HealthRecordReader.maxLineBytes >> 20) MiB", source: reader.source, line: reader.lineNumber)
+                sink.recordError(
+                    "line longer than \(HealthRecordReader.maxLineBytes >> 20) MiB", source: reader.source, line: reader.lineNumber)
             case .line(let bytes):
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
                 if let problem = try readLine(bytes) {
@@ -61,7 +62,9 @@ struct HealthRecordReader {
             guard let word = object["quality"]?.stringValue, HealthRecordReader.statusWords.contains(word) else {
                 return "type_status wants a quality of " + HealthRecordReader.statusWords.joined(separator: ", ")
             }
-            let status = word == "unsupported" ? Tally.Status(quality: .failed, unsupported: true)
+            let status =
+                word == "unsupported"
+                ? Tally.Status(quality: .failed, unsupported: true)
                 : Tally.Status(quality: Quality(rawValue: word)!, unsupported: object["unsupported"]?.boolValue == true)
             _ = sink.tally.setStatus(identifier, status)
             return nil
@@ -107,7 +110,10 @@ struct HealthRecordReader {
         var joined: [UInt8] = []
         var ranges: [Range<Int>?] = []
         for text in texts {
-            guard let text else { ranges.append(nil); continue }
+            guard let text else {
+                ranges.append(nil)
+                continue
+            }
             let start = joined.count
             joined.append(contentsOf: text.utf8)
             ranges.append(start..<joined.count)

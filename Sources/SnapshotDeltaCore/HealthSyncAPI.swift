@@ -26,7 +26,8 @@ enum HealthSyncAPI {
 
     /// The three endpoints; any other path is a 404, another method a 405 naming the right one.
     static let router: Router<(archivePath: String, now: @Sendable () -> Int64, diagnostics: Diagnostics)> = {
-        var router = Router<(archivePath: String, now: @Sendable () -> Int64, diagnostics: Diagnostics)>(notFound: "there is no such endpoint")
+        var router = Router<(archivePath: String, now: @Sendable () -> Int64, diagnostics: Diagnostics)>(
+            notFound: "there is no such endpoint")
         router.add(["POST"], pairPath) { request, _, context in
             try withArchive(request, context.archivePath, context.diagnostics) { archive, fingerprint in
                 try pair(request, archive: archive, fingerprint: fingerprint, now: context.now, diagnostics: context.diagnostics)
@@ -46,14 +47,18 @@ enum HealthSyncAPI {
     }()
 
     /// Answers one request against the archive at `archivePath`.
-    static func handle(_ request: APIRequest, archivePath: String, now: @escaping @Sendable () -> Int64, diagnostics: Diagnostics) -> APIResponse {
+    static func handle(_ request: APIRequest, archivePath: String, now: @escaping @Sendable () -> Int64, diagnostics: Diagnostics)
+        -> APIResponse
+    {
         router.answer(request, (archivePath, now, diagnostics), log: { diagnostics.error($0) })
     }
 
     /// Runs `body` with the archive and the client certificate's SHA-256 fingerprint (nil when the
     /// client presented none); 503 while there is no archive.
-    private static func withArchive(_ request: APIRequest, _ archivePath: String, _ diagnostics: Diagnostics,
-                                    _ body: (Archive, String?) throws -> APIResponse) throws -> APIResponse {
+    private static func withArchive(
+        _ request: APIRequest, _ archivePath: String, _ diagnostics: Diagnostics,
+        _ body: (Archive, String?) throws -> APIResponse
+    ) throws -> APIResponse {
         var fingerprint: String?
         if let escaped = request.parameters["SSL_CLIENT_CERT"], !escaped.isEmpty {
             guard let certificate = Certificate(pem: URLText.percentDecoded(escaped)) else {
@@ -74,23 +79,30 @@ enum HealthSyncAPI {
 
     // MARK: - POST /api/v1/pair
 
-    static func pair(_ request: APIRequest, archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics) throws -> APIResponse {
+    static func pair(_ request: APIRequest, archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics)
+        throws -> APIResponse
+    {
         guard let fingerprint else {
-            try logRefusal(archive, "pair", fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
+            try logRefusal(
+                archive, "pair", fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
             throw refusal(401, "unauthorized", "pairing needs a client certificate (curl --cert)")
         }
         let body = try parseObject(request.body)
         guard let token = body["token"]?.stringValue, !token.isEmpty, token.utf8.count <= 256 else {
             throw refusal(400, "bad_request", "the body needs \"token\": the pairing token snapshot-delta pair printed")
         }
-        switch try archive.redeemPairingToken(sha256: PairingToken.hash(token), fingerprint: fingerprint, at: now(), diagnostics: diagnostics) {
+        switch try archive.redeemPairingToken(
+            sha256: PairingToken.hash(token), fingerprint: fingerprint, at: now(), diagnostics: diagnostics)
+        {
         case .success(let client):
-            return .json(.object(JSONObject([
-                JSONField("status", .string("paired")),
-                JSONField("id", .string(client.id)),
-                JSONField("certificateFingerprint", .string(client.certificateFingerprint)),
-                JSONField("pairedAt", .string(HealthSampleJSON.date(client.pairedAt))),
-            ])))
+            return .json(
+                .object(
+                    JSONObject([
+                        JSONField("status", .string("paired")),
+                        JSONField("id", .string(client.id)),
+                        JSONField("certificateFingerprint", .string(client.certificateFingerprint)),
+                        JSONField("pairedAt", .string(HealthSampleJSON.date(client.pairedAt))),
+                    ])))
         case .failure(let why):
             throw refusal(401, "pairing_refused", why.rawValue)
         }
@@ -98,14 +110,17 @@ enum HealthSyncAPI {
 
     // MARK: - POST /api/v1/health/data
 
-    static func data(_ request: APIRequest, archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics) throws -> APIResponse {
+    static func data(_ request: APIRequest, archive: Archive, fingerprint: String?, now: @Sendable () -> Int64, diagnostics: Diagnostics)
+        throws -> APIResponse
+    {
         let (fingerprint, client) = try pairedClient(archive, "health_data", fingerprint, now: now, diagnostics: diagnostics)
         let query: SampleQuery
         do {
             query = try parseQuery(request.body)
         } catch {
-            try logRefusal(archive, "health_data", fingerprint: fingerprint, status: error.status, outcome: error.reason, now: now,
-                           diagnostics: diagnostics)
+            try logRefusal(
+                archive, "health_data", fingerprint: fingerprint, status: error.status, outcome: error.reason, now: now,
+                diagnostics: diagnostics)
             throw error
         }
         // The seed's rule: a request naming a type that is not shared is refused whole (403), so a
@@ -119,25 +134,30 @@ enum HealthSyncAPI {
             detail["outcome"] = .string("not_shared")
             detail["refused_types"] = .array(refused.map { .string($0) })
             _ = try archive.withLoggedChange("health_data", snapshotIDs: [], at: now(), diagnostics: diagnostics) { ((), detail) }
-            throw APIError(status: 403, reason: "not_shared",
-                           message: "not shared by this server: \(refused.joined(separator: ", ")) (its owner shares types with snapshot-delta share)",
-                           fields: [JSONField("types", .array(refused.map { .string($0) }))])
+            throw APIError(
+                status: 403, reason: "not_shared",
+                message: "not shared by this server: \(refused.joined(separator: ", ")) (its owner shares types with snapshot-delta share)",
+                fields: [JSONField("types", .array(refused.map { .string($0) }))])
         }
         var samples: [JSONValue] = []
         let extra = JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("status", .integer(200))])
         let touch: () throws -> Void = { try archive.touch(client, at: now()) }
-        let fetch = try archive.fetchSamples(query, operation: "health_data", extra: extra, at: now, diagnostics: diagnostics,
-                                             beforeLog: touch) { sample in
+        let fetch = try archive.fetchSamples(
+            query, operation: "health_data", extra: extra, at: now, diagnostics: diagnostics,
+            beforeLog: touch
+        ) { sample in
             samples.append(.object(HealthSampleJSON.object(sample)))
         }
-        return .json(.object(JSONObject([
-            JSONField("samples", .array(samples)),
-            JSONField("offset", .integer(query.offset)),
-            JSONField("limit", .integer(query.limit)),
-            JSONField("returnedCount", .integer(fetch.returned)),
-            JSONField("hasMore", .bool(fetch.hasMore)),
-            JSONField("snapshotId", fetch.snapshotID.map { .string($0) } ?? .null),
-        ])))
+        return .json(
+            .object(
+                JSONObject([
+                    JSONField("samples", .array(samples)),
+                    JSONField("offset", .integer(query.offset)),
+                    JSONField("limit", .integer(query.limit)),
+                    JSONField("returnedCount", .integer(fetch.returned)),
+                    JSONField("hasMore", .bool(fetch.hasMore)),
+                    JSONField("snapshotId", fetch.snapshotID.map { .string($0) } ?? .null),
+                ])))
     }
 
     // MARK: - GET /api/v1/health/types
@@ -149,8 +169,10 @@ enum HealthSyncAPI {
         let (fingerprint, client) = try pairedClient(archive, "health_types", fingerprint, now: now, diagnostics: diagnostics)
         let shared = try archive.sharedTypes()
         let types = shared.everything ? try archive.latestTypeCounts().filter { $0.count > 0 }.map(\.type) : shared.chosen.sorted()
-        let detail = JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("status", .integer(200)),
-                                 JSONField("returned", .integer(types.count))])
+        let detail = JSONObject([
+            JSONField("client_fingerprint", .string(fingerprint)), JSONField("status", .integer(200)),
+            JSONField("returned", .integer(types.count)),
+        ])
         _ = try archive.withLoggedChange("health_types", snapshotIDs: [], at: now(), diagnostics: diagnostics) {
             try archive.touch(client, at: now())
             return ((), detail)
@@ -159,14 +181,18 @@ enum HealthSyncAPI {
     }
 
     /// The paired client a request comes from; 401 (logged as `operation`) for no certificate or an unpaired one.
-    private static func pairedClient(_ archive: Archive, _ operation: String, _ fingerprint: String?, now: @Sendable () -> Int64,
-                                     diagnostics: Diagnostics) throws -> (String, Archive.PairedClient) {
+    private static func pairedClient(
+        _ archive: Archive, _ operation: String, _ fingerprint: String?, now: @Sendable () -> Int64,
+        diagnostics: Diagnostics
+    ) throws -> (String, Archive.PairedClient) {
         guard let fingerprint else {
-            try logRefusal(archive, operation, fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
+            try logRefusal(
+                archive, operation, fingerprint: nil, status: 401, outcome: "no_client_certificate", now: now, diagnostics: diagnostics)
             throw refusal(401, "unauthorized", "a paired client certificate is required")
         }
         guard let client = try archive.pairedClient(fingerprint) else {
-            try logRefusal(archive, operation, fingerprint: fingerprint, status: 401, outcome: "not_paired", now: now, diagnostics: diagnostics)
+            try logRefusal(
+                archive, operation, fingerprint: fingerprint, status: 401, outcome: "not_paired", now: now, diagnostics: diagnostics)
             throw refusal(401, "unauthorized", "this client certificate is not paired")
         }
         return (fingerprint, client)
@@ -191,7 +217,10 @@ enum HealthSyncAPI {
         var dates: [Int64?] = []
         for (name, alias) in [("startDate", "start_date"), ("endDate", "end_date")] {
             let value = body[name] ?? body[alias] ?? .null
-            if value.isNull { dates.append(nil); continue }
+            if value.isNull {
+                dates.append(nil)
+                continue
+            }
             guard let text = value.stringValue, text.utf8.count <= 64, let time = Timestamp.parse(text) else {
                 throw bad("\"\(name)\" must be an ISO 8601 date such as 2026-01-10T08:00:00Z")
             }
@@ -221,10 +250,14 @@ enum HealthSyncAPI {
     }
 
     /// Logs a request that was refused before it reached the archive's samples.
-    private static func logRefusal(_ archive: Archive, _ operation: String, fingerprint: String?, status: Int, outcome: String,
-                                   now: @Sendable () -> Int64, diagnostics: Diagnostics) throws {
-        let detail = JSONObject([JSONField("client_fingerprint", fingerprint.map { .string($0) } ?? .null),
-                                 JSONField("status", .integer(status)), JSONField("outcome", .string(outcome))])
+    private static func logRefusal(
+        _ archive: Archive, _ operation: String, fingerprint: String?, status: Int, outcome: String,
+        now: @Sendable () -> Int64, diagnostics: Diagnostics
+    ) throws {
+        let detail = JSONObject([
+            JSONField("client_fingerprint", fingerprint.map { .string($0) } ?? .null),
+            JSONField("status", .integer(status)), JSONField("outcome", .string(outcome)),
+        ])
         _ = try archive.withLoggedChange(operation, snapshotIDs: [], at: now(), diagnostics: diagnostics) { ((), detail) }
     }
 }

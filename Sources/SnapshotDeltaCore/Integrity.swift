@@ -37,8 +37,9 @@ enum Integrity {
         }
         // Fork detection first: no two snapshots may follow the same one.
         if let fork = try archive.forks().first {
-            return Verification(status: .corrupted, snapshotID: fork.previous, checked: 0,
-                                message: "chain fork detected: \(fork.snapshots.joined(separator: " and ")) all follow \(fork.previous)")
+            return Verification(
+                status: .corrupted, snapshotID: fork.previous, checked: 0,
+                message: "chain fork detected: \(fork.snapshots.joined(separator: " and ")) all follow \(fork.previous)")
         }
         let byID = Dictionary(snapshots.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var visited: Set<String> = []
@@ -46,66 +47,86 @@ enum Integrity {
         var checked = 0
         while true {
             if !visited.insert(current.id).inserted {
-                return Verification(status: .corrupted, snapshotID: current.id, checked: checked,
-                                    message: "the chain loops back to snapshot \(current.id)")
+                return Verification(
+                    status: .corrupted, snapshotID: current.id, checked: checked,
+                    message: "the chain loops back to snapshot \(current.id)")
             }
             let own = try recomputed(current, archive)
             if let problem = own.problem {
                 return Verification(status: .checksumMismatch, snapshotID: current.id, checked: checked, message: problem)
             }
             if own.checksum != current.checksum {
-                return Verification(status: .checksumMismatch, snapshotID: current.id, checked: checked,
-                                    message: "snapshot \(current.id): its checksum \(current.checksum) does not match its type counts (\(own.checksum))")
+                return Verification(
+                    status: .checksumMismatch, snapshotID: current.id, checked: checked,
+                    message: "snapshot \(current.id): its checksum \(current.checksum) does not match its type counts (\(own.checksum))")
             }
             guard let previousID = current.previousSnapshotID else {
                 if !current.isChainStart {
-                    return Verification(status: .corrupted, snapshotID: current.id, checked: checked,
-                                        message: "snapshot \(current.id) has no previous snapshot but is not marked as a chain start")
+                    return Verification(
+                        status: .corrupted, snapshotID: current.id, checked: checked,
+                        message: "snapshot \(current.id) has no previous snapshot but is not marked as a chain start")
                 }
                 checked += 1
                 break
             }
             if current.isChainStart {
-                return Verification(status: .corrupted, snapshotID: current.id, checked: checked,
-                                    message: "snapshot \(current.id) is marked as a chain start but follows \(previousID)")
+                return Verification(
+                    status: .corrupted, snapshotID: current.id, checked: checked,
+                    message: "snapshot \(current.id) is marked as a chain start but follows \(previousID)")
             }
             guard let stored = try archive.storedDelta(to: current.id) else {
-                return Verification(status: .missingDelta, snapshotID: current.id, checked: checked,
-                                    message: "snapshot \(current.id) follows \(previousID) but there is no delta between them")
+                return Verification(
+                    status: .missingDelta, snapshotID: current.id, checked: checked,
+                    message: "snapshot \(current.id) follows \(previousID) but there is no delta between them")
             }
             if stored.delta.types.count != stored.declaredTypes {
-                return Verification(status: .missingDelta, snapshotID: current.id, checked: checked,
-                                    message: "delta \(stored.delta.id) into snapshot \(current.id) has \(stored.delta.types.count) of its \(stored.declaredTypes) type deltas")
+                return Verification(
+                    status: .missingDelta, snapshotID: current.id, checked: checked,
+                    message:
+                        "delta \(stored.delta.id) into snapshot \(current.id) has \(stored.delta.types.count) of its \(stored.declaredTypes) type deltas"
+                )
             }
             if stored.delta.fromSnapshotID != previousID {
-                return Verification(status: .corrupted, snapshotID: current.id, checked: checked,
-                                    message: "delta \(stored.delta.id) into snapshot \(current.id) starts at \(stored.delta.fromSnapshotID), not at its previous snapshot \(previousID)")
+                return Verification(
+                    status: .corrupted, snapshotID: current.id, checked: checked,
+                    message:
+                        "delta \(stored.delta.id) into snapshot \(current.id) starts at \(stored.delta.fromSnapshotID), not at its previous snapshot \(previousID)"
+                )
             }
             guard let previous = byID[previousID] else {
-                return Verification(status: .corrupted, snapshotID: current.id, checked: checked,
-                                    message: "snapshot \(current.id) follows \(previousID), which is not in the archive")
+                return Verification(
+                    status: .corrupted, snapshotID: current.id, checked: checked,
+                    message: "snapshot \(current.id) follows \(previousID), which is not in the archive")
             }
             if stored.delta.checksumAfter != own.checksum {
-                return Verification(status: .checksumMismatch, snapshotID: current.id, checked: checked,
-                                    message: "delta \(stored.delta.id): checksum_after \(stored.delta.checksumAfter) does not match snapshot \(current.id) (\(own.checksum))")
+                return Verification(
+                    status: .checksumMismatch, snapshotID: current.id, checked: checked,
+                    message:
+                        "delta \(stored.delta.id): checksum_after \(stored.delta.checksumAfter) does not match snapshot \(current.id) (\(own.checksum))"
+                )
             }
             let before = try recomputed(previous, archive)
             if let problem = before.problem {
                 return Verification(status: .checksumMismatch, snapshotID: previous.id, checked: checked + 1, message: problem)
             }
             if stored.delta.checksumBefore != before.checksum {
-                return Verification(status: .checksumMismatch, snapshotID: previous.id, checked: checked + 1,
-                                    message: "delta \(stored.delta.id): checksum_before \(stored.delta.checksumBefore) does not match snapshot \(previous.id) (\(before.checksum))")
+                return Verification(
+                    status: .checksumMismatch, snapshotID: previous.id, checked: checked + 1,
+                    message:
+                        "delta \(stored.delta.id): checksum_before \(stored.delta.checksumBefore) does not match snapshot \(previous.id) (\(before.checksum))"
+                )
             }
             checked += 1
             current = previous
         }
         if let stray = snapshots.first(where: { !visited.contains($0.id) }) {
-            return Verification(status: .corrupted, snapshotID: stray.id, checked: checked,
-                                message: "snapshot \(stray.id) is not on the chain that ends at the latest snapshot \(latest.id)")
+            return Verification(
+                status: .corrupted, snapshotID: stray.id, checked: checked,
+                message: "snapshot \(stray.id) is not on the chain that ends at the latest snapshot \(latest.id)")
         }
-        return Verification(status: .valid, snapshotID: nil, checked: checked,
-                            message: "\(checked) snapshot\(checked == 1 ? "" : "s") checked: the chain is intact")
+        return Verification(
+            status: .valid, snapshotID: nil, checked: checked,
+            message: "\(checked) snapshot\(checked == 1 ? "" : "s") checked: the chain is intact")
     }
 
     /// A snapshot's checksum recomputed from its stored counts, and any type whose stored hash

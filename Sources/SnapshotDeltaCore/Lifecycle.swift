@@ -50,10 +50,11 @@ enum Lifecycle {
         let integrity = try Integrity.validate(archive)
         let incoming = try archive.storedDelta(to: snapshot.id)?.delta
         let outgoing = try next.flatMap { try archive.storedDelta(to: $0.id)?.delta }
-        var plan = Plan(snapshot: snapshot, position: position, previous: previous, next: next,
-                        willBreakChain: integrity.status != .valid, integrity: integrity,
-                        removedDeltaIDs: [incoming?.id, outgoing?.id].compactMap { $0 }, merged: nil, mergedAnomalies: [],
-                        rearmsPostRestoreToken: false)
+        var plan = Plan(
+            snapshot: snapshot, position: position, previous: previous, next: next,
+            willBreakChain: integrity.status != .valid, integrity: integrity,
+            removedDeltaIDs: [incoming?.id, outgoing?.id].compactMap { $0 }, merged: nil, mergedAnomalies: [],
+            rearmsPostRestoreToken: false)
         if let previous, let incoming, previous.postRestoreSuppressedDeltaID == incoming.id { plan.rearmsPostRestoreToken = true }
         if position == .intermediate, let previous, let next {
             let id = UUID().uuidString.lowercased()
@@ -68,8 +69,9 @@ enum Lifecycle {
             // Detection on the merged pair, as if B had never been taken.
             var before = previous
             if plan.rearmsPostRestoreToken { before.postRestoreSuppressedDeltaID = nil }
-            let detection = AnomalyDetector.detect(previous: before, current: next, delta: merged, rules: rules, at: time,
-                                                   newID: { UUID().uuidString.lowercased() })
+            let detection = AnomalyDetector.detect(
+                previous: before, current: next, delta: merged, rules: rules, at: time,
+                newID: { UUID().uuidString.lowercased() })
             merged.postRestoreSuppressed = detection.consumedPostRestoreToken
             plan.merged = merged
             plan.mergedAnomalies = detection.anomalies
@@ -79,8 +81,10 @@ enum Lifecycle {
 
     /// Carries out a plan in one transaction with its operation log entry; returns the number
     /// of archived samples that went with the snapshot and the log entry's detail.
-    static func execute(_ plan: Plan, in archive: Archive, forced: Bool, at time: Int64,
-                               diagnostics: Diagnostics) throws -> (samplesRemoved: Int64, removedAnomalyIDs: [String]) {
+    static func execute(
+        _ plan: Plan, in archive: Archive, forced: Bool, at time: Int64,
+        diagnostics: Diagnostics
+    ) throws -> (samplesRemoved: Int64, removedAnomalyIDs: [String]) {
         let ids = [plan.snapshot.id, plan.previous?.id, plan.next?.id].compactMap { $0 }
         return try archive.withLoggedChange("delete", snapshotIDs: ids, at: time, diagnostics: diagnostics) {
             var removedAnomalies: [String] = []

@@ -23,7 +23,8 @@ extension Archive {
     /// Appends an entry; returns its id.
     func appendLog(_ operation: String, snapshotIDs: [String], detail: JSONObject, at time: Int64, critical: Bool = false) throws -> Int64 {
         let statement = try db.prepare("INSERT INTO operations (at, operation, snapshot_ids, detail, critical) VALUES (?, ?, ?, ?, ?)")
-        statement.bind(time, operation, JSONValue.array(snapshotIDs.map { .string($0) }).jsonText, JSONValue.object(detail).jsonText, critical)
+        statement.bind(
+            time, operation, JSONValue.array(snapshotIDs.map { .string($0) }).jsonText, JSONValue.object(detail).jsonText, critical)
         try statement.step()
         return db.lastInsertRowID
     }
@@ -42,8 +43,10 @@ extension Archive {
         while try statement.step() {
             let ids = ((try? JSONParser.parse(statement.text(3) ?? "[]"))?.arrayValue ?? []).compactMap(\.stringValue)
             let detail = (try? JSONParser.parse(statement.text(4) ?? "{}"))?.objectValue ?? JSONObject()
-            result.append(Operation(id: statement.int64(0), at: statement.int64(1), operation: statement.text(2) ?? "",
-                                    snapshotIDs: ids, detail: detail, critical: statement.int64(5) != 0))
+            result.append(
+                Operation(
+                    id: statement.int64(0), at: statement.int64(1), operation: statement.text(2) ?? "",
+                    snapshotIDs: ids, detail: detail, critical: statement.int64(5) != 0))
         }
         return result
     }
@@ -52,8 +55,10 @@ extension Archive {
     /// again and reported (HealthProbe's post-save verification of the log).
     /// `body` runs inside the transaction with the entry's id, so the log entry and the change
     /// it records commit together.
-    func withLoggedChange<T>(_ operation: String, snapshotIDs: [String], at time: Int64, diagnostics: Diagnostics,
-                             _ body: () throws -> (T, JSONObject)) throws -> T {
+    func withLoggedChange<T>(
+        _ operation: String, snapshotIDs: [String], at time: Int64, diagnostics: Diagnostics,
+        _ body: () throws -> (T, JSONObject)
+    ) throws -> T {
         var entry: (id: Int64, ids: [String], detail: JSONObject)?
         let result: T = try transaction {
             let (value, detail) = try body()
@@ -61,13 +66,18 @@ extension Archive {
             entry = (id, snapshotIDs, detail)
             return value
         }
-        if let entry { try verifyLogEntry(entry.id, operation: operation, snapshotIDs: entry.ids, detail: entry.detail, at: time, diagnostics: diagnostics) }
+        if let entry {
+            try verifyLogEntry(
+                entry.id, operation: operation, snapshotIDs: entry.ids, detail: entry.detail, at: time, diagnostics: diagnostics)
+        }
         return result
     }
 
     /// The post-save check: re-reads the entry and re-inserts it when it is missing.
-    func verifyLogEntry(_ id: Int64, operation: String, snapshotIDs: [String], detail: JSONObject, at time: Int64,
-                        diagnostics: Diagnostics) throws {
+    func verifyLogEntry(
+        _ id: Int64, operation: String, snapshotIDs: [String], detail: JSONObject, at time: Int64,
+        diagnostics: Diagnostics
+    ) throws {
         guard try !logEntryExists(id) else { return }
         var recovered = detail
         recovered["recovered_entry"] = .integer(Int(id))
@@ -75,9 +85,11 @@ extension Archive {
             try appendLog(operation, snapshotIDs: snapshotIDs, detail: recovered, at: time, critical: true)
         }
         if try logEntryExists(newID) {
-            diagnostics.error("critical: operation log entry \(id) (\(operation)) was missing after it was saved; written again as entry \(newID)")
+            diagnostics.error(
+                "critical: operation log entry \(id) (\(operation)) was missing after it was saved; written again as entry \(newID)")
         } else {
-            diagnostics.error("critical: operation log entry \(id) (\(operation)) was missing after it was saved, and writing it again failed")
+            diagnostics.error(
+                "critical: operation log entry \(id) (\(operation)) was missing after it was saved, and writing it again failed")
         }
     }
 }

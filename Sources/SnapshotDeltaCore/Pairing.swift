@@ -39,8 +39,10 @@ extension Archive {
     /// Redeems a token for a client certificate: checks it is known, unexpired and unused, marks
     /// it used and pairs the fingerprint (already paired: kept, the token is still spent).
     /// The attempt is logged whatever the outcome. Returns the paired client, or why not.
-    func redeemPairingToken(sha256 hash: String, fingerprint: String, at time: Int64,
-                            diagnostics: Diagnostics) throws -> Result<PairedClient, TokenRefusal> {
+    func redeemPairingToken(
+        sha256 hash: String, fingerprint: String, at time: Int64,
+        diagnostics: Diagnostics
+    ) throws -> Result<PairedClient, TokenRefusal> {
         try withLoggedChange("pair", snapshotIDs: [], at: time, diagnostics: diagnostics) {
             var detail = JSONObject([JSONField("client_fingerprint", .string(fingerprint))])
             let lookup = try db.prepare("SELECT id, expires_at, used_at FROM pairing_tokens WHERE token_sha256 = ?")
@@ -73,8 +75,10 @@ extension Archive {
                 client = existing
                 detail["outcome"] = .string("already_paired")
             } else {
-                client = PairedClient(id: UUID().uuidString, certificateFingerprint: fingerprint, pairedAt: time, lastSeen: nil, deletedAt: nil)
-                let insert = try db.prepare("INSERT INTO paired_clients (id, certificate_fingerprint, paired_at, token_id) VALUES (?, ?, ?, ?)")
+                client = PairedClient(
+                    id: UUID().uuidString, certificateFingerprint: fingerprint, pairedAt: time, lastSeen: nil, deletedAt: nil)
+                let insert = try db.prepare(
+                    "INSERT INTO paired_clients (id, certificate_fingerprint, paired_at, token_id) VALUES (?, ?, ?, ?)")
                 insert.bind(client.id, fingerprint, time, tokenID)
                 try insert.step()
                 detail["outcome"] = .string("paired")
@@ -87,7 +91,8 @@ extension Archive {
 
     /// The active pairing of a fingerprint, if any.
     func pairedClient(_ fingerprint: String) throws -> PairedClient? {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT id, certificate_fingerprint, paired_at, last_seen, deleted_at FROM paired_clients
             WHERE certificate_fingerprint = ? AND deleted_at IS NULL
             """)
@@ -97,7 +102,8 @@ extension Archive {
 
     /// Every pairing, oldest first; with `all`, the unpaired ones too.
     func pairedClients(all: Bool) throws -> [PairedClient] {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT id, certificate_fingerprint, paired_at, last_seen, deleted_at FROM paired_clients
             \(all ? "" : "WHERE deleted_at IS NULL") ORDER BY paired_at, rowid
             """)
@@ -113,7 +119,9 @@ extension Archive {
             let update = try db.prepare("UPDATE paired_clients SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL")
             update.bind(time, client.id)
             try update.step()
-            return ((), JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("paired_client_id", .string(client.id))]))
+            return (
+                (), JSONObject([JSONField("client_fingerprint", .string(fingerprint)), JSONField("paired_client_id", .string(client.id))])
+            )
         }
         var unpaired = client
         unpaired.deletedAt = time
@@ -128,8 +136,9 @@ extension Archive {
     }
 
     private func readClient(_ row: SQLiteStatement) -> PairedClient {
-        PairedClient(id: row.text(0) ?? "", certificateFingerprint: row.text(1) ?? "", pairedAt: row.int64(2),
-                     lastSeen: row.optionalInt64(3), deletedAt: row.optionalInt64(4))
+        PairedClient(
+            id: row.text(0) ?? "", certificateFingerprint: row.text(1) ?? "", pairedAt: row.int64(2),
+            lastSeen: row.optionalInt64(3), deletedAt: row.optionalInt64(4))
     }
 }
 
@@ -147,6 +156,9 @@ enum PairingToken {
 
     /// Whether text has the shape of a token (so nothing else is ever hashed and looked up).
     static func isWellFormed(_ text: String) -> Bool {
-        text.utf8.count == 26 && text.utf8.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "2")...UInt8(ascii: "7")).contains($0) }
+        text.utf8.count == 26
+            && text.utf8.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "2")...UInt8(ascii: "7")).contains($0)
+            }
     }
 }

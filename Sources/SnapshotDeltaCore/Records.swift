@@ -55,10 +55,16 @@ enum Records {
             JSONField("quality", .string(type.quality.rawValue)),
             JSONField("type_hash", .string(type.typeHash)),
             JSONField("is_unsupported", .bool(type.isUnsupported)),
-            JSONField("yearly", .array(type.yearly.map { year in
-                .object(JSONObject([JSONField("year", .integer(year.year)), JSONField("count", int(year.count)),
-                                    JSONField("is_approximate", .bool(year.isApproximate))]))
-            })),
+            JSONField(
+                "yearly",
+                .array(
+                    type.yearly.map { year in
+                        .object(
+                            JSONObject([
+                                JSONField("year", .integer(year.year)), JSONField("count", int(year.count)),
+                                JSONField("is_approximate", .bool(year.isApproximate)),
+                            ]))
+                    })),
         ])
     }
 
@@ -79,25 +85,33 @@ enum Records {
             JSONField("post_restore_suppressed", .bool(delta.postRestoreSuppressed)),
         ])
         if ephemeral { object["ephemeral"] = .bool(true) }
-        object["types"] = .array(delta.types.map { type in
-            .object(JSONObject([
-                JSONField("type_identifier", .string(type.typeIdentifier)),
-                JSONField("transition", .string(type.transition.rawValue)),
-                JSONField("reason", .string(type.reason.rawValue)),
-                JSONField("count_before", int(type.countBefore)),
-                JSONField("count_after", int(type.countAfter)),
-                JSONField("count_delta", int(type.countDelta)),
-                JSONField("quality_before", string(type.qualityBefore?.rawValue)),
-                JSONField("quality_after", string(type.qualityAfter?.rawValue)),
-                JSONField("hash_before", string(type.hashBefore)),
-                JSONField("hash_after", string(type.hashAfter)),
-                JSONField("yearly", .array(type.yearly.map { year in
-                    .object(JSONObject([JSONField("year", .integer(year.year)), JSONField("before", int(year.before)),
-                                        JSONField("after", int(year.after)), JSONField("delta", int(year.delta))]))
-                })),
-                JSONField("yearly_count_note", string(type.yearlyCountNote)),
-            ]))
-        })
+        object["types"] = .array(
+            delta.types.map { type in
+                .object(
+                    JSONObject([
+                        JSONField("type_identifier", .string(type.typeIdentifier)),
+                        JSONField("transition", .string(type.transition.rawValue)),
+                        JSONField("reason", .string(type.reason.rawValue)),
+                        JSONField("count_before", int(type.countBefore)),
+                        JSONField("count_after", int(type.countAfter)),
+                        JSONField("count_delta", int(type.countDelta)),
+                        JSONField("quality_before", string(type.qualityBefore?.rawValue)),
+                        JSONField("quality_after", string(type.qualityAfter?.rawValue)),
+                        JSONField("hash_before", string(type.hashBefore)),
+                        JSONField("hash_after", string(type.hashAfter)),
+                        JSONField(
+                            "yearly",
+                            .array(
+                                type.yearly.map { year in
+                                    .object(
+                                        JSONObject([
+                                            JSONField("year", .integer(year.year)), JSONField("before", int(year.before)),
+                                            JSONField("after", int(year.after)), JSONField("delta", int(year.delta)),
+                                        ]))
+                                })),
+                        JSONField("yearly_count_note", string(type.yearlyCountNote)),
+                    ]))
+            })
         return object
     }
 
@@ -116,11 +130,13 @@ enum Records {
             JSONField("count_before", int(anomaly.countBefore)),
             JSONField("count_after", int(anomaly.countAfter)),
             JSONField("count_delta", int(anomaly.countDelta)),
-            JSONField("change_pct", anomaly.changePercent.map { value in
-                var out: [UInt8] = []
-                JSONText.appendFixed(value, decimals: 2, to: &out)
-                return .number(String(decoding: out, as: UTF8.self))
-            } ?? .null),
+            JSONField(
+                "change_pct",
+                anomaly.changePercent.map { value in
+                    var out: [UInt8] = []
+                    JSONText.appendFixed(value, decimals: 2, to: &out)
+                    return .number(String(decoding: out, as: UTF8.self))
+                } ?? .null),
             JSONField("types", strings(anomaly.types)),
             JSONField("message", .string(anomaly.message)),
         ])
@@ -173,16 +189,20 @@ enum Records {
     }
 
     /// The CSV columns of `samples --format csv`.
-    static let csvColumns = ["type_identifier", "start", "end", "value", "unit", "source", "source_version", "device", "uuid",
-                             "created", "first_seen_snapshot_id", "verified_at"]
+    static let csvColumns = [
+        "type_identifier", "start", "end", "value", "unit", "source", "source_version", "device", "uuid",
+        "created", "first_seen_snapshot_id", "verified_at",
+    ]
 
     /// One CSV row (RFC 4180 quoting).
     static func csvRow(_ sample: Archive.ArchivedSample) -> String {
-        let fields: [String?] = [sample.typeIdentifier, Timestamp.format(milliseconds: sample.start),
-                                 Timestamp.format(milliseconds: sample.end), sample.value, sample.unit, sample.source,
-                                 sample.sourceVersion, sample.device, sample.uuid,
-                                 sample.created.map { Timestamp.format(milliseconds: $0) }, sample.firstSeenSnapshotID,
-                                 Timestamp.format(milliseconds: sample.verifiedAt)]
+        let fields: [String?] = [
+            sample.typeIdentifier, Timestamp.format(milliseconds: sample.start),
+            Timestamp.format(milliseconds: sample.end), sample.value, sample.unit, sample.source,
+            sample.sourceVersion, sample.device, sample.uuid,
+            sample.created.map { Timestamp.format(milliseconds: $0) }, sample.firstSeenSnapshotID,
+            Timestamp.format(milliseconds: sample.verifiedAt),
+        ]
         return CSV.row(fields)
     }
 }

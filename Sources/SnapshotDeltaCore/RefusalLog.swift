@@ -47,7 +47,8 @@ final class RefusalLog: LineSink {
             return String(rest[..<space])
         }
         guard let status = word().flatMap({ Int($0) }), (100...599).contains(status), let address = word(),
-              rest.first == "\"", let close = rest.dropFirst().lastIndex(of: "\"") else { return nil }
+            rest.first == "\"", let close = rest.dropFirst().lastIndex(of: "\"")
+        else { return nil }
         let request = rest[rest.index(after: rest.startIndex)..<close].split(separator: " ")
         rest = rest[rest.index(after: close)...]
         var sha1: String?
@@ -56,8 +57,9 @@ final class RefusalLog: LineSink {
             if !value.isEmpty { sha1 = value.lowercased() }
         }
         let path = request.count > 1 ? request[1].split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0] : "-"
-        return Key(status: status, remoteAddress: String(address.prefix(64)), clientSHA1: sha1,
-                   method: request.first.map { String($0.prefix(16)) } ?? "-", path: String(path.prefix(256)))
+        return Key(
+            status: status, remoteAddress: String(address.prefix(64)), clientSHA1: sha1,
+            method: request.first.map { String($0.prefix(16)) } ?? "-", path: String(path.prefix(256)))
     }
 
     /// The word for a status nginx answers itself.

@@ -33,7 +33,8 @@ final class SampleArchiveWriter {
         self.archive = archive
         self.seq = seq
         self.now = now
-        upsert = try archive.db.prepare("""
+        upsert = try archive.db.prepare(
+            """
             INSERT INTO samples (type_id, start_ms, fingerprint, occurrence, end_ms, created_ms, value, unit, source,
                 source_version, device, uuid, first_seen, last_seen, present, verified_at)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, 1, ?14)
@@ -93,8 +94,9 @@ final class SampleArchiveWriter {
         // Occurrence 0 first; when it was already seen by this take, the next one, and so on.
         var occurrence: Int64 = 0
         while true {
-            upsert.bind(type, sample.start, fingerprint, occurrence, sample.end, sample.created, sample.value, sample.unit, sample.source,
-                        sample.sourceVersion, sample.device, sample.uuid, seq, now)
+            upsert.bind(
+                type, sample.start, fingerprint, occurrence, sample.end, sample.created, sample.value, sample.unit, sample.source,
+                sample.sourceVersion, sample.device, sample.uuid, seq, now)
             defer { upsert.reset() }
             try upsert.step()
             if archive.db.changes > 0 {
@@ -109,7 +111,8 @@ final class SampleArchiveWriter {
     /// Keeps `metadata` (a JSON object's text) with the sample upserted last.
     func attachMetadata(_ metadata: String) throws {
         guard let identity = lastIdentity else { return }
-        let update = try archive.db.prepare("""
+        let update = try archive.db.prepare(
+            """
             UPDATE samples SET metadata = ? WHERE type_id = ? AND start_ms = ? AND fingerprint = ? AND occurrence = ?
             """)
         update.bind(metadata, identity.type, identity.start, identity.fingerprint, identity.occurrence)
@@ -142,20 +145,24 @@ final class SampleArchiveWriter {
             if !markable(types.text(1) ?? "") { excluded.append(types.int64(0)) }
         }
         let exclusion = excluded.isEmpty ? "" : " AND type_id NOT IN (\(excluded.map(String.init).joined(separator: ",")))"
-        try db.execute("""
+        try db.execute(
+            """
             INSERT INTO sample_events (sample_id, snapshot_seq, kind, at)
                 SELECT id, \(seq), 'reappeared', \(now) FROM samples WHERE present = 0 AND last_seen = \(seq);
             """, context: "mark reappeared samples")
         let reappeared = Int64(db.changes)
-        try db.execute("UPDATE samples SET present = 1, disappeared_in = NULL, disappeared_at = NULL WHERE present = 0 AND last_seen = \(seq)",
-                       context: "mark reappeared samples")
-        try db.execute("""
+        try db.execute(
+            "UPDATE samples SET present = 1, disappeared_in = NULL, disappeared_at = NULL WHERE present = 0 AND last_seen = \(seq)",
+            context: "mark reappeared samples")
+        try db.execute(
+            """
             INSERT INTO sample_events (sample_id, snapshot_seq, kind, at)
                 SELECT id, \(seq), 'disappeared', \(now) FROM samples WHERE present = 1 AND last_seen <> \(seq)\(exclusion);
             """, context: "mark disappeared samples")
         let disappeared = Int64(db.changes)
         if disappeared > 0 {
-            try db.execute("""
+            try db.execute(
+                """
                 UPDATE samples SET present = 0, disappeared_in = \(seq), disappeared_at = \(now)
                 WHERE id IN (SELECT sample_id FROM sample_events WHERE snapshot_seq = \(seq) AND kind = 'disappeared')
                 """, context: "mark disappeared samples")
@@ -195,10 +202,11 @@ extension Archive {
         """
 
     private func readSample(_ row: SQLiteStatement) -> ArchivedSample {
-        ArchivedSample(typeIdentifier: row.text(0) ?? "", start: row.int64(1), end: row.int64(2), created: row.optionalInt64(3),
-                       value: row.text(4), unit: row.text(5), source: row.text(6), sourceVersion: row.text(7),
-                       device: row.text(8), uuid: row.text(9), firstSeenSnapshotID: row.text(10), verifiedAt: row.int64(11),
-                       disappearedSnapshotID: row.text(12), disappearedAt: row.optionalInt64(13), metadata: row.text(14))
+        ArchivedSample(
+            typeIdentifier: row.text(0) ?? "", start: row.int64(1), end: row.int64(2), created: row.optionalInt64(3),
+            value: row.text(4), unit: row.text(5), source: row.text(6), sourceVersion: row.text(7),
+            device: row.text(8), uuid: row.text(9), firstSeenSnapshotID: row.text(10), verifiedAt: row.int64(11),
+            disappearedSnapshotID: row.text(12), disappearedAt: row.optionalInt64(13), metadata: row.text(14))
     }
 
     /// Health Sync's fetch: the present samples of the query's types starting in [from, to),
@@ -206,12 +214,14 @@ extension Archive {
     /// passed to `body` with `extra` true, to tell whether more follow).
     func samples(_ query: SampleQuery, lookAhead: Bool = false, _ body: (ArchivedSample, _ extra: Bool) throws -> Void) throws -> Int {
         let marks = Array(repeating: "?", count: query.types.count).joined(separator: ", ")
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT \(Archive.sampleColumns), s.fingerprint, s.occurrence FROM samples s JOIN sample_types t ON t.id = s.type_id
             WHERE t.identifier IN (\(marks)) AND s.start_ms >= ? AND s.start_ms < ? AND s.present = 1
             ORDER BY s.start_ms DESC, s.id DESC LIMIT ? OFFSET ?
             """)
-        statement.bind(list: query.types, query.from ?? Int64.min / 2, query.to ?? Int64.max / 2, query.limit + (lookAhead ? 1 : 0), query.offset)
+        statement.bind(
+            list: query.types, query.from ?? Int64.min / 2, query.to ?? Int64.max / 2, query.limit + (lookAhead ? 1 : 0), query.offset)
         var count = 0
         while try statement.step() {
             var sample = readSample(statement)
@@ -231,7 +241,8 @@ extension Archive {
                       ORDER BY e.snapshot_seq DESC LIMIT 1), 'reappeared')
             """
         }
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT \(Archive.sampleColumns) FROM samples s JOIN sample_types t ON t.id = s.type_id
             WHERE s.id IN (SELECT sample_id FROM sample_events WHERE kind = 'disappeared' AND snapshot_seq > ?1 AND snapshot_seq <= ?2)
               AND s.first_seen <= ?1 AND \(state("?1")) = 'reappeared' AND \(state("?2")) = 'disappeared'
@@ -264,14 +275,16 @@ extension Archive {
         }
         if let next {
             // Seen only here: first seen here and gone in the next snapshot (or nothing else).
-            try run("""
+            try run(
+                """
                 CREATE TEMP TABLE IF NOT EXISTS doomed (id INTEGER PRIMARY KEY);
                 DELETE FROM doomed;
                 INSERT INTO doomed SELECT id FROM samples WHERE first_seen = \(seq)
                     AND EXISTS (SELECT 1 FROM sample_events e WHERE e.sample_id = samples.id AND e.snapshot_seq = \(next) AND e.kind = 'disappeared');
                 """)
             removed = try db.scalarInt("SELECT count(*) FROM doomed") ?? 0
-            try run("""
+            try run(
+                """
                 DELETE FROM sample_events WHERE sample_id IN (SELECT id FROM doomed);
                 DELETE FROM samples WHERE id IN (SELECT id FROM doomed);
                 UPDATE samples SET first_seen = \(next) WHERE first_seen = \(seq);
@@ -286,7 +299,8 @@ extension Archive {
         } else {
             // The latest snapshot: what it first saw goes; its marks are undone.
             removed = try db.scalarInt("SELECT count(*) FROM samples WHERE first_seen = \(seq)") ?? 0
-            try run("""
+            try run(
+                """
                 DELETE FROM sample_events WHERE sample_id IN (SELECT id FROM samples WHERE first_seen = \(seq));
                 DELETE FROM samples WHERE first_seen = \(seq);
                 UPDATE samples SET present = 1, disappeared_in = NULL, disappeared_at = NULL

@@ -26,7 +26,8 @@ struct SampleQuery: Sendable {
     /// `samples` always logged it, unless `listTypes`).
     func logDetail(listTypes: Bool) -> JSONObject {
         JSONObject([
-            types.count == 1 && !listTypes ? JSONField("type_identifier", .string(types[0])) : JSONField("types", .array(types.map { .string($0) })),
+            types.count == 1 && !listTypes
+                ? JSONField("type_identifier", .string(types[0])) : JSONField("types", .array(types.map { .string($0) })),
             JSONField("from", from.map { Records.time($0) } ?? .null), JSONField("to", to.map { Records.time($0) } ?? .null),
             JSONField("offset", .integer(offset)), JSONField("limit", .integer(limit)),
         ])
@@ -48,9 +49,11 @@ extension Archive {
     /// operation log as `operation` with the query, what it returned and the `extra` fields (the
     /// client and status of an API request). The log entry is written after the read, so it
     /// records what was returned.
-    func fetchSamples(_ query: SampleQuery, operation: String, extra: JSONObject = JSONObject(), at time: () -> Int64,
-                      diagnostics: Diagnostics, beforeLog: () throws -> Void = {},
-                      _ body: (ArchivedSample) throws -> Void) throws -> SampleFetch {
+    func fetchSamples(
+        _ query: SampleQuery, operation: String, extra: JSONObject = JSONObject(), at time: () -> Int64,
+        diagnostics: Diagnostics, beforeLog: () throws -> Void = {},
+        _ body: (ArchivedSample) throws -> Void
+    ) throws -> SampleFetch {
         var hasMore = false
         // One read transaction: the page and the snapshot it belongs to are read from the same state
         // of the archive, so a client paging through it can tell when a take came in between pages.
@@ -131,7 +134,11 @@ enum HealthSampleJSON {
         let characters = Array(text)
         guard characters.count == 36 else { return false }
         for (index, character) in characters.enumerated() {
-            if [8, 13, 18, 23].contains(index) { guard character == "-" else { return false } } else if !character.isHexDigit { return false }
+            if [8, 13, 18, 23].contains(index) {
+                guard character == "-" else { return false }
+            } else if !character.isHexDigit {
+                return false
+            }
         }
         return true
     }

@@ -43,7 +43,8 @@ extension Archive {
 
     /// The types the latest snapshot counted, with their counts (-1: unavailable), by identifier.
     func latestTypeCounts() throws -> [(type: String, count: Int64)] {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT type_identifier, count FROM type_counts
             WHERE snapshot_seq = (SELECT max(seq) FROM snapshots WHERE quality <> 'loading') ORDER BY type_identifier
             """)

@@ -47,8 +47,10 @@ struct TypeCount: Sendable, Equatable {
     var yearly: [YearlyCount]
 
     /// Creates a type count; the hash is computed from the fields.
-    init(typeIdentifier: String, count: Int64, earliest: Int64?, latest: Int64?, quality: Quality,
-                isUnsupported: Bool = false, yearly: [YearlyCount] = []) {
+    init(
+        typeIdentifier: String, count: Int64, earliest: Int64?, latest: Int64?, quality: Quality,
+        isUnsupported: Bool = false, yearly: [YearlyCount] = []
+    ) {
         self.typeIdentifier = typeIdentifier
         self.count = count
         self.earliest = earliest
@@ -65,12 +67,18 @@ struct TypeCount: Sendable, Equatable {
     func coherent() -> (TypeCount, corrected: Bool) {
         let mustBeUnavailable = quality == .unauthorized || quality == .failed || isUnsupported
         if mustBeUnavailable, count != -1 || earliest != nil || latest != nil || !yearly.isEmpty {
-            return (TypeCount(typeIdentifier: typeIdentifier, count: -1, earliest: nil, latest: nil, quality: quality,
-                              isUnsupported: isUnsupported), true)
+            return (
+                TypeCount(
+                    typeIdentifier: typeIdentifier, count: -1, earliest: nil, latest: nil, quality: quality,
+                    isUnsupported: isUnsupported), true
+            )
         }
         if !mustBeUnavailable, count < 0 {
-            return (TypeCount(typeIdentifier: typeIdentifier, count: -1, earliest: nil, latest: nil, quality: .failed,
-                              isUnsupported: isUnsupported), true)
+            return (
+                TypeCount(
+                    typeIdentifier: typeIdentifier, count: -1, earliest: nil, latest: nil, quality: .failed,
+                    isUnsupported: isUnsupported), true
+            )
         }
         return (self, false)
     }

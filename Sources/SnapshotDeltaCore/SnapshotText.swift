@@ -26,7 +26,8 @@ enum SnapshotText {
         let widths = (0..<first.count).map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
             row.enumerated().map { column, text in
-                column == row.count - 1 && !rightAligned.contains(column) ? text
+                column == row.count - 1 && !rightAligned.contains(column)
+                    ? text
                     : rightAligned.contains(column) ? padLeft(text, widths[column]) : pad(text, widths[column])
             }.joined(separator: "  ")
         }.joined(separator: "\n")
@@ -37,7 +38,10 @@ enum SnapshotText {
         if snapshot.isChainStart { marks.append("chain start") }
         if snapshot.recoveredDeviceID { marks.append("archive reset, device id recovered") }
         if snapshot.isPostRestore {
-            marks.append(snapshot.isPostRestoreForwarded ? "post-restore (forwarded)" : snapshot.isPostRestoreInferred ? "post-restore baseline (inferred)" : "post-restore baseline")
+            marks.append(
+                snapshot.isPostRestoreForwarded
+                    ? "post-restore (forwarded)"
+                    : snapshot.isPostRestoreInferred ? "post-restore baseline (inferred)" : "post-restore baseline")
         }
         if snapshot.trigger != "manual" { marks.append("trigger: \(snapshot.trigger)") }
         if snapshot.quality != .complete { marks.append("incomplete") }
@@ -47,9 +51,11 @@ enum SnapshotText {
     static func list(_ snapshots: [Snapshot], anomalies: [Int]) -> String {
         var rows = [["#", "ID", "CREATED", "QUALITY", "RECORDS", "TYPES", "ANOMALIES", "NOTES"]]
         for (index, snapshot) in snapshots.enumerated() {
-            rows.append([String(snapshot.seq), String(snapshot.id.prefix(8)),
-                         String(Timestamp.format(milliseconds: snapshot.createdAt).prefix(19)) + "Z", snapshot.quality.rawValue,
-                         String(snapshot.recordCount), String(snapshot.types.count), String(anomalies[index]), marks(snapshot)])
+            rows.append([
+                String(snapshot.seq), String(snapshot.id.prefix(8)),
+                String(Timestamp.format(milliseconds: snapshot.createdAt).prefix(19)) + "Z", snapshot.quality.rawValue,
+                String(snapshot.recordCount), String(snapshot.types.count), String(anomalies[index]), marks(snapshot),
+            ])
         }
         return table(rows, rightAligned: [0, 4, 5, 6])
     }
@@ -87,9 +93,11 @@ enum SnapshotText {
         var lines = ["delta \(delta.fromSnapshotID) -> \(delta.toSnapshotID)  (detection: \(delta.detection.rawValue))", ""]
         var rows = [["TYPE", "TRANSITION", "BEFORE", "AFTER", "DELTA", "REASON"]]
         for type in delta.types {
-            rows.append([type.typeIdentifier, type.transition.rawValue, type.countBefore.map { $0 < 0 ? "unavailable" : String($0) } ?? "-",
-                         type.countAfter.map { $0 < 0 ? "unavailable" : String($0) } ?? "-",
-                         type.countDelta > 0 ? "+\(type.countDelta)" : String(type.countDelta), type.reason.rawValue])
+            rows.append([
+                type.typeIdentifier, type.transition.rawValue, type.countBefore.map { $0 < 0 ? "unavailable" : String($0) } ?? "-",
+                type.countAfter.map { $0 < 0 ? "unavailable" : String($0) } ?? "-",
+                type.countDelta > 0 ? "+\(type.countDelta)" : String(type.countDelta), type.reason.rawValue,
+            ])
         }
         lines.append(table(rows, rightAligned: [2, 3, 4]))
         for anomaly in anomalies { lines.append("\(anomaly.severity.rawValue): \(anomaly.kind.rawValue): \(anomaly.message)") }

@@ -107,8 +107,10 @@ final class Taker {
         let totalBytes = Inputs.totalBytes(paths, stdin: stdin)
         var bytesBefore: Int64 = 0
         func progressText(_ bytes: Int64) -> String {
-            "snapshot-delta: " + ProgressText.reading(bytes: bytes, of: totalBytes, items: Int(tally.recordCount), noun: "records",
-                                                      seconds: settings.progress?.elapsedSeconds ?? 0)
+            "snapshot-delta: "
+                + ProgressText.reading(
+                    bytes: bytes, of: totalBytes, items: Int(tally.recordCount), noun: "records",
+                    seconds: settings.progress?.elapsedSeconds ?? 0)
         }
         defer { settings.progress?.finish(progressText(bytesBefore)) }
         var exportVersion: String?
@@ -142,9 +144,10 @@ final class Taker {
                             diagnostics.error("error reading \(input.source): \(problem)")
                             ok = false
                         }
-                        continue // an empty input holds no records
+                        continue  // an empty input holds no records
                     default:
-                        diagnostics.error("\(input.source): neither an Apple Health export (<) nor NDJSON ({); name the format with --format")
+                        diagnostics.error(
+                            "\(input.source): neither an Apple Health export (<) nor NDJSON ({); name the format with --format")
                         ok = false
                         continue
                     }
@@ -161,7 +164,9 @@ final class Taker {
                     exportVersion = reader.exportVersion
                     exportDate = reader.exportDate
                     for (name, count) in reader.uncounted.sorted(by: { $0.key < $1.key }) {
-                        diagnostics.warning("\(input.source): \(count) <\(name)> element\(count == 1 ? "" : "s") not counted (not a sample type snapshot-delta knows)")
+                        diagnostics.warning(
+                            "\(input.source): \(count) <\(name)> element\(count == 1 ? "" : "s") not counted (not a sample type snapshot-delta knows)"
+                        )
                     }
                 } else {
                     try HealthRecordReader(sink: sink, diagnostics: diagnostics).read(input)
@@ -194,7 +199,9 @@ final class Taker {
 
         let (types, corrections) = tally.typeCounts()
         for correction in corrections {
-            diagnostics.warning("\(correction.typeIdentifier) is \(correction.quality.rawValue) but \(correction.recordsRead) records were read: its count is -1 (the count/quality coherence rule)")
+            diagnostics.warning(
+                "\(correction.typeIdentifier) is \(correction.quality.rawValue) but \(correction.recordsRead) records were read: its count is -1 (the count/quality coherence rule)"
+            )
         }
 
         do {
@@ -202,12 +209,14 @@ final class Taker {
                 try archive.begin()
                 seq = try archive.insertPlaceholder(id: id, createdAt: now, deviceID: device.id, source: paths.joined(separator: ", "))
             }
-            let result = try finish(seq: seq, id: id, now: now, types: types, device: device, paths: paths,
-                                    exportVersion: exportVersion, exportDate: exportDate, recordCount: tally.recordCount,
-                                    writer: writer)
+            let result = try finish(
+                seq: seq, id: id, now: now, types: types, device: device, paths: paths,
+                exportVersion: exportVersion, exportDate: exportDate, recordCount: tally.recordCount,
+                writer: writer)
             try archive.commit()
-            try archive.verifyLogEntry(result.logID, operation: "take", snapshotIDs: [id], detail: result.logDetail, at: now,
-                                       diagnostics: diagnostics)
+            try archive.verifyLogEntry(
+                result.logID, operation: "take", snapshotIDs: [id], detail: result.logDetail, at: now,
+                diagnostics: diagnostics)
             return result.take
         } catch {
             archive.rollback()
@@ -221,12 +230,14 @@ final class Taker {
         throw TakeDebounced(latest: latest, windowMs: window)
     }
 
-    private func finish(seq: Int64, id: String, now: Int64, types: [TypeCount], device: DeviceIdentity, paths: [String],
-                        exportVersion: String?, exportDate: Int64?, recordCount: Int64,
-                        writer: SampleArchiveWriter?) throws -> (take: TakeResult, logID: Int64, logDetail: JSONObject) {
+    private func finish(
+        seq: Int64, id: String, now: Int64, types: [TypeCount], device: DeviceIdentity, paths: [String],
+        exportVersion: String?, exportDate: Int64?, recordCount: Int64,
+        writer: SampleArchiveWriter?
+    ) throws -> (take: TakeResult, logID: Int64, logDetail: JSONObject) {
         let previous = try archive.latestSnapshot()
         try checkDebounce(latest: previous, now: now)
-        let finished = try archive.snapshotCount() - 1 // without this take's placeholder
+        let finished = try archive.snapshotCount() - 1  // without this take's placeholder
         if let stored = try archive.meta("device_id"), stored != device.id {
             diagnostics.warning("this archive was started with device id \(stored); the device id file holds \(device.id)")
         } else if try archive.meta("device_id") == nil {
@@ -235,7 +246,8 @@ final class Taker {
         let quality = Quality.aggregate(types.map(\.quality))
         var snapshot = Snapshot(
             seq: seq, id: id, createdAt: now, trigger: settings.trigger, quality: quality, checksum: Hashing.checksum(types),
-            typeSetHash: Hashing.typeSetHash(settings.registry ?? types.map(\.typeIdentifier)), registry: settings.registry?.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
+            typeSetHash: Hashing.typeSetHash(settings.registry ?? types.map(\.typeIdentifier)),
+            registry: settings.registry?.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) },
             timezone: settings.timezone, exportVersion: exportVersion, exportDate: exportDate,
             source: paths.map { $0 == "-" ? "<stdin>" : $0 }.joined(separator: ", "), previousSnapshotID: previous?.id,
             isChainStart: previous == nil, isPostRestore: false, isPostRestoreInferred: false, isPostRestoreForwarded: false,
@@ -247,8 +259,11 @@ final class Taker {
         // could not be used because detection does not run on this pair.
         let afterFullDeny = previous?.quality == .unauthorized && quality == .complete
         let largeChainStart = previous == nil && recordCount > settings.restoreRecords
-        let forwarded = previous.map { $0.isPostRestore && $0.postRestoreSuppressedDeltaID == nil
-            && !($0.quality == .complete && quality == .complete) } ?? false
+        let forwarded =
+            previous.map {
+                $0.isPostRestore && $0.postRestoreSuppressedDeltaID == nil
+                    && !($0.quality == .complete && quality == .complete)
+            } ?? false
         snapshot.isPostRestoreInferred = afterFullDeny || largeChainStart
         snapshot.isPostRestoreForwarded = forwarded
         snapshot.isPostRestore = settings.postRestore || snapshot.isPostRestoreInferred || forwarded
@@ -258,8 +273,9 @@ final class Taker {
         var anomalies: [AnomalyRecord] = []
         if let previous {
             var built = DeltaBuilder.delta(id: UUID().uuidString.lowercased(), from: previous, to: snapshot, at: now)
-            let detection = AnomalyDetector.detect(previous: previous, current: snapshot, delta: built, rules: settings.rules,
-                                                   at: now, newID: { UUID().uuidString.lowercased() })
+            let detection = AnomalyDetector.detect(
+                previous: previous, current: snapshot, delta: built, rules: settings.rules,
+                at: now, newID: { UUID().uuidString.lowercased() })
             if detection.consumedPostRestoreToken {
                 built.postRestoreSuppressed = true
                 try archive.setSuppressionToken(snapshotID: previous.id, deltaID: built.id)
@@ -282,11 +298,12 @@ final class Taker {
                 if let type = snapshot.type(identifier) { return type.quality == .complete }
                 return registry == nil
             }
-            detail["samples"] = .object(JSONObject([
-                JSONField("read", .number(String(writer.seen))), JSONField("new", .number(String(try writer.newCount()))),
-                JSONField("reappeared", .number(String(marks.reappeared))),
-                JSONField("disappeared", .number(String(marks.disappeared))),
-            ]))
+            detail["samples"] = .object(
+                JSONObject([
+                    JSONField("read", .number(String(writer.seen))), JSONField("new", .number(String(try writer.newCount()))),
+                    JSONField("reappeared", .number(String(marks.reappeared))),
+                    JSONField("disappeared", .number(String(marks.disappeared))),
+                ]))
         }
         let logID = try archive.appendLog("take", snapshotIDs: [id], detail: detail, at: now)
         return (TakeResult(snapshot: snapshot, delta: delta, anomalies: anomalies), logID, detail)

@@ -114,7 +114,8 @@ final class Tally {
     @inline(__always)
     func index(of type: UnsafeBufferPointer<UInt8>) -> Int? {
         if lastIndex >= 0, type.count == lastType.count, let base = type.baseAddress,
-           lastType.withUnsafeBufferPointer({ memcmp($0.baseAddress!, base, type.count) == 0 }) {
+            lastType.withUnsafeBufferPointer({ memcmp($0.baseAddress!, base, type.count) == 0 })
+        {
             return lastIndex
         }
         return slowIndex(of: type)
@@ -144,8 +145,9 @@ final class Tally {
     func add(_ index: Int, _ sample: RawSample) {
         recordCount += 1
         let year = sample.calendarYear ?? calendar.year(of: sample.start)
-        accumulators[index].add(start: sample.start, end: sample.end, year: year,
-                                spansDays: sample.end - sample.start > 86_400_000)
+        accumulators[index].add(
+            start: sample.start, end: sample.end, year: year,
+            spansDays: sample.end - sample.start > 86_400_000)
     }
 
     /// Notes a record of a type outside the registry.
@@ -175,13 +177,15 @@ final class Tally {
                 let tally = accumulators[index]
                 let yearly = tally.years.sorted { $0.year < $1.year }
                     .map { YearlyCount(year: $0.year, count: $0.count, isApproximate: $0.approximate) }
-                type = TypeCount(typeIdentifier: name, count: tally.count,
-                                 earliest: tally.count > 0 ? tally.earliest : nil, latest: tally.count > 0 ? tally.latest : nil,
-                                 quality: quality, isUnsupported: status.unsupported, yearly: yearly)
+                type = TypeCount(
+                    typeIdentifier: name, count: tally.count,
+                    earliest: tally.count > 0 ? tally.earliest : nil, latest: tally.count > 0 ? tally.latest : nil,
+                    quality: quality, isUnsupported: status.unsupported, yearly: yearly)
             } else {
                 let unavailable = quality == .failed || quality == .unauthorized || status.unsupported
-                type = TypeCount(typeIdentifier: name, count: unavailable ? -1 : 0, earliest: nil, latest: nil,
-                                 quality: quality, isUnsupported: status.unsupported)
+                type = TypeCount(
+                    typeIdentifier: name, count: unavailable ? -1 : 0, earliest: nil, latest: nil,
+                    quality: quality, isUnsupported: status.unsupported)
             }
             let (coherent, corrected) = type.coherent()
             if corrected { corrections.append(Correction(typeIdentifier: name, recordsRead: type.count, quality: quality)) }
@@ -192,7 +196,7 @@ final class Tally {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

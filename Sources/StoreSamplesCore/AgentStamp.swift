@@ -30,7 +30,8 @@ enum AgentStamp {
                 keys += 1
                 plain = field
             } else if key.contains(UInt8(ascii: "\\")),
-                      (try? JSONParser.parse(UnsafeBufferPointer(rebasing: line[(field.keyStart - 1)...field.keyEnd])))?.stringValue == "agent" {
+                (try? JSONParser.parse(UnsafeBufferPointer(rebasing: line[(field.keyStart - 1)...field.keyEnd])))?.stringValue == "agent"
+            {
                 keys += 1
             }
         }
@@ -48,7 +49,8 @@ enum AgentStamp {
             }
             guard let named = reader.text(field) else { return .refused("the record's 'agent' is not a string") }
             if named == agent { return .asWritten }
-            return .refused("the record names agent \(JSONValue.string(named).jsonText); this token is agent \(JSONValue.string(agent).jsonText)")
+            return .refused(
+                "the record names agent \(JSONValue.string(named).jsonText); this token is agent \(JSONValue.string(agent).jsonText)")
         }
         // No agent: added as the last field, before the closing brace.
         var end = line.count

@@ -1,9 +1,10 @@
 import HTTPTransport
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// ClickHouse's HTTP interface through HTTPTransport: one request at a time, on the thread that
@@ -40,15 +41,18 @@ final class ClickHouseClient {
     /// are `data`. `settings` are ClickHouse settings sent as URL parameters.
     /// `beforeResend` runs before `data` is sent a second time (and later times): the server may
     /// have stored what it did not acknowledge.
-    func run(_ query: String, data: [UInt8]? = nil, endpoint: String? = nil, settings: [String: String] = [:],
-             beforeResend: (() throws -> Void)? = nil) throws -> [UInt8] {
+    func run(
+        _ query: String, data: [UInt8]? = nil, endpoint: String? = nil, settings: [String: String] = [:],
+        beforeResend: (() throws -> Void)? = nil
+    ) throws -> [UInt8] {
         try finish(start(query, data: data, endpoint: endpoint, settings: settings), beforeResend: beforeResend)
     }
 
     /// Sends a request and returns at once; `finish` waits for its answer (and retries), `pump`
     /// moves it along meanwhile. One request is on the wire at a time: later ones wait their turn.
     func start(_ query: String, data: [UInt8]? = nil, endpoint: String? = nil, settings: [String: String] = [:]) -> Pending {
-        let base = "\(location.scheme)://\(endpoint ?? (location.host.contains(":") ? "[\(location.host)]" : location.host) + ":\(location.port)")/"
+        let base =
+            "\(location.scheme)://\(endpoint ?? (location.host.contains(":") ? "[\(location.host)]" : location.host) + ":\(location.port)")/"
         // Every table name is qualified with the database, which need not exist yet.
         var parameters: [String] = []
         // A query's answer is sent only once the query is done: otherwise an error the server
@@ -56,8 +60,9 @@ final class ClickHouseClient {
         let settings = data == nil ? settings.merging(["wait_end_of_query": "1"]) { given, _ in given } : settings
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) { parameters.append(key + "=" + URLText.percentEncoded(value)) }
         if data != nil { parameters.append("query=" + URLText.percentEncoded(query)) }
-        var request = HTTPRequest(url: base + "?" + parameters.joined(separator: "&"), method: "POST", timeoutMs: timeoutMs,
-                                  userAgent: "vitals-store-samples/\(Vitals.version)")
+        var request = HTTPRequest(
+            url: base + "?" + parameters.joined(separator: "&"), method: "POST", timeoutMs: timeoutMs,
+            userAgent: "vitals-store-samples/\(Vitals.version)")
         request.body = data ?? Array(query.utf8)
         request.headers = ["Expect:", "Content-Type: application/octet-stream"]
         request.bodyPolicy = .collect(limit: ClickHouseClient.maxAnswerBytes)
@@ -68,7 +73,8 @@ final class ClickHouseClient {
         request.username = location.user ?? (location.password != nil ? "default" : nil)
         request.password = location.password
         let place = endpoint.map { "the shard at \($0) of \(location.display)" } ?? location.display
-        return Pending(request: request, token: submit(request), started: Clock.monotonicMilliseconds(), place: place, isInsert: data != nil)
+        return Pending(
+            request: request, token: submit(request), started: Clock.monotonicMilliseconds(), place: place, isInsert: data != nil)
     }
 
     /// Lets the transfers in progress move on without waiting (an upload stalls while nobody does).
@@ -82,7 +88,9 @@ final class ClickHouseClient {
         var result = wait(for: pending.token)
         while true {
             if result.failure == nil, result.httpCode == 200 {
-                if result.stoppedAtLimit { throw ToolError("ClickHouse at \(pending.place): an answer larger than \(ClickHouseClient.maxAnswerBytes >> 20) MiB") }
+                if result.stoppedAtLimit {
+                    throw ToolError("ClickHouse at \(pending.place): an answer larger than \(ClickHouseClient.maxAnswerBytes >> 20) MiB")
+                }
                 return result.body
             }
             attempt += 1
@@ -96,15 +104,19 @@ final class ClickHouseClient {
     /// or when the transport failed and `--wait` allows no more tries; else waits before the next.
     private func pauseBeforeRetry(_ result: HTTPResult, _ pending: Pending, attempt: Int, body: [UInt8]? = nil) throws {
         if result.failure == nil {
-            throw ToolError("ClickHouse at \(pending.place) refused: \(ClickHouseClient.explain(body ?? result.body, code: result.httpCode))")
+            throw ToolError(
+                "ClickHouse at \(pending.place) refused: \(ClickHouseClient.explain(body ?? result.body, code: result.httpCode))")
         }
         let elapsed = Clock.monotonicMilliseconds() - pending.started
         let pause: Int64 = waitMs > 0 ? min(2_000, 100 << Int64(min(attempt, 5))) : (attempt == 1 ? 100 : 400)
         let retry = waitMs > 0 ? elapsed + pause < waitMs : attempt < 3
         if !retry || Signals.stopRequested {
             let why = result.curlMessage.isEmpty ? (result.failure?.rawValue ?? "no answer") : result.curlMessage
-            throw ToolError("cannot reach ClickHouse at \(pending.place): \(why)"
-                            + (waitMs > 0 ? " (still failing after --wait \(DefaultText.duration(milliseconds: waitMs)))" : " (--wait DURATION keeps retrying)"))
+            throw ToolError(
+                "cannot reach ClickHouse at \(pending.place): \(why)"
+                    + (waitMs > 0
+                        ? " (still failing after --wait \(DefaultText.duration(milliseconds: waitMs)))"
+                        : " (--wait DURATION keeps retrying)"))
         }
         usleep(useconds_t(pause * 1000))
     }
@@ -138,17 +150,22 @@ final class ClickHouseClient {
             }
             let done = result!
             if done.failure == nil, done.httpCode == 200 {
-                if done.stoppedAtLimit { throw ToolError("ClickHouse at \(pending.place): more than \(ClickHouseClient.maxAnswerBytes >> 20) MiB came at once") }
+                if done.stoppedAtLimit {
+                    throw ToolError("ClickHouse at \(pending.place): more than \(ClickHouseClient.maxAnswerBytes >> 20) MiB came at once")
+                }
                 try consume(done.body, true)
                 return
             }
             if consumed {
-                throw ToolError("ClickHouse at \(pending.place): the answer was cut off (\(done.curlMessage.isEmpty ? "no more bytes" : done.curlMessage))")
+                throw ToolError(
+                    "ClickHouse at \(pending.place): the answer was cut off (\(done.curlMessage.isEmpty ? "no more bytes" : done.curlMessage))"
+                )
             }
             attempt += 1
             try pauseBeforeRetry(done, pending, attempt: attempt, body: refusal + done.body)
-            pending = Pending(request: pending.request, token: submit(pending.request), started: pending.started, place: pending.place,
-                              isInsert: false)
+            pending = Pending(
+                request: pending.request, token: submit(pending.request), started: pending.started, place: pending.place,
+                isInsert: false)
         }
     }
 

@@ -30,10 +30,11 @@ enum ClickHouseRows {
     static func monitor(_ reader: inout RowBinaryReader) throws -> MonitorRecord {
         let monitor = try reader.string()
         let id = try reader.uint64AsInt64()
-        let metadata = MonitorMetadata(name: try reader.optionalString(), kind: try reader.optionalString(),
-                                       target: try reader.optionalString(), agent: try reader.optionalString(),
-                                       description: try reader.optionalString(),
-                                       checkInterval: try reader.optionalInt64(), config: nil, enabled: nil)
+        let metadata = MonitorMetadata(
+            name: try reader.optionalString(), kind: try reader.optionalString(),
+            target: try reader.optionalString(), agent: try reader.optionalString(),
+            description: try reader.optionalString(),
+            checkInterval: try reader.optionalInt64(), config: nil, enabled: nil)
         let firstSeen = try reader.int64()
         var record = MonitorRecord(id: id, monitor: monitor, metadata: metadata, firstSeen: firstSeen, lastSeen: firstSeen)
         record.metadata.config = try reader.optionalString()
@@ -58,9 +59,10 @@ enum ClickHouseRows {
 
     /// An agent row (its monitor count 0: the monitors table says it; the version dropped, as for monitors).
     static func agent(_ reader: inout RowBinaryReader) throws -> AgentRecord {
-        let record = AgentRecord(id: try reader.string(), status: try AgentStatus(stored: try reader.string()),
-                                 createdAt: try reader.int64(), lastSeen: try reader.int64(), monitorCount: 0,
-                                 name: try reader.optionalString())
+        let record = AgentRecord(
+            id: try reader.string(), status: try AgentStatus(stored: try reader.string()),
+            createdAt: try reader.int64(), lastSeen: try reader.int64(), monitorCount: 0,
+            name: try reader.optionalString())
         _ = try reader.uint64()
         return record
     }
@@ -75,7 +77,8 @@ enum ClickHouseRows {
     /// remote sample came from, and whether it is held. Returns where the number's 8 bytes are
     /// (a batch numbers its samples again when it drops one stored already).
     @discardableResult
-    static func write(_ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, to rows: inout RowBinaryWriter) -> Int {
+    static func write(_ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, to rows: inout RowBinaryWriter) -> Int
+    {
         rows.string(sample.monitor)
         rows.int64(sample.at)
         sample.withText(sample.metaRanges[3]) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
@@ -95,7 +98,9 @@ enum ClickHouseRows {
 
     /// A sample row's identity (monitor, time, identity agent) and record, read back from the
     /// bytes `write` appended at `start`.
-    static func identity(ofRowAt start: Int, in rows: [UInt8]) throws -> (monitor: Range<Int>, at: Int64, agent: Range<Int>, record: Range<Int>) {
+    static func identity(ofRowAt start: Int, in rows: [UInt8]) throws -> (
+        monitor: Range<Int>, at: Int64, agent: Range<Int>, record: Range<Int>
+    ) {
         var reader = RowBinaryReader(rows, at: start)
         let monitor = try reader.stringBytesRange()
         let at = try reader.int64()
@@ -116,8 +121,9 @@ enum ClickHouseRows {
     static let storedSampleColumns = "id, at, status, latency_ms, message, tls_expiry_days"
 
     static func storedSample(_ reader: inout RowBinaryReader) throws -> StoredSample {
-        StoredSample(id: try reader.uint64AsInt64(), at: try reader.int64(),
-                     status: try SampleStatus(storeCode: Int64(try reader.uint8())), latencyMs: try reader.optionalFloat64(),
-                     message: try reader.optionalString(), tlsExpiryDays: try reader.optionalInt64())
+        StoredSample(
+            id: try reader.uint64AsInt64(), at: try reader.int64(),
+            status: try SampleStatus(storeCode: Int64(try reader.uint8())), latencyMs: try reader.optionalFloat64(),
+            message: try reader.optionalString(), tlsExpiryDays: try reader.optionalInt64())
     }
 }

@@ -1,8 +1,9 @@
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A sample stored once: ClickHouse has no unique key, so a writer decides before it sends a
@@ -34,8 +35,9 @@ extension ClickHouseSampleStore {
 
     /// Reads `marks`: each identity agent's latest sample time, and the next sample number.
     func loadMarks() throws {
-        var reader = try rows("SELECT identity_agent, maxMerge(upto), toInt64(maxMerge(last_id)) FROM \(placement.table("marks")) "
-                              + "GROUP BY identity_agent")
+        var reader = try rows(
+            "SELECT identity_agent, maxMerge(upto), toInt64(maxMerge(last_id)) FROM \(placement.table("marks")) "
+                + "GROUP BY identity_agent")
         var times: [String: AgentTimes] = [:]
         var last: Int64 = 0
         while !reader.atEnd {
@@ -43,7 +45,9 @@ extension ClickHouseSampleStore {
             times[agent] = AgentTimes(stored: try reader.int64())
             last = max(last, try reader.int64())
         }
-        guard last >= 0, last < Int64.max / 2 else { throw ToolError("\(location.display): the marks table holds a last sample number of \(last)") }
+        guard last >= 0, last < Int64.max / 2 else {
+            throw ToolError("\(location.display): the marks table holds a last sample number of \(last)")
+        }
         caches.agentTimes = times
         caches.nextSampleID = last + 1
     }
@@ -72,7 +76,8 @@ extension ClickHouseSampleStore {
 
     private static func same(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         text.utf8.count == bytes.count
-            && (bytes.isEmpty || text.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 } == true)
+            && (bytes.isEmpty
+                || text.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 } == true)
     }
 
     /// A sample's identity as bytes: monitor, time and identity agent, each length-prefixed.
@@ -82,7 +87,9 @@ extension ClickHouseSampleStore {
         let at: Int64
     }
 
-    private static func identity(_ rows: [UInt8], _ row: (monitor: Range<Int>, at: Int64, agent: Range<Int>, record: Range<Int>)) -> Identity {
+    private static func identity(_ rows: [UInt8], _ row: (monitor: Range<Int>, at: Int64, agent: Range<Int>, record: Range<Int>))
+        -> Identity
+    {
         var key = RowBinaryWriter()
         rows.withUnsafeBufferPointer { all in
             key.string(UnsafeBufferPointer(rebasing: all[row.monitor]))
@@ -116,7 +123,8 @@ extension ClickHouseSampleStore {
             let from = chunk.map(\.at).min()!
             let until = chunk.map(\.at).max()! + 1
             let monitors = Set(chunk.map(\.monitor)).sorted().map(clickHouseLiteral).joined(separator: ", ")
-            var reader = try self.rows("""
+            var reader = try self.rows(
+                """
                 SELECT monitor, at, identity_agent, record FROM \(placement.table("samples"))
                 WHERE \(timeCondition(from: from, until: until)) AND monitor IN (\(monitors))
                 """)

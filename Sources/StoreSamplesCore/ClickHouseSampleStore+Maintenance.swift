@@ -1,8 +1,9 @@
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Maintenance: retention by whole months, mutations (releasing an approved agent's samples,
@@ -19,15 +20,17 @@ extension ClickHouseSampleStore {
         // A month is wholly before the cutoff when it is before the cutoff's month.
         let cutoffMonth = cutoffDay.year * 100 + cutoffDay.month
         for endpoint in ddlEndpoints {
-            var reader = try rows("""
+            var reader = try rows(
+                """
                 SELECT DISTINCT partition FROM system.parts WHERE database = \(clickHouseLiteral(location.database)) \
                 AND table = \(clickHouseLiteral(placement.localName("samples"))) AND active
                 """, endpoint: endpoint)
             while !reader.atEnd {
                 let partition = try reader.string()
                 guard let month = Int(partition), month < cutoffMonth else { continue }
-                try client.execute("ALTER TABLE \(placement.localTable("samples"))\(placement.onCluster) DROP PARTITION \(month)",
-                                   endpoint: endpoint)
+                try client.execute(
+                    "ALTER TABLE \(placement.localTable("samples"))\(placement.onCluster) DROP PARTITION \(month)",
+                    endpoint: endpoint)
             }
         }
     }
@@ -50,14 +53,16 @@ extension ClickHouseSampleStore {
         let deadline = Clock.monotonicMilliseconds() + 300_000
         for endpoint in ddlEndpoints {
             while true {
-                var answer = try rows("""
+                var answer = try rows(
+                    """
                     SELECT count() FROM system.mutations WHERE database = \(clickHouseLiteral(location.database)) \
                     AND table = \(clickHouseLiteral(placement.localName(name))) AND is_done = 0
                     """, endpoint: endpoint)
                 if try answer.uint64() == 0 { break }
                 guard Clock.monotonicMilliseconds() < deadline else {
-                    throw ToolError("ClickHouse at \(location.display) did not finish changing \(name) within 5 minutes; "
-                                    + "it goes on in the background")
+                    throw ToolError(
+                        "ClickHouse at \(location.display) did not finish changing \(name) within 5 minutes; "
+                            + "it goes on in the background")
                 }
                 usleep(20_000)
             }
@@ -83,12 +88,14 @@ extension ClickHouseSampleStore {
         try waitForMutations(on: "marks")
         let recount = "SELECT identity_agent, maxState(at), maxState(id) FROM %@ GROUP BY identity_agent"
         if location.shards.isEmpty {
-            try client.execute("INSERT INTO \(placement.table("marks")) (identity_agent, upto, last_id) "
-                               + recount.replacingOccurrences(of: "%@", with: placement.table("samples")))
+            try client.execute(
+                "INSERT INTO \(placement.table("marks")) (identity_agent, upto, last_id) "
+                    + recount.replacingOccurrences(of: "%@", with: placement.table("samples")))
         } else {
             for endpoint in ddlEndpoints {
-                try client.execute("INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
-                                   + recount.replacingOccurrences(of: "%@", with: placement.localTable("samples")), endpoint: endpoint)
+                try client.execute(
+                    "INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
+                        + recount.replacingOccurrences(of: "%@", with: placement.localTable("samples")), endpoint: endpoint)
             }
         }
         caches.latest = nil

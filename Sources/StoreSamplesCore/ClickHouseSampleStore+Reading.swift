@@ -55,15 +55,17 @@ extension ClickHouseSampleStore {
         var result: [String: StoredSample] = [:]
         func read(_ condition: String) throws {
             // No Nullable in the tuple: 18.16 merges such argMax states from two shards into garbage.
-            var reader = try rows("""
+            var reader = try rows(
+                """
                 SELECT monitor, argMax(tuple(id, at, status, isNull(latency_ms), ifNull(latency_ms, 0), isNull(message), ifNull(message, ''),
                                              isNull(tls_expiry_days), ifNull(tls_expiry_days, 0)), tuple(at, id))
                 FROM \(try samplesTable()) WHERE held = 0 AND \(condition) GROUP BY monitor
                 """)
             while !reader.atEnd {
                 let monitor = try reader.string()
-                var sample = StoredSample(id: try reader.uint64AsInt64(), at: try reader.int64(),
-                                          status: try SampleStatus(storeCode: Int64(try reader.uint8())))
+                var sample = StoredSample(
+                    id: try reader.uint64AsInt64(), at: try reader.int64(),
+                    status: try SampleStatus(storeCode: Int64(try reader.uint8())))
                 let noLatency = try reader.uint8() != 0
                 let latency = try reader.float64()
                 let noMessage = try reader.uint8() != 0
@@ -91,11 +93,13 @@ extension ClickHouseSampleStore {
         if caches.listed { return try latestAll()[monitor] }
         // The newest time first, without FINAL (a resent copy has the same time), so the
         // query that dedups reads only the last granule instead of the monitor's whole history.
-        var newest = try rows("SELECT toInt64(count()), max(at) FROM \(placement.table("samples")) "
-                              + "WHERE held = 0 AND monitor = \(clickHouseLiteral(monitor))")
+        var newest = try rows(
+            "SELECT toInt64(count()), max(at) FROM \(placement.table("samples")) "
+                + "WHERE held = 0 AND monitor = \(clickHouseLiteral(monitor))")
         guard try newest.int64() > 0 else { return nil }
         let at = try newest.int64()
-        var reader = try rows("""
+        var reader = try rows(
+            """
             SELECT \(ClickHouseRows.storedSampleColumns) FROM \(try samplesTable())
             WHERE \(window(monitor, at, at + 1)) ORDER BY at DESC, id DESC LIMIT 1
             """)
@@ -126,7 +130,8 @@ extension ClickHouseSampleStore {
         guard let monitor = try monitorName(monitorID) else { return }
         let width = Views.bucketMs
         func rank(_ q: String) -> String { "if(n = 0, 0, l[least(n, greatest(toUInt64(1), toUInt64(ceil(\(q) * n))))])" }
-        var reader = try rows("""
+        var reader = try rows(
+            """
             SELECT b, c, g, w, n, arraySum(l), \(rank("0.5")), \(rank("0.95")), \(rank("0.99")) FROM (
                 SELECT at - ((at % \(width)) + \(width)) % \(width) AS b, toInt64(count()) AS c, toInt64(countIf(status = 0)) AS g,
                        toInt64(max(multiIf(status IN (2, 3), 2, status = 1, 1, status = 0, 0, -1))) AS w,
@@ -150,7 +155,8 @@ extension ClickHouseSampleStore {
 
     func forEachSample(monitorID: Int64, from: Int64, until: Int64, _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws {
         guard let monitor = try monitorName(monitorID) else { return }
-        var reader = try rows("""
+        var reader = try rows(
+            """
             SELECT at, status, latency_ms FROM \(try samplesTable()) WHERE \(window(monitor, from, until))
             ORDER BY at, status, latency_ms
             """)
@@ -161,7 +167,8 @@ extension ClickHouseSampleStore {
 
     func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample] {
         guard let monitor = try monitorName(monitorID) else { return [] }
-        var reader = try rows("""
+        var reader = try rows(
+            """
             SELECT \(ClickHouseRows.storedSampleColumns) FROM \(try samplesTable()) WHERE \(window(monitor, from, until))
             ORDER BY at DESC, id DESC LIMIT \(max(0, offset)), \(max(0, limit))
             """)
@@ -176,7 +183,8 @@ extension ClickHouseSampleStore {
         let key = "\(from) \(until)"
         if caches.totals[key] == nil {
             var all: [String: SampleTotals] = [:]
-            var reader = try rows("""
+            var reader = try rows(
+                """
                 SELECT monitor, toInt64(count()), toInt64(countIf(status = 0)), sum(latency_ms), toInt64(count(latency_ms)), max(at),
                        sum(speed_mbps), toInt64(count(speed_mbps))
                 FROM \(try samplesTable()) WHERE held = 0 AND \(timeCondition(from: from, until: until)) GROUP BY monitor

@@ -43,7 +43,8 @@ extension ClickHouseSampleStore {
 
     func approveListedAgents(now: Int64) throws {
         for agent in policy.approvedAgents {
-            var record = try loadAgents()[agent]
+            var record =
+                try loadAgents()[agent]
                 ?? AgentRecord(id: agent, status: .approved, createdAt: now, lastSeen: now, monitorCount: 0)
             record.status = .approved
             caches.agents?[agent] = record
@@ -98,9 +99,11 @@ extension ClickHouseSampleStore {
         // The rows are changed in place (`caches.monitors![...]`): a local copy of the table
         // would copy every monitor's row on each sample.
         if caches.monitors![sample.monitor] == nil {
-            caches.monitors![sample.monitor] = MonitorRow(record: MonitorRecord(id: caches.nextMonitorID, monitor: sample.monitor,
-                                                                                firstSeen: sample.at, lastSeen: sample.at),
-                                                          dirty: true)
+            caches.monitors![sample.monitor] = MonitorRow(
+                record: MonitorRecord(
+                    id: caches.nextMonitorID, monitor: sample.monitor,
+                    firstSeen: sample.at, lastSeen: sample.at),
+                dirty: true)
             caches.nextMonitorID += 1
         } else if !caches.touched.contains(sample.monitor), sample.at < caches.monitors![sample.monitor]!.record.firstSeen {
             caches.monitors![sample.monitor]!.record.firstSeen = sample.at
@@ -136,9 +139,11 @@ extension ClickHouseSampleStore {
             if !batch.agents.isEmpty {
                 var known = try loadAgents()
                 for (agent, seen, name) in batch.agents.toWrite(beyond: caches.agentsWritten) {
-                    var record = known[agent]
-                        ?? AgentRecord(id: agent, status: caches.agentStatus[agent] ?? .approved, createdAt: seen.first,
-                                       lastSeen: seen.last, monitorCount: 0)
+                    var record =
+                        known[agent]
+                        ?? AgentRecord(
+                            id: agent, status: caches.agentStatus[agent] ?? .approved, createdAt: seen.first,
+                            lastSeen: seen.last, monitorCount: 0)
                     record.createdAt = min(record.createdAt, seen.first)
                     record.lastSeen = max(record.lastSeen, seen.last)
                     if let name { record.name = name }
@@ -150,9 +155,12 @@ extension ClickHouseSampleStore {
             try writeAgents(agentRecords)
             if batch.count > 0 {
                 let outcome = try settleUncertain()
-                let pending = batch.count == 0 ? nil
-                    : client.start("INSERT INTO \(placement.table("samples")) (\(ClickHouseRows.sampleColumns)) FORMAT RowBinary",
-                                   data: batch.rows.bytes, settings: insertSettings)
+                let pending =
+                    batch.count == 0
+                    ? nil
+                    : client.start(
+                        "INSERT INTO \(placement.table("samples")) (\(ClickHouseRows.sampleColumns)) FORMAT RowBinary",
+                        data: batch.rows.bytes, settings: insertSettings)
                 inFlight = (pending, batch.firstID, batch.firstID + Int64(batch.count) - 1, outcome)
             }
             for name in dirty { caches.monitors?[name]?.dirty = false }

@@ -130,8 +130,9 @@ final class ClickHouseSampleStore: SampleStore {
     var ddlEndpoints: [String?] { location.shards.isEmpty ? [nil] : location.shards.map { Optional($0) } }
 
     private func openSchema(create: Bool) throws {
-        var present = try rows("SELECT count() FROM system.tables WHERE database = \(clickHouseLiteral(location.database)) "
-                               + "AND name = '\(ClickHouseSchema.versionTable)'")
+        var present = try rows(
+            "SELECT count() FROM system.tables WHERE database = \(clickHouseLiteral(location.database)) "
+                + "AND name = '\(ClickHouseSchema.versionTable)'")
         var stored: Int64 = 0
         if try present.uint64() > 0 {
             var answer = try rows("SELECT toInt64(max(version)) FROM \(placement.table(ClickHouseSchema.versionTable))")
@@ -141,14 +142,16 @@ final class ClickHouseSampleStore: SampleStore {
         case .current:
             return
         case .refuseNewer(let version):
-            throw ToolError("\(location.display) holds store-samples schema version \(version), newer than this build's "
-                            + "\(ClickHouseSchema.version): use a newer store-samples")
+            throw ToolError(
+                "\(location.display) holds store-samples schema version \(version), newer than this build's "
+                    + "\(ClickHouseSchema.version): use a newer store-samples")
         case .missing:
             throw ToolError("no store-samples tables in \(location.display) (store samples in it first, or name another with --db)")
         case .upgrade(let from):
             guard let statements = ClickHouseSchema.upgrade(from: from, placement, appliedAt: Clock.wallMilliseconds()) else {
-                throw ToolError("\(location.display) holds store-samples schema version \(from): upgrading it copies each shard's samples, "
-                                + "so name every shard's HTTP endpoint with shards=HOST:PORT,... (see store-samples(1), CLICKHOUSE)")
+                throw ToolError(
+                    "\(location.display) holds store-samples schema version \(from): upgrading it copies each shard's samples, "
+                        + "so name every shard's HTTP endpoint with shards=HOST:PORT,... (see store-samples(1), CLICKHOUSE)")
             }
             for statement in statements {
                 for endpoint in ddlEndpoints { try client.execute(statement, endpoint: endpoint) }

@@ -18,11 +18,13 @@ enum ClickHouseSchema {
     /// keeps every read by time to the days it asks for (the last day's overview reads one day
     /// whatever the store holds); a monitor's samples of a day lie together, in time order, and
     /// granules of 1,024 rows keep one monitor's year to about its own rows.
-    static let samples = Table(name: "samples", columns: """
-        monitor String, at Int64, identity_agent String, id UInt64, status UInt8, latency_ms Nullable(Float64), \
-        message Nullable(String), tls_expiry_days Nullable(Int64), speed_mbps Nullable(Float64), origin UInt8, \
-        agent Nullable(String), held UInt8, record String
-        """,
+    static let samples = Table(
+        name: "samples",
+        columns: """
+            monitor String, at Int64, identity_agent String, id UInt64, status UInt8, latency_ms Nullable(Float64), \
+            message Nullable(String), tls_expiry_days Nullable(Int64), speed_mbps Nullable(Float64), origin UInt8, \
+            agent Nullable(String), held UInt8, record String
+            """,
         engine: "ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) "
             + "ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024",
         shardingKey: "cityHash64(monitor)")
@@ -30,25 +32,30 @@ enum ClickHouseSchema {
     /// For each identity agent, the latest sample time and the largest sample number stored, kept
     /// by a materialized view as samples are inserted (so they are true exactly when the samples
     /// are: a writer killed after an INSERT leaves both or neither).
-    static let marks = Table(name: "marks",
-                             columns: "identity_agent String, upto AggregateFunction(max, Int64), last_id AggregateFunction(max, UInt64)",
-                             engine: "AggregatingMergeTree() ORDER BY identity_agent", shardingKey: "cityHash64(identity_agent)")
+    static let marks = Table(
+        name: "marks",
+        columns: "identity_agent String, upto AggregateFunction(max, Int64), last_id AggregateFunction(max, UInt64)",
+        engine: "AggregatingMergeTree() ORDER BY identity_agent", shardingKey: "cityHash64(identity_agent)")
 
     /// Every table of this version.
     static let tables = [
         samples,
-        Table(name: "monitors", columns: """
-            monitor String, id UInt64, name Nullable(String), kind Nullable(String), target Nullable(String), \
-            agent Nullable(String), description Nullable(String), check_interval Nullable(Int64), first_seen Int64, \
-            config Nullable(String), enabled Nullable(UInt8), version UInt64
-            """,
-              engine: "ReplacingMergeTree(version) ORDER BY monitor", shardingKey: "cityHash64(monitor)"),
-        Table(name: "agents", columns: "id String, status String, created_at Int64, last_seen Int64, name Nullable(String), version UInt64",
-              engine: "ReplacingMergeTree(version) ORDER BY id", shardingKey: "cityHash64(id)"),
+        Table(
+            name: "monitors",
+            columns: """
+                monitor String, id UInt64, name Nullable(String), kind Nullable(String), target Nullable(String), \
+                agent Nullable(String), description Nullable(String), check_interval Nullable(Int64), first_seen Int64, \
+                config Nullable(String), enabled Nullable(UInt8), version UInt64
+                """,
+            engine: "ReplacingMergeTree(version) ORDER BY monitor", shardingKey: "cityHash64(monitor)"),
+        Table(
+            name: "agents", columns: "id String, status String, created_at Int64, last_seen Int64, name Nullable(String), version UInt64",
+            engine: "ReplacingMergeTree(version) ORDER BY id", shardingKey: "cityHash64(id)"),
         marks,
         // A row before a batch of samples is sent again (see `ClickHouseSampleStore.samplesTable`).
-        Table(name: "resends", columns: "writer UInt64, first_id UInt64, at Int64",
-              engine: "MergeTree() ORDER BY writer", shardingKey: "cityHash64(writer)"),
+        Table(
+            name: "resends", columns: "writer UInt64, first_id UInt64, at Int64",
+            engine: "MergeTree() ORDER BY writer", shardingKey: "cityHash64(writer)"),
     ]
 
     /// The schema version table: one row per version applied, on every server.
@@ -149,8 +156,9 @@ enum ClickHouseSchema {
         for table in tables { statements += createStatements(table, placement) }
         statements.append(marksView(placement))
         if stored > 0 {
-            statements.append("INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
-                              + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent")
+            statements.append(
+                "INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
+                    + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent")
         }
         statements.append("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(version), \(appliedAt))")
         return statements
@@ -162,7 +170,8 @@ enum ClickHouseSchema {
         let local = placement.localTable("samples")
         let next = "\(database).samples_next"
         let old = "\(database).samples_v2"
-        let columns = "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
+        let columns =
+            "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
         var statements = [
             "DROP TABLE IF EXISTS \(old)",
             "DROP TABLE IF EXISTS \(next)",

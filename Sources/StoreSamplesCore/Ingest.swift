@@ -46,8 +46,10 @@ final class Ingester {
     private(set) var conflictLines: [Int] = []
     private(set) var conflicts = 0
 
-    init(store: SampleStore, retention: Retention, output: RecordWriter, passThrough: Bool,
-         diagnostics: Diagnostics, now: @escaping () -> Int64) {
+    init(
+        store: SampleStore, retention: Retention, output: RecordWriter, passThrough: Bool,
+        diagnostics: Diagnostics, now: @escaping () -> Int64
+    ) {
         self.store = store
         self.retention = retention
         self.output = output
@@ -63,7 +65,8 @@ final class Ingester {
         reader.onIdle = { [unowned self] in self.commit() }
         defer { reader.onIdle = nil }
         while failure == nil {
-            reader.idleAfterMs = batchCount == 0 && batchNotes == 0 && pending.isEmpty && inFlight.isEmpty
+            reader.idleAfterMs =
+                batchCount == 0 && batchNotes == 0 && pending.isEmpty && inFlight.isEmpty
                 ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
             guard let event = reader.next() else { break }
             switch event {

@@ -63,21 +63,28 @@ enum MetricsExposition {
         }
         family("vitals_monitor_latency_seconds", "gauge", "The latency of the monitor's latest check.") {
             for (monitor, labels) in zip(monitors, labels) {
-                if let latency = monitor.latest?.latencyMs, latency.isFinite { series("vitals_monitor_latency_seconds", labels, seconds(milliseconds: latency)) }
+                if let latency = monitor.latest?.latencyMs, latency.isFinite {
+                    series("vitals_monitor_latency_seconds", labels, seconds(milliseconds: latency))
+                }
             }
         }
-        family("vitals_monitor_last_check_timestamp_seconds", "gauge", "When the monitor's latest check was made, seconds since the epoch.") {
+        family("vitals_monitor_last_check_timestamp_seconds", "gauge", "When the monitor's latest check was made, seconds since the epoch.")
+        {
             for (monitor, labels) in zip(monitors, labels) {
                 if let at = monitor.latest?.at { series("vitals_monitor_last_check_timestamp_seconds", labels, seconds(milliseconds: at)) }
             }
         }
-        family("vitals_monitor_tls_expiry_seconds", "gauge",
-               "Time left until the certificate expires, as the latest check saw it (whole days, in seconds; negative once expired).") {
+        family(
+            "vitals_monitor_tls_expiry_seconds", "gauge",
+            "Time left until the certificate expires, as the latest check saw it (whole days, in seconds; negative once expired)."
+        ) {
             for (monitor, labels) in zip(monitors, labels) {
                 if let days = monitor.latest?.tlsExpiryDays { series("vitals_monitor_tls_expiry_seconds", labels, String(days * 86_400)) }
             }
         }
-        family("vitals_checks_total", "counter", "Checks stored, by status (retention and clear take old ones away: a drop reads as a reset).") {
+        family(
+            "vitals_checks_total", "counter", "Checks stored, by status (retention and clear take old ones away: a drop reads as a reset)."
+        ) {
             for (monitor, labels) in zip(monitors, labels) {
                 for status in statuses {
                     series("vitals_checks_total", labels, status: status, String(monitor.counts[Int(status.storeCode)]))
@@ -122,7 +129,7 @@ enum MetricsExposition {
         let text = milliseconds.description
         guard milliseconds.isFinite else { return milliseconds.isNaN ? "NaN" : milliseconds > 0 ? "+Inf" : "-Inf" }
         if let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }), let exponent = Int(text[text.index(after: e)...]) {
-            return text[..<e] + "e" + String(exponent - 3)   // 1e-07 ms is 1e-10 s
+            return text[..<e] + "e" + String(exponent - 3)  // 1e-07 ms is 1e-10 s
         }
         let negative = text.hasPrefix("-")
         let unsigned = negative ? String(text.dropFirst()) : text
@@ -161,8 +168,9 @@ extension Views {
     func metrics() throws -> [UInt8] {
         let counts = try store.checkCounts()
         let monitors = try store.monitors().map { record in
-            MetricsExposition.Monitor(record: record, latest: try store.latest(monitorID: record.id),
-                                      counts: counts[record.id] ?? [0, 0, 0, 0, 0])
+            MetricsExposition.Monitor(
+                record: record, latest: try store.latest(monitorID: record.id),
+                counts: counts[record.id] ?? [0, 0, 0, 0, 0])
         }
         return MetricsExposition.render(monitors)
     }

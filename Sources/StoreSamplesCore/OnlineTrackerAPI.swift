@@ -1,12 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Serving
 import Synchronization
 import VitalsCrypto
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// OnlineTracker's server API (`store-samples serve`, behind nginx; see vitals-serve(7)): each
 /// route answers with the very bytes the matching subcommand prints, from the same `Views`, so
@@ -70,9 +71,11 @@ final class OnlineTrackerAPI: Sendable {
         }
         router.add(["GET"], "/api/monitors/{id}/results") { request, values, worker in
             let (lookback, limits) = (Views.resultsLookback, Views.resultsPages)
-            return try worker.results(values[0], hours: try request.integer("hours", default: lookback.defaultHours, in: lookback.hours),
-                                      page: Page(number: try request.integer("page", default: 1, in: PageLimits.pages),
-                                                 size: try request.integer("per_page", default: limits.defaultPerPage, in: limits.perPage)))
+            return try worker.results(
+                values[0], hours: try request.integer("hours", default: lookback.defaultHours, in: lookback.hours),
+                page: Page(
+                    number: try request.integer("page", default: 1, in: PageLimits.pages),
+                    size: try request.integer("per_page", default: limits.defaultPerPage, in: limits.perPage)))
         }
         router.add(["GET"], "/api/agents") { _, _, worker in try worker.agents() }
         router.add(["GET"], "/metrics") { _, _, worker in try worker.metrics() }
@@ -112,10 +115,12 @@ final class OnlineTrackerWorker: RequestAnswerer {
             store = opened
             return opened
         } catch is ToolError {
-            throw APIError(status: 503, reason: "no_store",
-                           message: create ? "the store cannot be opened or created"
-                                           : "the store cannot be opened: no samples were stored yet, or it is unreachable",
-                           headers: [("Retry-After", "10")])
+            throw APIError(
+                status: 503, reason: "no_store",
+                message: create
+                    ? "the store cannot be opened or created"
+                    : "the store cannot be opened: no samples were stored yet, or it is unreachable",
+                headers: [("Retry-After", "10")])
         }
     }
 
@@ -216,8 +221,9 @@ final class OnlineTrackerWorker: RequestAnswerer {
         let devNull = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer { close(devNull) }
         let now = self.now
-        let ingester = Ingester(store: store, retention: Retention(perMonitor: nil, days: Retention.defaultDays),
-                                output: RecordWriter(fd: devNull), passThrough: false, diagnostics: diagnostics, now: { now })
+        let ingester = Ingester(
+            store: store, retention: Retention(perMonitor: nil, days: Retention.defaultDays),
+            output: RecordWriter(fd: devNull), passThrough: false, diagnostics: diagnostics, now: { now })
         ingester.maxRows = store.batchRows
         ingester.agent = agent
         ingester.reportEachConflict = true
@@ -229,22 +235,30 @@ final class OnlineTrackerWorker: RequestAnswerer {
         // The agent's own row (cached by the ingest), not every agent with its monitors counted.
         let status = try store.status(ofAgent: agent)
         let refused = diagnostics.lineErrors
-        let answer = JSONValue.object(JSONObject([
-            JSONField("agent", .string(agent)),
-            JSONField("agent_status", .string(status.rawValue)),
-            JSONField("stored", .integer(ingester.stored)),
-            JSONField("duplicates", .integer(ingester.duplicates)),
-            JSONField("refused", .array(refused.map { .object(JSONObject([JSONField("line", .integer($0.line)), JSONField("error", .string($0.message))])) })),
-        ]))
+        let answer = JSONValue.object(
+            JSONObject([
+                JSONField("agent", .string(agent)),
+                JSONField("agent_status", .string(status.rawValue)),
+                JSONField("stored", .integer(ingester.stored)),
+                JSONField("duplicates", .integer(ingester.duplicates)),
+                JSONField(
+                    "refused",
+                    .array(
+                        refused.map {
+                            .object(JSONObject([JSONField("line", .integer($0.line)), JSONField("error", .string($0.message))]))
+                        })),
+            ]))
         return .json(status: refused.isEmpty ? 200 : ingester.stored > 0 ? 207 : 400, answer)
     }
 
     /// The agent whose token the request carries; 401 without one or with a wrong one.
     private func authenticate(_ request: APIRequest) throws -> String {
-        let refusal = APIError(status: 401, reason: "unauthorized", message: "an agent's bearer token is needed (Authorization: Bearer TOKEN)",
-                               headers: [("WWW-Authenticate", "Bearer realm=\"vitals\"")])
+        let refusal = APIError(
+            status: 401, reason: "unauthorized", message: "an agent's bearer token is needed (Authorization: Bearer TOKEN)",
+            headers: [("WWW-Authenticate", "Bearer realm=\"vitals\"")])
         guard let token = request.bearerToken, let tokens = api.tokens,
-              let agent = AgentTokens(path: tokens).agent(presenting: token) else { throw refusal }
+            let agent = AgentTokens(path: tokens).agent(presenting: token)
+        else { throw refusal }
         return agent
     }
 }
@@ -285,11 +299,12 @@ struct AgentTokens {
         var generator = SystemRandomNumberGenerator()
         let token = "vt_" + SHA256.hex((0..<24).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let hash = SHA256.hexDigest(Array(token.utf8))
-        let old = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "# vitals agent tokens: AGENT SHA256(token), made by store-samples agents token\n"
+        let old =
+            (try? String(contentsOfFile: path, encoding: .utf8))
+            ?? "# vitals agent tokens: AGENT SHA256(token), made by store-samples agents token\n"
         let kept = old.split(separator: "\n", omittingEmptySubsequences: false)
             .filter { !($0.split(separator: " ").first.map(String.init) == agent) && !$0.isEmpty }
         try AtomicFile.write(Array((kept + [Substring("\(agent) \(hash)")]).joined(separator: "\n").utf8) + [0x0A], to: path, mode: 0o600)
         return token
     }
 }
-

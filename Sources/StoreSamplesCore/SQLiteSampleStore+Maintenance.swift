@@ -36,7 +36,8 @@ extension SQLiteSampleStore {
                 }
             }
             if let keep = retention.perMonitor, hint.count > keep {
-                let delete = try db.prepare("""
+                let delete = try db.prepare(
+                    """
                     DELETE FROM samples WHERE id IN (
                         SELECT id FROM samples WHERE monitor_id = ? ORDER BY at, id LIMIT ?)
                     """)
@@ -79,13 +80,15 @@ extension SQLiteSampleStore {
     func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
         let statement: SQLiteStatement
         if let monitorID {
-            statement = try db.prepare("""
+            statement = try db.prepare(
+                """
                 SELECT record FROM samples INDEXED BY samples_by_monitor_time
                 WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at, id
                 """)
             statement.bind(monitorID, from, until)
         } else {
-            statement = try db.prepare("""
+            statement = try db.prepare(
+                """
                 SELECT record FROM samples INDEXED BY samples_identity WHERE at >= ? AND at < ? AND held = 0 ORDER BY at, id
                 """)
             statement.bind(from, until)

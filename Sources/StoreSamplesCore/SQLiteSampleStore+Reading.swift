@@ -27,7 +27,8 @@ extension SQLiteSampleStore {
         }
         if let byName { return byName }
         guard !key.isEmpty, key.utf8.count <= 18, key.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let id = Int64(key),
-              String(id) == key else { return nil }
+            String(id) == key
+        else { return nil }
         return try db.withCached(SQLiteSampleStore.monitorColumns + " WHERE m.id = ?") { statement in
             statement.bind(id)
             return try statement.step() ? monitorRecord(statement) : nil
@@ -35,27 +36,32 @@ extension SQLiteSampleStore {
     }
 
     private func monitorRecord(_ row: SQLiteStatement) -> MonitorRecord {
-        MonitorRecord(id: row.int64(0), monitor: row.text(1) ?? "", metadata: SQLiteSampleStore.metadata(row, from: 4),
-                      firstSeen: row.int64(2), lastSeen: row.optionalInt64(3) ?? row.int64(2))
+        MonitorRecord(
+            id: row.int64(0), monitor: row.text(1) ?? "", metadata: SQLiteSampleStore.metadata(row, from: 4),
+            firstSeen: row.int64(2), lastSeen: row.optionalInt64(3) ?? row.int64(2))
     }
 
     func latest(monitorID: Int64) throws -> StoredSample? {
-        try db.withCached("""
+        try db.withCached(
+            """
             SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
             WHERE held = 0 AND monitor_id = ? ORDER BY at DESC, id DESC LIMIT 1
-            """) { statement in
+            """
+        ) { statement in
             statement.bind(monitorID)
             return try statement.step() ? try storedSample(statement) : nil
         }
     }
 
     private func storedSample(_ row: SQLiteStatement) throws -> StoredSample {
-        StoredSample(id: row.int64(0), at: row.int64(1), status: try SampleStatus(storeCode: row.int64(2)),
-                     latencyMs: row.optionalDouble(3), message: row.text(4), tlsExpiryDays: row.optionalInt64(5))
+        StoredSample(
+            id: row.int64(0), at: row.int64(1), status: try SampleStatus(storeCode: row.int64(2)),
+            latencyMs: row.optionalDouble(3), message: row.text(4), tlsExpiryDays: row.optionalInt64(5))
     }
 
     func forEachSample(monitorID: Int64, from: Int64, until: Int64, _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT at, status, latency_ms FROM samples INDEXED BY samples_by_monitor_time
             WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at
             """)
@@ -66,7 +72,8 @@ extension SQLiteSampleStore {
     }
 
     func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample] {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
             WHERE id IN (SELECT id FROM samples INDEXED BY samples_by_monitor_time
                          WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?)
@@ -81,10 +88,12 @@ extension SQLiteSampleStore {
     func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
         // Checks, uptime and latency come from the covering index alone; speed needs the rows.
         var totals = SampleTotals()
-        try db.withCached("""
+        try db.withCached(
+            """
             SELECT count(*), sum(status = 0), sum(latency_ms), count(latency_ms), max(at)
             FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
-            """) { statement in
+            """
+        ) { statement in
             statement.bind(monitorID, from, until)
             try statement.step()
             totals.checks = Int(statement.int64(0))
@@ -94,7 +103,8 @@ extension SQLiteSampleStore {
             totals.lastAt = statement.optionalInt64(4)
         }
         if withSpeed {
-            let speed = try db.prepare("""
+            let speed = try db.prepare(
+                """
                 SELECT sum(speed_mbps), count(speed_mbps) FROM samples INDEXED BY samples_by_monitor_time
                 WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
                 """)
@@ -107,7 +117,8 @@ extension SQLiteSampleStore {
     }
 
     func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
             """)
         statement.bind(monitorID, from, until)
@@ -116,15 +127,18 @@ extension SQLiteSampleStore {
     }
 
     func agents() throws -> [AgentRecord] {
-        let statement = try db.prepare("""
+        let statement = try db.prepare(
+            """
             SELECT a.id, a.status, a.created_at, a.last_seen, (SELECT count(*) FROM monitors m WHERE m.agent = a.id), a.name
             FROM agents a ORDER BY a.created_at, a.id
             """)
         var result: [AgentRecord] = []
         while try statement.step() {
-            result.append(AgentRecord(id: statement.text(0) ?? "", status: try AgentStatus(stored: statement.text(1) ?? ""),
-                                      createdAt: statement.int64(2), lastSeen: statement.int64(3), monitorCount: Int(statement.int64(4)),
-                                      name: statement.text(5)))
+            result.append(
+                AgentRecord(
+                    id: statement.text(0) ?? "", status: try AgentStatus(stored: statement.text(1) ?? ""),
+                    createdAt: statement.int64(2), lastSeen: statement.int64(3), monitorCount: Int(statement.int64(4)),
+                    name: statement.text(5)))
         }
         return result
     }
@@ -172,8 +186,9 @@ extension SQLiteSampleStore {
                 }
                 let last = try db.scalarInt("SELECT max(id) FROM samples") ?? 0
                 if last > through {
-                    let add = try db.prepare("INSERT INTO check_counts (monitor_id, status, checks) " + (through == 0 ? countAll : count)
-                                             + " ON CONFLICT (monitor_id, status) DO UPDATE SET checks = checks + excluded.checks")
+                    let add = try db.prepare(
+                        "INSERT INTO check_counts (monitor_id, status, checks) " + (through == 0 ? countAll : count)
+                            + " ON CONFLICT (monitor_id, status) DO UPDATE SET checks = checks + excluded.checks")
                     add.bind(through, last)
                     try add.step()
                 }
@@ -184,7 +199,9 @@ extension SQLiteSampleStore {
         } catch {
             throw translate(error)
         }
-        return try translated { try SQLiteSampleStore.countsByMonitor(try db.prepare("SELECT monitor_id, status, checks FROM check_counts")) }
+        return try translated {
+            try SQLiteSampleStore.countsByMonitor(try db.prepare("SELECT monitor_id, status, checks FROM check_counts"))
+        }
     }
 
     /// Rows of (monitor id, status code, count) as a table by monitor.
@@ -192,7 +209,10 @@ extension SQLiteSampleStore {
         var result: [Int64: [Int]] = [:]
         while try rows.step() {
             let code = Int(rows.int64(1))
-            guard (0...4).contains(code) else { _ = try SampleStatus(storeCode: Int64(code)); continue }
+            guard (0...4).contains(code) else {
+                _ = try SampleStatus(storeCode: Int64(code))
+                continue
+            }
             result[rows.int64(0), default: [0, 0, 0, 0, 0]][code] += Int(rows.int64(2))
         }
         return result

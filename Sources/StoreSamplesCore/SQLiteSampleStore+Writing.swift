@@ -1,9 +1,10 @@
 import SQLiteStore
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Writing: samples and monitor records into the open transaction, monitors registered from
@@ -30,7 +31,8 @@ extension SQLiteSampleStore {
     func approveListedAgents(now: Int64) throws {
         for agent in policy.approvedAgents {
             try db.writeTransaction {
-                let upsert = try db.prepare("""
+                let upsert = try db.prepare(
+                    """
                     INSERT INTO agents (id, created_at, last_seen, status) VALUES (?, ?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET status = excluded.status
                     """)
@@ -94,9 +96,10 @@ extension SQLiteSampleStore {
             sample.withText(sample.reasonRange) { reason in
                 sample.withText(sample.messageRange) { message in
                     sample.withText(sample.metaRanges[3]) { agent in
-                        insert.bind(monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code, message,
-                                    sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held,
-                                    agent ?? SQLiteSampleStore.noAgent)
+                        insert.bind(
+                            monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code, message,
+                            sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held,
+                            agent ?? SQLiteSampleStore.noAgent)
                     }
                 }
             }
@@ -107,7 +110,9 @@ extension SQLiteSampleStore {
             batchMonitors.insert(monitorID)
             guard db.changes > 0 else {
                 // Stored already: the same bytes are a duplicate, other bytes a conflict (the first stays).
-                if try storedRecord(sample, monitorID: monitorID) { batchOutcome.duplicates.append(position) } else {
+                if try storedRecord(sample, monitorID: monitorID) {
+                    batchOutcome.duplicates.append(position)
+                } else {
                     batchOutcome.conflicts.append(position)
                 }
                 return monitorID
@@ -131,7 +136,8 @@ extension SQLiteSampleStore {
             sample.withText(sample.metaRanges[3]) { agent in select.bind(sample.at, monitorID, agent ?? SQLiteSampleStore.noAgent) }
             guard try select.step() else { throw ToolError("a sample vanished while its copy was being stored") }
             let stored = select.textBytes(0)
-            return stored.count == sample.line.count && (stored.isEmpty || memcmp(stored.baseAddress!, sample.line.baseAddress!, stored.count) == 0)
+            return stored.count == sample.line.count
+                && (stored.isEmpty || memcmp(stored.baseAddress!, sample.line.baseAddress!, stored.count) == 0)
         }
     }
 
@@ -152,7 +158,8 @@ extension SQLiteSampleStore {
         guard db.inTransaction else { return BatchOutcome() }
         do {
             for (agent, seen, name) in batchAgents.toWrite(beyond: caches.agentsWritten) {
-                let upsert = try db.prepare("""
+                let upsert = try db.prepare(
+                    """
                     INSERT INTO agents (id, created_at, last_seen, status, name) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT(id) DO UPDATE SET created_at = min(created_at, excluded.created_at),
                         last_seen = max(last_seen, excluded.last_seen), name = coalesce(excluded.name, name)
@@ -192,13 +199,15 @@ extension SQLiteSampleStore {
         let insert = try db.prepare("INSERT OR IGNORE INTO monitors (monitor, first_seen) VALUES (?, ?)")
         insert.bind(sample.monitor, sample.at)
         try insert.step()
-        let select = try db.prepare("""
+        let select = try db.prepare(
+            """
             SELECT id, first_seen, name, kind, target, agent, description, check_interval, config, enabled FROM monitors WHERE monitor = ?
             """)
         select.bind(sample.monitor)
         guard try select.step() else { throw ToolError("monitor \(sample.monitor) vanished while registering it") }
-        var record = MonitorRecord(id: select.int64(0), monitor: sample.monitor, metadata: SQLiteSampleStore.metadata(select, from: 2),
-                                   firstSeen: select.int64(1), lastSeen: select.int64(1))
+        var record = MonitorRecord(
+            id: select.int64(0), monitor: sample.monitor, metadata: SQLiteSampleStore.metadata(select, from: 2),
+            firstSeen: select.int64(1), lastSeen: select.int64(1))
         if record.metadata.take(sample) { try refresh(record.id, sample) }
         if sample.at < record.firstSeen {
             let update = try db.prepare("UPDATE monitors SET first_seen = ? WHERE id = ? AND first_seen > ?")
@@ -213,22 +222,25 @@ extension SQLiteSampleStore {
     /// A monitor's metadata from the columns name, kind, target, agent, description,
     /// check_interval, config, enabled, starting at column `first`.
     static func metadata(_ row: SQLiteStatement, from first: Int32) -> MonitorMetadata {
-        MonitorMetadata(name: row.text(first), kind: row.text(first + 1), target: row.text(first + 2), agent: row.text(first + 3),
-                        description: row.text(first + 4), checkInterval: row.optionalInt64(first + 5), config: row.text(first + 6),
-                        enabled: row.optionalInt64(first + 7).map { $0 != 0 })
+        MonitorMetadata(
+            name: row.text(first), kind: row.text(first + 1), target: row.text(first + 2), agent: row.text(first + 3),
+            description: row.text(first + 4), checkInterval: row.optionalInt64(first + 5), config: row.text(first + 6),
+            enabled: row.optionalInt64(first + 7).map { $0 != 0 })
     }
 
     /// Writes what `sample` states of monitor `id`: each field it gives replaces the stored one,
     /// the others stay (another writer may have set them meanwhile).
     private func refresh(_ id: Int64, _ sample: StorableSample) throws {
-        let update = try db.prepare("""
+        let update = try db.prepare(
+            """
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
                 agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
                 config = coalesce(?, config), enabled = coalesce(?, enabled)
             WHERE id = ?
             """)
-        update.bind(sample.name, sample.kind, sample.target, sample.agent, sample.description, sample.checkInterval,
-                    sample.raw(sample.configRange), sample.enabled, id)
+        update.bind(
+            sample.name, sample.kind, sample.target, sample.agent, sample.description, sample.checkInterval,
+            sample.raw(sample.configRange), sample.enabled, id)
         try update.step()
     }
 }

@@ -1,9 +1,10 @@
 import SQLiteStore
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The embedded backend: one SQLite file in WAL mode (schema in `SQLiteSchema`).
@@ -29,7 +30,8 @@ final class SQLiteSampleStore: SampleStore {
     /// Where the samples being ingested come from, and which agents to approve on sight: fixed
     /// when the store is opened.
     let policy: IngestPolicy
-    lazy var insertSample = try? db.prepare("""
+    lazy var insertSample = try? db.prepare(
+        """
         INSERT INTO samples (monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record,
                              origin, agent, held, identity_agent)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -89,10 +91,11 @@ final class SQLiteSampleStore: SampleStore {
         // again and again: a larger cache keeps them from being read back, and a larger checkpoint
         // interval copies each page to the database once instead of many times. Queries read the
         // file through a memory map instead of copying each page.
-        let pragmas = (create ? ["PRAGMA journal_mode=WAL"] : []) + [
-            "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)",
-            "PRAGMA wal_autocheckpoint=\(SQLiteSampleStore.checkpointPages)",
-        ] + (create ? [] : ["PRAGMA mmap_size=\(SQLiteSampleStore.mapBytes)"])
+        let pragmas =
+            (create ? ["PRAGMA journal_mode=WAL"] : []) + [
+                "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)",
+                "PRAGMA wal_autocheckpoint=\(SQLiteSampleStore.checkpointPages)",
+            ] + (create ? [] : ["PRAGMA mmap_size=\(SQLiteSampleStore.mapBytes)"])
         do {
             db = try SQLiteConnection.openVersioned(path: path, create: create, schema: SQLiteSchema.versioned, pragmas: pragmas)
         } catch let error as SQLiteError {

@@ -8,61 +8,61 @@ enum SQLiteSchema {
     /// the views read) and agents. The covering index `(monitor_id, at, status, latency_ms)`
     /// answers history, results and uptime without touching the table.
     static let tables = """
-    CREATE TABLE monitors (
-        id INTEGER PRIMARY KEY,
-        monitor TEXT NOT NULL UNIQUE,
-        name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, check_interval INTEGER,
-        first_seen INTEGER NOT NULL
-    );
-    CREATE TABLE samples (
-        id INTEGER PRIMARY KEY,
-        monitor_id INTEGER NOT NULL,
-        at INTEGER NOT NULL,
-        status INTEGER NOT NULL,
-        latency_ms REAL,
-        reason TEXT,
-        code INTEGER,
-        message TEXT,
-        tls_expiry_days INTEGER,
-        speed_mbps REAL,
-        record TEXT NOT NULL
-    );
-    CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms);
-    CREATE INDEX samples_by_time ON samples(at);
-    CREATE TABLE agents (
-        id TEXT PRIMARY KEY,
-        status TEXT NOT NULL DEFAULT 'approved',
-        created_at INTEGER NOT NULL,
-        last_seen INTEGER NOT NULL
-    );
-    """
+        CREATE TABLE monitors (
+            id INTEGER PRIMARY KEY,
+            monitor TEXT NOT NULL UNIQUE,
+            name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, check_interval INTEGER,
+            first_seen INTEGER NOT NULL
+        );
+        CREATE TABLE samples (
+            id INTEGER PRIMARY KEY,
+            monitor_id INTEGER NOT NULL,
+            at INTEGER NOT NULL,
+            status INTEGER NOT NULL,
+            latency_ms REAL,
+            reason TEXT,
+            code INTEGER,
+            message TEXT,
+            tls_expiry_days INTEGER,
+            speed_mbps REAL,
+            record TEXT NOT NULL
+        );
+        CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms);
+        CREATE INDEX samples_by_time ON samples(at);
+        CREATE TABLE agents (
+            id TEXT PRIMARY KEY,
+            status TEXT NOT NULL DEFAULT 'approved',
+            created_at INTEGER NOT NULL,
+            last_seen INTEGER NOT NULL
+        );
+        """
 
     /// Version 2: the latest monitor config and enabled flag its samples stated.
     static let monitorSettings = """
-    ALTER TABLE monitors ADD COLUMN config TEXT;
-    ALTER TABLE monitors ADD COLUMN enabled INTEGER;
-    """
+        ALTER TABLE monitors ADD COLUMN config TEXT;
+        ALTER TABLE monitors ADD COLUMN enabled INTEGER;
+        """
 
     /// Version 3: OnlineTracker's agent model. Each sample records its origin (0: the user's
     /// own command line, 1: from elsewhere, through `--remote`), the agent a remote one came
     /// from, and whether it is held (from an agent nobody approved: stored, not counted). Every
     /// view reads the covering index, now partial over the samples not held.
     static let agentModel = """
-    ALTER TABLE agents ADD COLUMN name TEXT;
-    ALTER TABLE samples ADD COLUMN origin INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE samples ADD COLUMN agent TEXT;
-    ALTER TABLE samples ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
-    DROP INDEX samples_by_monitor_time;
-    CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0;
-    CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1;
-    """
+        ALTER TABLE agents ADD COLUMN name TEXT;
+        ALTER TABLE samples ADD COLUMN origin INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE samples ADD COLUMN agent TEXT;
+        ALTER TABLE samples ADD COLUMN held INTEGER NOT NULL DEFAULT 0;
+        DROP INDEX samples_by_monitor_time;
+        CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0;
+        CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1;
+        """
 
     /// Version 4: a generation number every write transaction increments, so an answer kept
     /// between requests (the API's overview) knows whether the store changed since.
     static let generationCounter = """
-    CREATE TABLE store_state (generation INTEGER NOT NULL);
-    INSERT INTO store_state VALUES (0);
-    """
+        CREATE TABLE store_state (generation INTEGER NOT NULL);
+        INSERT INTO store_state VALUES (0);
+        """
 
     /// Version 5: a sample is identified by its monitor, its own agent (the record's `agent`
     /// when it is a string, else '') and its time: a unique index on them, which also serves the
@@ -71,19 +71,19 @@ enum SQLiteSchema {
     /// took samples away or let held ones count (retention, clear, an approval), so the kept
     /// counts of checks (`check_counts`, for `metrics`) know when to count again from scratch.
     static let sampleIdentity = """
-    ALTER TABLE samples ADD COLUMN identity_agent TEXT NOT NULL DEFAULT '';
-    UPDATE samples SET identity_agent = json_extract(record, '$.agent') WHERE json_type(record, '$.agent') = 'text';
-    DELETE FROM samples WHERE id NOT IN (SELECT min(id) FROM samples GROUP BY at, monitor_id, identity_agent);
-    DROP INDEX samples_by_time;
-    CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent);
-    ALTER TABLE store_state ADD COLUMN deletions INTEGER NOT NULL DEFAULT 0;
-    UPDATE store_state SET generation = generation + 1, deletions = deletions + 1;
-    CREATE TABLE check_counts (
-        monitor_id INTEGER NOT NULL, status INTEGER NOT NULL, checks INTEGER NOT NULL, PRIMARY KEY (monitor_id, status)
-    ) WITHOUT ROWID;
-    CREATE TABLE check_counts_state (through_id INTEGER NOT NULL, deletions INTEGER NOT NULL);
-    INSERT INTO check_counts_state VALUES (0, -1);
-    """
+        ALTER TABLE samples ADD COLUMN identity_agent TEXT NOT NULL DEFAULT '';
+        UPDATE samples SET identity_agent = json_extract(record, '$.agent') WHERE json_type(record, '$.agent') = 'text';
+        DELETE FROM samples WHERE id NOT IN (SELECT min(id) FROM samples GROUP BY at, monitor_id, identity_agent);
+        DROP INDEX samples_by_time;
+        CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent);
+        ALTER TABLE store_state ADD COLUMN deletions INTEGER NOT NULL DEFAULT 0;
+        UPDATE store_state SET generation = generation + 1, deletions = deletions + 1;
+        CREATE TABLE check_counts (
+            monitor_id INTEGER NOT NULL, status INTEGER NOT NULL, checks INTEGER NOT NULL, PRIMARY KEY (monitor_id, status)
+        ) WITHOUT ROWID;
+        CREATE TABLE check_counts_state (through_id INTEGER NOT NULL, deletions INTEGER NOT NULL);
+        INSERT INTO check_counts_state VALUES (0, -1);
+        """
 
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
     static let migrations: [String] = [tables, monitorSettings, agentModel, generationCounter, sampleIdentity]

@@ -69,8 +69,9 @@ protocol SampleStore: AnyObject {
     /// The newest sample of a monitor.
     func latest(monitorID: Int64) throws -> StoredSample?
     /// Samples of a monitor in `[from, until)`, oldest first: time, status, latency.
-    func forEachSample(monitorID: Int64, from: Int64, until: Int64,
-                       _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws
+    func forEachSample(
+        monitorID: Int64, from: Int64, until: Int64,
+        _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws
     /// The 15-minute buckets of a monitor's samples in `[from, until)`, oldest first, only those
     /// with checks (`HistoryBucket` says what each figure is).
     func forEachBucket(monitorID: Int64, from: Int64, until: Int64, _ visit: (HistoryBucket) throws -> Void) throws
@@ -94,8 +95,9 @@ protocol SampleStore: AnyObject {
     /// and agents stay. Returns how many were deleted.
     func clear(monitorID: Int64?, before: Int64?) throws -> Int
     /// Stored sample lines in `[from, until)`, in time order, optionally of one monitor.
-    func export(from: Int64, until: Int64, monitorID: Int64?,
-                _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
+    func export(
+        from: Int64, until: Int64, monitorID: Int64?,
+        _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
     /// The most samples one batch holds: a commit costs SQLite little, while every INSERT
     /// makes ClickHouse a new part to merge, so its batches are larger.
     var batchRows: Int { get }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One sample as the store keeps it: the spine the shared reader checked, plus the columns
 /// only the store reads. Text fields are byte ranges into the line, decoded only when needed,
@@ -42,8 +43,9 @@ struct StorableSample {
     /// The sample `reader` read last, with the store's own fields `own` read in its pass;
     /// throws when one of those has the wrong type.
     init(_ reader: SampleLine, _ own: StoredFields) throws {
-        try self.init(line: reader.line, monitor: reader.monitor, at: reader.atMs, status: reader.status,
-                      latencyMs: reader.latencyMs, agent: reader.agentField, own)
+        try self.init(
+            line: reader.line, monitor: reader.monitor, at: reader.atMs, status: reader.status,
+            latencyMs: reader.latencyMs, agent: reader.agentField, own)
         reasonRange = Self.stringOnly(line, reader.reasonField)
     }
 
@@ -72,8 +74,10 @@ struct StorableSample {
         return try StorableSample(line: line, monitor: monitor, at: at, status: .unknown, latencyMs: nil, agent: agent, own)
     }
 
-    private init(line: UnsafeBufferPointer<UInt8>, monitor: String, at: Int64, status: SampleStatus, latencyMs: Double?,
-                 agent: FieldRange?, _ own: StoredFields) throws {
+    private init(
+        line: UnsafeBufferPointer<UInt8>, monitor: String, at: Int64, status: SampleStatus, latencyMs: Double?,
+        agent: FieldRange?, _ own: StoredFields
+    ) throws {
         self.line = line
         self.monitor = monitor
         self.at = at
@@ -91,7 +95,9 @@ struct StorableSample {
         metaRanges[4] = try Self.text(line, own.description, "description")
         agentNameRange = try Self.text(line, own.agentName, "agent_name")
         if let field = own.config, !Self.isNull(line, field) {
-            guard line[field.valueStart] == UInt8(ascii: "{") else { throw StoreRefusal.bad("config", line, field, expected: "an object or null") }
+            guard line[field.valueStart] == UInt8(ascii: "{") else {
+                throw StoreRefusal.bad("config", line, field, expected: "an object or null")
+            }
             configRange = field
         }
         if let field = own.enabled, !Self.isNull(line, field) {
@@ -175,11 +181,14 @@ struct StorableSample {
     }
 
     /// A number (nil for null or absent).
-    private static func number(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String,
-                               _ kind: SampleValueKind) throws(SampleProblem) -> Double? {
+    private static func number(
+        _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String,
+        _ kind: SampleValueKind
+    ) throws(SampleProblem) -> Double? {
         guard let field, !isNull(line, field) else { return nil }
         guard let number = JSONNumber.value(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])),
-              kind != .nonNegativeNumber || number >= 0 else {
+            kind != .nonNegativeNumber || number >= 0
+        else {
             throw SampleProblem.bad(key, line, field, expected: kind)
         }
         return number

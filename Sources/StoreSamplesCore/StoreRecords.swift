@@ -1,8 +1,9 @@
 import VitalsKit
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What a monitor's samples say of it besides its id: each field the latest sample (or
@@ -150,8 +151,9 @@ struct IngestPolicy: Sendable {
         }
         switch try status(agent) {
         case .rejected:
-            throw StoreRefusal("agent '\(agent)' is rejected: its \(record)s are refused "
-                               + "(store-samples agents approve \(agent) lets them in)")
+            throw StoreRefusal(
+                "agent '\(agent)' is rejected: its \(record)s are refused "
+                    + "(store-samples agents approve \(agent) lets them in)")
         case .pending: return (agent, true)
         case .approved: return (agent, false)
         }

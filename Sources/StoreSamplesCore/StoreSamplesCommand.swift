@@ -8,76 +8,128 @@ public enum StoreSamplesCommand: VitalsCommand {
     public static let spec = CommandSpec(
         name: "store-samples",
         summary: "Keep sample records in SQLite and answer OnlineTracker's views of their history.",
-        usage: ["[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
-                "[OPTIONS] agents [approve|reject|token ID] | stats | export | metrics [--output FILE]",
-                "[OPTIONS] serve --socket PATH | cgi",
-                "[OPTIONS] clear --all | --monitor ID | --until WHEN"],
+        usage: [
+            "[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
+            "[OPTIONS] agents [approve|reject|token ID] | stats | export | metrics [--output FILE]",
+            "[OPTIONS] serve --socket PATH | cgi",
+            "[OPTIONS] clear --all | --monitor ID | --until WHEN",
+        ],
         description: """
-        Without a subcommand (or with ingest), samples are read from the FILEs or standard input and stored; \
-        each record is written to standard output once the transaction holding it has committed. The other \
-        subcommands print JSON shaped as OnlineTracker's API (overview, monitors, monitor, history, results, \
-        agents), Online Now's statistics (stats), or the stored samples (export); metrics prints every monitor's latest \
-        state and counts in Prometheus' text exposition format. serve answers OnlineTracker's \
-        API behind nginx as a FastCGI responder on a private Unix socket, until stopped; cgi answers one request \
-        of it under a web server that runs a program per request. See store-samples(1) and vitals-serve(7).
-        """,
+            Without a subcommand (or with ingest), samples are read from the FILEs or standard input and stored; \
+            each record is written to standard output once the transaction holding it has committed. The other \
+            subcommands print JSON shaped as OnlineTracker's API (overview, monitors, monitor, history, results, \
+            agents), Online Now's statistics (stats), or the stored samples (export); metrics prints every monitor's latest \
+            state and counts in Prometheus' text exposition format. serve answers OnlineTracker's \
+            API behind nginx as a FastCGI responder on a private Unix socket, until stopped; cgi answers one request \
+            of it under a web server that runs a program per request. See store-samples(1) and vitals-serve(7).
+            """,
         options: [
-            OptionSpec("db", short: "d", value: "PATH|URL",
-                       help: "the database file, or a ClickHouse store: clickhouse://[user[:password]@]host[:port]/database[?options] (default $VITALS_DB, else vitals.db)"),
-            .duration("wait", help: "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries within a second)"),
+            OptionSpec(
+                "db", short: "d", value: "PATH|URL",
+                help:
+                    "the database file, or a ClickHouse store: clickhouse://[user[:password]@]host[:port]/database[?options] (default $VITALS_DB, else vitals.db)"
+            ),
+            .duration(
+                "wait",
+                help:
+                    "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries within a second)"
+            ),
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
-            OptionSpec("keep-per-monitor", value: "N", help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
-            .duration("keep", default: "\(Retention.defaultDays)d", range: 0...Int64.max / 4,
-                      help: "ingest: keep samples this long, in whole days (30d, 2w); 0 keeps them forever"),
-            OptionSpec("remote", help: "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"),
-            OptionSpec("auto-approve", help: "ingest --remote, serve, cgi: approve an agent seen for the first time instead of leaving it pending"),
-            OptionSpec("approve-agents", value: "LIST", help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
+            OptionSpec(
+                "keep-per-monitor", value: "N",
+                help: "ingest: keep at most N samples per monitor (isitup keeps 200, Online Now 1000; default no limit)"),
+            .duration(
+                "keep", default: "\(Retention.defaultDays)d", range: 0...Int64.max / 4,
+                help: "ingest: keep samples this long, in whole days (30d, 2w); 0 keeps them forever"),
+            OptionSpec(
+                "remote",
+                help:
+                    "ingest: the samples came from elsewhere (the API that receives agents' samples): each must name its agent, counted only once the agent is approved"
+            ),
+            OptionSpec(
+                "auto-approve", help: "ingest --remote, serve, cgi: approve an agent seen for the first time instead of leaving it pending"),
+            OptionSpec(
+                "approve-agents", value: "LIST",
+                help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
         ] + OptionSpec.progress("ingest") + [
-            .now("the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"),
+            .now(
+                "the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"
+            )
         ] + OptionSpec.paging("results", items: "checks", Views.resultsPages) + [
-            .when("since", help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d); "
-                  + "history: the buckets since then (default \(Views.historyLookback.limitsText)); "
-                  + "results: the checks since then (default \(Views.resultsLookback.limitsText))"),
+            .when(
+                "since",
+                help: "export, stats: from this time (RFC 3339) or this long ago (24h, 7d); "
+                    + "history: the buckets since then (default \(Views.historyLookback.limitsText)); "
+                    + "results: the checks since then (default \(Views.resultsLookback.limitsText))"),
             .when("until", help: "export: before this time or this long ago (default: no end); clear: the samples before this time"),
             OptionSpec("monitor", short: "m", value: "ID", help: "export, clear: only this monitor (integer or monitor id)"),
-            OptionSpec("output", value: "FILE",
-                       help: "metrics: write the exposition to FILE, replaced whole (a temporary file renamed over it), for node_exporter's textfile collector"),
+            OptionSpec(
+                "output", value: "FILE",
+                help:
+                    "metrics: write the exposition to FILE, replaced whole (a temporary file renamed over it), for node_exporter's textfile collector"
+            ),
             OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
-            OptionSpec("sort", value: "ORDER", default: "status", choices: ["status", "id"],
-                       help: "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"),
-            OptionSpec("tokens", value: "FILE",
-                       help: "agents token, serve, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"),
-            OptionSpec("format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")], choices: ["json", "ndjson", "csv"],
-                       help: "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"),
+            OptionSpec(
+                "sort", value: "ORDER", default: "status", choices: ["status", "id"],
+                help:
+                    "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"
+            ),
+            OptionSpec(
+                "tokens", value: "FILE",
+                help:
+                    "agents token, serve, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"
+            ),
+            OptionSpec(
+                "format", short: "f", value: "FORMAT", aliases: [OptionAlias("ndjson", meaning: "ndjson")],
+                choices: ["json", "ndjson", "csv"],
+                help:
+                    "monitors, history, agents: json (one array, default) or ndjson (one object a line); export: ndjson (the samples as stored, default) or csv"
+            ),
         ] + Serve.options,
         subcommands: [
-            SubcommandSpec("ingest", operands: 0...Int.max, "[FILE...]",
-                           options: ["quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
-                           summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
-            SubcommandSpec("overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
+            SubcommandSpec(
+                "ingest", operands: 0...Int.max, "[FILE...]",
+                options: ["quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
+                summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
+            SubcommandSpec(
+                "overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
             SubcommandSpec("monitors", options: ["format", "sort"], choices: ["format": listFormats], summary: "the monitors stored"),
             SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
-            SubcommandSpec("history", operands: 1...1, "ID", options: ["since", "format"], choices: ["format": listFormats], summary: "one monitor's 15-minute buckets"),
-            SubcommandSpec("results", operands: 1...1, "ID", options: ["since", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
-            SubcommandSpec("agents", actions: [
-                SubcommandAction(AgentAction.approve.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
-                                 summary: "set an agent's status to approved and print it: the samples it sent while pending count"),
-                SubcommandAction(AgentAction.reject.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
-                                 summary: "set an agent's status to rejected and print it: its samples are refused from then on"),
-                SubcommandAction(AgentAction.token.rawValue, operands: 1...1, "ID", options: ["tokens"],
-                                 summary: "make the agent's bearer token for the API, shown once (only its hash is kept)"),
-            ], requiresAction: false, options: ["format"], choices: ["format": listFormats],
-                           summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
-            SubcommandSpec("serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
-                           summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
-            SubcommandSpec("cgi", options: ["tokens", "auto-approve"],
-                           summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
+            SubcommandSpec(
+                "history", operands: 1...1, "ID", options: ["since", "format"], choices: ["format": listFormats],
+                summary: "one monitor's 15-minute buckets"),
+            SubcommandSpec(
+                "results", operands: 1...1, "ID", options: ["since", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
+            SubcommandSpec(
+                "agents",
+                actions: [
+                    SubcommandAction(
+                        AgentAction.approve.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
+                        summary: "set an agent's status to approved and print it: the samples it sent while pending count"),
+                    SubcommandAction(
+                        AgentAction.reject.rawValue, operands: 1...1, "ID", options: ["format"], choices: ["format": listFormats],
+                        summary: "set an agent's status to rejected and print it: its samples are refused from then on"),
+                    SubcommandAction(
+                        AgentAction.token.rawValue, operands: 1...1, "ID", options: ["tokens"],
+                        summary: "make the agent's bearer token for the API, shown once (only its hash is kept)"),
+                ], requiresAction: false, options: ["format"], choices: ["format": listFormats],
+                summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
+            SubcommandSpec(
+                "serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
+                summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
+            SubcommandSpec(
+                "cgi", options: ["tokens", "auto-approve"],
+                summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
             SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
-            SubcommandSpec("export", options: ["since", "until", "monitor", "format"], choices: ["format": ["ndjson", "csv"]], summary: "the stored samples, as NDJSON or CSV"),
-            SubcommandSpec("metrics", options: ["output"],
-                           summary: "every monitor's latest state and checks counted, in Prometheus' text exposition format"),
-            SubcommandSpec("clear", options: ["all", "monitor", "until"],
-                           summary: "delete samples: all, one monitor's, or those before a time (isitup's and Online Now's clear history)"),
+            SubcommandSpec(
+                "export", options: ["since", "until", "monitor", "format"], choices: ["format": ["ndjson", "csv"]],
+                summary: "the stored samples, as NDJSON or CSV"),
+            SubcommandSpec(
+                "metrics", options: ["output"],
+                summary: "every monitor's latest state and checks counted, in Prometheus' text exposition format"),
+            SubcommandSpec(
+                "clear", options: ["all", "monitor", "until"],
+                summary: "delete samples: all, one monitor's, or those before a time (isitup's and Online Now's clear history)"),
         ],
         defaultSubcommand: "ingest",
         examples: [
@@ -90,7 +142,10 @@ public enum StoreSamplesCommand: VitalsCommand {
         ],
         exitStatuses: [
             (.success, "done (a query that matches nothing prints an empty list)"),
-            (.failure, "bad input lines (the rest was stored), an unknown monitor or agent, or a database that cannot be opened or written"),
+            (
+                .failure,
+                "bad input lines (the rest was stored), an unknown monitor or agent, or a database that cannot be opened or written"
+            ),
             (.usage, "the command line was wrong"),
             (.interrupted, "stopped by SIGINT (what was read is committed first)"),
             (.terminated, "stopped by SIGTERM (likewise)"),
@@ -106,8 +161,10 @@ public enum StoreSamplesCommand: VitalsCommand {
         let fixedNow = try options.now()
         let now = fixedNow ?? Clock.wallMilliseconds()
         let clock: () -> Int64 = fixedNow.map { fixed in { fixed } } ?? { Clock.wallMilliseconds() }
-        let clickHouse = database.hasPrefix(ClickHouseLocation.prefix)
-            ? try ClickHouseLocation(database, environment: context.environment, readFile: { try String(contentsOfFile: $0, encoding: .utf8) })
+        let clickHouse =
+            database.hasPrefix(ClickHouseLocation.prefix)
+            ? try ClickHouseLocation(
+                database, environment: context.environment, readFile: { try String(contentsOfFile: $0, encoding: .utf8) })
             : nil
         // What messages call the store: the file, or the URL with its password masked.
         let path = clickHouse?.display ?? database
@@ -123,7 +180,9 @@ public enum StoreSamplesCommand: VitalsCommand {
 
         /// The agents' token file: --tokens, $VITALS_AGENT_TOKENS, or beside a database file.
         func tokensFile() -> String? {
-            if let file = options.value("tokens") ?? context.environment["VITALS_AGENT_TOKENS"].flatMap({ $0.isEmpty ? nil : $0 }) { return file }
+            if let file = options.value("tokens") ?? context.environment["VITALS_AGENT_TOKENS"].flatMap({ $0.isEmpty ? nil : $0 }) {
+                return file
+            }
             return clickHouse == nil ? database + ".tokens" : nil
         }
 
@@ -156,20 +215,23 @@ public enum StoreSamplesCommand: VitalsCommand {
         switch subcommand {
         case .serve, .cgi:
             let fixed = fixedNow
-            let api = OnlineTrackerAPI(database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"),
-                                       clock: { fixed ?? Clock.wallMilliseconds() },
-                                       openStore: { create, policy in try openStore(create: create, policy: policy) })
+            let api = OnlineTrackerAPI(
+                database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"),
+                clock: { fixed ?? Clock.wallMilliseconds() },
+                openStore: { create, policy in try openStore(create: create, policy: policy) })
             if subcommand == .cgi {
                 let worker = OnlineTrackerWorker(api: api, log: { context.diagnostics.error($0) })
-                return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
-                                        maxBody: OnlineTrackerAPI.limits.maxBody, worker.answer)
+                return CGIAdapter.serve(
+                    environment: context.environment, input: context.streams.input, output: context.streams.output,
+                    maxBody: OnlineTrackerAPI.limits.maxBody, worker.answer)
             }
             let errorFD = context.streams.error
             return try Serve.run(options, context, what: "OnlineTracker's API (\(path))", limits: OnlineTrackerAPI.limits) {
                 OnlineTrackerWorker(api: api, log: { Streams.writeAll(errorFD, "store-samples: \($0)\n") })
             }
         case .ingest:
-            let keepPerMonitor = options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
+            let keepPerMonitor =
+                options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
             let keepMs = try options.duration("keep")!
             guard keepMs % 86_400_000 == 0, keepMs / 86_400_000 <= 100_000 else {
                 throw UsageError("--keep wants whole days up to 100000d (30d, 2w, 400d), or 0 for forever, not '\(options.value("keep")!)'")
@@ -178,16 +240,20 @@ public enum StoreSamplesCommand: VitalsCommand {
             if options.has("auto-approve"), !options.has("remote") {
                 throw UsageError("--auto-approve applies to samples from elsewhere: add --remote (your own samples count at once)")
             }
-            let approved = options.value("approve-agents").map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } } ?? []
+            let approved =
+                options.value("approve-agents").map {
+                    $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                } ?? []
             let policy = IngestPolicy(remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved)
             if clickHouse != nil, keepPerMonitor != nil {
                 throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep)")
             }
             let store = try openStore(create: true, policy: policy)
             try store.approveListedAgents(now: now)
-            let ingester = Ingester(store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
-                                    output: context.output, passThrough: !options.has("quiet"),
-                                    diagnostics: context.diagnostics, now: clock)
+            let ingester = Ingester(
+                store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
+                output: context.output, passThrough: !options.has("quiet"),
+                diagnostics: context.diagnostics, now: clock)
             ingester.maxRows = store.batchRows
             var keepGoing = true
             // Progress on a terminal for files (a stream from a probe is a pipe: its own tool shows how it goes).
@@ -196,8 +262,10 @@ public enum StoreSamplesCommand: VitalsCommand {
             let progress = context.progressLine(options, auto: total != nil)
             var bytesBefore: Int64 = 0
             func progressText(_ bytes: Int64) -> String {
-                "store-samples: " + ProgressText.reading(bytes: bytes, of: total, items: ingester.stored, noun: "samples",
-                                                         seconds: progress?.elapsedSeconds ?? 0)
+                "store-samples: "
+                    + ProgressText.reading(
+                        bytes: bytes, of: total, items: ingester.stored, noun: "samples",
+                        seconds: progress?.elapsedSeconds ?? 0)
             }
             inputs.forEach(diagnostics: context.diagnostics) { reader in
                 if let progress {
@@ -245,7 +313,9 @@ public enum StoreSamplesCommand: VitalsCommand {
                 guard try store.setAgentStatus(operands[0], to: status) else { throw ToolError("no agent '\(operands[0])' in \(path)") }
                 try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[0]) })
             case .token?:
-                guard let file = tokensFile() else { throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)") }
+                guard let file = tokensFile() else {
+                    throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)")
+                }
                 let agent = operands[0]
                 guard !agent.isEmpty, agent.utf8.count <= 200, !agent.contains(where: { $0 == " " || $0 == "\n" || $0 == "\t" }) else {
                     throw UsageError("an agent id has no spaces and at most 200 bytes")
@@ -259,19 +329,24 @@ public enum StoreSamplesCommand: VitalsCommand {
         case .clear:
             let all = options.has("all")
             guard all != (options.has("monitor") || options.has("until")) else {
-                throw UsageError(all ? "clear --all clears everything; leave out --monitor and --until, or --all"
-                                     : "clear wants --all, --monitor ID or --until WHEN (or both of the last two)")
+                throw UsageError(
+                    all
+                        ? "clear --all clears everything; leave out --monitor and --until, or --all"
+                        : "clear wants --all, --monitor ID or --until WHEN (or both of the last two)")
             }
             let store = try openViews().0
             let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
             let before = options.has("until") ? until : nil
             let deleted = try store.clear(monitorID: monitorID, before: before)
-            try writer.write(JSONValue.object(JSONObject([
-                JSONField("type", .string("cleared")),
-                JSONField("monitor", options.value("monitor").map(JSONValue.string) ?? .null),
-                JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
-                JSONField("samples", .integer(deleted)),
-            ])).encoded())
+            try writer.write(
+                JSONValue.object(
+                    JSONObject([
+                        JSONField("type", .string("cleared")),
+                        JSONField("monitor", options.value("monitor").map(JSONValue.string) ?? .null),
+                        JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
+                        JSONField("samples", .integer(deleted)),
+                    ])
+                ).encoded())
         case .metrics:
             let exposition = try openViews().1.metrics()
             if let file = options.value("output") {

@@ -100,37 +100,44 @@ struct Views {
                 uptimeSum += uptime
                 uptimeCount += 1
             }
-            summaries.append((monitor, status, .object(JSONObject([
-                JSONField("id", .integer(Int(monitor.id))),
-                JSONField("name", .string(monitor.metadata.name ?? monitor.monitor)),
-                JSONField("type", .string(Views.clientType(monitor.metadata.kind))),
-                JSONField("status", .string(status)),
-                JSONField("uptime_24h", number(uptime)),
-                JSONField("last_check", latest.map { .string(Views.time($0.at)) } ?? .null),
-            ]))))
+            summaries.append(
+                (
+                    monitor, status,
+                    .object(
+                        JSONObject([
+                            JSONField("id", .integer(Int(monitor.id))),
+                            JSONField("name", .string(monitor.metadata.name ?? monitor.monitor)),
+                            JSONField("type", .string(Views.clientType(monitor.metadata.kind))),
+                            JSONField("status", .string(status)),
+                            JSONField("uptime_24h", number(uptime)),
+                            JSONField("last_check", latest.map { .string(Views.time($0.at)) } ?? .null),
+                        ]))
+                ))
         }
         let overall = uptimeCount == 0 ? 0 : (uptimeSum / Double(uptimeCount) * 100).rounded() / 100
-        return .object(JSONObject([
-            JSONField("total_monitors", .integer(monitors.count)),
-            JSONField("monitors_up", .integer(counts["up"]!)),
-            JSONField("monitors_down", .integer(counts["down"]!)),
-            JSONField("monitors_degraded", .integer(counts["degraded"]!)),
-            JSONField("monitors_unknown", .integer(counts["unknown"]!)),
-            JSONField("agents_total", .integer(agents.count)),
-            JSONField("agents_pending", .integer(agents.filter { $0.status == .pending }.count)),
-            JSONField("overall_uptime_24h", number(overall)),
-            JSONField("monitors", .array(ordered(summaries))),
-        ]))
+        return .object(
+            JSONObject([
+                JSONField("total_monitors", .integer(monitors.count)),
+                JSONField("monitors_up", .integer(counts["up"]!)),
+                JSONField("monitors_down", .integer(counts["down"]!)),
+                JSONField("monitors_degraded", .integer(counts["degraded"]!)),
+                JSONField("monitors_unknown", .integer(counts["unknown"]!)),
+                JSONField("agents_total", .integer(agents.count)),
+                JSONField("agents_pending", .integer(agents.filter { $0.status == .pending }.count)),
+                JSONField("overall_uptime_24h", number(overall)),
+                JSONField("monitors", .array(ordered(summaries))),
+            ]))
     }
 
     // MARK: - GET /api/monitors[/{id}]
 
     /// Every monitor with its latest status, in the list order.
     func monitors() throws -> [JSONValue] {
-        try ordered(store.monitors().map { record in
-            let latest = try store.latest(monitorID: record.id)
-            return (record, Views.clientStatus(latest?.status), monitor(record, latest: latest))
-        })
+        try ordered(
+            store.monitors().map { record in
+                let latest = try store.latest(monitorID: record.id)
+                return (record, Views.clientStatus(latest?.status), monitor(record, latest: latest))
+            })
     }
 
     /// One monitor with its latest status.
@@ -144,28 +151,30 @@ struct Views {
     private func monitor(_ record: MonitorRecord, latest: StoredSample?) -> JSONValue {
         var latestStatus = JSONValue.null
         if let latest {
-            latestStatus = .object(JSONObject([
-                JSONField("status", .string(Views.clientStatus(latest.status))),
-                JSONField("response_time_ms", Views.roundedMs(latest.latencyMs).map(JSONValue.integer) ?? .null),
-                JSONField("checked_at", .string(Views.time(latest.at))),
-                JSONField("details", latest.message.map(JSONValue.string) ?? .null),
-                JSONField("ssl_expiry_days", latest.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
-            ]))
+            latestStatus = .object(
+                JSONObject([
+                    JSONField("status", .string(Views.clientStatus(latest.status))),
+                    JSONField("response_time_ms", Views.roundedMs(latest.latencyMs).map(JSONValue.integer) ?? .null),
+                    JSONField("checked_at", .string(Views.time(latest.at))),
+                    JSONField("details", latest.message.map(JSONValue.string) ?? .null),
+                    JSONField("ssl_expiry_days", latest.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
+                ]))
         }
-        return .object(JSONObject([
-            JSONField("id", .integer(Int(record.id))),
-            JSONField("agent_id", record.metadata.agent.map(JSONValue.string) ?? .null),
-            JSONField("type", .string(Views.clientType(record.metadata.kind))),
-            JSONField("name", .string(record.metadata.name ?? record.monitor)),
-            JSONField("description", record.metadata.description.map(JSONValue.string) ?? .null),
-            JSONField("target", .string(record.metadata.target ?? record.monitor)),
-            JSONField("config", record.metadata.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
-            JSONField("check_interval", .integer(Int(record.metadata.checkInterval ?? Views.defaultCheckInterval))),
-            JSONField("enabled", .bool(record.metadata.enabled ?? true)),
-            JSONField("created_at", .string(Views.time(record.firstSeen))),
-            JSONField("latest_status", latestStatus),
-            JSONField("monitor", .string(record.monitor)),
-        ]))
+        return .object(
+            JSONObject([
+                JSONField("id", .integer(Int(record.id))),
+                JSONField("agent_id", record.metadata.agent.map(JSONValue.string) ?? .null),
+                JSONField("type", .string(Views.clientType(record.metadata.kind))),
+                JSONField("name", .string(record.metadata.name ?? record.monitor)),
+                JSONField("description", record.metadata.description.map(JSONValue.string) ?? .null),
+                JSONField("target", .string(record.metadata.target ?? record.monitor)),
+                JSONField("config", record.metadata.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
+                JSONField("check_interval", .integer(Int(record.metadata.checkInterval ?? Views.defaultCheckInterval))),
+                JSONField("enabled", .bool(record.metadata.enabled ?? true)),
+                JSONField("created_at", .string(Views.time(record.firstSeen))),
+                JSONField("latest_status", latestStatus),
+                JSONField("monitor", .string(record.monitor)),
+            ]))
     }
 
     // MARK: - GET /api/monitors/{id}/history?hours=H
@@ -207,22 +216,24 @@ struct Views {
         let total = try store.count(monitorID: record.id, from: from, until: now + 1)
         let rows = try store.page(monitorID: record.id, from: from, until: now + 1, offset: page.offset, limit: perPage)
         let items = rows.map { row -> JSONValue in
-            .object(JSONObject([
-                JSONField("id", .integer(Int(row.id))),
-                JSONField("checked_at", .string(Views.time(row.at))),
-                JSONField("status", .string(Views.clientStatus(row.status))),
-                JSONField("response_time_ms", Views.roundedMs(row.latencyMs).map(JSONValue.integer) ?? .null),
-                JSONField("details", row.message.map(JSONValue.string) ?? .null),
-                JSONField("ssl_expiry_days", row.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
-            ]))
+            .object(
+                JSONObject([
+                    JSONField("id", .integer(Int(row.id))),
+                    JSONField("checked_at", .string(Views.time(row.at))),
+                    JSONField("status", .string(Views.clientStatus(row.status))),
+                    JSONField("response_time_ms", Views.roundedMs(row.latencyMs).map(JSONValue.integer) ?? .null),
+                    JSONField("details", row.message.map(JSONValue.string) ?? .null),
+                    JSONField("ssl_expiry_days", row.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
+                ]))
         }
-        return .object(JSONObject([
-            JSONField("items", .array(items)),
-            JSONField("total", .integer(total)),
-            JSONField("page", .integer(page.number)),
-            JSONField("per_page", .integer(perPage)),
-            JSONField("total_pages", .integer((total + perPage - 1) / perPage)),
-        ]))
+        return .object(
+            JSONObject([
+                JSONField("items", .array(items)),
+                JSONField("total", .integer(total)),
+                JSONField("page", .integer(page.number)),
+                JSONField("per_page", .integer(perPage)),
+                JSONField("total_pages", .integer((total + perPage - 1) / perPage)),
+            ]))
     }
 
     // MARK: - GET /api/agents
@@ -230,14 +241,15 @@ struct Views {
     /// Agents seen in samples.
     func agents() throws -> [JSONValue] {
         try store.agents().map { agent in
-            .object(JSONObject([
-                JSONField("id", .string(agent.id)),
-                JSONField("name", .string(agent.name ?? agent.id)),
-                JSONField("status", .string(agent.status.rawValue)),
-                JSONField("last_seen", .string(Views.time(agent.lastSeen))),
-                JSONField("created_at", .string(Views.time(agent.createdAt))),
-                JSONField("monitor_count", .integer(agent.monitorCount)),
-            ]))
+            .object(
+                JSONObject([
+                    JSONField("id", .string(agent.id)),
+                    JSONField("name", .string(agent.name ?? agent.id)),
+                    JSONField("status", .string(agent.status.rawValue)),
+                    JSONField("last_seen", .string(Views.time(agent.lastSeen))),
+                    JSONField("created_at", .string(Views.time(agent.createdAt))),
+                    JSONField("monitor_count", .integer(agent.monitorCount)),
+                ]))
         }
     }
 
@@ -256,23 +268,28 @@ struct Views {
             good += totals.good
             speedSum += totals.speedSum
             speedCount += totals.speedCount
-            perMonitor.append(.object(JSONObject([
-                JSONField("id", .integer(Int(monitor.id))),
-                JSONField("monitor", .string(monitor.monitor)),
-                JSONField("name", .string(monitor.metadata.name ?? monitor.monitor)),
-                JSONField("checks", .integer(totals.checks)),
-                JSONField("uptime_percent", number(Views.percent(good: totals.good, of: totals.checks))),
-                JSONField("average_latency_ms", totals.latencyCount > 0 ? number(totals.latencySum / Double(totals.latencyCount)) : .null),
-                JSONField("average_speed_mbps", totals.speedCount > 0 ? number(totals.speedSum / Double(totals.speedCount)) : .null),
-                JSONField("last_check", totals.lastAt.map { .string(Views.time($0)) } ?? .null),
-            ])))
+            perMonitor.append(
+                .object(
+                    JSONObject([
+                        JSONField("id", .integer(Int(monitor.id))),
+                        JSONField("monitor", .string(monitor.monitor)),
+                        JSONField("name", .string(monitor.metadata.name ?? monitor.monitor)),
+                        JSONField("checks", .integer(totals.checks)),
+                        JSONField("uptime_percent", number(Views.percent(good: totals.good, of: totals.checks))),
+                        JSONField(
+                            "average_latency_ms", totals.latencyCount > 0 ? number(totals.latencySum / Double(totals.latencyCount)) : .null),
+                        JSONField(
+                            "average_speed_mbps", totals.speedCount > 0 ? number(totals.speedSum / Double(totals.speedCount)) : .null),
+                        JSONField("last_check", totals.lastAt.map { .string(Views.time($0)) } ?? .null),
+                    ])))
         }
-        return .object(JSONObject([
-            JSONField("total_checks", .integer(totalChecks)),
-            JSONField("uptime_percent", number(Views.percent(good: good, of: totalChecks))),
-            JSONField("average_speed_mbps", speedCount > 0 ? number(speedSum / Double(speedCount)) : .null),
-            JSONField("monitors", .array(perMonitor)),
-        ]))
+        return .object(
+            JSONObject([
+                JSONField("total_checks", .integer(totalChecks)),
+                JSONField("uptime_percent", number(Views.percent(good: good, of: totalChecks))),
+                JSONField("average_speed_mbps", speedCount > 0 ? number(speedSum / Double(speedCount)) : .null),
+                JSONField("monitors", .array(perMonitor)),
+            ]))
     }
 }
 
@@ -396,4 +413,3 @@ func appendTwoDecimals(_ value: Double, to out: inout [UInt8]) {
     JSONText.appendFixed(value, decimals: 2, to: &out)
     if value.isFinite, !out[start...].contains(UInt8(ascii: ".")) { out.append(contentsOf: [UInt8(ascii: "."), UInt8(ascii: "0")]) }
 }
-

@@ -56,7 +56,8 @@ public enum Base64 {
         out.reserveCapacity(values.count * 3 / 4)
         var index = 0
         while index + 3 < values.count {
-            let value = UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12 | UInt32(values[index + 2]) << 6 | UInt32(values[index + 3])
+            let value =
+                UInt32(values[index]) << 18 | UInt32(values[index + 1]) << 12 | UInt32(values[index + 2]) << 6 | UInt32(values[index + 3])
             out.append(UInt8(value >> 16 & 0xFF))
             out.append(UInt8(value >> 8 & 0xFF))
             out.append(UInt8(value & 0xFF))

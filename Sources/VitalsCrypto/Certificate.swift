@@ -14,7 +14,8 @@ public struct Certificate: Sendable, Equatable {
     public init?(pem: String) {
         let text = Array(pem.utf8)
         guard let start = Certificate.find(Array("-----BEGIN CERTIFICATE-----".utf8), in: text, from: 0),
-              let stop = Certificate.find(Array("-----END CERTIFICATE-----".utf8), in: text, from: start.upperBound) else { return nil }
+            let stop = Certificate.find(Array("-----END CERTIFICATE-----".utf8), in: text, from: start.upperBound)
+        else { return nil }
         let body = text[start.upperBound..<stop.lowerBound].filter { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
         guard let der = Base64.decode(String(decoding: body, as: UTF8.self)) else { return nil }
         self.init(der: der)
@@ -95,7 +96,8 @@ public struct Certificate: Sendable, Equatable {
     /// signature, issuer, validity, subject, subjectPublicKeyInfo, ... }, ... }
     private static func findSubjectPublicKeyInfo(_ der: [UInt8]) -> [UInt8]? {
         guard let certificate = element(der, at: 0, limit: der.count), certificate.tag == 0x30, certificate.end == der.count,
-              let tbs = element(der, at: certificate.contentStart, limit: certificate.end), tbs.tag == 0x30 else { return nil }
+            let tbs = element(der, at: certificate.contentStart, limit: certificate.end), tbs.tag == 0x30
+        else { return nil }
         var offset = tbs.contentStart
         guard var field = element(der, at: offset, limit: tbs.end) else { return nil }
         if field.tag == 0xA0 {

@@ -52,7 +52,9 @@ public final class ES256PrivateKey {
     public func sign(_ message: [UInt8]) throws -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw CryptoError("out of memory") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else { throw CryptoError("cannot start signing: \(lastError())") }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else {
+            throw CryptoError("cannot start signing: \(lastError())")
+        }
         var length = 0
         let ok = message.withUnsafeBufferPointer { EVP_DigestSign(context, nil, &length, $0.baseAddress, $0.count) }
         guard ok == 1 else { throw CryptoError("cannot sign: \(lastError())") }
@@ -118,8 +120,10 @@ public enum ES256 {
     public static func verify(signature: [UInt8], message: [UInt8], x: [UInt8], y: [UInt8]) throws -> Bool {
         guard x.count == 32, y.count == 32 else { throw CryptoError("P-256 coordinates have 32 bytes each") }
         // A SubjectPublicKeyInfo for id-ecPublicKey on prime256v1, then the uncompressed point.
-        let prefix: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
-                               0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04]
+        let prefix: [UInt8] = [
+            0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+            0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
+        ]
         let spki = prefix + x + y
         let parsed: OpaquePointer? = spki.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress

@@ -15,8 +15,9 @@ public enum HMACSHA256 {
                     // A zero-length key or message still needs a valid pointer.
                     var empty: UInt8 = 0
                     withUnsafePointer(to: &empty) { fallback in
-                        _ = HMAC(EVP_sha256(), UnsafeRawPointer(keyBytes.baseAddress ?? fallback), Int32(keyBytes.count),
-                                 messageBytes.baseAddress ?? fallback, messageBytes.count, digest.baseAddress, &length)
+                        _ = HMAC(
+                            EVP_sha256(), UnsafeRawPointer(keyBytes.baseAddress ?? fallback), Int32(keyBytes.count),
+                            messageBytes.baseAddress ?? fallback, messageBytes.count, digest.baseAddress, &length)
                     }
                 }
             }

@@ -1,2 +1,3 @@
 import DetectAnomalyCore
+
 DetectAnomalyCommand.main()

@@ -1,2 +1,3 @@
 import DigestCore
+
 DigestCommand.main()

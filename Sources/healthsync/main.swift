@@ -1,2 +1,3 @@
 import HealthSyncCore
+
 HealthSyncCommand.main()

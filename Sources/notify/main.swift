@@ -1,1 +1,3 @@
-import NotifyCore; NotifyCommand.main()
+import NotifyCore
+
+NotifyCommand.main()

@@ -1,2 +1,3 @@
 import ProbeHTTPCore
+
 ProbeHTTPCommand.main()

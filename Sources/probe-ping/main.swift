@@ -1,2 +1,3 @@
 import ProbePingCore
+
 ProbePingCommand.main()

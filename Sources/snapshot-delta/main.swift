@@ -1,2 +1,3 @@
 import SnapshotDeltaCore
+
 SnapshotDeltaCommand.main()

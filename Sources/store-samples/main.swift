@@ -1,2 +1,3 @@
 import StoreSamplesCore
+
 StoreSamplesCommand.main()

@@ -8,5 +8,7 @@ import ProbePingCore
 import SnapshotDeltaCore
 import StoreSamplesCore
 
-CompletionsCommand.main([ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec,
-                         DigestCommand.spec, NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec])
+CompletionsCommand.main([
+    ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec,
+    DigestCommand.spec, NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec,
+])

@@ -1,2 +1,3 @@
 import FixtureServer
+
 FixtureServerCommand.main()

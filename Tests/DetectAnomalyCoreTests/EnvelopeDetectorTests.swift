@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VitalsKit
+
 @testable import DetectAnomalyCore
 
 @Suite("envelope detector: far from the median and beyond the range shown")
@@ -147,7 +148,7 @@ struct EnvelopeDetectorTests {
     /// of the next day.
     func daily(days: Int, last: Double, lastHour: Int, withTime: Bool = true) -> [EnvelopeDetector.Report] {
         var settings = self.settings
-        settings.window = 101 // 100 values: 50 of each, so the median is 100 and the MAD 2
+        settings.window = 101  // 100 values: 50 of each, so the median is 100 and the MAD 2
         var detector = EnvelopeDetector(settings: settings)
         var reports: [EnvelopeDetector.Report] = []
         for hour in 0..<(days * 24) {
@@ -248,7 +249,8 @@ struct EnvelopeDetectorTests {
     // (repeat rate 0); the 2nd 104.5 is its 1st repeat (rate then 0.01, under 0.02), the 4th its
     // 3rd: evidence 3 / 2.5 = 1.2, score 1.2 / 2.2; from the 4th repeat 1.5 (score 0.6), up to the
     // 10th; the 11th is the new normal (the episode it began stays open through 10 quiet samples).
-    @Test("a value stuck on one number, on a series that seldom repeats, is degrading with --direction both from its 3rd repeat to its 10th")
+    @Test(
+        "a value stuck on one number, on a series that seldom repeats, is degrading with --direction both from its 3rd repeat to its 10th")
     func stuck() throws {
         var both = settings
         both.direction = .both

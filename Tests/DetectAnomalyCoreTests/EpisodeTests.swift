@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VitalsKit
+
 @testable import DetectAnomalyCore
 
 @Suite("episodes: one onset, the samples inside it, one end")
@@ -90,9 +91,15 @@ struct EpisodeTests {
             try EpisodeTracker(state: try #require(try JSONParser.parse(Array(text.utf8)).objectValue), endAfter: 3)
         }
         #expect(throws: StateError.self) { try load("{\"episodes\":-1,\"episode\":null}") }
-        #expect(throws: StateError.self) { try load("{\"episodes\":0,\"episode\":{\"started_at_ms\":0,\"samples\":1,\"peak\":0.5,\"quiet\":0}}") }
-        #expect(throws: StateError.self) { try load("{\"episodes\":2,\"episode\":{\"started_at_ms\":0,\"samples\":1,\"peak\":0.5,\"quiet\":3}}") }
-        #expect(throws: StateError.self) { try load("{\"episodes\":2,\"episode\":{\"started_at_ms\":0,\"samples\":0,\"peak\":0.5,\"quiet\":0}}") }
+        #expect(throws: StateError.self) {
+            try load("{\"episodes\":0,\"episode\":{\"started_at_ms\":0,\"samples\":1,\"peak\":0.5,\"quiet\":0}}")
+        }
+        #expect(throws: StateError.self) {
+            try load("{\"episodes\":2,\"episode\":{\"started_at_ms\":0,\"samples\":1,\"peak\":0.5,\"quiet\":3}}")
+        }
+        #expect(throws: StateError.self) {
+            try load("{\"episodes\":2,\"episode\":{\"started_at_ms\":0,\"samples\":0,\"peak\":0.5,\"quiet\":0}}")
+        }
         #expect(throws: StateError.self) { try load("{\"episodes\":2}") }
         let open = try load("{\"episodes\":2,\"episode\":{\"started_at_ms\":120000,\"samples\":4,\"peak\":0.5,\"quiet\":2}}")
         #expect(open.isOpen && open.count == 2 && open.samples == 4 && open.quiet == 2)

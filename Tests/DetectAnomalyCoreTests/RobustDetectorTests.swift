@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VitalsKit
+
 @testable import DetectAnomalyCore
 
 /// 2026-01-05T00:00:00Z, a Monday.
@@ -60,8 +61,10 @@ struct RobustDetectorTests {
     let settings = DetectorSettings(detector: .robust)
 
     /// Feeds `values` to a new detector, one every `stepMs` from `start` (no `at` when nil).
-    func feed(_ values: [Double], start: Int64 = monday, stepMs: Int64? = 60_000,
-              settings: DetectorSettings? = nil) -> [RobustDetector.Report] {
+    func feed(
+        _ values: [Double], start: Int64 = monday, stepMs: Int64? = 60_000,
+        settings: DetectorSettings? = nil
+    ) -> [RobustDetector.Report] {
         let settings = settings ?? self.settings
         var detector = RobustDetector(settings: settings)
         var reports: [RobustDetector.Report] = []
@@ -96,8 +99,9 @@ struct RobustDetectorTests {
         #expect(abs(run[22].score - (0.5 + 0.5 * excess / (excess + log(2.0)))) < 1e-12)
 
         // The CUSUM stops at 7 + 2.5 = 9.5, so the alarm ends two normal samples after a long run.
-        let long = feed(Array(repeating: 100, count: 20) + Array(repeating: 200, count: 10)
-            + [100, 100, 100])
+        let long = feed(
+            Array(repeating: 100, count: 20) + Array(repeating: 200, count: 10)
+                + [100, 100, 100])
         #expect(long[29].cusum == 9.5 && long[29].verdict == .degrading)
         #expect(long[30].cusum == 8 && long[30].verdict == .degrading)
         #expect(long[31].cusum == 6.5 && long[31].verdict == .stable)

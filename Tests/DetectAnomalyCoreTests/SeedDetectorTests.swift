@@ -1,5 +1,6 @@
 import Testing
 import VitalsKit
+
 @testable import DetectAnomalyCore
 
 /// The seed's rules (isitup AnomalyDetector, seed section 7), branch by branch, with its numbers:
@@ -127,8 +128,9 @@ struct SeedDetectorTests {
             // With 20 previous points, all simulated: still no real baseline, even past 10 points.
             var allSimulated = SeedDetector(settings: settings)
             _ = feed(&allSimulated, Array(repeating: 100, count: 20), simulated: Set(0..<20))
-            #expect(allSimulated.judge(Observation(value: latest, simulated: true), settings: settings).verdict == verdict,
-                    "after simulated points, \(latest)")
+            #expect(
+                allSimulated.judge(Observation(value: latest, simulated: true), settings: settings).verdict == verdict,
+                "after simulated points, \(latest)")
         }
     }
 
@@ -215,8 +217,10 @@ func roundTrip<D: MonitorDetector>(_ detector: D, settings: DetectorSettings) th
 
 /// The reports of `values` judged by one detector, and by one saved and restored after every value;
 /// `(continuous, restored)`, equal when the state keeps everything.
-func reportsWithRoundTrips<D: MonitorDetector>(_: D.Type, _ observations: [Observation],
-                                               settings: DetectorSettings) throws -> ([D.Report], [D.Report]) {
+func reportsWithRoundTrips<D: MonitorDetector>(
+    _: D.Type, _ observations: [Observation],
+    settings: DetectorSettings
+) throws -> ([D.Report], [D.Report]) {
     var continuous = D(settings: settings)
     let expected = observations.map { continuous.judge($0, settings: settings) }
     var restored = D(settings: settings)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VitalsKit
+
 @testable import DetectAnomalyCore
 
 /// A small deterministic generator (xorshift), so failures reproduce.
@@ -96,8 +97,10 @@ struct NumberTextTests {
             #expect(parse(text) == Double(text), "\(text)")
             #expect(parse("-" + text) == Double("-" + text), "-\(text)")
         }
-        for text in ["0", "-0", "0.1", "0.3", "123456789012345", "1234567890123456", "1e3", "1.5E-2",
-                     "0.000000000000000001", "99999999999999999999", "48.200"] {
+        for text in [
+            "0", "-0", "0.1", "0.3", "123456789012345", "1234567890123456", "1e3", "1.5E-2",
+            "0.000000000000000001", "99999999999999999999", "48.200",
+        ] {
             #expect(parse(text) == Double(text), "\(text)")
         }
     }
@@ -132,8 +135,9 @@ struct LineBufferTests {
             for decimals in 0...3 {
                 var expected: [UInt8] = []
                 JSONText.appendFixed(value, decimals: decimals, to: &expected)
-                #expect(text { $0.append(value, decimals: decimals) } == String(decoding: expected, as: UTF8.self),
-                        "\(value) to \(decimals) places")
+                #expect(
+                    text { $0.append(value, decimals: decimals) } == String(decoding: expected, as: UTF8.self),
+                    "\(value) to \(decimals) places")
             }
         }
     }
@@ -141,10 +145,11 @@ struct LineBufferTests {
     @Test("it grows past its first capacity and keeps what was written")
     func grows() {
         let long = String(repeating: "x", count: 10_000)
-        #expect(text { buffer in
-            buffer.append("ab")
-            Array(long.utf8).withUnsafeBufferPointer { buffer.append($0, 0..<$0.count) }
-            buffer.append(byte: UInt8(ascii: "!"))
-        } == "ab" + long + "!")
+        #expect(
+            text { buffer in
+                buffer.append("ab")
+                Array(long.utf8).withUnsafeBufferPointer { buffer.append($0, 0..<$0.count) }
+                buffer.append(byte: UInt8(ascii: "!"))
+            } == "ab" + long + "!")
     }
 }

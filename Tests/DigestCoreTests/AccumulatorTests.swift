@@ -1,6 +1,7 @@
-@testable import DigestCore
 import Testing
 import VitalsKit
+
+@testable import DigestCore
 
 /// One service's facts as `ServiceAccumulator` gathers them, fed rows in time order. Each
 /// expected value is worked out from digest(1), FACTS, on the minutes written beside it.
@@ -10,9 +11,10 @@ struct AccumulatorTests {
 
     /// A row at `minute` minutes past 2026-01-27T10:00Z.
     static func row(_ minute: Int64, _ status: UInt8, latencyMs: Int64? = nil, episode: AnomalyEpisodeState? = nil) -> SampleRow {
-        var row = SampleRow(at: DigestInput.at("10:00") + minute * Self.minute,
-                            latencyMicros: latencyMs.map { $0 * 1000 } ?? SampleRow.none,
-                            speedMilli: SampleRow.none, sequence: UInt64(minute), service: 0, status: status)
+        var row = SampleRow(
+            at: DigestInput.at("10:00") + minute * Self.minute,
+            latencyMicros: latencyMs.map { $0 * 1000 } ?? SampleRow.none,
+            speedMilli: SampleRow.none, sequence: UInt64(minute), service: 0, status: status)
         row.episode = episode?.rawValue ?? 0
         return row
     }
@@ -28,8 +30,11 @@ struct AccumulatorTests {
     func outages() {
         let (up, down, error) = (StatusIndex.up, StatusIndex.down, StatusIndex.error)
         // Minutes 0..6: up, down, down, up, error, up, up. Outages 1→3 (2 min) and 4→5 (1 min).
-        let acc = Self.fed([Self.row(0, up), Self.row(1, down), Self.row(2, down), Self.row(3, up), Self.row(4, error),
-                            Self.row(5, up), Self.row(6, up)], windowEnd: DigestInput.at("10:30"))
+        let acc = Self.fed(
+            [
+                Self.row(0, up), Self.row(1, down), Self.row(2, down), Self.row(3, up), Self.row(4, error),
+                Self.row(5, up), Self.row(6, up),
+            ], windowEnd: DigestInput.at("10:30"))
         #expect(acc.outageCount == 2)
         #expect(acc.outageTotal == 3 * Self.minute)
         #expect(acc.longestOutage == Outage(start: DigestInput.at("10:01"), end: DigestInput.at("10:03"), duration: 2 * Self.minute))
@@ -50,8 +55,11 @@ struct AccumulatorTests {
     @Test("degraded and unknown samples do not fail: they end an outage and begin none")
     func notFailing() {
         // down 0, unknown 1 (ends it: 1 min), degraded 2, down 3, degraded 5 (ends it: 2 min).
-        let acc = Self.fed([Self.row(0, StatusIndex.down), Self.row(1, StatusIndex.unknown), Self.row(2, StatusIndex.degraded),
-                            Self.row(3, StatusIndex.down), Self.row(5, StatusIndex.degraded)], windowEnd: DigestInput.at("10:30"))
+        let acc = Self.fed(
+            [
+                Self.row(0, StatusIndex.down), Self.row(1, StatusIndex.unknown), Self.row(2, StatusIndex.degraded),
+                Self.row(3, StatusIndex.down), Self.row(5, StatusIndex.degraded),
+            ], windowEnd: DigestInput.at("10:30"))
         #expect(acc.outageCount == 2)
         #expect(acc.outageTotal == 3 * Self.minute)
         #expect(acc.longestOutage?.start == DigestInput.at("10:03"))
@@ -71,8 +79,10 @@ struct AccumulatorTests {
     @Test("latency: mean, least, most and newest over the samples that have one; a sample without one is still a check")
     func latency() {
         // 40, 10, (error, none), 30: three latencies, 80 ms in all.
-        let acc = Self.fed([Self.row(0, StatusIndex.up, latencyMs: 40), Self.row(1, StatusIndex.up, latencyMs: 10),
-                            Self.row(2, StatusIndex.error), Self.row(3, StatusIndex.up, latencyMs: 30)])
+        let acc = Self.fed([
+            Self.row(0, StatusIndex.up, latencyMs: 40), Self.row(1, StatusIndex.up, latencyMs: 10),
+            Self.row(2, StatusIndex.error), Self.row(3, StatusIndex.up, latencyMs: 30),
+        ])
         #expect(acc.checks == 4)
         #expect(acc.latencyCount == 3)
         #expect(acc.latencySumMicros == 80_000)
@@ -97,13 +107,17 @@ struct AccumulatorTests {
     func episodes() {
         let (up, degraded) = (StatusIndex.up, StatusIndex.degraded)
         // onset, ongoing, ongoing, end, up, onset, ongoing: two episodes.
-        let two = Self.fed([Self.row(0, degraded, episode: .onset), Self.row(1, degraded, episode: .ongoing),
-                            Self.row(2, degraded, episode: .ongoing), Self.row(3, up, episode: .end), Self.row(4, up),
-                            Self.row(5, degraded, episode: .onset), Self.row(6, degraded, episode: .ongoing)])
+        let two = Self.fed([
+            Self.row(0, degraded, episode: .onset), Self.row(1, degraded, episode: .ongoing),
+            Self.row(2, degraded, episode: .ongoing), Self.row(3, up, episode: .end), Self.row(4, up),
+            Self.row(5, degraded, episode: .onset), Self.row(6, degraded, episode: .ongoing),
+        ])
         #expect(two.anomalies == 2)
         // The window cut into an episode: its first sample is inside one (ongoing), then it ends.
-        let cut = Self.fed([Self.row(0, degraded, episode: .ongoing), Self.row(1, degraded, episode: .ongoing),
-                            Self.row(2, up, episode: .end)])
+        let cut = Self.fed([
+            Self.row(0, degraded, episode: .ongoing), Self.row(1, degraded, episode: .ongoing),
+            Self.row(2, up, episode: .end),
+        ])
         #expect(cut.anomalies == 1)
         // Samples without an anomaly object count none, degraded or not.
         #expect(Self.fed([Self.row(0, degraded), Self.row(1, degraded)]).anomalies == 0)
@@ -113,12 +127,18 @@ struct AccumulatorTests {
     func bins() {
         var acc = ServiceAccumulator(trendSamples: 10)
         // 10:00 up 10 ms, 10:00:30 down, 10:01 degraded 30 ms (1-minute bins: 2 bins).
-        acc.add(SampleRow(at: DigestInput.at("10:00"), latencyMicros: 10_000, speedMilli: SampleRow.none, sequence: 0, service: 0,
-                          status: StatusIndex.up), binStep: 60_000)
-        acc.add(SampleRow(at: DigestInput.at("10:00:30"), latencyMicros: SampleRow.none, speedMilli: SampleRow.none, sequence: 1,
-                          service: 0, status: StatusIndex.down), binStep: 60_000)
-        acc.add(SampleRow(at: DigestInput.at("10:01"), latencyMicros: 30_000, speedMilli: SampleRow.none, sequence: 2, service: 0,
-                          status: StatusIndex.degraded), binStep: 60_000)
+        acc.add(
+            SampleRow(
+                at: DigestInput.at("10:00"), latencyMicros: 10_000, speedMilli: SampleRow.none, sequence: 0, service: 0,
+                status: StatusIndex.up), binStep: 60_000)
+        acc.add(
+            SampleRow(
+                at: DigestInput.at("10:00:30"), latencyMicros: SampleRow.none, speedMilli: SampleRow.none, sequence: 1,
+                service: 0, status: StatusIndex.down), binStep: 60_000)
+        acc.add(
+            SampleRow(
+                at: DigestInput.at("10:01"), latencyMicros: 30_000, speedMilli: SampleRow.none, sequence: 2, service: 0,
+                status: StatusIndex.degraded), binStep: 60_000)
         #expect(acc.bins.count == 2)
         #expect(acc.bins[0].checks == 2 && acc.bins[0].failed == 1 && acc.bins[0].endsFailed)
         #expect(acc.bins[1].degraded == 1 && !acc.bins[1].endsFailed)
@@ -126,7 +146,11 @@ struct AccumulatorTests {
         #expect(acc.bins[0].index == 29_491_800)
         // Five-minute bins: both minutes fall in bin 5,898,360 (29,491,800 / 5).
         acc.rebin(factor: 5)
-        #expect(acc.bins == [ChartBin(index: 5_898_360, checks: 3, failed: 1, degraded: 1, latencyCount: 2, latencySumMicros: 40_000,
-                                      endsFailed: false)])
+        #expect(
+            acc.bins == [
+                ChartBin(
+                    index: 5_898_360, checks: 3, failed: 1, degraded: 1, latencyCount: 2, latencySumMicros: 40_000,
+                    endsFailed: false)
+            ])
     }
 }

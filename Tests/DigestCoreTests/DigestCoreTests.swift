@@ -1,7 +1,8 @@
-@testable import DigestCore
 import Foundation
 import Testing
 import VitalsKit
+
+@testable import DigestCore
 
 @Suite("latency sketch")
 struct LatencySketchTests {
@@ -10,7 +11,7 @@ struct LatencySketchTests {
         var sketch = LatencySketch()
         for value in [30.0, 10, 20, 50, 40] { sketch.add(value) }
         #expect(sketch.isExact)
-        #expect(sketch.percentile(0.95) == 50) // rank ⌈4.75⌉ = 5
+        #expect(sketch.percentile(0.95) == 50)  // rank ⌈4.75⌉ = 5
         #expect(sketch.percentile(0.5) == 30)  // rank ⌈2.5⌉ = 3
         #expect(LatencySketch().percentile(0.95) == nil)
     }
@@ -22,9 +23,9 @@ struct LatencySketchTests {
         var values: [Double] = []
         var sketch = LatencySketch()
         for _ in 0..<20_000 {
-            state = state &* 6364136223846793005 &+ 1442695040888963407
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
             let unit = Double(state >> 11) / Double(1 << 53)
-            let value = 0.5 * pow(10_000, unit * unit) // skewed toward small latencies
+            let value = 0.5 * pow(10_000, unit * unit)  // skewed toward small latencies
             values.append(value)
             sketch.add(value)
         }
@@ -44,11 +45,11 @@ struct TrendTests {
 
     @Test("20% and 5 ms either way, newest N against the N before")
     func labels() {
-        #expect(Trend.compute(micros([50, 50, 60, 60]), n: 10).label == .increasing)   // +20%, +10 ms
-        #expect(Trend.compute(micros([50, 50, 59, 59]), n: 10).label == .stable)       // +18%
-        #expect(Trend.compute(micros([10, 10, 13, 13]), n: 10).label == .stable)       // +30% but 3 ms
-        #expect(Trend.compute(micros([100, 100, 80, 80]), n: 10).label == .decreasing) // -20%, -20 ms
-        #expect(Trend.compute(micros([100, 100, 81, 81]), n: 10).label == .stable)     // -19%
+        #expect(Trend.compute(micros([50, 50, 60, 60]), n: 10).label == .increasing)  // +20%, +10 ms
+        #expect(Trend.compute(micros([50, 50, 59, 59]), n: 10).label == .stable)  // +18%
+        #expect(Trend.compute(micros([10, 10, 13, 13]), n: 10).label == .stable)  // +30% but 3 ms
+        #expect(Trend.compute(micros([100, 100, 80, 80]), n: 10).label == .decreasing)  // -20%, -20 ms
+        #expect(Trend.compute(micros([100, 100, 81, 81]), n: 10).label == .stable)  // -19%
         let single = Trend.compute(micros([7]), n: 10)
         #expect(single.label == .stable && single.recentMs == nil && single.samples == 0)
         // Odd count: the oldest is left out; n = 1 compares the last two only.
@@ -81,7 +82,7 @@ struct ZoneWordsTests {
         #expect(Zone.parse("UTC")?.label(at: instant) == "UTC")
         #expect(Zone.parse("+05:30")?.label(at: instant) == "+05:30")
         #expect(Zone.parse("-0800")?.offsetSeconds(at: instant) == -28_800)
-        #expect(Zone.parse("Europe/Paris")?.offsetSeconds(at: instant) == 3600) // CET in January
+        #expect(Zone.parse("Europe/Paris")?.offsetSeconds(at: instant) == 3600)  // CET in January
         #expect(Zone.parse("Mars/Olympus") == nil)
         #expect(Zone.parse("+25:00") == nil)
         let words = Words(zone: try #require(Zone.parse("+05:30")), reference: instant)

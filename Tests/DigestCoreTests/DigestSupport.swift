@@ -1,6 +1,7 @@
-@testable import DigestCore
 import Testing
 import VitalsKit
+
+@testable import DigestCore
 
 /// Samples for digest's core, written as the records the tools read, and the facts digest
 /// makes of them in process: the shared reader (`SampleRowReader`), the one pass
@@ -21,8 +22,10 @@ enum DigestInput {
     }
 
     /// The facts of `lines`, read in the order given.
-    static func facts(_ lines: [String], now: Int64? = nil, window: Int64 = 86_400_000, bucket: Int64 = 300_000,
-                      trendSamples: Int = 10, maxServices: Int = 20) throws -> DigestFacts {
+    static func facts(
+        _ lines: [String], now: Int64? = nil, window: Int64 = 86_400_000, bucket: Int64 = 300_000,
+        trendSamples: Int = 10, maxServices: Int = 20
+    ) throws -> DigestFacts {
         let services = ServiceTable()
         var reader = SampleRowReader(services: services, notAfter: now)
         let aggregator = Aggregator(services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket)
@@ -34,8 +37,9 @@ enum DigestInput {
             case .invalid(let problem): Issue.record("not a valid sample: \(line): \(problem.message)")
             }
         }
-        return DigestFacts.build(try aggregator.finish(), window: window, bucket: bucket, trendSamples: trendSamples,
-                                 maxServices: maxServices)
+        return DigestFacts.build(
+            try aggregator.finish(), window: window, bucket: bucket, trendSamples: trendSamples,
+            maxServices: maxServices)
     }
 
     /// The facts of one service among `facts`.

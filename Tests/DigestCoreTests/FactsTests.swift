@@ -1,7 +1,8 @@
-@testable import DigestCore
 import Foundation
 import Testing
 import VitalsKit
+
+@testable import DigestCore
 
 /// The facts digest(1) documents, each expected value worked out by hand from its FACTS and
 /// WINDOW sections (and isitup's Daily Digest, seed 000 section 10) on the samples beside it.
@@ -160,12 +161,13 @@ struct DigestFactsTests {
     @Test("--now: the window is the 24 hours before it; a sample exactly at either end is in it")
     func windowWithNow() throws {
         let now = In.at("10:00")
-        let facts = try In.facts([
-            #"{"type":"sample","monitor":"a","at":"2026-01-26T10:00:00Z","status":"up"}"#,
-            #"{"type":"sample","monitor":"a","at":"2026-01-26T09:59:59.999Z","status":"down"}"#,
-            In.line("a", "10:00", "up"),
-            In.line("a", "10:00:00.001", "down"),
-        ], now: now)
+        let facts = try In.facts(
+            [
+                #"{"type":"sample","monitor":"a","at":"2026-01-26T10:00:00Z","status":"up"}"#,
+                #"{"type":"sample","monitor":"a","at":"2026-01-26T09:59:59.999Z","status":"down"}"#,
+                In.line("a", "10:00", "up"),
+                In.line("a", "10:00:00.001", "down"),
+            ], now: now)
         #expect(facts.windowStart == now - 86_400_000)
         #expect(facts.windowEnd == now)
         #expect(facts.samplesRead == 4)
@@ -228,9 +230,11 @@ struct DigestFactsTests {
             In.line("s-down", "10:00", "down"), In.line("s-error", "10:00", "error"),
         ]
         // All up now: b had two outages, c one long one, d one short one; e degraded once, f all up.
-        for (monitor, statuses) in [("b", ["down", "up", "down", "up", "up", "up"]), ("c", ["down", "down", "down", "up", "up", "up"]),
-                                    ("d", ["down", "up", "up", "up", "up", "up"]), ("e", ["up", "degraded", "up", "up", "up", "up"]),
-                                    ("f", ["up", "up", "up", "up", "up", "up"]), ("a", ["up", "up", "up", "up", "up", "up"])] {
+        for (monitor, statuses) in [
+            ("b", ["down", "up", "down", "up", "up", "up"]), ("c", ["down", "down", "down", "up", "up", "up"]),
+            ("d", ["down", "up", "up", "up", "up", "up"]), ("e", ["up", "degraded", "up", "up", "up", "up"]),
+            ("f", ["up", "up", "up", "up", "up", "up"]), ("a", ["up", "up", "up", "up", "up", "up"]),
+        ] {
             for (minute, status) in statuses.enumerated() { lines.append(In.line(monitor, "10:0\(minute)", status)) }
         }
         let facts = try In.facts(lines, now: In.at("10:10"))
@@ -262,40 +266,45 @@ struct DigestFactsTests {
     @Test("correlated failures: outages beginning in one bucket, counted from 1970-01-01 00:00 UTC, by when they began")
     func correlation() throws {
         // Buckets of 5 minutes: [10:00, 10:05) and [10:05, 10:10).
-        let facts = try In.facts([
-            In.line("a", "10:00", "up"), In.line("a", "10:04:59", "down"),
-            In.line("b", "10:00", "up"), In.line("b", "10:01", "error"), In.line("b", "10:02", "up"), In.line("b", "10:04:59.500", "down"),
-            In.line("c", "10:00", "up"), In.line("c", "10:05", "down"),
-            In.line("d", "10:00", "up"), In.line("d", "10:09", "down"),
-        ], now: In.at("10:10"))
+        let facts = try In.facts(
+            [
+                In.line("a", "10:00", "up"), In.line("a", "10:04:59", "down"),
+                In.line("b", "10:00", "up"), In.line("b", "10:01", "error"), In.line("b", "10:02", "up"),
+                In.line("b", "10:04:59.500", "down"),
+                In.line("c", "10:00", "up"), In.line("c", "10:05", "down"),
+                In.line("d", "10:00", "up"), In.line("d", "10:09", "down"),
+            ], now: In.at("10:10"))
         // b began twice in the first bucket and counts once, at its first start, 10:01 (its
         // second, 10:04:59.5, is after a's at 10:04:59).
         // c (10:05) and d (10:09) share the second.
-        #expect(facts.correlated == [
-            CorrelatedFailure(start: In.at("10:00"), end: In.at("10:05"), monitors: ["b", "a"], names: ["b", "a"]),
-            CorrelatedFailure(start: In.at("10:05"), end: In.at("10:10"), monitors: ["c", "d"], names: ["c", "d"]),
-        ])
+        #expect(
+            facts.correlated == [
+                CorrelatedFailure(start: In.at("10:00"), end: In.at("10:05"), monitors: ["b", "a"], names: ["b", "a"]),
+                CorrelatedFailure(start: In.at("10:05"), end: In.at("10:10"), monitors: ["c", "d"], names: ["c", "d"]),
+            ])
         // With 1-minute buckets no two begin together.
         #expect(try In.facts([In.line("a", "10:04:59", "down"), In.line("c", "10:05", "down")], bucket: 60_000).correlated.isEmpty)
     }
 
     @Test("the longest outage over all services: the longest, then the earliest")
     func longest() throws {
-        let facts = try In.facts([
-            In.line("a", "10:00", "down"), In.line("a", "10:10", "up"),
-            In.line("b", "09:00", "down"), In.line("b", "09:10", "up"),
-            In.line("c", "10:00", "down"), In.line("c", "10:05", "up"),
-        ], now: In.at("11:00"))
+        let facts = try In.facts(
+            [
+                In.line("a", "10:00", "down"), In.line("a", "10:10", "up"),
+                In.line("b", "09:00", "down"), In.line("b", "09:10", "up"),
+                In.line("c", "10:00", "down"), In.line("c", "10:05", "up"),
+            ], now: In.at("11:00"))
         // a and b both lasted 10 minutes; b began first.
         #expect(facts.longestOutage == OutageFact(monitor: "b", name: "b", start: In.at("09:00"), end: In.at("09:10"), durationMs: 600_000))
     }
 
     @Test("--max-services: the rest summed up in one group")
     func hidden() throws {
-        let facts = try In.facts([
-            In.line("a", "10:00", "down"), In.line("b", "10:00", "down"), In.line("b", "10:01", "up"),
-            In.line("c", "10:00", "up"), In.line("d", "10:00", "degraded"),
-        ], now: In.at("10:02"), maxServices: 2)
+        let facts = try In.facts(
+            [
+                In.line("a", "10:00", "down"), In.line("b", "10:00", "down"), In.line("b", "10:01", "up"),
+                In.line("c", "10:00", "up"), In.line("d", "10:00", "degraded"),
+            ], now: In.at("10:02"), maxServices: 2)
         // Worst first: a (down now), d (degraded now), b (up, one outage), c.
         #expect(facts.shownServices.map(\.monitor) == ["a", "d"])
         let rest = try #require(facts.hidden)
@@ -320,14 +329,15 @@ struct DigestFactsTests {
     @Test("anomaly episodes in the facts: each once, at its onset, or going on at the window's first sample")
     func anomalies() throws {
         let episode = { (state: String) in #","anomaly":{"verdict":"degrading","episode":{"state":"\#(state)","id":1}}"# }
-        let facts = try In.facts([
-            In.line("a", "09:00", "degraded", extra: episode("onset")), // before the window
-            In.line("a", "10:00", "degraded", extra: episode("ongoing")),
-            In.line("a", "10:01", "up", extra: episode("end")),
-            In.line("a", "10:02", "degraded", extra: episode("onset")),
-            In.line("a", "10:03", "degraded", extra: episode("ongoing")),
-            In.line("a", "10:04", "degraded", extra: episode("ongoing")),
-        ], now: In.at("10:05"), window: 600_000)
+        let facts = try In.facts(
+            [
+                In.line("a", "09:00", "degraded", extra: episode("onset")),  // before the window
+                In.line("a", "10:00", "degraded", extra: episode("ongoing")),
+                In.line("a", "10:01", "up", extra: episode("end")),
+                In.line("a", "10:02", "degraded", extra: episode("onset")),
+                In.line("a", "10:03", "degraded", extra: episode("ongoing")),
+                In.line("a", "10:04", "degraded", extra: episode("ongoing")),
+            ], now: In.at("10:05"), window: 600_000)
         #expect(try In.service(facts, "a").anomalies == 2)
         #expect(facts.overall.anomalies == 2)
     }

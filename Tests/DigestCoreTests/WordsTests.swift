@@ -1,6 +1,7 @@
-@testable import DigestCore
 import Testing
 import VitalsKit
+
+@testable import DigestCore
 
 /// Times in zones, numbers for reading, and the sentences of `--format text`, each worked out
 /// by hand from digest(1) (FORMATS: "Latencies are rounded to whole milliseconds from 10 ms,
@@ -128,12 +129,13 @@ struct DigestTextTests {
     @Test("a day with nothing wrong")
     func allUp() throws {
         let lines = ["10:00", "10:10", "10:20"].map { In.line("api", $0, "up", latency: "40") }
-        #expect(try text(lines) == """
-            Digest of the 24 hours to 2026-01-27 10:30 UTC: 1 service, 3 checks, 100% up.
-            The service was up at every check, with no outages.
-            Latency was stable (40 ms on average).
+        #expect(
+            try text(lines) == """
+                Digest of the 24 hours to 2026-01-27 10:30 UTC: 1 service, 3 checks, 100% up.
+                The service was up at every check, with no outages.
+                Latency was stable (40 ms on average).
 
-            """)
+                """)
     }
 
     @Test("one service down since 10:10 among two: named, with its uptime and message")
@@ -146,12 +148,13 @@ struct DigestTextTests {
             In.line("pay", "10:10", "down", extra: #","name":"Payments""#),
             In.line("pay", "10:20", "down", extra: #","name":"Payments","message":"HTTP 503""#),
         ]
-        #expect(try text(lines) == """
-            Digest of the 24 hours to 2026-01-27 10:30 UTC: 2 services, 6 checks, 66.7% up.
-            All 2 services were up except Payments, which has been down since 10:10 (33.3% up; HTTP 503).
-            Latency was stable for every service.
+        #expect(
+            try text(lines) == """
+                Digest of the 24 hours to 2026-01-27 10:30 UTC: 2 services, 6 checks, 66.7% up.
+                All 2 services were up except Payments, which has been down since 10:10 (33.3% up; HTTP 503).
+                Latency was stable for every service.
 
-            """)
+                """)
     }
 
     @Test("two outages of one service: counted, summed, and the longest named")
@@ -159,13 +162,14 @@ struct DigestTextTests {
         // Down 10:00-10:05 (5m) and 10:10-10:20 (10m): twice, 15m; 4 of 6 up (66.7%).
         let statuses = [("10:00", "down"), ("10:05", "up"), ("10:10", "down"), ("10:20", "up"), ("10:25", "up"), ("10:29", "up")]
         let lines = statuses.map { In.line("db", $0.0, $0.1, latency: $0.1 == "up" ? "20" : "null", extra: #","name":"DB""#) }
-        #expect(try text(lines) == """
-            Digest of the 24 hours to 2026-01-27 10:30 UTC: 1 service, 6 checks, 66.7% up.
-            The service had trouble. DB was down twice for 15m in total (66.7% up).
-            Latency was stable (20 ms on average).
-            The longest outage: DB, 10m from 10:10.
+        #expect(
+            try text(lines) == """
+                Digest of the 24 hours to 2026-01-27 10:30 UTC: 1 service, 6 checks, 66.7% up.
+                The service had trouble. DB was down twice for 15m in total (66.7% up).
+                Latency was stable (20 ms on average).
+                The longest outage: DB, 10m from 10:10.
 
-            """)
+                """)
     }
 
     @Test("outages that began in the same bucket are said to have failed together")
@@ -176,33 +180,41 @@ struct DigestTextTests {
             In.line("b", "10:00", "up", extra: #","name":"B""#), In.line("b", "10:03", "down", extra: #","name":"B""#),
             In.line("b", "10:04", "up", extra: #","name":"B""#),
         ]
-        #expect(try text(lines) == """
-            Digest of the 24 hours to 2026-01-27 10:30 UTC: 2 services, 6 checks, 66.7% up.
-            All 2 services had trouble. A was down once for 1m (66.7% up). B was down once for 1m (66.7% up).
-            Failed together (outages beginning in the same 5-minute bucket): A and B between 10:00 and 10:05.
-            No latency was measured.
-            The longest outage: A, 1m from 10:01.
+        #expect(
+            try text(lines) == """
+                Digest of the 24 hours to 2026-01-27 10:30 UTC: 2 services, 6 checks, 66.7% up.
+                All 2 services had trouble. A was down once for 1m (66.7% up). B was down once for 1m (66.7% up).
+                Failed together (outages beginning in the same 5-minute bucket): A and B between 10:00 and 10:05.
+                No latency was measured.
+                The longest outage: A, 1m from 10:01.
 
-            """)
+                """)
     }
 
     @Test("what a service went through, clause by clause")
     func clauses() throws {
         let words = Words(zone: .utc, reference: In.at("10:30"))
         // Failing twice, the second still going on: 5m + 10m to the window's end; 1 of 3 up.
-        let twice = try In.service(try In.facts([
-            In.line("x", "10:00", "error"), In.line("x", "10:05", "up"), In.line("x", "10:20", "error", extra: #","message":"timeout""#),
-        ], now: In.at("10:30")), "x")
-        #expect(DigestText.clause(twice, words)
-            == "was down twice for 15m in total (33.3% up) and has been failing again since 10:20 (timeout)")
+        let twice = try In.service(
+            try In.facts(
+                [
+                    In.line("x", "10:00", "error"), In.line("x", "10:05", "up"),
+                    In.line("x", "10:20", "error", extra: #","message":"timeout""#),
+                ], now: In.at("10:30")), "x")
+        #expect(
+            DigestText.clause(twice, words)
+                == "was down twice for 15m in total (33.3% up) and has been failing again since 10:20 (timeout)")
         // Two anomaly episodes, no outage: degraded at 3 of 10 checks.
         let episode = { (state: String) in #","anomaly":{"episode":{"state":"\#(state)"}}"# }
-        let web = try In.service(try In.facts([
-            In.line("web", "10:00", "up"), In.line("web", "10:01", "degraded", extra: episode("onset")),
-            In.line("web", "10:02", "degraded", extra: episode("ongoing")), In.line("web", "10:03", "up", extra: episode("end")),
-            In.line("web", "10:04", "up"), In.line("web", "10:05", "up"), In.line("web", "10:06", "degraded", extra: episode("onset")),
-            In.line("web", "10:07", "up", extra: episode("end")), In.line("web", "10:08", "up"), In.line("web", "10:09", "up"),
-        ], now: In.at("10:30")), "web")
+        let web = try In.service(
+            try In.facts(
+                [
+                    In.line("web", "10:00", "up"), In.line("web", "10:01", "degraded", extra: episode("onset")),
+                    In.line("web", "10:02", "degraded", extra: episode("ongoing")), In.line("web", "10:03", "up", extra: episode("end")),
+                    In.line("web", "10:04", "up"), In.line("web", "10:05", "up"),
+                    In.line("web", "10:06", "degraded", extra: episode("onset")),
+                    In.line("web", "10:07", "up", extra: episode("end")), In.line("web", "10:08", "up"), In.line("web", "10:09", "up"),
+                ], now: In.at("10:30")), "web")
         #expect(DigestText.clause(web, words) == "had 2 latency anomalies (degraded at 3 of 10 checks)")
         // Degraded now, without episodes.
         let slow = try In.service(try In.facts([In.line("s", "10:00", "up"), In.line("s", "10:01", "degraded")], now: In.at("10:30")), "s")
@@ -218,10 +230,11 @@ struct DigestTextTests {
 
     @Test("the services past --max-services in one sentence")
     func notListed() throws {
-        let output = try text([
-            In.line("a", "10:00", "down"), In.line("b", "10:00", "down"), In.line("b", "10:01", "up"),
-            In.line("c", "10:00", "up"), In.line("d", "10:00", "degraded"),
-        ], now: "10:02", maxServices: 2)
+        let output = try text(
+            [
+                In.line("a", "10:00", "down"), In.line("b", "10:00", "down"), In.line("b", "10:01", "up"),
+                In.line("c", "10:00", "up"), In.line("d", "10:00", "degraded"),
+            ], now: "10:02", maxServices: 2)
         // Hidden: b (up, one outage of 1m) and c (up).
         #expect(output.hasSuffix("Not listed: 2 more services (2 up; 1 outage, 1m in total).\n"))
     }

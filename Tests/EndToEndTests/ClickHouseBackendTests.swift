@@ -30,10 +30,14 @@ enum BackendCorpus {
                 if m == 5 && step % 50 == 0 { extra += #","check_interval":300,"description":"mail \"relay\" — Zürich""# }
                 let message = status == "up" ? "ok" : "slow \\\"\(step)\\\" é"
                 let time = ISO8601Milliseconds.format(at)
-                lines.append(#"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"\#(m == 3 ? "tcp" : "https")","target":"https://\#(monitor).example/","at":"\#(time)","status":"\#(status)","message":"\#(message)","latency_ms":\#(latency)\#(extra)}"#)
+                lines.append(
+                    #"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"\#(m == 3 ? "tcp" : "https")","target":"https://\#(monitor).example/","at":"\#(time)","status":"\#(status)","message":"\#(message)","latency_ms":\#(latency)\#(extra)}"#
+                )
             }
             if step == 100 {
-                lines.append(#"{"type":"monitor","monitor":"old","name":"Old","kind":"http","target":"http://old.example/","at":"2026-01-29T08:20:00.000Z","enabled":false,"check_interval":600,"config":{"method":"GET","expect":[200]}}"#)
+                lines.append(
+                    #"{"type":"monitor","monitor":"old","name":"Old","kind":"http","target":"http://old.example/","at":"2026-01-29T08:20:00.000Z","enabled":false,"check_interval":600,"config":{"method":"GET","expect":[200]}}"#
+                )
                 lines.append("not json")
                 lines.append(#"{"type":"sample","monitor":"api","status":"up"}"#)
             }
@@ -49,8 +53,9 @@ enum ISO8601Milliseconds {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
-                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds % 1000)
+        return String(
+            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), milliseconds % 1000)
     }
 }
 
@@ -118,7 +123,9 @@ struct ClickHouseBackendTests {
         try ingestBoth(url, lines.dropFirst(3_000).joined(separator: "\n") + "\n")
         let samples = BackendCorpus.monitors.count * BackendCorpus.perMonitor
         #expect(try server.query("SELECT count() FROM vitals.samples FINAL") == "\(samples)", "6 × 1,152 samples, the bad lines not")
-        #expect(try server.query("SELECT count() FROM (SELECT monitor, version FROM vitals.monitors FINAL)") == "7", "six monitors and the switched-off one")
+        #expect(
+            try server.query("SELECT count() FROM (SELECT monitor, version FROM vitals.monitors FINAL)") == "7",
+            "six monitors and the switched-off one")
         #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "3")
         let monitors = BackendCorpus.monitors + ["old"]
         #expect(try expectSameViews(url, monitors: monitors, "after ingest") == ClickHouseBackendTests.views(monitors: monitors).count)
@@ -136,7 +143,9 @@ struct ClickHouseBackendTests {
         #expect(try expectSameViews(url, monitors: ["edge", "api"], "berlin approved") > 0)
 
         // Clearing: the same count deleted, the same views after.
-        for arguments in [["clear", "--monitor", "mail", "--until", "2026-01-30T00:00:00Z"], ["clear", "--until", "2026-01-29T12:00:00Z"]] {
+        for arguments in [
+            ["clear", "--monitor", "mail", "--until", "2026-01-30T00:00:00Z"], ["clear", "--until", "2026-01-29T12:00:00Z"],
+        ] {
             let lite = try run("store-samples", ["--db", sqliteDB, "--now", BackendCorpus.now] + arguments)
             let house = try run("store-samples", ["--db", url, "--now", BackendCorpus.now] + arguments)
             #expect(house.status == 0 && house.stdout == lite.stdout, "\(arguments): \(house.stderr)")
@@ -149,17 +158,24 @@ struct ClickHouseBackendTests {
 
     @Test("the same samples give byte-identical output on SQLite and ClickHouse in every view, through remote agents, approval and clear")
     func everyViewMatchesSQLite() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let server = try ClickHouseServer()
         try server.start()
         try compareEverything("clickhouse://127.0.0.1:\(server.httpPort)/vitals", server)
-        #expect(try server.query("SELECT groupArray(partition) FROM (SELECT DISTINCT partition FROM system.parts WHERE database = 'vitals' AND table = 'samples' AND active ORDER BY partition)")
+        #expect(
+            try server.query(
+                "SELECT groupArray(partition) FROM (SELECT DISTINCT partition FROM system.parts WHERE database = 'vitals' AND table = 'samples' AND active ORDER BY partition)"
+            )
                 == "['202601','202602']", "partitioned by month")
     }
 
     @Test("two shards on loopback: Distributed tables over local ones, sharded by cityHash64(monitor), answer every view as SQLite does")
     func twoShards() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let ports = try (0..<4).map { _ in try unusedPort() }
         let cluster = """
             <remote_servers><vitals_pair>
@@ -185,8 +201,9 @@ struct ClickHouseBackendTests {
     /// the shell that starts it exits at once); returns its port and pid.
     func startProxy(upstream port: Int, mark: String) throws -> (port: Int, pid: pid_t) {
         let script = Binaries.fixtures.appendingPathComponent("clickhouse/cut_proxy.py").path
-        let started = try shell("python3 '\(script)' \(port) '\(scratch.path("proxy.port"))' '\(scratch.path("proxy.log"))' '\(mark)' "
-                                + "</dev/null >/dev/null 2>'\(scratch.path("proxy.err"))' & echo $!")
+        let started = try shell(
+            "python3 '\(script)' \(port) '\(scratch.path("proxy.port"))' '\(scratch.path("proxy.log"))' '\(mark)' "
+                + "</dev/null >/dev/null 2>'\(scratch.path("proxy.err"))' & echo $!")
         let pid = pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         var proxyPort = 0
         try waitFor("the proxy's port") {
@@ -198,25 +215,30 @@ struct ClickHouseBackendTests {
 
     @Test("a batch sent again after the server stored it but its answer was lost is stored once")
     func resentBatchIsStoredOnce() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let server = try ClickHouseServer()
         try server.start()
         // The first INSERT into the samples table is forwarded, answered by the server, and the answer dropped.
         let proxy = try startProxy(upstream: server.httpPort, mark: "INSERT%20INTO%20vitals.samples%20")
         defer { kill(proxy.pid, SIGKILL) }
         let lines = (0..<2_500).map { sample(["api", "web"][$0 % 2], minute: $0 / 40, second: $0 % 40, latency: Double($0 % 97) + 0.125) }
-        let result = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(proxy.port)/vitals", "--now", testNow],
-                             stdin: lines.joined(separator: "\n") + "\n")
+        let result = try run(
+            "store-samples", ["--db", "clickhouse://127.0.0.1:\(proxy.port)/vitals", "--now", testNow],
+            stdin: lines.joined(separator: "\n") + "\n")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.lines.count == 2_500, "every record passed on once stored")
         let log = try String(contentsOfFile: scratch.path("proxy.log"), encoding: .utf8).split(separator: "\n")
         let inserts = log.filter { $0.contains("INSERT%20INTO%20vitals.samples%20") }
         // 2,500 samples in batches of up to 20,000 (one, unless the input paused), the first sent twice.
-        #expect(inserts.count >= 2 && inserts.first?.hasSuffix(" CUT") == true && inserts.dropFirst().allSatisfy { !$0.hasSuffix(" CUT") },
-                "\(inserts)")
+        #expect(
+            inserts.count >= 2 && inserts.first?.hasSuffix(" CUT") == true && inserts.dropFirst().allSatisfy { !$0.hasSuffix(" CUT") },
+            "\(inserts)")
         #expect(try server.query("SELECT count() FROM vitals.samples FINAL") == "2500")
-        #expect(try server.query("SELECT count(), min(first_id) FROM vitals.resends") == "1\t1",
-                "the resend was marked before it was sent, from the batch's first sample id")
+        #expect(
+            try server.query("SELECT count(), min(first_id) FROM vitals.resends") == "1\t1",
+            "the resend was marked before it was sent, from the batch's first sample id")
         #expect(try server.query("SELECT count(), uniqExact(id) FROM vitals.samples FINAL WHERE monitor = 'web'") == "1250\t1250")
         // The views dedup (FINAL, since a resend is marked), whether or not the copy was merged yet.
         let exported = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow, "export"])
@@ -224,14 +246,20 @@ struct ClickHouseBackendTests {
         #expect(Set(exported.lines).count == 2_500)
         try server.query("OPTIMIZE TABLE vitals.samples FINAL")
         #expect(try server.query("SELECT count() FROM vitals.samples") == "2500", "the resent copy merged away")
-        let results = try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow,
-                                                "results", "api", "--since", "3h"])
+        let results = try run(
+            "store-samples",
+            [
+                "--db", "clickhouse://127.0.0.1:\(server.httpPort)/vitals", "--now", testNow,
+                "results", "api", "--since", "3h",
+            ])
         #expect(try results.records().first?.int("total") == 1_250)
     }
 
     @Test("a version-2 store (samples keyed by writer and number) is copied by identity: the first stored of each kept, numbering goes on")
     func upgradeFromVersionTwo() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let server = try ClickHouseServer()
         try server.start()
         // Version 2's tables, as store-samples made them, and what a version-2 writer left in them:
@@ -241,8 +269,10 @@ struct ClickHouseBackendTests {
             #"{"type":"sample","monitor":"api","at":"2026-01-29T00:0\#(minute):00.000Z","status":"up","latency_ms":\#(latency),"agent":"paris"}"#
         }
         var rows: [String] = []
-        for (id, writer, minute, latency) in [(1, 7, 1, "1.5"), (2, 7, 2, "2.5"), (1, 7, 1, "1.5"), (2, 7, 2, "2.5"),
-                                              (3, 8, 1, "1.5"), (4, 8, 2, "2.5"), (5, 8, 3, "9.5"), (6, 9, 3, "3.5")] {
+        for (id, writer, minute, latency) in [
+            (1, 7, 1, "1.5"), (2, 7, 2, "2.5"), (1, 7, 1, "1.5"), (2, 7, 2, "2.5"),
+            (3, 8, 1, "1.5"), (4, 8, 2, "2.5"), (5, 8, 3, "9.5"), (6, 9, 3, "3.5"),
+        ] {
             let at = HistoryIdentityTests.start + minute * 60_000
             let record = line(minute, latency).replacingOccurrences(of: "'", with: "\\'")
             rows.append("('api', \(at), \(id), \(writer), 0, \(latency), NULL, NULL, NULL, NULL, NULL, 0, NULL, 0, '\(record)')")
@@ -273,31 +303,43 @@ struct ClickHouseBackendTests {
         let next = try run("store-samples", ["--db", url, "--keep", "0"], stdin: line(4, "4.5") + "\n" + line(2, "2.5") + "\n")
         #expect(next.status == 0, "\(next.stderr)")
         #expect(try server.query("SELECT max(version) FROM old.store_samples_schema") == "3")
-        #expect(try server.query("SELECT groupArray((id, latency_ms)) FROM (SELECT id, latency_ms FROM old.samples ORDER BY at)")
+        #expect(
+            try server.query("SELECT groupArray((id, latency_ms)) FROM (SELECT id, latency_ms FROM old.samples ORDER BY at)")
                 == "[(1,1.5),(2,2.5),(5,9.5),(6,4.5)]",
-                "each identity once, the first stored (lowest number) kept; the new sample numbered one past the largest left, as SQLite does")
-        #expect(try server.query("SELECT count() FROM system.tables WHERE database = 'old' AND name IN ('writers', 'samples_v2', 'samples_next')") == "0")
+            "each identity once, the first stored (lowest number) kept; the new sample numbered one past the largest left, as SQLite does")
+        #expect(
+            try server.query(
+                "SELECT count() FROM system.tables WHERE database = 'old' AND name IN ('writers', 'samples_v2', 'samples_next')") == "0")
         #expect(try server.query("SELECT count() FROM old.resends") == "0", "no read needs FINAL for the old resend")
         let exported = try run("store-samples", ["--db", url, "export"])
         #expect(exported.stdout == [line(1, "1.5"), line(2, "2.5"), line(3, "9.5"), line(4, "4.5")].joined(separator: "\n") + "\n")
     }
 
-    @Test("a server that is down: a clear error, the password masked, exit 2, nothing passed on; --wait retries until it is up; the password from the environment or a file")
+    @Test(
+        "a server that is down: a clear error, the password masked, exit 2, nothing passed on; --wait retries until it is up; the password from the environment or a file"
+    )
     func serverDownAndPasswords() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let server = try ClickHouseServer()
         let password = ClickHouseServer.password
         let line = sample("api", minute: 1)
-        let down = try run("store-samples", ["--db", "clickhouse://vitals:\(password)@127.0.0.1:\(server.httpPort)/vitals"], stdin: line + "\n")
+        let down = try run(
+            "store-samples", ["--db", "clickhouse://vitals:\(password)@127.0.0.1:\(server.httpPort)/vitals"], stdin: line + "\n")
         #expect(down.status == 2)
         #expect(down.stdout.isEmpty, "nothing passed on that was not stored")
-        #expect(down.stderr.hasPrefix("store-samples: cannot reach ClickHouse at clickhouse://vitals:***@127.0.0.1:\(server.httpPort)/vitals: "), "\(down.stderr)")
+        #expect(
+            down.stderr.hasPrefix(
+                "store-samples: cannot reach ClickHouse at clickhouse://vitals:***@127.0.0.1:\(server.httpPort)/vitals: "), "\(down.stderr)"
+        )
         #expect(down.stderr.hasSuffix("(--wait DURATION keeps retrying)\n"))
         #expect(!down.stderr.contains(password))
 
         // --wait: the tool starts first and keeps retrying; the server comes up; the sample is stored.
-        let waiting = try RunningTool("store-samples", ["--db", "clickhouse://vitals@127.0.0.1:\(server.httpPort)/vitals", "--wait", "60s"],
-                                      environment: ["VITALS_CLICKHOUSE_PASSWORD": password])
+        let waiting = try RunningTool(
+            "store-samples", ["--db", "clickhouse://vitals@127.0.0.1:\(server.httpPort)/vitals", "--wait", "60s"],
+            environment: ["VITALS_CLICKHOUSE_PASSWORD": password])
         try waiting.input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
         try waiting.input.fileHandleForWriting.close()
         try server.start()
@@ -308,30 +350,39 @@ struct ClickHouseBackendTests {
 
         // The password from a file; a wrong one is refused by the server, and not printed either.
         let file = try scratch.write("password", password + "\n")
-        let fromFile = try run("store-samples", ["--db", "clickhouse://vitals@127.0.0.1:\(server.httpPort)/vitals?password_file=\(file)", "export"])
+        let fromFile = try run(
+            "store-samples", ["--db", "clickhouse://vitals@127.0.0.1:\(server.httpPort)/vitals?password_file=\(file)", "export"])
         #expect(fromFile.status == 0 && fromFile.lines == [line], "\(fromFile.stderr)")
-        let wrong = try run("store-samples", ["--db", "clickhouse://vitals:not-\(password)@127.0.0.1:\(server.httpPort)/vitals", "overview"])
+        let wrong = try run(
+            "store-samples", ["--db", "clickhouse://vitals:not-\(password)@127.0.0.1:\(server.httpPort)/vitals", "overview"])
         #expect(wrong.status == 2)
-        #expect(wrong.stderr.hasPrefix("store-samples: ClickHouse at clickhouse://vitals:***@127.0.0.1:\(server.httpPort)/vitals refused: "), "\(wrong.stderr)")
+        #expect(
+            wrong.stderr.hasPrefix("store-samples: ClickHouse at clickhouse://vitals:***@127.0.0.1:\(server.httpPort)/vitals refused: "),
+            "\(wrong.stderr)")
         #expect(!wrong.stderr.contains(password))
     }
 
     @Test("--agent: two machines probing into one ClickHouse give one overview with both agents; without it, no agent, one monitor per id")
     func twoAgentsOneOverview() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let server = try ClickHouseServer()
         try server.start()
         let target = try FixtureServer()
         let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
-        let targets = try scratch.write("targets.ndjson", #"{"name":"api","url":"\#(target.baseURL)/ok"}"# + "\n"
-                                        + #"{"name":"shop","url":"\#(target.baseURL)/status/500"}"# + "\n")
+        let targets = try scratch.write(
+            "targets.ndjson",
+            #"{"name":"api","url":"\#(target.baseURL)/ok"}"# + "\n"
+                + #"{"name":"shop","url":"\#(target.baseURL)/status/500"}"# + "\n")
         for agent in ["paris", "tokyo"] {
             let piped = try shell("probe-http --agent \(agent) '\(targets)' | store-samples --db '\(url)' --quiet")
             #expect(piped.status == 0, "\(agent): \(piped.stderr)")
         }
         // The two machines' samples: one monitor each per run, every sample naming its agent.
-        #expect(try server.query("SELECT agent, count() FROM vitals.samples FINAL GROUP BY agent ORDER BY agent") == "\\N\t4",
-                "samples piped in on the command line are the user's own: no remote agent column")
+        #expect(
+            try server.query("SELECT agent, count() FROM vitals.samples FINAL GROUP BY agent ORDER BY agent") == "\\N\t4",
+            "samples piped in on the command line are the user's own: no remote agent column")
         let exported = try run("store-samples", ["--db", url, "export"]).records()
         #expect(exported.count == 4)
         #expect(exported.compactMap { $0.string("agent") }.sorted() == ["paris", "paris", "tokyo", "tokyo"])
@@ -389,9 +440,12 @@ struct HistoryIdentityTests {
                 let at = start + bucket * 900_000 + check * 7_000
                 let seed = (bucket * 7_919 + check * 104_729) % 1_000_003
                 // A third of a tenth and tenths that do not add up exactly (0.1 + 0.2 != 0.3).
-                let latency = check % 11 == 5 ? "null" : String(format: "%.3f", Double(seed % 400_000) / 1000 + (check % 3 == 0 ? 0.1 : 0.2))
+                let latency =
+                    check % 11 == 5 ? "null" : String(format: "%.3f", Double(seed % 400_000) / 1000 + (check % 3 == 0 ? 0.1 : 0.2))
                 let status = statuses[(bucket + check) % statuses.count]
-                lines.append(#"{"type":"sample","monitor":"h","at":"\#(ISO8601Milliseconds.format(at))","status":"\#(status)","latency_ms":\#(latency)}"#)
+                lines.append(
+                    #"{"type":"sample","monitor":"h","at":"\#(ISO8601Milliseconds.format(at))","status":"\#(status)","latency_ms":\#(latency)}"#
+                )
             }
         }
         return lines
@@ -399,7 +453,9 @@ struct HistoryIdentityTests {
 
     @Test("buckets of 1 to 120 checks: the same bytes from both backends, and hand-checked ranks")
     func sameFigures() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let scratch = try ScratchDirectory()
         let server = try ClickHouseServer()
         try server.start()
@@ -408,7 +464,8 @@ struct HistoryIdentityTests {
         var outputs: [String] = []
         for store in stores {
             #expect(try run("store-samples", ["--db", store, "--quiet"], stdin: input).status == 0)
-            let history = try run("store-samples", ["--db", store, "--now", "2026-01-31T00:00:00Z", "history", "h", "--since", "48h", "--ndjson"])
+            let history = try run(
+                "store-samples", ["--db", store, "--now", "2026-01-31T00:00:00Z", "history", "h", "--since", "48h", "--ndjson"])
             #expect(history.status == 0, "\(history.stderr)")
             outputs.append(history.stdout)
         }
@@ -432,7 +489,9 @@ struct HistoryIdentityTests {
         for (key, rank) in [("p50_ms", 10), ("p95_ms", 19), ("p99_ms", 20)] {
             let figure = try #require(bucket[key]?.doubleValue)
             let nearest = latencies.indices.min { abs(latencies[$0] - figure) < abs(latencies[$1] - figure) }!
-            #expect(abs(latencies[rank - 1] - figure) < 0.0051 && nearest == rank - 1, "\(key) \(figure): rank \(rank) is \(latencies[rank - 1])")
+            #expect(
+                abs(latencies[rank - 1] - figure) < 0.0051 && nearest == rank - 1,
+                "\(key) \(figure): rank \(rank) is \(latencies[rank - 1])")
         }
     }
 }

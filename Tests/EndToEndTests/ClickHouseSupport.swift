@@ -1,10 +1,13 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where Debian's ClickHouse server is installed (`/usr/sbin`), if it is.
-let clickHouseServerPath = ["/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server"].first { FileManager.default.isExecutableFile(atPath: $0) }
+let clickHouseServerPath = ["/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server"].first {
+    FileManager.default.isExecutableFile(atPath: $0)
+}
 
 /// Whether the ClickHouse server is installed (package `clickhouse-server`).
 let clickHouseInstalled = clickHouseServerPath != nil
@@ -46,7 +49,9 @@ final class ClickHouseServer {
         self.httpPort = try httpPort ?? unusedPort()
         self.tcpPort = try tcpPort ?? unusedPort()
         let dir = scratch.url.path
-        try scratch.write("users.xml", """
+        try scratch.write(
+            "users.xml",
+            """
             <yandex>
               <profiles><default></default></profiles>
               <users>
@@ -56,7 +61,9 @@ final class ClickHouseServer {
               <quotas><default></default></quotas>
             </yandex>
             """)
-        try scratch.write("config.xml", """
+        try scratch.write(
+            "config.xml",
+            """
             <yandex>
               <logger><level>warning</level><log>\(dir)/server.log</log><errorlog>\(dir)/error.log</errorlog></logger>
               <http_port>\(self.httpPort)</http_port>
@@ -82,13 +89,17 @@ final class ClickHouseServer {
     /// the test runner's Foundation `Process` is not needed) and waits (30 s at most) until it answers.
     func start() throws {
         // Started clean (see spawnClean): the daemon outlives the launcher and must hold no pipe of another test.
-        let launcher = try spawnClean([clickHouseServerPath ?? "/usr/sbin/clickhouse-server",
-                                       "--config-file=\(scratch.path("config.xml"))", "--pid-file=\(scratch.path("server.pid"))", "--daemon"],
-                                      environment: toolEnvironment(), output: scratch.path("launch.log"), directory: scratch.url.path)
+        let launcher = try spawnClean(
+            [
+                clickHouseServerPath ?? "/usr/sbin/clickhouse-server",
+                "--config-file=\(scratch.path("config.xml"))", "--pid-file=\(scratch.path("server.pid"))", "--daemon",
+            ],
+            environment: toolEnvironment(), output: scratch.path("launch.log"), directory: scratch.url.path)
         var launched: Int32 = 0
         waitpid(launcher, &launched, 0)
         guard launched == 0 else {
-            throw TestFailure("clickhouse-server --daemon: \((try? String(contentsOfFile: scratch.path("launch.log"), encoding: .utf8)) ?? "")")
+            throw TestFailure(
+                "clickhouse-server --daemon: \((try? String(contentsOfFile: scratch.path("launch.log"), encoding: .utf8)) ?? "")")
         }
         let deadline = Date().addingTimeInterval(30)
         while (try? query("SELECT 1")) != "1" {
@@ -121,8 +132,9 @@ final class ClickHouseServer {
     /// Runs `sql` through curl (an independent client) and returns the answer, trimmed.
     @discardableResult
     func query(_ sql: String) throws -> String {
-        let result = try runProcess("/usr/bin/env", ["curl", "-sS", "--max-time", "20", "--data-binary", "@-", "http://127.0.0.1:\(httpPort)/"],
-                                    stdin: sql, environment: toolEnvironment())
+        let result = try runProcess(
+            "/usr/bin/env", ["curl", "-sS", "--max-time", "20", "--data-binary", "@-", "http://127.0.0.1:\(httpPort)/"],
+            stdin: sql, environment: toolEnvironment())
         guard result.status == 0 else { throw TestFailure("curl: \(result.stderr)") }
         if result.stdout.hasPrefix("Code: ") { throw TestFailure("ClickHouse: \(result.stdout)") }
         return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -17,7 +17,9 @@ enum Completions {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for tool in try tools() {
             let result = try runProcess(Binaries.path("vitals-completions"), [shell, tool], stdin: "", environment: toolEnvironment())
-            guard result.status == 0, !result.stdout.isEmpty else { throw TestFailure("vitals-completions \(shell) \(tool): \(result.stderr)") }
+            guard result.status == 0, !result.stdout.isEmpty else {
+                throw TestFailure("vitals-completions \(shell) \(tool): \(result.stderr)")
+            }
             let name = ["bash": tool, "zsh": "_" + tool, "fish": tool + ".fish"][shell]!
             try result.stdout.write(toFile: folder + "/" + name, atomically: true, encoding: .utf8)
         }
@@ -27,7 +29,11 @@ enum Completions {
     static func batches(_ output: String) -> [[String]] {
         var result: [[String]] = []
         for line in output.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("@@ ") { result.append([]) } else if !line.isEmpty, !result.isEmpty { result[result.count - 1].append(String(line)) }
+            if line.hasPrefix("@@ ") {
+                result.append([])
+            } else if !line.isEmpty, !result.isEmpty {
+                result[result.count - 1].append(String(line))
+            }
         }
         return result
     }
@@ -40,14 +46,15 @@ enum Completions {
         for words in lines {
             let quoted = words.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
             script += """
-            echo "@@ \(words.joined(separator: " "))"
-            COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); COMPREPLY=()
-            "$(complete -p \(words[0]) | sed 's/.*-F \\([^ ]*\\) .*/\\1/')" || exit 2
-            for reply in "${COMPREPLY[@]}"; do printf '%s\\n' "$reply"; done
+                echo "@@ \(words.joined(separator: " "))"
+                COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); COMPREPLY=()
+                "$(complete -p \(words[0]) | sed 's/.*-F \\([^ ]*\\) .*/\\1/')" || exit 2
+                for reply in "${COMPREPLY[@]}"; do printf '%s\\n' "$reply"; done
 
-            """
+                """
         }
-        let result = try runProcess("/bin/bash", ["--norc", "-c", script, folder], stdin: "", environment: toolEnvironment(), directory: directory)
+        let result = try runProcess(
+            "/bin/bash", ["--norc", "-c", script, folder], stdin: "", environment: toolEnvironment(), directory: directory)
         guard result.status == 0 else { throw TestFailure("bash completion: \(result.stderr)") }
         return batches(result.stdout)
     }
@@ -58,12 +65,14 @@ enum Completions {
         let result: RunResult
         if shell == "zsh" {
             let harness = Binaries.fixtures.appendingPathComponent("completion/zsh-complete.zsh").path
-            result = try runProcess("/usr/bin/timeout", ["120", "zsh", "-f", harness, folder] + lines, stdin: "", environment: toolEnvironment(),
-                                    directory: directory)
+            result = try runProcess(
+                "/usr/bin/timeout", ["120", "zsh", "-f", harness, folder] + lines, stdin: "", environment: toolEnvironment(),
+                directory: directory)
         } else {
             let script = "for f in $argv[1]/*.fish; source $f; end; for line in $argv[2..-1]; echo \"@@ $line\"; complete -C $line; end"
-            result = try runProcess("/usr/bin/env", ["fish", "--no-config", "-c", script, folder] + lines, stdin: "", environment: toolEnvironment(),
-                                    directory: directory)
+            result = try runProcess(
+                "/usr/bin/env", ["fish", "--no-config", "-c", script, folder] + lines, stdin: "", environment: toolEnvironment(),
+                directory: directory)
         }
         guard result.status == 0 else { throw TestFailure("\(shell) completion: exit \(result.status) \(result.stderr)") }
         // fish writes each candidate's description after a tab.
@@ -131,8 +140,9 @@ struct CompletionTests {
     @Test("bash completes probe-http --con, store-samples agents, choices, actions and files")
     func bash() throws {
         let scratch = try CompletionTests.workspace("bash")
-        let offered = try Completions.bash(completionCases.map { CompletionTests.words($0.line) }, folder: scratch.path("completions"),
-                                           directory: scratch.url)
+        let offered = try Completions.bash(
+            completionCases.map { CompletionTests.words($0.line) }, folder: scratch.path("completions"),
+            directory: scratch.url)
         try #require(offered.count == completionCases.count)
         for (test, offer) in zip(completionCases, offered) {
             #expect(Set(offer) == test.offers, "'\(test.line)': offered \(offer)")
@@ -216,11 +226,13 @@ struct CompletionTests {
         for shell in ["bash", "zsh", "fish"] where shell == "bash" || Completions.available(shell) {
             try Completions.install(shell, into: scratch.path(shell))
             for file in try FileManager.default.contentsOfDirectory(atPath: scratch.path(shell)) {
-                let result = try runProcess("/usr/bin/env", [shell, "-n", scratch.path(shell) + "/" + file], stdin: "", environment: toolEnvironment())
+                let result = try runProcess(
+                    "/usr/bin/env", [shell, "-n", scratch.path(shell) + "/" + file], stdin: "", environment: toolEnvironment())
                 #expect(result.status == 0 && result.stderr.isEmpty, "\(shell) -n \(file): \(result.stderr)")
             }
         }
-        let unknown = try runProcess(Binaries.path("vitals-completions"), ["tcsh", "probe-http"], stdin: "", environment: toolEnvironment())
+        let unknown = try runProcess(
+            Binaries.path("vitals-completions"), ["tcsh", "probe-http"], stdin: "", environment: toolEnvironment())
         #expect(unknown.status == 64 && unknown.stderr.contains("bash, zsh or fish"))
     }
 }

@@ -15,21 +15,27 @@ struct ConventionTests {
     static func bigOutput(_ tool: String, scratch: ScratchDirectory, server: FixtureServer) throws -> String {
         switch tool {
         case "probe-http":
-            try scratch.write("targets.ndjson", (0..<800).map { #"{"id":"t\#($0)","url":"\#(server.baseURL)/ok"}"# }.joined(separator: "\n") + "\n")
+            try scratch.write(
+                "targets.ndjson", (0..<800).map { #"{"id":"t\#($0)","url":"\#(server.baseURL)/ok"}"# }.joined(separator: "\n") + "\n")
             return "probe-http targets.ndjson"
         case "probe-ping":
-            try scratch.write("hosts.ndjson", (0..<800).map { #"{"id":"t\#($0)","target":"tcp://127.0.0.1:\#(server.port)"}"# }.joined(separator: "\n") + "\n")
+            try scratch.write(
+                "hosts.ndjson",
+                (0..<800).map { #"{"id":"t\#($0)","target":"tcp://127.0.0.1:\#(server.port)"}"# }.joined(separator: "\n") + "\n")
             return "probe-ping hosts.ndjson"
         case "detect-anomaly", "store-samples":
-            try scratch.write("samples.ndjson", (0..<5000).map { sampleLine("api", minute: $0, latency: 50) }.joined(separator: "\n") + "\n")
+            try scratch.write(
+                "samples.ndjson", (0..<5000).map { sampleLine("api", minute: $0, latency: 50) }.joined(separator: "\n") + "\n")
             return tool == "detect-anomaly" ? "detect-anomaly samples.ndjson" : "store-samples --db vitals.db samples.ndjson"
         case "notify":
             // 2,000 monitors, each down once, a minute apart: one notification each.
-            try scratch.write("samples.ndjson", (0..<2000).map { sampleLine("m\($0)", Double($0 * 60), "down") }.joined(separator: "\n") + "\n")
+            try scratch.write(
+                "samples.ndjson", (0..<2000).map { sampleLine("m\($0)", Double($0 * 60), "down") }.joined(separator: "\n") + "\n")
             return "notify --dry-run --state /dev/null --to json://127.0.0.1:9/x samples.ndjson"
         case "digest":
             // 2,000 services: an HTML page of 2,000 rows and charts.
-            try scratch.write("samples.ndjson", (0..<2000).map { sampleLine("s\($0)", minute: $0 % 50, latency: 50) }.joined(separator: "\n") + "\n")
+            try scratch.write(
+                "samples.ndjson", (0..<2000).map { sampleLine("s\($0)", minute: $0 % 50, latency: 50) }.joined(separator: "\n") + "\n")
             return "digest --format html --max-services 0 samples.ndjson"
         case "snapshot-delta":
             let heart = "HKQuantityTypeIdentifierHeartRate"
@@ -37,7 +43,8 @@ struct ConventionTests {
                 HealthLines.record(heart, Timestamp.format(milliseconds: 1_767_571_200_000 + Int64(index) * 60_000))
             }
             try scratch.write("records.ndjson", records.joined(separator: "\n") + "\n")
-            return "snapshot-delta --db health.db take records.ndjson >/dev/null && snapshot-delta --db health.db samples --type \(heart) --per-page 3000"
+            return
+                "snapshot-delta --db health.db take records.ndjson >/dev/null && snapshot-delta --db health.db samples --type \(heart) --per-page 3000"
         default:
             throw TestFailure("no invocation for \(tool)")
         }
@@ -59,14 +66,18 @@ struct ConventionTests {
         let scratch = try ScratchDirectory()
         let command = try ConventionTests.bigOutput(tool, scratch: scratch, server: server)
         // The whole output, to be sure there is more than a pipe holds.
-        let whole = try runProcess("/bin/bash", ["-c", "set -o pipefail; { \(command); } | wc -c"], stdin: "",
-                                   environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
+        let whole = try runProcess(
+            "/bin/bash", ["-c", "set -o pipefail; { \(command); } | wc -c"], stdin: "",
+            environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
         #expect(whole.status == 0, "\(whole.stderr)")
-        #expect((Int(whole.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 100_000, "\(tool) writes more than a pipe holds (64 KiB)")
+        #expect(
+            (Int(whole.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 100_000,
+            "\(tool) writes more than a pipe holds (64 KiB)")
         try? FileManager.default.removeItem(atPath: scratch.path("vitals.db"))
         try? FileManager.default.removeItem(atPath: scratch.path("health.db"))
-        let result = try runProcess("/bin/bash", ["-c", "{ \(command); } | head -n 1 >/dev/null; echo \"${PIPESTATUS[0]}\""], stdin: "",
-                                    environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
+        let result = try runProcess(
+            "/bin/bash", ["-c", "{ \(command); } | head -n 1 >/dev/null; echo \"${PIPESTATUS[0]}\""], stdin: "",
+            environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
         #expect(result.stdout == "0\n", "\(tool) | head -n 1: the tool exited \(result.stdout): \(result.stderr)")
         #expect(!result.stderr.contains("Broken pipe") && !result.stderr.contains("EPIPE"), "\(result.stderr)")
     }
@@ -74,16 +85,18 @@ struct ConventionTests {
     @Test("SIGTERM while reading input: exit status 143", arguments: tools)
     func sigterm(tool: String) throws {
         let scratch = try ScratchDirectory()
-        let running = try RunningTool(tool, ConventionTests.readingStdin(tool, scratch: scratch),
-                                      environment: HealthExport.exampleEnvironment(scratch))
+        let running = try RunningTool(
+            tool, ConventionTests.readingStdin(tool, scratch: scratch),
+            environment: HealthExport.exampleEnvironment(scratch))
         try waitUntilReadingStdin(running.process.processIdentifier)
         let stopped = running.stop(SIGTERM)
         #expect(running.process.terminationReason == .exit, "\(tool) handles SIGTERM and exits (not killed by it)")
         #expect(stopped.status == 143, "\(tool): \(stopped.stderr)")
     }
 
-    @Test("a second SIGINT ends at once, while the first waits on a probe or a delivery that hangs",
-          arguments: ["probe-http", "notify"])
+    @Test(
+        "a second SIGINT ends at once, while the first waits on a probe or a delivery that hangs",
+        arguments: ["probe-http", "notify"])
     func secondInterrupt(tool: String) throws {
         let server = try FixtureServer()
         let scratch = try ScratchDirectory()
@@ -120,12 +133,16 @@ struct ConventionTests {
         // snapshot-delta(1): TZ is the zone of a snapshot's yearly counts, recorded with it and shown in
         // its text; its times stay RFC 3339 UTC.
         let scratch = try ScratchDirectory()
-        let records = try scratch.write("records.ndjson", HealthLines.records("HKQuantityTypeIdentifierHeartRate", 2).joined(separator: "\n") + "\n")
+        let records = try scratch.write(
+            "records.ndjson", HealthLines.records("HKQuantityTypeIdentifierHeartRate", 2).joined(separator: "\n") + "\n")
         var environment = HealthExport.exampleEnvironment(scratch)
         environment["TZ"] = "Europe/Paris"
         let db = scratch.path("health.db")
-        let taken = try #require(try run("snapshot-delta", ["--db", db, "--now", "2026-01-27T10:25:00Z", "take", records],
-                                         environment: environment).records().first { $0.string("type") == "snapshot" })
+        let taken = try #require(
+            try run(
+                "snapshot-delta", ["--db", db, "--now", "2026-01-27T10:25:00Z", "take", records],
+                environment: environment
+            ).records().first { $0.string("type") == "snapshot" })
         #expect(taken.string("timezone") == "Europe/Paris")
         #expect(taken.string("created_at") == "2026-01-27T10:25:00.000Z")
         let shown = try run("snapshot-delta", ["--db", db, "show", "latest", "--format", "text"], environment: environment).lines
@@ -133,14 +150,16 @@ struct ConventionTests {
         // Filters pass the times they read untouched, whatever TZ says.
         let line = sampleLine("api", minute: 0, latency: 50)
         for tool in ["detect-anomaly", "notify"] {
-            let out = try run(tool, tool == "notify" ? ["--dry-run", "--state", "/dev/null"] : [],
-                              stdin: line + "\n", environment: ["TZ": "Asia/Tokyo"])
+            let out = try run(
+                tool, tool == "notify" ? ["--dry-run", "--state", "/dev/null"] : [],
+                stdin: line + "\n", environment: ["TZ": "Asia/Tokyo"])
             #expect(!out.stdout.contains("+09:00"), "\(tool) writes RFC 3339 UTC: \(out.stdout)")
         }
     }
 
-    @Test("http_proxy sends probe-http's and notify's requests through the proxy; no_proxy bypasses it",
-          arguments: ["probe-http", "notify"])
+    @Test(
+        "http_proxy sends probe-http's and notify's requests through the proxy; no_proxy bypasses it",
+        arguments: ["probe-http", "notify"])
     func proxies(tool: String) throws {
         // A second fixture server stands in for the proxy: it records the request line it is sent
         // (a proxied request names the whole URL); the target server records direct requests.
@@ -150,8 +169,9 @@ struct ConventionTests {
             if tool == "probe-http" {
                 return try run("probe-http", [], stdin: "\(target.baseURL)/ok\n", environment: environment)
             }
-            return try run("notify", ["--state", "/dev/null", "--to", "json://127.0.0.1:\(target.port)/echo"],
-                           stdin: sampleLine("api", 0, "down") + "\n", environment: environment)
+            return try run(
+                "notify", ["--state", "/dev/null", "--to", "json://127.0.0.1:\(target.port)/echo"],
+                stdin: sampleLine("api", 0, "down") + "\n", environment: environment)
         }
         _ = try send(["http_proxy": proxy.baseURL])
         #expect(proxy.requests.contains { $0.path.contains("127.0.0.1:\(target.port)") }, "\(tool) went through http_proxy")
@@ -176,9 +196,9 @@ func waitFor(_ what: String, _ condition: () throws -> Bool) throws {
 /// by then the tool has started, set its signal handlers, and waits for records.
 func waitUntilReadingStdin(_ pid: Int32) throws {
     #if arch(x86_64)
-    let read = "0"
+        let read = "0"
     #else
-    let read = "63"
+        let read = "63"
     #endif
     try waitFor("process \(pid) to read its standard input") {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
@@ -196,32 +216,36 @@ struct BoundedMemoryTests {
     /// Peak RSS in KiB of `tool arguments` reading `file`.
     static func peakKiB(_ tool: String, _ arguments: [String], file: String) throws -> Int {
         let script = """
-        import resource, subprocess, sys
-        with open(sys.argv[1], "rb") as source:
-            done = subprocess.run(sys.argv[2:], stdin=source, stdout=subprocess.DEVNULL)
-        if done.returncode != 0: sys.exit("exit %d" % done.returncode)
-        print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-        """
-        let result = try runProcess("/usr/bin/python3", ["-c", script, file, Binaries.path(tool)] + arguments, stdin: "",
-                                    environment: toolEnvironment())
+            import resource, subprocess, sys
+            with open(sys.argv[1], "rb") as source:
+                done = subprocess.run(sys.argv[2:], stdin=source, stdout=subprocess.DEVNULL)
+            if done.returncode != 0: sys.exit("exit %d" % done.returncode)
+            print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+            """
+        let result = try runProcess(
+            "/usr/bin/python3", ["-c", script, file, Binaries.path(tool)] + arguments, stdin: "",
+            environment: toolEnvironment())
         guard result.status == 0, let kib = Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw TestFailure("\(tool): \(result.stderr)")
         }
         return kib
     }
 
-    @Test("the line reader and a filter hold a window, not the input: 10× the lines, about the same peak RSS",
-          arguments: ["detect-anomaly", "digest"])
+    @Test(
+        "the line reader and a filter hold a window, not the input: 10× the lines, about the same peak RSS",
+        arguments: ["detect-anomaly", "digest"])
     func linesInBoundedMemory(tool: String) throws {
         let scratch = try ScratchDirectory()
         // One monitor: detect-anomaly's window and digest's per-service figures stay the same size.
         // Each line carries 1 KB of a field the tools pass through or skip.
         let padding = #","note":""# + String(repeating: "x", count: 1000) + "\""
         func write(_ name: String, _ count: Int) throws -> String {
-            try scratch.write(name, (0..<count).map { sampleLine("api", minute: $0, latency: Double(40 + $0 % 20), extra: padding) }
-                .joined(separator: "\n") + "\n")
+            try scratch.write(
+                name,
+                (0..<count).map { sampleLine("api", minute: $0, latency: Double(40 + $0 % 20), extra: padding) }
+                    .joined(separator: "\n") + "\n")
         }
-        let small = try write("small.ndjson", 10_000)   // about 11 MB
+        let small = try write("small.ndjson", 10_000)  // about 11 MB
         let large = try write("large.ndjson", 100_000)  // about 110 MB
         // 100,000 minutes are 69.4 days: a 100-day window holds every sample.
         let arguments = tool == "digest" ? ["--format", "json", "--window", "100d"] : []

@@ -51,8 +51,8 @@ struct RealSeries {
         let times = self.times
         windows = try (labels.objectValue?[monitor]?.arrayValue ?? []).map { window in
             guard let pair = window.arrayValue, pair.count == 2, let from = pair[0].stringValue.flatMap(Timestamp.parse),
-                  let to = pair[1].stringValue.flatMap(Timestamp.parse),
-                  let first = times.firstIndex(where: { $0 * 1000 >= from }), let last = times.lastIndex(where: { $0 * 1000 <= to })
+                let to = pair[1].stringValue.flatMap(Timestamp.parse),
+                let first = times.firstIndex(where: { $0 * 1000 >= from }), let last = times.lastIndex(where: { $0 * 1000 <= to })
             else { throw TestFailure("a window of \(monitor) that is not in its excerpt: \(window)") }
             return first...last
         }
@@ -147,7 +147,8 @@ struct DetectAnomalyRealDataTests {
         #expect(series.falseEpisodes.isEmpty, "false episodes: \(series.falseEpisodes)")
     }
 
-    @Test("daily and weekly seasonality (hourly requests): the daily peaks and the weekends raise nothing; the spikes at the peak are caught")
+    @Test(
+        "daily and weekly seasonality (hourly requests): the daily peaks and the weekends raise nothing; the spikes at the peak are caught")
     func seasonality() throws {
         let series = try RealSeries("api-01")
         #expect(series.weeks > 3.5, "four weeks of days and weekends")

@@ -3,8 +3,10 @@ import Testing
 import VitalsKit
 
 /// One `sample` line as probe-http writes it (the fields detect-anomaly reads, and a user's own).
-func sampleLine(_ monitor: String, minute: Int, latency: Double?, status: String = "up", message: String? = nil,
-                simulated: Bool = false, extra: String = ",\"team\":\"core\"") -> String {
+func sampleLine(
+    _ monitor: String, minute: Int, latency: Double?, status: String = "up", message: String? = nil,
+    simulated: Bool = false, extra: String = ",\"team\":\"core\""
+) -> String {
     let at = Timestamp.format(milliseconds: 1_767_571_200_000 + Int64(minute) * 60_000)
     let latencyText = latency.map { $0 == $0.rounded() ? String(Int($0)) : String($0) } ?? "null"
     let messageText = message ?? (latency.map { "HTTP 200 in \(Int($0))ms" } ?? "Request timeout after 5s")
@@ -44,13 +46,14 @@ struct DetectAnomalyTests {
         ]
         let result = try run("detect-anomaly", [], stdin: lines.joined(separator: "\n") + "\n")
         #expect(result.status == 2, "bad samples, an untyped object and a line that is not an object")
-        #expect(result.stderr == """
-            detect-anomaly: <stdin>:5: sample has no 'monitor'
-            detect-anomaly: <stdin>:6: sample 'latency_ms' is "fast"; expected a number, 0 or more, or null
-            detect-anomaly: <stdin>:8: record has no 'type'
-            detect-anomaly: <stdin>:9: not valid JSON: expected a JSON object at column 1
+        #expect(
+            result.stderr == """
+                detect-anomaly: <stdin>:5: sample has no 'monitor'
+                detect-anomaly: <stdin>:6: sample 'latency_ms' is "fast"; expected a number, 0 or more, or null
+                detect-anomaly: <stdin>:8: record has no 'type'
+                detect-anomaly: <stdin>:9: not valid JSON: expected a JSON object at column 1
 
-            """, "\(result.stderr)")
+                """, "\(result.stderr)")
         let out = result.lines
         #expect(out.count == lines.count - 1, "every object goes on; only the line that is not one is dropped")
         let expectedIn = lines.filter { $0 != "[1,2]" }
@@ -75,10 +78,11 @@ struct DetectAnomalyTests {
 
     @Test("the seed detector promotes an up sample: status, reason and message rewritten in place")
     func promotion() throws {
-        let input = steadyThenSpike() + [
-            sampleLine("api", minute: 12, latency: 900, status: "degraded"),
-            sampleLine("api", minute: 13, latency: nil, status: "down"),
-        ]
+        let input =
+            steadyThenSpike() + [
+                sampleLine("api", minute: 12, latency: 900, status: "degraded"),
+                sampleLine("api", minute: 13, latency: nil, status: "down"),
+            ]
         let result = try run("detect-anomaly", ["--detector", "seed"], stdin: input.joined(separator: "\n") + "\n")
         #expect(result.status == 0, "\(result.stderr)")
         let out = result.lines
@@ -94,8 +98,9 @@ struct DetectAnomalyTests {
         #expect(spike["stddev_ms"] == .number("0.793"), "sqrt(6.9091 / 11)")
         #expect(spike["threshold_ms"] == .number("52.89"), "50.909 + 2.5 x 0.7925")
         let expected = input[11]
-            .replacingOccurrences(of: "\"status\":\"up\",\"reason\":null,\"message\":\"HTTP 200 in 400ms\"",
-                                  with: "\"status\":\"degraded\",\"reason\":\"latency\",\"message\":\"HTTP 200 in 400ms; Latency degrading\"")
+            .replacingOccurrences(
+                of: "\"status\":\"up\",\"reason\":null,\"message\":\"HTTP 200 in 400ms\"",
+                with: "\"status\":\"degraded\",\"reason\":\"latency\",\"message\":\"HTTP 200 in 400ms; Latency degrading\"")
         #expect(withoutAnomaly(out[11]) == expected)
         // Already degraded: judged, not rewritten. Down, no latency: not judged, untouched.
         #expect(withoutAnomaly(out[12]) == input[12])
@@ -110,13 +115,19 @@ struct DetectAnomalyTests {
     @Test("missing reason and message are added after status; an anomaly field already there is replaced in place")
     func spliceEdges() throws {
         var input = steadyThenSpike().dropLast().map { $0 }
-        input.append("{\"type\":\"sample\",\"monitor\":\"api\",\"at\":\"2026-01-05T00:11:00.000Z\",\"status\":\"up\",\"anomaly\":{\"old\":true},\"latency_ms\":400,\"x\":1}")
+        input.append(
+            "{\"type\":\"sample\",\"monitor\":\"api\",\"at\":\"2026-01-05T00:11:00.000Z\",\"status\":\"up\",\"anomaly\":{\"old\":true},\"latency_ms\":400,\"x\":1}"
+        )
         let result = try run("detect-anomaly", ["--detector", "seed"], stdin: input.joined(separator: "\n") + "\n")
         let last = try #require(result.lines.last)
-        #expect(last.hasPrefix("{\"type\":\"sample\",\"monitor\":\"api\",\"at\":\"2026-01-05T00:11:00.000Z\",\"status\":\"degraded\",\"reason\":\"latency\",\"message\":\"Latency degrading\",\"anomaly\":{\"verdict\":\"degrading\""), "\(last)")
+        #expect(
+            last.hasPrefix(
+                "{\"type\":\"sample\",\"monitor\":\"api\",\"at\":\"2026-01-05T00:11:00.000Z\",\"status\":\"degraded\",\"reason\":\"latency\",\"message\":\"Latency degrading\",\"anomaly\":{\"verdict\":\"degrading\""
+            ), "\(last)")
         #expect(last.hasSuffix("},\"latency_ms\":400,\"x\":1}"))
         // Twice through: one anomaly object, still in its place.
-        let twice = try shell("detect-anomaly --detector seed | detect-anomaly --detector seed", stdin: input.joined(separator: "\n") + "\n")
+        let twice = try shell(
+            "detect-anomaly --detector seed | detect-anomaly --detector seed", stdin: input.joined(separator: "\n") + "\n")
         #expect(twice.status == 0)
         for line in twice.lines { #expect(line.components(separatedBy: "\"anomaly\":").count == 2, "\(line)") }
     }
@@ -140,12 +151,15 @@ struct DetectAnomalyTests {
     // 200 samples alternating 95 and 105, a spike of 400, 4 as before, a spike of 900 inside the
     // episode the 400 began, 34 as before, a spike of 2000 and 10 more. By hand
     // (EnvelopeDetectorTests.point): the 400 is z = 17.55 and its evidence 3.0783, score 0.755.
-    @Test("an episode: the onset carries the score; samples inside it, over the limit or not, are degrading with half their score; the 11th quiet one ends it")
+    @Test(
+        "an episode: the onset carries the score; samples inside it, over the limit or not, are degrading with half their score; the 11th quiet one ends it"
+    )
     func episodes() throws {
         func calm(_ minutes: Range<Int>) -> [String] {
             minutes.map { sampleLine("api", minute: $0, latency: $0 % 2 == 0 ? 95 : 105) }
         }
-        let input = calm(0..<200) + [sampleLine("api", minute: 200, latency: 400)] + calm(201..<205)
+        let input =
+            calm(0..<200) + [sampleLine("api", minute: 200, latency: 400)] + calm(201..<205)
             + [sampleLine("api", minute: 205, latency: 900)] + calm(206..<240) + [sampleLine("api", minute: 240, latency: 2000)]
             + calm(241..<251)
         let result = try run("detect-anomaly", ["--summary"], stdin: input.joined(separator: "\n") + "\n")
@@ -210,8 +224,9 @@ struct DetectAnomalyTests {
         let lines = (0..<12).map { index in
             "{\"type\":\"sample\",\"monitor\":\"net\",\"at\":\"2026-01-05T00:00:00.000Z\",\"status\":\"up\",\"speed_mbps\":\(index == 11 ? 20 : 100 + index % 2)}"
         }
-        let result = try run("detect-anomaly", ["--detector", "seed", "--field", "speed_mbps", "--direction", "low", "--summary"],
-                             stdin: lines.joined(separator: "\n") + "\n")
+        let result = try run(
+            "detect-anomaly", ["--detector", "seed", "--field", "speed_mbps", "--direction", "low", "--summary"],
+            stdin: lines.joined(separator: "\n") + "\n")
         let records = try result.records()
         let last = try #require(records.last?["anomaly"]?.objectValue)
         #expect(last["verdict"]?.stringValue == "degrading")
@@ -229,12 +244,15 @@ struct DetectAnomalyTests {
         let path = try scratch.write("samples.ndjson", lines.joined(separator: "\n") + "\n")
         let result = try run("detect-anomaly", ["--detector", "seed", path, scratch.path("missing.ndjson")])
         #expect(result.status == 2)
-        #expect(result.stderr.contains("detect-anomaly: \(path):4: not valid JSON: unexpected end of line; expected a field name in double quotes at column 18\n"))
+        #expect(
+            result.stderr.contains(
+                "detect-anomaly: \(path):4: not valid JSON: unexpected end of line; expected a field name in double quotes at column 18\n"))
         #expect(result.stderr.contains("detect-anomaly: \(path):8: not valid JSON: expected a JSON object at column 1\n"))
         #expect(result.stderr.contains("cannot open \(scratch.path("missing.ndjson"))"))
         #expect(result.lines.count == 12)
-        #expect(try result.records().last?["anomaly"]?.objectValue?["verdict"]?.stringValue == "degrading",
-                "the good lines still make the baseline")
+        #expect(
+            try result.records().last?["anomaly"]?.objectValue?["verdict"]?.stringValue == "degrading",
+            "the good lines still make the baseline")
     }
 
     @Test("thousands of lines over several inputs: every record in order, every problem with its own file and line, in input order")
@@ -243,8 +261,8 @@ struct DetectAnomalyTests {
         // thousand at a time: nothing may be reordered or misnumbered across those handovers.
         let scratch = try ScratchDirectory()
         var first = (0..<5000).map { sampleLine("m\($0 % 7)", minute: $0 / 7, latency: Double(50 + $0 % 3)) }
-        first[2048] = "not json"                                   // line 2049
-        first[4096] = "{\"type\":\"sample\",\"monitor\":\"m1\"}"      // line 4097: passed on, reported
+        first[2048] = "not json"  // line 2049
+        first[4096] = "{\"type\":\"sample\",\"monitor\":\"m1\"}"  // line 4097: passed on, reported
         first[4502] = sampleLine("m\\u0031", minute: 4502 / 7, latency: 900)  // m1, its id written with an escape
         let second = [sampleLine("m0", minute: 900, latency: 50), "[1]", sampleLine("m0", minute: 901, latency: 51)]
         let one = try scratch.write("one.ndjson", first.joined(separator: "\n") + "\n")
@@ -276,8 +294,10 @@ struct DetectAnomalyTests {
 
     @Test("usage errors exit 64 with a hint")
     func usage() throws {
-        for arguments in [["--detector", "magic"], ["--min-samples", "120"], ["--checkpoint", "5m"], ["--field", "status"],
-                          ["--threshold", "0"], ["--window", "1"], ["--direction", "up"]] {
+        for arguments in [
+            ["--detector", "magic"], ["--min-samples", "120"], ["--checkpoint", "5m"], ["--field", "status"],
+            ["--threshold", "0"], ["--window", "1"], ["--direction", "up"],
+        ] {
             let result = try run("detect-anomaly", arguments)
             #expect(result.status == 64, "\(arguments)")
             #expect(result.stderr.contains("Try 'detect-anomaly --help'"), "\(arguments): \(result.stderr)")
@@ -317,8 +337,10 @@ struct DetectAnomalyStateTests {
         for minute in 0..<300 {
             let wobble = Double((minute * 37) % 11) - 5
             lines.append(sampleLine("api", minute: minute, latency: (minute >= 150 && minute < 170 ? 300 : 80) + wobble))
-            lines.append(sampleLine("web", minute: minute, latency: 40 + Double(minute) * 0.2 + wobble,
-                                    simulated: minute % 50 == 7))
+            lines.append(
+                sampleLine(
+                    "web", minute: minute, latency: 40 + Double(minute) * 0.2 + wobble,
+                    simulated: minute % 50 == 7))
             if minute % 60 < 5 {
                 lines.append(sampleLine("db", minute: minute, latency: nil, status: "error"))
             } else {
@@ -340,8 +362,9 @@ struct DetectAnomalyStateTests {
         var lastPiece: [String] = []
         for piece in 0..<100 {
             let lines = Self.trace[(piece * Self.trace.count / 100)..<((piece + 1) * Self.trace.count / 100)]
-            let part = try run("detect-anomaly", ["--detector", detector, "--state", scratch.path("state.json")],
-                               stdin: lines.joined(separator: "\n") + "\n")
+            let part = try run(
+                "detect-anomaly", ["--detector", detector, "--state", scratch.path("state.json")],
+                stdin: lines.joined(separator: "\n") + "\n")
             #expect(part.status == 0, "\(part.stderr)")
             pieces += part.stdout
             lastPiece = Array(lines)
@@ -359,7 +382,8 @@ struct DetectAnomalyStateTests {
     @Test("a corrupt, foreign, other-version or other-settings state file is an error naming it, and is left alone")
     func badStateFiles() throws {
         let scratch = try ScratchDirectory()
-        let good = try run("detect-anomaly", ["--state", scratch.path("good.json")], stdin: Self.trace.prefix(30).joined(separator: "\n") + "\n")
+        let good = try run(
+            "detect-anomaly", ["--state", scratch.path("good.json")], stdin: Self.trace.prefix(30).joined(separator: "\n") + "\n")
         #expect(good.status == 0)
         let saved = try String(contentsOfFile: scratch.path("good.json"), encoding: .utf8)
         #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":4,\"detector\":\"envelope\""))
@@ -367,12 +391,21 @@ struct DetectAnomalyStateTests {
             ("truncated.json", String(saved.prefix(saved.count / 2)), [], "not a detect-anomaly state file"),
             ("empty.json", "", [], "not a detect-anomaly state file"),
             ("foreign.json", "{\"monitors\":[]}", [], "not a detect-anomaly state file"),
-            ("future.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":5"), [], "is version 5; this detect-anomaly reads version 4"),
+            (
+                "future.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":5"), [],
+                "is version 5; this detect-anomaly reads version 4"
+            ),
             // Version 3 kept the envelope's hold in the detector and had no episodes.
-            ("old.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":3"), [], "is version 3; this detect-anomaly reads version 4"),
+            (
+                "old.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":3"), [],
+                "is version 3; this detect-anomaly reads version 4"
+            ),
             ("window.json", saved, ["--window", "20"], "was written with --window 100; this run has --window 20"),
             ("detector.json", saved, ["--detector", "seed"], "was written with --detector envelope; this run has --detector seed"),
-            ("values.json", saved.replacingOccurrences(of: "\"values\":[", with: "\"values\":[\"x\","), [], "'values' holds something other than a number"),
+            (
+                "values.json", saved.replacingOccurrences(of: "\"values\":[", with: "\"values\":[\"x\","), [],
+                "'values' holds something other than a number"
+            ),
         ]
         for (name, content, options, message) in cases {
             let path = try scratch.write(name, content)

@@ -10,7 +10,8 @@ struct DigestFidelityTests {
         let base = Timestamp.parse(start)!
         return latencies.enumerated().map { index, latency in
             let at = Timestamp.format(milliseconds: base + Int64(index) * 300_000)
-            return #"{"type":"sample","monitor":"\#(monitor)","at":"\#(at)","status":"up","latency_ms":\#(String(format: "%.3f", latency))}"#
+            return
+                #"{"type":"sample","monitor":"\#(monitor)","at":"\#(at)","status":"up","latency_ms":\#(String(format: "%.3f", latency))}"#
         }.joined(separator: "\n") + "\n"
     }
 

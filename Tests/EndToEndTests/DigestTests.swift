@@ -107,63 +107,85 @@ struct DigestTests {
     /// 6 checks each; outages 2, 1, 0. many: the 19 services without trouble have 2 checks each, both
     /// up at 10 ms: 100%, avg, p95 and latest 10 ms, stable, 0 outages.
     static let handFigures: [String: [String]] = [
-        "basic.text": ["3 services, 18 checks, 72.2% up", "Payments was down twice for 15m in total (33.3% up)",
-                       "failing again since 10:20", "Web was down once for 5m (83.3% up)", "Payments and Web between 10:05 and 10:10",
-                       "from 160 ms to 21 ms", "The longest outage: Payments, 10m from 10:05.",
-                       "Digest of the 24 hours to 2026-01-27 10:25 UTC", "2 of the 3 services had trouble",
-                       "outages beginning in the same 5-minute bucket"],
-        "basic.markdown": ["| Payments (`pay`) | **error** | 33.3% | 6 | 65 ms | 100 ms | – | stable | 2 | 15m (ongoing) | – |",
-                           "| Web (`web`) | up | 83.3% | 6 | 76 ms | 300 ms | 22 ms | decreasing | 1 | 5m | – |",
-                           "| API (`api`) | up | 100% | 6 | 45 ms | 50 ms | 50 ms | stable | 0 | – | – |",
-                           "- 10:05-10:10: Payments, Web", "- Services: 3 (2 up and 1 error)", "- Checks: 18, 72.2% up",
-                           "- Outages: 3, 20m in total", "- Longest outage: Payments, 10m from 10:05",
-                       "# Service digest: the 24 hours to 2026-01-27 10:25 UTC", "2 of the 3 services had trouble",
-                       "has been failing again since 10:20", "same 5-minute bucket", "between 10:05 and 10:10", "from 160 ms to 21 ms"],
-        "basic.html": ["72.2% up", "<td>33.3%</td>", "<td>65 ms</td>", "<td>15m (ongoing)</td>", "<td>83.3%</td>", "<td>76 ms</td>",
-                       "<td>300 ms</td>", "20m in total", "Payments, 10m from 10:05",
-                       "<title>Service digest: the 24 hours to 2026-01-27 10:25 UTC</title>", "2 of the 3 services had trouble",
-                       "has been failing again since 10:20", "same 5-minute bucket", "between 10:05 and 10:10", "from 160 ms to 21 ms",
-                       "<td>6</td>", "<td>100 ms</td>", "<td>22 ms</td>", "<td>45 ms</td>", "<td>50 ms</td>", "<td>2</td>", "<td>1</td>", "<td>0</td>",
-                       "Mean latency per 10 seconds from 10:00 to 10:25", "avg 65 ms", "avg 76 ms", "avg 45 ms",
-                       "Services: 3 (2 up and 1 error)", "Checks: 18, 72.2% up", "Worst service: Payments (error, 33.3% up)"],
-        "basic.json": [#""checks":18,"uptime_percent":72.222,"outages":3,"outage_ms":1200000"#,
-                       #""uptime_percent":33.333,"latency_avg_ms":65"#, #""outage_ms":900000,"outage_ongoing":true"#,
-                       #""latency_avg_ms":76.4"#, #""trend_recent_ms":21,"trend_earlier_ms":160"#, #""monitors":["pay","web"]"#,
-                       #""window_start":"2026-01-26T10:25:00.000Z","window_end":"2026-01-27T10:25:00.000Z""#,
-                       #""by_status":{"up":2,"degraded":0,"down":0,"error":1,"unknown":0}"#,
-                       #""latency_min_ms":30,"latency_max_ms":100"#, #""latency_min_ms":20,"latency_max_ms":300"#,
-                       #""latency_min_ms":40,"latency_max_ms":50"#, #""latency_latest_ms":22"#, #""trend_recent_ms":48,"trend_earlier_ms":42"#,
-                       #""last_message":"HTTP 200 in 22ms""#, #""last_message":"HTTP 200 in 50ms""#, #""outages":0,"outage_ms":0"#],
-        "basic.prompt": ["Overall: 3 services, 18 checks, 72.2% up; now 2 up and 1 error.",
-                         "- Payments: status error; uptime 33.3%; average latency 65 ms; latest latency none; trend stable; outages 2 (15m in total)",
-                         "- Web: status up; uptime 83.3%; average latency 76 ms; latest latency 22 ms; trend decreasing; outages 1 (5m in total)",
-                         "- API: status up; uptime 100%; average latency 45 ms; latest latency 50 ms; trend stable; outages 0",
-                         "- 10:05-10:10: Payments, Web",
-                       "Window: the 24 hours to 2026-01-27 10:25 UTC.", "in the same 5-minute bucket"],
-        "basic-paris.text": ["the 24 hours to 2026-01-27 11:25 +01:00: 3 services, 18 checks, 72.2% up", "failing again since 11:20",
-                             "Payments and Web between 11:05 and 11:10", "The longest outage: Payments, 10m from 11:05.",
-                       "2 of the 3 services had trouble. Payments was down twice for 15m in total (33.3% up)",
-                       "Web was down once for 5m (83.3% up)", "from 160 ms to 21 ms", "same 5-minute bucket"],
-        "many.text": ["23 services, 46 checks, 93.5% up", "4 of the 20 listed services had trouble", "s05 has been down since 10:01 (50.0% up)",
-                      "s17 was degraded at 1 of 2 checks", "s09 was down once for 1m (50.0% up)", "s12 was down once for 1m (50.0% up)",
-                      "s09, s12 and s05 between 10:00 and 10:05", "The longest outage: s09, 1m from 10:00.", "Not listed: 3 more services (3 up).",
-                       "Digest of the 24 hours to 2026-01-27 10:01 UTC", "same 5-minute bucket"],
-        "many.markdown": ["| s05 | **down** | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | <1m (ongoing) | – |",
-                          "| s09 | up | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | 1m | – |",
-                          "- Services: 23 (21 up, 1 degraded and 1 down)", "- Checks: 46, 93.5% up", "- Outages: 3, 2m in total",
-                       "# Service digest: the 24 hours to 2026-01-27 10:01 UTC", "4 of the 20 listed services had trouble",
-                       "s05 has been down since 10:01", "between 10:00 and 10:05", "same 5-minute bucket",
-                       "| s01 | up | 100% | 2 | 10 ms | 10 ms | 10 ms | stable | 0 | – | – |"],
-        "many.prompt": ["Overall: 23 services, 46 checks, 93.5% up; now 21 up, 1 degraded and 1 down.",
-                        "- s05: status down; uptime 50.0%;", "outages 1 (<1m in total)", "- s09: status up; uptime 50.0%;", "outages 1 (1m in total)",
-                       "Window: the 24 hours to 2026-01-27 10:01 UTC.", "same 5-minute bucket", "- 10:00-10:05: s09, s12, s05",
-                       "- s17: status degraded; uptime 100%; average latency 10 ms; latest latency 10 ms; trend stable; outages 0",
-                       "- s01: status up; uptime 100%; average latency 10 ms; latest latency 10 ms; trend stable; outages 0",
-                        "- 3 more services not listed: 3 up; outages 0"],
-        "trends.text": ["the 24 hours to 2026-01-27 09:19 UTC: 4 services, 80 checks, 100% up",
-                        "Latency rose for rising (from 50 ms to 80 ms) and fell for falling (from 100 ms to 60 ms); it was stable for the others."],
-        "trends-5.text": ["4 services, 80 checks, 100% up", "Latency was stable for every service.",
-                       "Digest of the 24 hours to 2026-01-27 09:19 UTC"],
+        "basic.text": [
+            "3 services, 18 checks, 72.2% up", "Payments was down twice for 15m in total (33.3% up)",
+            "failing again since 10:20", "Web was down once for 5m (83.3% up)", "Payments and Web between 10:05 and 10:10",
+            "from 160 ms to 21 ms", "The longest outage: Payments, 10m from 10:05.",
+            "Digest of the 24 hours to 2026-01-27 10:25 UTC", "2 of the 3 services had trouble",
+            "outages beginning in the same 5-minute bucket",
+        ],
+        "basic.markdown": [
+            "| Payments (`pay`) | **error** | 33.3% | 6 | 65 ms | 100 ms | – | stable | 2 | 15m (ongoing) | – |",
+            "| Web (`web`) | up | 83.3% | 6 | 76 ms | 300 ms | 22 ms | decreasing | 1 | 5m | – |",
+            "| API (`api`) | up | 100% | 6 | 45 ms | 50 ms | 50 ms | stable | 0 | – | – |",
+            "- 10:05-10:10: Payments, Web", "- Services: 3 (2 up and 1 error)", "- Checks: 18, 72.2% up",
+            "- Outages: 3, 20m in total", "- Longest outage: Payments, 10m from 10:05",
+            "# Service digest: the 24 hours to 2026-01-27 10:25 UTC", "2 of the 3 services had trouble",
+            "has been failing again since 10:20", "same 5-minute bucket", "between 10:05 and 10:10", "from 160 ms to 21 ms",
+        ],
+        "basic.html": [
+            "72.2% up", "<td>33.3%</td>", "<td>65 ms</td>", "<td>15m (ongoing)</td>", "<td>83.3%</td>", "<td>76 ms</td>",
+            "<td>300 ms</td>", "20m in total", "Payments, 10m from 10:05",
+            "<title>Service digest: the 24 hours to 2026-01-27 10:25 UTC</title>", "2 of the 3 services had trouble",
+            "has been failing again since 10:20", "same 5-minute bucket", "between 10:05 and 10:10", "from 160 ms to 21 ms",
+            "<td>6</td>", "<td>100 ms</td>", "<td>22 ms</td>", "<td>45 ms</td>", "<td>50 ms</td>", "<td>2</td>", "<td>1</td>", "<td>0</td>",
+            "Mean latency per 10 seconds from 10:00 to 10:25", "avg 65 ms", "avg 76 ms", "avg 45 ms",
+            "Services: 3 (2 up and 1 error)", "Checks: 18, 72.2% up", "Worst service: Payments (error, 33.3% up)",
+        ],
+        "basic.json": [
+            #""checks":18,"uptime_percent":72.222,"outages":3,"outage_ms":1200000"#,
+            #""uptime_percent":33.333,"latency_avg_ms":65"#, #""outage_ms":900000,"outage_ongoing":true"#,
+            #""latency_avg_ms":76.4"#, #""trend_recent_ms":21,"trend_earlier_ms":160"#, #""monitors":["pay","web"]"#,
+            #""window_start":"2026-01-26T10:25:00.000Z","window_end":"2026-01-27T10:25:00.000Z""#,
+            #""by_status":{"up":2,"degraded":0,"down":0,"error":1,"unknown":0}"#,
+            #""latency_min_ms":30,"latency_max_ms":100"#, #""latency_min_ms":20,"latency_max_ms":300"#,
+            #""latency_min_ms":40,"latency_max_ms":50"#, #""latency_latest_ms":22"#, #""trend_recent_ms":48,"trend_earlier_ms":42"#,
+            #""last_message":"HTTP 200 in 22ms""#, #""last_message":"HTTP 200 in 50ms""#, #""outages":0,"outage_ms":0"#,
+        ],
+        "basic.prompt": [
+            "Overall: 3 services, 18 checks, 72.2% up; now 2 up and 1 error.",
+            "- Payments: status error; uptime 33.3%; average latency 65 ms; latest latency none; trend stable; outages 2 (15m in total)",
+            "- Web: status up; uptime 83.3%; average latency 76 ms; latest latency 22 ms; trend decreasing; outages 1 (5m in total)",
+            "- API: status up; uptime 100%; average latency 45 ms; latest latency 50 ms; trend stable; outages 0",
+            "- 10:05-10:10: Payments, Web",
+            "Window: the 24 hours to 2026-01-27 10:25 UTC.", "in the same 5-minute bucket",
+        ],
+        "basic-paris.text": [
+            "the 24 hours to 2026-01-27 11:25 +01:00: 3 services, 18 checks, 72.2% up", "failing again since 11:20",
+            "Payments and Web between 11:05 and 11:10", "The longest outage: Payments, 10m from 11:05.",
+            "2 of the 3 services had trouble. Payments was down twice for 15m in total (33.3% up)",
+            "Web was down once for 5m (83.3% up)", "from 160 ms to 21 ms", "same 5-minute bucket",
+        ],
+        "many.text": [
+            "23 services, 46 checks, 93.5% up", "4 of the 20 listed services had trouble", "s05 has been down since 10:01 (50.0% up)",
+            "s17 was degraded at 1 of 2 checks", "s09 was down once for 1m (50.0% up)", "s12 was down once for 1m (50.0% up)",
+            "s09, s12 and s05 between 10:00 and 10:05", "The longest outage: s09, 1m from 10:00.", "Not listed: 3 more services (3 up).",
+            "Digest of the 24 hours to 2026-01-27 10:01 UTC", "same 5-minute bucket",
+        ],
+        "many.markdown": [
+            "| s05 | **down** | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | <1m (ongoing) | – |",
+            "| s09 | up | 50.0% | 2 | 10 ms | 10 ms | 10 ms | stable | 1 | 1m | – |",
+            "- Services: 23 (21 up, 1 degraded and 1 down)", "- Checks: 46, 93.5% up", "- Outages: 3, 2m in total",
+            "# Service digest: the 24 hours to 2026-01-27 10:01 UTC", "4 of the 20 listed services had trouble",
+            "s05 has been down since 10:01", "between 10:00 and 10:05", "same 5-minute bucket",
+            "| s01 | up | 100% | 2 | 10 ms | 10 ms | 10 ms | stable | 0 | – | – |",
+        ],
+        "many.prompt": [
+            "Overall: 23 services, 46 checks, 93.5% up; now 21 up, 1 degraded and 1 down.",
+            "- s05: status down; uptime 50.0%;", "outages 1 (<1m in total)", "- s09: status up; uptime 50.0%;", "outages 1 (1m in total)",
+            "Window: the 24 hours to 2026-01-27 10:01 UTC.", "same 5-minute bucket", "- 10:00-10:05: s09, s12, s05",
+            "- s17: status degraded; uptime 100%; average latency 10 ms; latest latency 10 ms; trend stable; outages 0",
+            "- s01: status up; uptime 100%; average latency 10 ms; latest latency 10 ms; trend stable; outages 0",
+            "- 3 more services not listed: 3 up; outages 0",
+        ],
+        "trends.text": [
+            "the 24 hours to 2026-01-27 09:19 UTC: 4 services, 80 checks, 100% up",
+            "Latency rose for rising (from 50 ms to 80 ms) and fell for falling (from 100 ms to 60 ms); it was stable for the others.",
+        ],
+        "trends-5.text": [
+            "4 services, 80 checks, 100% up", "Latency was stable for every service.",
+            "Digest of the 24 hours to 2026-01-27 09:19 UTC",
+        ],
     ]
 
     @Test("each format of each trace matches its golden file, and carries the figures worked out by hand", arguments: goldenCases)
@@ -231,16 +253,17 @@ struct DigestTests {
         #expect(record.int("series_step_ms") == 10_000)
         #expect(record.int("series_bins") == 151)
         struct Expected {
-            var latency: [Int: Double]   // bin → ms
-            var failed: Set<Int>         // bins of down and error checks
+            var latency: [Int: Double]  // bin → ms
+            var failed: Set<Int>  // bins of down and error checks
             var degraded: Set<Int>
             var outage: [ClosedRange<Int>]
         }
         let expected: [String: Expected] = [
             // up 100, down 30, down 30, up 100, error, error; down from 10:05 to the recovery at 10:15,
             // failing again from 10:20 to the end.
-            "pay": Expected(latency: [0: 100, 30: 30, 60: 30, 90: 100], failed: [30, 60, 120, 150], degraded: [],
-                            outage: [30...90, 120...150]),
+            "pay": Expected(
+                latency: [0: 100, 30: 30, 60: 30, 90: 100], failed: [30, 60, 120, 150], degraded: [],
+                outage: [30...90, 120...150]),
             // up 20, error, up 20, degraded 300, up 20, up 22; down from 10:05 to 10:10.
             "web": Expected(latency: [0: 20, 60: 20, 90: 300, 120: 20, 150: 22], failed: [30], degraded: [90], outage: [30...60]),
             // 40 to 50 by 2, all up.
@@ -259,7 +282,7 @@ struct DigestTests {
             let outage = try #require(series["outage"]?.arrayValue)
             try #require([latency, checks, failed, degraded, outage].allSatisfy { $0.count == 151 }, "\(monitor)")
             for bin in 0..<151 {
-                let sampled = bin % 30 == 0   // a sample every 5 minutes: bins 0, 30, ..., 150
+                let sampled = bin % 30 == 0  // a sample every 5 minutes: bins 0, 30, ..., 150
                 #expect(latency[bin].doubleValue == want.latency[bin], "\(monitor) latency at bin \(bin)")
                 #expect(checks[bin].doubleValue == (sampled ? 1 : 0), "\(monitor) checks at bin \(bin)")
                 #expect(failed[bin].doubleValue == (want.failed.contains(bin) ? 1 : 0), "\(monitor) failed at bin \(bin)")
@@ -276,7 +299,9 @@ struct DigestTests {
         // 18 samples, 13 of them up or degraded (api 6, pay 2, web 5): 72.2%.
         #expect(lines[0] == "Digest of the 24 hours to 2026-01-27 10:25 UTC: 3 services, 18 checks, 72.2% up.")
         // pay: down 10:05-10:15 (10m), failing from 10:20 to the window's end 10:25 (5m); 2 of 6 up.
-        #expect(lines[1].contains("Payments was down twice for 15m in total (33.3% up) and has been failing again since 10:20 (Request timeout after 5s)."))
+        #expect(
+            lines[1].contains(
+                "Payments was down twice for 15m in total (33.3% up) and has been failing again since 10:20 (Request timeout after 5s)."))
         // web: error at 10:05, up at 10:10: one outage of 5m; 5 of 6 up or degraded.
         #expect(lines[1].contains("Web was down once for 5m (83.3% up)."))
         #expect(!lines[1].contains("API"), "api had no trouble")
@@ -292,7 +317,8 @@ struct DigestTests {
         let lines = try DigestFixtures.text("basic").split(separator: "\n").map(String.init)
         // Reversed, and a fixed shuffle (every 7th line first, then the rest).
         let reversed = try scratch.write("reversed.ndjson", lines.reversed().joined(separator: "\n") + "\n")
-        let shuffled = lines.enumerated().sorted { ($0.offset * 7 % lines.count, $0.offset) < ($1.offset * 7 % lines.count, $1.offset) }.map(\.element)
+        let shuffled = lines.enumerated().sorted { ($0.offset * 7 % lines.count, $0.offset) < ($1.offset * 7 % lines.count, $1.offset) }
+            .map(\.element)
         #expect(shuffled != lines)
         let expected = try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).stdout
         #expect(try run("digest", ["-f", "json", reversed]).stdout == expected)
@@ -305,10 +331,10 @@ struct DigestTests {
         let basic = try DigestFixtures.text("basic")
         // Two days earlier: outside the 24 hours that end at 10:25 on the 27th.
         let old = """
-        {"type":"sample","monitor":"pay","at":"2026-01-25T10:00:00.000Z","status":"down","latency_ms":1}
-        {"type":"sample","monitor":"gone","at":"2026-01-25T11:00:00.000Z","status":"up","latency_ms":1}
+            {"type":"sample","monitor":"pay","at":"2026-01-25T10:00:00.000Z","status":"down","latency_ms":1}
+            {"type":"sample","monitor":"gone","at":"2026-01-25T11:00:00.000Z","status":"up","latency_ms":1}
 
-        """
+            """
         let expected = try #require(try run("digest", ["-f", "json", DigestFixtures.trace("basic")]).records().first)
         for input in [old + basic, basic + old] {
             let record = try #require(try run("digest", ["-f", "json"], stdin: input).records().first)
@@ -322,10 +348,11 @@ struct DigestTests {
 
     @Test("--now ends the window: later samples are left out and an outage goes on to --now")
     func nowOption() throws {
-        let record = try #require(try run("digest", ["-f", "json", "--now", "2026-01-27T10:12:00Z", DigestFixtures.trace("basic")]).records().first)
+        let record = try #require(
+            try run("digest", ["-f", "json", "--now", "2026-01-27T10:12:00Z", DigestFixtures.trace("basic")]).records().first)
         #expect(record.string("window_end") == "2026-01-27T10:12:00.000Z")
         #expect(record.string("window_start") == "2026-01-26T10:12:00.000Z")
-        #expect(record.int("samples_in_window") == 9) // 10:00, 10:05, 10:10 for three services
+        #expect(record.int("samples_in_window") == 9)  // 10:00, 10:05, 10:10 for three services
         let services = objects(record["services"])
         let pay = try #require(services.first { $0.string("monitor") == "pay" })
         // pay: up 10:00, down 10:05 and 10:10: down since 10:05, 7 minutes to 10:12.
@@ -391,14 +418,14 @@ struct DigestTests {
     func malformedLines() throws {
         let scratch = try ScratchDirectory()
         let bad = """
-        {"type":"sample","monitor":"api","at":"2026-01-27T10:00:00Z","status":"up","latency_ms":40}
-        not json
-        {"type":"sample","at":"2026-01-27T10:00:00Z","status":"up"}
-        {"type":"sample","monitor":"api","at":"yesterday","status":"up"}
-        {"type":"sample","monitor":"api","at":"2026-01-27T10:01:00Z","status":"healthy"}
-        {"type":"sample","monitor":"api","at":"2026-01-27T10:01:00Z","status":"up","latency_ms":-3}
-        {"type":"sample","monitor":"api","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":50}
-        """
+            {"type":"sample","monitor":"api","at":"2026-01-27T10:00:00Z","status":"up","latency_ms":40}
+            not json
+            {"type":"sample","at":"2026-01-27T10:00:00Z","status":"up"}
+            {"type":"sample","monitor":"api","at":"yesterday","status":"up"}
+            {"type":"sample","monitor":"api","at":"2026-01-27T10:01:00Z","status":"healthy"}
+            {"type":"sample","monitor":"api","at":"2026-01-27T10:01:00Z","status":"up","latency_ms":-3}
+            {"type":"sample","monitor":"api","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":50}
+            """
         let path = try scratch.write("bad.ndjson", bad + "\n")
         let result = try run("digest", ["-f", "json", path])
         #expect(result.status == 2)
@@ -412,14 +439,16 @@ struct DigestTests {
         let record = try #require(result.records().first)
         #expect(record.int("samples_read") == 2)
         let api = try #require(record["services"]?.arrayValue?.first?.objectValue)
-        #expect(api.double("latency_avg_ms") == 45) // (40 + 50) / 2
+        #expect(api.double("latency_avg_ms") == 45)  // (40 + 50) / 2
     }
 
-    @Test("bad options are usage errors", arguments: [
-        ["--format", "yaml"], ["--window", "0"], ["--bucket", "soon"], ["--now", "tomorrow"], ["--tz", "Mars/Olympus"],
-        ["--max-services", "-1"], ["--llm-command", "model", "-f", "json"], ["--llm-command", "model 'unclosed"],
-        ["--force"],
-    ])
+    @Test(
+        "bad options are usage errors",
+        arguments: [
+            ["--format", "yaml"], ["--window", "0"], ["--bucket", "soon"], ["--now", "tomorrow"], ["--tz", "Mars/Olympus"],
+            ["--max-services", "-1"], ["--llm-command", "model", "-f", "json"], ["--llm-command", "model 'unclosed"],
+            ["--force"],
+        ])
     func usageErrors(_ arguments: [String]) throws {
         let result = try run("digest", arguments)
         #expect(result.status == 64)
@@ -444,18 +473,20 @@ struct DigestFactsTests {
         let (record, services) = try facts("basic")
         #expect(record.string("type") == "digest")
         #expect(record.string("window_end") == "2026-01-27T10:25:00.000Z")
-        #expect(record.int("samples_read") == 18) // 19 lines, one an anomaly record
+        #expect(record.int("samples_read") == 18)  // 19 lines, one an anomaly record
         // Worst first: pay is failing now; web had an outage, api none.
         #expect(services.map { $0.string("monitor") } == ["pay", "web", "api"])
         try #require(services.count == 3)
-        let pay = services[0], web = services[1], api = services[2]
+        let pay = services[0]
+        let web = services[1]
+        let api = services[2]
         // api: 40 42 44 46 48 50 ms, all up.
         #expect(api.int("checks") == 6)
         #expect(api.double("uptime_percent") == 100)
         #expect(api.double("latency_avg_ms") == 45)
         #expect(api.double("latency_latest_ms") == 50)
-        #expect(api.double("latency_p95_ms") == 50) // rank ⌈0.95 × 6⌉ = 6
-        #expect(api.string("trend") == "stable") // 48 vs 42 ms: +14%, under 20%
+        #expect(api.double("latency_p95_ms") == 50)  // rank ⌈0.95 × 6⌉ = 6
+        #expect(api.string("trend") == "stable")  // 48 vs 42 ms: +14%, under 20%
         #expect(api.double("trend_recent_ms") == 48)
         #expect(api.double("trend_earlier_ms") == 42)
         // pay: up down down up error error; latencies 100 30 30 100.
@@ -463,9 +494,9 @@ struct DigestFactsTests {
         #expect(pay.double("uptime_percent") == 33.333)
         #expect(pay.double("latency_avg_ms") == 65)
         #expect(pay["latency_latest_ms"] == .null)
-        #expect(pay.double("latency_p95_ms") == 100) // rank ⌈0.95 × 4⌉ = 4 of 30 30 100 100
+        #expect(pay.double("latency_p95_ms") == 100)  // rank ⌈0.95 × 4⌉ = 4 of 30 30 100 100
         #expect(pay.int("outages") == 2)
-        #expect(pay.int("outage_ms") == 900_000) // 10:05-10:15 and 10:20-10:25
+        #expect(pay.int("outage_ms") == 900_000)  // 10:05-10:15 and 10:20-10:25
         #expect(pay["outage_ongoing"] == .bool(true))
         let longest = try #require(pay["longest_outage"]?.objectValue)
         #expect(longest.string("start_at") == "2026-01-27T10:05:00.000Z")
@@ -507,8 +538,10 @@ struct DigestFactsTests {
         #expect(record.int("services_shown") == 20)
         // s05 is down now, s17 degraded now, s09 and s12 had one 1-minute outage each (monitor order breaks
         // their tie), then the healthy ones by monitor id; s21, s22 and s23 are left for the summary.
-        let expected = ["s05", "s17", "s09", "s12", "s01", "s02", "s03", "s04", "s06", "s07", "s08", "s10", "s11",
-                        "s13", "s14", "s15", "s16", "s18", "s19", "s20"]
+        let expected = [
+            "s05", "s17", "s09", "s12", "s01", "s02", "s03", "s04", "s06", "s07", "s08", "s10", "s11",
+            "s13", "s14", "s15", "s16", "s18", "s19", "s20",
+        ]
         #expect(services.map { $0.string("monitor")! } == expected)
         let hidden = try #require(record["hidden"]?.objectValue)
         #expect(hidden.int("services") == 3)
@@ -538,10 +571,10 @@ struct DigestFactsTests {
     @Test("speed: the average of the samples that measured one")
     func speed() throws {
         let input = """
-        {"type":"sample","monitor":"home","at":"2026-01-27T10:00:00Z","status":"up","latency_ms":10,"speed_mbps":90.5}
-        {"type":"sample","monitor":"home","at":"2026-01-27T10:01:00Z","status":"up","latency_ms":10,"speed_mbps":null}
-        {"type":"sample","monitor":"home","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":10,"speed_mbps":95.5}
-        """
+            {"type":"sample","monitor":"home","at":"2026-01-27T10:00:00Z","status":"up","latency_ms":10,"speed_mbps":90.5}
+            {"type":"sample","monitor":"home","at":"2026-01-27T10:01:00Z","status":"up","latency_ms":10,"speed_mbps":null}
+            {"type":"sample","monitor":"home","at":"2026-01-27T10:02:00Z","status":"up","latency_ms":10,"speed_mbps":95.5}
+            """
         let result = try run("digest", ["-f", "json"], stdin: input + "\n")
         let home = try #require(result.records().first?["services"]?.arrayValue?.first?.objectValue)
         #expect(home.double("speed_avg_mbps") == 93)
@@ -579,12 +612,14 @@ struct DigestLLMTests {
 
     // Only the model that hangs is given a short --llm-timeout: the others answer at once, and a
     // generous one keeps a slow machine's start-up from being taken for a hang.
-    @Test("a model that fails, says nothing, hangs or does not exist: the built-in text, and a warning", arguments: [
-        ("exit 3", "failed", "it exited with status 3", "60s"),
-        ("cat >/dev/null; printf '  \\n'", "empty", "its output was empty", "60s"),
-        ("exec sleep 30", "hangs", "it gave no answer within --llm-timeout (500ms)", "500ms"),
-        ("kill -9 $$", "killed", "it was killed by signal 9", "60s"),
-    ])
+    @Test(
+        "a model that fails, says nothing, hangs or does not exist: the built-in text, and a warning",
+        arguments: [
+            ("exit 3", "failed", "it exited with status 3", "60s"),
+            ("cat >/dev/null; printf '  \\n'", "empty", "its output was empty", "60s"),
+            ("exec sleep 30", "hangs", "it gave no answer within --llm-timeout (500ms)", "500ms"),
+            ("kill -9 $$", "killed", "it was killed by signal 9", "60s"),
+        ])
     func fallback(body: String, name: String, reason: String, timeout: String) throws {
         let model = try script(name, body)
         let result = try run("digest", ["--llm-command", model, "--llm-timeout", timeout, DigestFixtures.trace("basic")])
@@ -608,7 +643,7 @@ struct DigestCacheTests {
     /// A zone where it is now about noon, so "today" cannot change during the test.
     static var noonZone: String {
         let hour = Int(Clock.wallMilliseconds() / 3_600_000 % 24)
-        let offset = 12 - hour // -11 ... +12
+        let offset = 12 - hour  // -11 ... +12
         return (offset < 0 ? "-" : "+") + (abs(offset) < 10 ? "0" : "") + "\(abs(offset)):00"
     }
 
@@ -674,12 +709,14 @@ struct DigestBrowserTests {
             #expect(!html.contains(external), "self-contained, yet the page has \(external)")
         }
         let shot = scratch.path("shot.png")
-        let browser = try shell("timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
-            + "--user-data-dir='\(scratch.path("profile"))' --window-size=1100,1300 --screenshot='\(shot)' 'file://\(page)'")
+        let browser = try shell(
+            "timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
+                + "--user-data-dir='\(scratch.path("profile"))' --window-size=1100,1300 --screenshot='\(shot)' 'file://\(page)'")
         #expect(FileManager.default.fileExists(atPath: shot), "chromium made no screenshot: \(browser.stderr.suffix(500))")
         // Decoded by a small PNG reader of our own (Python's zlib), not by the browser.
-        let colours = try shell("python3 '\(Binaries.fixtures.appendingPathComponent("png_colors.py").path)' '\(shot)' "
-            + "f4b4b4 fbe0a6 c62828 2e7d32 1f5fbf~60 ffffff")
+        let colours = try shell(
+            "python3 '\(Binaries.fixtures.appendingPathComponent("png_colors.py").path)' '\(shot)' "
+                + "f4b4b4 fbe0a6 c62828 2e7d32 1f5fbf~60 ffffff")
         let report = try #require(JSONParser.parse(colours.stdout.trimmingSpaces).objectValue)
         #expect(report.int("width") == 1100)
         #expect(report.int("height") == 1300)

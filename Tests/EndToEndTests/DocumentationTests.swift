@@ -1,21 +1,24 @@
-@testable import DetectAnomalyCore
-@testable import DigestCore
 import FixtureServer
 import Foundation
+import Testing
+import VitalsKit
+
+@testable import DetectAnomalyCore
+@testable import DigestCore
 @testable import HealthSyncCore
 @testable import NotifyCore
 @testable import ProbeHTTPCore
 @testable import ProbePingCore
 @testable import SnapshotDeltaCore
 @testable import StoreSamplesCore
-import Testing
-import VitalsKit
 
 /// The tools whose man pages are held to their `--help`.
 let documentedTools = ["probe-http", "probe-ping", "detect-anomaly", "store-samples", "digest", "notify", "snapshot-delta", "healthsync"]
 /// Their command tables.
-let documentedSpecs = [ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
-                       NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec]
+let documentedSpecs = [
+    ProbeHTTPCommand.spec, ProbePingCommand.spec, DetectAnomalyCommand.spec, StoreSamplesCommand.spec, DigestCommand.spec,
+    NotifyCommand.spec, SnapshotDeltaCommand.spec, HealthSyncCommand.spec,
+]
 
 /// An option as written in help or a man page: long name, short letter, value placeholder.
 struct DocumentedOption: Hashable, CustomStringConvertible {
@@ -79,7 +82,10 @@ func helpOptions(_ help: String) -> Set<DocumentedOption> {
     var options: Set<DocumentedOption> = []
     var inside = false
     for line in help.split(separator: "\n").map(String.init) {
-        if line == "Options:" { inside = true; continue }
+        if line == "Options:" {
+            inside = true
+            continue
+        }
         if inside && !line.hasPrefix(" ") { break }
         guard inside else { continue }
         // A signature starts at column 2; a wrapped help line (which may name an alias) is indented further.
@@ -96,9 +102,13 @@ func parseOptionSignature(_ text: String) -> DocumentedOption {
     var long = ""
     var value: String?
     for token in text.replacingOccurrences(of: ",", with: " ").split(separator: " ").map(String.init) {
-        if token.hasPrefix("--") { long = String(token.dropFirst(2)) }
-        else if token.hasPrefix("-") { short = String(token.dropFirst()) }
-        else if !long.isEmpty { value = token }
+        if token.hasPrefix("--") {
+            long = String(token.dropFirst(2))
+        } else if token.hasPrefix("-") {
+            short = String(token.dropFirst())
+        } else if !long.isEmpty {
+            value = token
+        }
     }
     return DocumentedOption(long: long, short: short, value: value)
 }
@@ -119,13 +129,15 @@ struct DocumentationTests {
     @Test("the exit statuses in --help are the man page's, and every one is in vitals(7)", arguments: documentedTools)
     func exitStatuses(tool: String) throws {
         let help = try run(tool, ["--help"]).stdout
-        let helpCodes = Set(help.components(separatedBy: "Exit status:\n").last!.split(separator: "\n")
-            .compactMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") })
+        let helpCodes = Set(
+            help.components(separatedBy: "Exit status:\n").last!.split(separator: "\n")
+                .compactMap { Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") })
         func pageCodes(_ page: String) -> Set<Int> {
             let lines = manSection(page, "EXIT STATUS")
-            return Set(lines.enumerated().compactMap { index, line in
-                line == ".TP" && index + 1 < lines.count ? Int(lines[index + 1].replacingOccurrences(of: ".B ", with: "")) : nil
-            })
+            return Set(
+                lines.enumerated().compactMap { index, line in
+                    line == ".TP" && index + 1 < lines.count ? Int(lines[index + 1].replacingOccurrences(of: ".B ", with: "")) : nil
+                })
         }
         let manCodes = pageCodes(try readPage("man/man1/\(tool).1"))
         #expect(helpCodes == manCodes)
@@ -164,17 +176,18 @@ struct DocumentationTests {
         let tls = try TLSServer(cert: cert, key: key)
         let tlsHostPort = tls.url.replacingOccurrences(of: "https://", with: "")
         let input = """
-        {"target":"127.0.0.1","team":"ops"}
-        {"target":"localhost","ip":"4"}
-        tcp://127.0.0.1:\(server.port)
-        {"target":"tcp://\(tlsHostPort)","tls":true}
-        """
+            {"target":"127.0.0.1","team":"ops"}
+            {"target":"localhost","ip":"4"}
+            tcp://127.0.0.1:\(server.port)
+            {"target":"tcp://\(tlsHostPort)","tls":true}
+            """
         let result = try run("probe-ping", ["--count", "1"], stdin: input)
         var keys = Set<String>()
         for record in try result.records() { keys.formUnion(record.fields.map(\.key)) }
         keys.remove("team")
-        #expect(keys.isSuperset(of: ["ip", "tls_ms", "tls_expiry_days", "rtt_mdev_ms", "dns_ms", "interface", "link"]),
-                "the run covers every optional field")
+        #expect(
+            keys.isSuperset(of: ["ip", "tls_ms", "tls_expiry_days", "rtt_mdev_ms", "dns_ms", "interface", "link"]),
+            "the run covers every optional field")
         #expect(keys.isSubset(of: PingSampleRecord.ownFields))
         let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SAMPLE"))
         let output = boldWords(manSection(try readPage("man/man1/probe-ping.1"), "OUTPUT"))
@@ -189,19 +202,20 @@ struct DocumentationTests {
         let server = try FixtureServer()
         let base = server.baseURL
         let input = """
-        {"url":"\(base)/ok","team":"ops"}
-        {"url":"\(base)/bytes/2000","speed_test_bytes":1000}
-        {"url":"\(base)/body?size=3000000&needle=x","expected_content":"x"}
-        {"url":"\(base)/ok","ip":"4"}
-        https://127.0.0.1:\(server.port)/ok
-        """
+            {"url":"\(base)/ok","team":"ops"}
+            {"url":"\(base)/bytes/2000","speed_test_bytes":1000}
+            {"url":"\(base)/body?size=3000000&needle=x","expected_content":"x"}
+            {"url":"\(base)/ok","ip":"4"}
+            https://127.0.0.1:\(server.port)/ok
+            """
         let result = try run("probe-http", ["--simulate-latency", "1"], stdin: input)
         let connectivity = try run("probe-http", ["--connectivity", "\(base)/content?text=Success", "--speed-url", "\(base)/bytes/1000"])
         var keys = Set<String>()
         for record in try result.records() + connectivity.records() { keys.formUnion(record.fields.map(\.key)) }
         keys.remove("team")
-        #expect(keys.isSuperset(of: ["tls_expiry_days", "speed_mbps", "truncated", "simulated", "ip", "interface", "link", "online"]),
-                "the run covers every optional field")
+        #expect(
+            keys.isSuperset(of: ["tls_expiry_days", "speed_mbps", "truncated", "simulated", "ip", "interface", "link", "online"]),
+            "the run covers every optional field")
         let records = boldWords(manSection(try readPage("man/man7/vitals-records.7"), "SAMPLE"))
         let output = boldWords(manSection(try readPage("man/man1/probe-http.1"), "OUTPUT"))
         for key in keys.sorted() {
@@ -227,8 +241,9 @@ struct DocumentationTests {
         }
     }
 
-    @Test("the option table, --help and the man page list the same options",
-          arguments: documentedSpecs)
+    @Test(
+        "the option table, --help and the man page list the same options",
+        arguments: documentedSpecs)
     func optionTable(spec: CommandSpec) throws {
         let fromTable = Set(spec.allOptions.map { DocumentedOption(long: $0.long, short: $0.short.map(String.init), value: $0.value) })
         #expect(fromTable == manOptions(try readPage("man/man1/\(spec.name).1")))
@@ -243,17 +258,21 @@ func words(_ text: String) -> Set<String> {
 
 @Suite("subcommands' actions and options' choices are in help and man pages", .hangGuard(minutes: 2))
 struct ActionAndChoiceDocumentationTests {
-    @Test("every action of a subcommand is in its --help line and in the man page's SYNOPSIS, with its operands",
-          arguments: documentedSpecs)
+    @Test(
+        "every action of a subcommand is in its --help line and in the man page's SYNOPSIS, with its operands",
+        arguments: documentedSpecs)
     func actions(spec: CommandSpec) throws {
         // The SYNOPSIS's words, without the macro names (.B, .RI, ...) that start its lines.
-        let synopsis = words(manSection(try readPage("man/man1/\(spec.name).1"), "SYNOPSIS")
-            .map { plainRoff($0.hasPrefix(".") ? String($0.drop { $0 != " " }) : $0) }.joined(separator: " "))
+        let synopsis = words(
+            manSection(try readPage("man/man1/\(spec.name).1"), "SYNOPSIS")
+                .map { plainRoff($0.hasPrefix(".") ? String($0.drop { $0 != " " }) : $0) }.joined(separator: " "))
         let help = Help.render(spec)
         for subcommand in spec.subcommands where !subcommand.actions.isEmpty {
-            let line = try #require(help.split(separator: "\n").first { $0.hasPrefix("  \(subcommand.name) ") }, "\(subcommand.name) in --help")
+            let line = try #require(
+                help.split(separator: "\n").first { $0.hasPrefix("  \(subcommand.name) ") }, "\(subcommand.name) in --help")
             for action in subcommand.actions {
-                #expect(words(String(line)).contains(action.name), "\(spec.name) \(subcommand.name) \(action.name) is not in --help: \(line)")
+                #expect(
+                    words(String(line)).contains(action.name), "\(spec.name) \(subcommand.name) \(action.name) is not in --help: \(line)")
                 #expect(synopsis.contains(action.name), "\(spec.name) \(subcommand.name) \(action.name) is not in \(spec.name)(1) SYNOPSIS")
                 for operand in words(action.operandNames) {
                     #expect(words(String(line)).contains(operand) && synopsis.contains(operand), "\(action.name) \(operand)")
@@ -262,8 +281,9 @@ struct ActionAndChoiceDocumentationTests {
         }
     }
 
-    @Test("where a subcommand narrows an option's choices, its words are the option's, and the help line and man page entry name it",
-          arguments: documentedSpecs)
+    @Test(
+        "where a subcommand narrows an option's choices, its words are the option's, and the help line and man page entry name it",
+        arguments: documentedSpecs)
     func narrowedChoices(spec: CommandSpec) throws {
         let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
         let runs = spec.subcommands.flatMap { subcommand in
@@ -271,12 +291,17 @@ struct ActionAndChoiceDocumentationTests {
         }
         for (name, choices) in runs {
             for (long, accepted) in choices {
-                let option = try #require(spec.options.first { $0.long == long }, "\(spec.name) \(name) narrows --\(long), which it does not have")
-                #expect(!accepted.isEmpty && Set(accepted).isSubset(of: option.choices), "\(spec.name) \(name): \(accepted) beyond --\(long)'s \(option.choices)")
+                let option = try #require(
+                    spec.options.first { $0.long == long }, "\(spec.name) \(name) narrows --\(long), which it does not have")
+                #expect(
+                    !accepted.isEmpty && Set(accepted).isSubset(of: option.choices),
+                    "\(spec.name) \(name): \(accepted) beyond --\(long)'s \(option.choices)")
                 // The subcommand (cert for cert server) is named where the option says what it takes there.
                 let subcommand = String(name.split(separator: " ")[0])
                 #expect(words(option.help.lowercased()).contains(subcommand), "--\(long)'s help does not say what \(subcommand) takes")
-                #expect(words((entries[long] ?? "").lowercased()).contains(subcommand), "\(spec.name)(1) --\(long) does not say what \(subcommand) takes")
+                #expect(
+                    words((entries[long] ?? "").lowercased()).contains(subcommand),
+                    "\(spec.name)(1) --\(long) does not say what \(subcommand) takes")
             }
         }
     }
@@ -316,7 +341,9 @@ struct ActionAndChoiceDocumentationTests {
     @Test("each tool's dispatch enumerates exactly its table's subcommands and actions")
     func dispatchMatchesTable() {
         func names(_ spec: CommandSpec) -> Set<String> { Set(spec.subcommands.map(\.name)) }
-        func actions(_ spec: CommandSpec, _ subcommand: String) -> Set<String> { Set(spec.subcommand(subcommand)?.actions.map(\.name) ?? []) }
+        func actions(_ spec: CommandSpec, _ subcommand: String) -> Set<String> {
+            Set(spec.subcommand(subcommand)?.actions.map(\.name) ?? [])
+        }
         #expect(names(StoreSamplesCommand.spec) == Set(StoreSamplesCommand.Subcommand.allCases.map(\.rawValue)))
         #expect(actions(StoreSamplesCommand.spec, "agents") == Set(StoreSamplesCommand.AgentAction.allCases.map(\.rawValue)))
         #expect(names(NotifyCommand.spec) == Set(NotifyCommand.Subcommand.allCases.map(\.rawValue)))
@@ -327,17 +354,21 @@ struct ActionAndChoiceDocumentationTests {
         #expect(names(HealthSyncCommand.spec) == Set(HealthSyncCommand.Subcommand.allCases.map(\.rawValue)))
         // Every subcommand with actions has its enumeration above.
         let covered = ["store-samples agents", "notify devices", "snapshot-delta anomalies", "snapshot-delta cert"]
-        let withActions = documentedSpecs.flatMap { spec in spec.subcommands.filter { !$0.actions.isEmpty }.map { "\(spec.name) \($0.name)" } }
+        let withActions = documentedSpecs.flatMap { spec in
+            spec.subcommands.filter { !$0.actions.isEmpty }.map { "\(spec.name) \($0.name)" }
+        }
         #expect(Set(withActions) == Set(covered))
     }
 
-    @Test("every fixed choice of an option is named in its help line and its man page entry",
-          arguments: documentedSpecs)
+    @Test(
+        "every fixed choice of an option is named in its help line and its man page entry",
+        arguments: documentedSpecs)
     func choices(spec: CommandSpec) throws {
         let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
         let help = Help.render(spec, width: 10_000)
         for option in spec.allOptions where !option.choices.isEmpty {
-            let helpLine = try #require(help.split(separator: "\n").first { $0.contains("--\(option.long) ") }, "--\(option.long) in --help")
+            let helpLine = try #require(
+                help.split(separator: "\n").first { $0.contains("--\(option.long) ") }, "--\(option.long) in --help")
             for choice in option.choices {
                 #expect(words(String(helpLine)).contains(choice), "--\(option.long)'s help does not name \(choice): \(helpLine)")
                 #expect(words(entries[option.long] ?? "").contains(choice), "\(spec.name)(1) --\(option.long) does not name \(choice)")
@@ -371,8 +402,9 @@ func manOptionEntries(_ page: String) -> [String: String] {
 // A hang guard, not a speed goal (see HangGuard).
 @Suite("man pages carry the option table's defaults and aliases", .hangGuard(minutes: 5))
 struct OptionDefaultsDocumentationTests {
-    @Test("every default and alias in an option table is written in the man page's entry for that option",
-          arguments: documentedSpecs)
+    @Test(
+        "every default and alias in an option table is written in the man page's entry for that option",
+        arguments: documentedSpecs)
     func defaultsAndAliases(spec: CommandSpec) throws {
         let entries = manOptionEntries(try readPage("man/man1/\(spec.name).1"))
         for option in spec.options {
@@ -400,7 +432,9 @@ struct OptionDefaultsDocumentationTests {
         for spec in specs {
             for option in spec.allOptions {
                 guard let letter = option.short else { continue }
-                #expect(meaning[letter, default: option.long] == option.long, "-\(letter) is --\(meaning[letter]!) and --\(option.long) (\(spec.name))")
+                #expect(
+                    meaning[letter, default: option.long] == option.long,
+                    "-\(letter) is --\(meaning[letter]!) and --\(option.long) (\(spec.name))")
                 meaning[letter] = option.long
             }
         }
@@ -430,8 +464,10 @@ struct ExampleTests {
         return commands
     }
 
-    static let sources = ["man/man1/probe-http.1", "man/man1/probe-ping.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1",
-                          "man/man1/digest.1", "man/man1/notify.1", "man/man1/snapshot-delta.1", "man/man7/vitals.7", "README.md"]
+    static let sources = [
+        "man/man1/probe-http.1", "man/man1/probe-ping.1", "man/man1/detect-anomaly.1", "man/man1/store-samples.1",
+        "man/man1/digest.1", "man/man1/notify.1", "man/man1/snapshot-delta.1", "man/man7/vitals.7", "README.md",
+    ]
 
     /// Whether this process may send ICMP echo requests: root (raw sockets), or a group inside
     /// net.ipv4.ping_group_range (datagram ICMP sockets).
@@ -460,24 +496,24 @@ struct ExampleTests {
     /// timeout(1) passes the SIGINT on; its 120 s only ends a tool that never writes its lines
     /// (a failure either way).
     static let watchFunction = """
-    vitals_watch() {
-        local want=$1 seen=0 line pid status fifo
-        shift
-        fifo=$(mktemp -u) && mkfifo "$fifo" || return 2
-        timeout --preserve-status -s INT 120 "$@" > "$fifo" &
-        pid=$!
-        while IFS= read -r line; do
-            printf '%s\\n' "$line"
-            seen=$((seen + 1))
-            if [ "$seen" = "$want" ]; then kill -INT "$pid"; fi
-        done < "$fifo"
-        wait "$pid"
-        status=$?
-        rm -f "$fifo"
-        return "$status"
-    }
+        vitals_watch() {
+            local want=$1 seen=0 line pid status fifo
+            shift
+            fifo=$(mktemp -u) && mkfifo "$fifo" || return 2
+            timeout --preserve-status -s INT 120 "$@" > "$fifo" &
+            pid=$!
+            while IFS= read -r line; do
+                printf '%s\\n' "$line"
+                seen=$((seen + 1))
+                if [ "$seen" = "$want" ]; then kill -INT "$pid"; fi
+            done < "$fifo"
+            wait "$pid"
+            status=$?
+            rm -f "$fifo"
+            return "$status"
+        }
 
-    """
+        """
 
     @Test("examples", arguments: sources)
     func run(source: String) throws {
@@ -488,28 +524,36 @@ struct ExampleTests {
         let expectations = try ExpectedOutput.parse(
             String(contentsOf: Binaries.fixtures.appendingPathComponent(expectedName), encoding: .utf8))
         // The file follows the page: the same commands, in the same order.
-        try #require(expectations.map(\.command) == commands,
-                     "\(expectedName) does not list \(source)'s examples in order: \(expectations.map(\.command)) vs \(commands)")
+        try #require(
+            expectations.map(\.command) == commands,
+            "\(expectedName) does not list \(source)'s examples in order: \(expectations.map(\.command)) vs \(commands)")
         // /bytes/N sends its body over 400 ms, so a speed test's download lasts well past the 50 ms
         // under which its confidence is low, however fast the machine: the confidence the pages
         // show (medium) is the one every machine gets.
         let server = try FixtureServer(bytesPaceMs: 400)
         let scratch = try ScratchDirectory()
-        try scratch.write("targets.ndjson", """
-        {"id":"api","name":"api","url":"\(server.baseURL)/ok","agent":"office"}
-        {"id":"web","name":"web","url":"\(server.baseURL)/content?text=hello","expected_content":"hello"}
-        {"id":"broken","name":"broken","url":"\(server.baseURL)/status/500"}
-        """)
+        try scratch.write(
+            "targets.ndjson",
+            """
+            {"id":"api","name":"api","url":"\(server.baseURL)/ok","agent":"office"}
+            {"id":"web","name":"web","url":"\(server.baseURL)/content?text=hello","expected_content":"hello"}
+            {"id":"broken","name":"broken","url":"\(server.baseURL)/status/500"}
+            """)
         // Samples for detect-anomaly's examples: a steady hour with a spike, and a slowdown.
-        try scratch.write("samples.ndjson", (0..<60).map { minute in
-            sampleLine(minute < 40 ? "api" : "search", minute: minute,
-                       latency: minute == 20 ? 900 : (minute < 40 ? 50 : (minute < 50 ? 120 : 480)) + Double(minute % 5))
-        }.joined(separator: "\n") + "\n")
+        try scratch.write(
+            "samples.ndjson",
+            (0..<60).map { minute in
+                sampleLine(
+                    minute < 40 ? "api" : "search", minute: minute,
+                    latency: minute == 20 ? 900 : (minute < 40 ? 50 : (minute < 50 ? 120 : 480)) + Double(minute % 5))
+            }.joined(separator: "\n") + "\n")
         // probe-ping's hosts: this machine, and the fixture server's port.
-        try scratch.write("hosts.ndjson", """
-        {"id":"loopback","name":"loopback","target":"127.0.0.1"}
-        {"id":"web","name":"web","target":"tcp://127.0.0.1:\(server.port)"}
-        """)
+        try scratch.write(
+            "hosts.ndjson",
+            """
+            {"id":"loopback","name":"loopback","target":"127.0.0.1"}
+            {"id":"web","name":"web","target":"tcp://127.0.0.1:\(server.port)"}
+            """)
         // A TLS server stands in for ssl://example.com:443.
         let certificates = try TestCertificates()
         let (cert, key) = try certificates.selfSigned(named: "example", daysLeft: 60)
@@ -525,17 +569,20 @@ struct ExampleTests {
             }
             // A --watch runs until it has written the lines the example shows (at least one), then gets SIGINT.
             let watchLines = max(1, expectation.stdout.count)
-            let local = command
+            let local =
+                command
                 .replacingOccurrences(of: "ssl://example.com:443", with: "ssl://\(tlsHostPort)")
                 .replacingOccurrences(of: "tcp://example.com:443", with: "tcp://\(tlsHostPort)")
                 .replacingOccurrences(of: "https://example.com", with: server.baseURL)
                 .replacingOccurrences(of: "probe-http --watch", with: "vitals_watch \(watchLines) probe-http --watch")
                 .replacingOccurrences(of: "probe-ping --watch", with: "vitals_watch \(watchLines) probe-ping --watch")
             // /bin/sh is dash here, which has no pipefail: bash runs the examples.
-            let result = try runProcess("/bin/bash", ["-c", "set -o pipefail\n" + ExampleTests.watchFunction + local], stdin: "",
-                                        environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
-            #expect(result.status == expectation.status,
-                    "\(source): `\(command)` exited \(result.status), not \(expectation.status): \(result.stderr)")
+            let result = try runProcess(
+                "/bin/bash", ["-c", "set -o pipefail\n" + ExampleTests.watchFunction + local], stdin: "",
+                environment: toolEnvironment(HealthExport.exampleEnvironment(scratch)), directory: scratch.url)
+            #expect(
+                result.status == expectation.status,
+                "\(source): `\(command)` exited \(result.status), not \(expectation.status): \(result.stderr)")
             let stdoutMismatch = expectation.mismatch(stdout: result.stdout, stderr: result.stderr)
             #expect(stdoutMismatch == nil, "\(source): `\(command)`: \(stdoutMismatch ?? "")")
         }
@@ -550,7 +597,9 @@ struct HelpExampleTests {
         let page = ExampleTests.examples(in: try readPage("man/man1/\(spec.name).1"), roff: true)
         #expect(!spec.examples.isEmpty, "\(spec.name) --help shows examples")
         for example in spec.examples {
-            #expect(page.contains(example), "\(spec.name) --help's example is not in \(spec.name)(1) EXAMPLES, where it would be run: \(example)")
+            #expect(
+                page.contains(example),
+                "\(spec.name) --help's example is not in \(spec.name)(1) EXAMPLES, where it would be run: \(example)")
         }
         // What --help prints is the table's.
         let help = try run(spec.name, ["--help"]).stdout
@@ -586,11 +635,17 @@ struct ExpectedOutput {
                 continue
             }
             guard !result.isEmpty else { continue }
-            if line.hasPrefix("@gate ") { result[result.count - 1].gate = String(line.dropFirst(6)) }
-            else if line == "@unordered" { result[result.count - 1].unordered = true }
-            else if line.hasPrefix("@exit "), let status = Int32(line.dropFirst(6)) { result[result.count - 1].status = status }
-            else if line.hasPrefix("2> ") { result[result.count - 1].stderr.append(String(line.dropFirst(3))) }
-            else { result[result.count - 1].stdout.append(line) }
+            if line.hasPrefix("@gate ") {
+                result[result.count - 1].gate = String(line.dropFirst(6))
+            } else if line == "@unordered" {
+                result[result.count - 1].unordered = true
+            } else if line.hasPrefix("@exit "), let status = Int32(line.dropFirst(6)) {
+                result[result.count - 1].status = status
+            } else if line.hasPrefix("2> ") {
+                result[result.count - 1].stderr.append(String(line.dropFirst(3)))
+            } else {
+                result[result.count - 1].stdout.append(line)
+            }
         }
         // A trailing empty line of the file is not an expected empty line of the last example.
         for index in result.indices {
@@ -602,9 +657,11 @@ struct ExpectedOutput {
     /// Whether an actual line is an expected one, `<*>` matching one volatile value.
     static func matches(_ actual: String, _ expected: String) -> Bool {
         guard expected.contains("<*>") || expected.contains("<...>") else { return actual == expected }
-        let pattern = "^" + expected.components(separatedBy: "<...>").map { phrase in
-            phrase.components(separatedBy: "<*>").map(NSRegularExpression.escapedPattern(for:)).joined(separator: "[^ \t\",]*")
-        }.joined(separator: ".*") + "$"
+        let pattern =
+            "^"
+            + expected.components(separatedBy: "<...>").map { phrase in
+                phrase.components(separatedBy: "<*>").map(NSRegularExpression.escapedPattern(for:)).joined(separator: "[^ \t\",]*")
+            }.joined(separator: ".*") + "$"
         return actual.range(of: pattern, options: .regularExpression) != nil
     }
 
@@ -629,7 +686,10 @@ struct ExpectedOutput {
         let out = lines(stdout)
         let err = lines(stderr)
         if ExpectedOutput.linesMatch(out, self.stdout, unordered: unordered)
-            && ExpectedOutput.linesMatch(err, self.stderr, unordered: unordered) { return nil }
+            && ExpectedOutput.linesMatch(err, self.stderr, unordered: unordered)
+        {
+            return nil
+        }
         return "expected\n" + (self.stdout + self.stderr.map { "2> " + $0 }).joined(separator: "\n")
             + "\n--- got\n" + (out + err.map { "2> " + $0 }).joined(separator: "\n")
     }
@@ -639,8 +699,10 @@ struct ExpectedOutput {
 struct NotifyDocumentationTests {
     @Test("every field notify writes is in vitals-records(7) NOTIFICATION and notify(1) OUTPUT")
     func notificationFields() throws {
-        let lines = [sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),
-                     sampleLine("a", 120, "up")]
+        let lines = [
+            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),
+            sampleLine("a", 120, "up"),
+        ]
         let result = try run("notify", ["--dry-run", "--to", "json://127.0.0.1:9/x"], stdin: lines.joined(separator: "\n") + "\n")
         var keys = Set<String>()
         var deliveryKeys = Set<String>()

@@ -26,7 +26,8 @@ struct HangGuard: TestTrait, SuiteTrait, TestScoping {
         // A thread of its own: a dispatch queue could wait behind the very threads a hang holds.
         Thread.detachNewThread {
             guard finished.wait(timeout: .now() + .seconds(minutes * 60)) == .timedOut else { return }
-            FileHandle.standardError.write(Data("EndToEndTests: \"\(name)\" has run \(minutes) min by itself: it hangs; ending the test run\n".utf8))
+            FileHandle.standardError.write(
+                Data("EndToEndTests: \"\(name)\" has run \(minutes) min by itself: it hangs; ending the test run\n".utf8))
             exit(1)
         }
         defer { finished.signal() }

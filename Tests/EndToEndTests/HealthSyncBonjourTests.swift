@@ -29,10 +29,12 @@ final class AvahiLink {
         let subnet = Int(getpid() % 200) + 20
         serverAddress = "10.99.\(subnet).1"
         let tag = String(UUID().uuidString.prefix(6)).lowercased()
-        let serverLink = "hs\(tag)a", clientLink = "hs\(tag)b"
+        let serverLink = "hs\(tag)a"
+        let clientLink = "hs\(tag)b"
         server = try NetworkNamespace(setup: "")
         client = try NetworkNamespace(setup: "")
-        let made = try shell("""
+        let made = try shell(
+            """
             set -e
             ip link add \(serverLink) type veth peer name \(clientLink)
             ip link set \(serverLink) netns \(server.name)
@@ -52,7 +54,9 @@ final class AvahiLink {
     func bus(_ side: String) -> String { "unix:path=\(scratch.path(side + "-bus"))" }
 
     private func start(_ side: String, _ namespace: NetworkNamespace, _ link: String) throws {
-        try scratch.write("\(side)-bus.conf", """
+        try scratch.write(
+            "\(side)-bus.conf",
+            """
             <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
              "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
             <busconfig>
@@ -67,7 +71,9 @@ final class AvahiLink {
               </policy>
             </busconfig>
             """)
-        try scratch.write("\(side)-avahi.conf", """
+        try scratch.write(
+            "\(side)-avahi.conf",
+            """
             [server]
             host-name=vitals-\(side)
             domain-name=local
@@ -81,14 +87,22 @@ final class AvahiLink {
             publish-hinfo=no
             publish-workstation=no
             """)
-        pids.append(try spawnClean([NetworkNamespace.ip, "netns", "exec", namespace.name, "dbus-daemon", "--config-file=" + scratch.path("\(side)-bus.conf"),
-                                    "--nofork", "--nopidfile"], environment: toolEnvironment(), output: scratch.path("\(side)-dbus.log")))
+        pids.append(
+            try spawnClean(
+                [
+                    NetworkNamespace.ip, "netns", "exec", namespace.name, "dbus-daemon",
+                    "--config-file=" + scratch.path("\(side)-bus.conf"),
+                    "--nofork", "--nopidfile",
+                ], environment: toolEnvironment(), output: scratch.path("\(side)-dbus.log")))
         try waitFor("\(side)'s D-Bus") { FileManager.default.fileExists(atPath: self.scratch.path(side + "-bus")) }
         let services = side == "server" ? "mount --bind \(scratch.path("services")) /etc/avahi/services && " : ""
-        let daemon = "mount -t tmpfs tmpfs /run && mkdir /run/avahi-daemon && \(services)exec avahi-daemon -f \(scratch.path("\(side)-avahi.conf"))"
+        let daemon =
+            "mount -t tmpfs tmpfs /run && mkdir /run/avahi-daemon && \(services)exec avahi-daemon -f \(scratch.path("\(side)-avahi.conf"))"
             + " --no-drop-root --no-chroot --no-rlimits --no-proc-title"
-        pids.append(try spawnClean([NetworkNamespace.ip, "netns", "exec", namespace.name, "unshare", "--mount", "/bin/sh", "-c", daemon],
-                                   environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": bus(side)]), output: scratch.path("\(side)-avahi.log")))
+        pids.append(
+            try spawnClean(
+                [NetworkNamespace.ip, "netns", "exec", namespace.name, "unshare", "--mount", "/bin/sh", "-c", daemon],
+                environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": bus(side)]), output: scratch.path("\(side)-avahi.log")))
         try waitFor("\(side)'s avahi-daemon") { self.log(side).contains("Server startup complete") }
     }
 
@@ -105,14 +119,17 @@ final class AvahiLink {
 
     /// Runs `argv` on one side, with that side's system bus.
     func run(on side: String, _ argv: [String], stdin: String = "") throws -> RunResult {
-        try runProcess(NetworkNamespace.ip, ["netns", "exec", (side == "server" ? server : client).name] + argv, stdin: stdin,
-                       environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": bus(side)]))
+        try runProcess(
+            NetworkNamespace.ip, ["netns", "exec", (side == "server" ? server : client).name] + argv, stdin: stdin,
+            environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": bus(side)]))
     }
 
     /// Starts `argv` on one side and leaves it running until the link goes.
     func spawn(on side: String, _ argv: [String], output: String) throws {
-        pids.append(try spawnClean([NetworkNamespace.ip, "netns", "exec", (side == "server" ? server : client).name] + argv,
-                                   environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": bus(side)]), output: scratch.path(output)))
+        pids.append(
+            try spawnClean(
+                [NetworkNamespace.ip, "netns", "exec", (side == "server" ? server : client).name] + argv,
+                environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": bus(side)]), output: scratch.path(output)))
     }
 
     deinit {
@@ -127,29 +144,38 @@ final class AvahiLink {
 /// Bonjour, with real avahi daemons on both ends of a link. The seed (002): "Local network only -
 /// Bonjour discovery on `.local` domain"; "CLI: healthsync fetch → Parse arguments → Discover device
 /// via Bonjour → TCP + mTLS connection".
-@Suite("Health Sync over Bonjour: scripts/serve advertises _healthsync._tcp, healthsync --discover finds it", .serialized,
-       .hangGuard(minutes: 3))
+@Suite(
+    "Health Sync over Bonjour: scripts/serve advertises _healthsync._tcp, healthsync --discover finds it", .serialized,
+    .hangGuard(minutes: 3))
 struct HealthSyncBonjourTests {
     @Test("the server is advertised through avahi with its certificate's SHA-256; the client discovers it, pairs and fetches by it alone")
     func discover() throws {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
         guard try requireGate(NetworkNamespace.available, "two hosts on a link need root and network namespaces") else { return }
-        guard try requireGate(avahiInstalled, "Bonjour needs avahi-daemon, avahi-utils and dbus-daemon (apt-get install avahi-daemon avahi-utils dbus-daemon)") else { return }
+        guard
+            try requireGate(
+                avahiInstalled,
+                "Bonjour needs avahi-daemon, avahi-utils and dbus-daemon (apt-get install avahi-daemon avahi-utils dbus-daemon)")
+        else { return }
         // vitals-serve(7)'s static service file, as the page prints it, beside what scripts/serve publishes.
         let page = try readPage("man/man7/vitals-serve.7")
         let example = try #require(page.components(separatedBy: "/etc/avahi/services/healthsync.service").dropFirst().first)
         let block = try #require(example.components(separatedBy: ".EX\n").dropFirst().first?.components(separatedBy: "\n.EE").first)
         let placeholder = String(repeating: "ab", count: 32)
-        let link = try AvahiLink(staticService: block.replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(of: "\\fISHA256\\fP", with: placeholder))
+        let link = try AvahiLink(
+            staticService: block.replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(of: "\\fISHA256\\fP", with: placeholder))
         let address = link.serverAddress
-        let site = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive(), extra: ["--service-name", "Health Sync test"],
-                                      environment: ["DBUS_SYSTEM_BUS_ADDRESS": link.bus("server")], namespace: link.server.name,
-                                      listen: { "\(address):\($0)" })
+        let site = try HealthSyncSite(
+            archive: try HealthSyncServeTests.makeArchive(), extra: ["--service-name", "Health Sync test"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": link.bus("server")], namespace: link.server.name,
+            listen: { "\(address):\($0)" })
         let served = try String(contentsOfFile: site.server.log, encoding: .utf8)
         #expect(served.contains("advertised by Bonjour: 'Health Sync test' (_healthsync._tcp, port \(site.server.port))"), "\(served)")
         // Another service of the same type on the link, showing another certificate.
-        try link.spawn(on: "server", ["avahi-publish", "--service", "Someone else", "_healthsync._tcp", "9443", "sha256=" + String(repeating: "0", count: 64)],
-                       output: "rogue.log")
+        try link.spawn(
+            on: "server",
+            ["avahi-publish", "--service", "Someone else", "_healthsync._tcp", "9443", "sha256=" + String(repeating: "0", count: 64)],
+            output: "rogue.log")
         try link.waitFor("the other service") {
             ((try? String(contentsOfFile: link.scratch.path("rogue.log"), encoding: .utf8)) ?? "").contains("Established under name")
         }
@@ -158,10 +184,16 @@ struct HealthSyncBonjourTests {
         let impostor = try ScratchDirectory()
         #expect(try run("snapshot-delta", ["cert", "server", "--out", impostor.url.path]).status == 0)
         let impostorPort = try unusedPort()
-        try link.spawn(on: "server", ["openssl", "s_server", "-quiet", "-accept", String(impostorPort), "-cert", impostor.path("server.crt"),
-                                      "-key", impostor.path("server.key"), "-www"], output: "impostor-tls.log")
-        try link.spawn(on: "server", ["avahi-publish", "--service", "Impostor", "_healthsync._tcp", String(impostorPort), "sha256=" + site.serverSHA256],
-                       output: "impostor.log")
+        try link.spawn(
+            on: "server",
+            [
+                "openssl", "s_server", "-quiet", "-accept", String(impostorPort), "-cert", impostor.path("server.crt"),
+                "-key", impostor.path("server.key"), "-www",
+            ], output: "impostor-tls.log")
+        try link.spawn(
+            on: "server",
+            ["avahi-publish", "--service", "Impostor", "_healthsync._tcp", String(impostorPort), "sha256=" + site.serverSHA256],
+            output: "impostor.log")
         try link.waitFor("the impostor's service") {
             ((try? String(contentsOfFile: link.scratch.path("impostor.log"), encoding: .utf8)) ?? "").contains("Established under name")
         }
@@ -178,11 +210,13 @@ struct HealthSyncBonjourTests {
         #expect(named.allSatisfy { $0.string("server_certificate_sha256") == site.serverSHA256 }, "\(named)")
         let ours = try #require(named.first { $0.string("address") == address }, "\(found.stdout) \(found.stderr)")
         #expect(ours.int("port") == site.server.port && ours.string("host") == "vitals-server.local")
-        #expect(ours.string("server_certificate_sha256") == site.serverSHA256 && ours.string("url") == "https://\(address):\(site.server.port)")
+        #expect(
+            ours.string("server_certificate_sha256") == site.serverSHA256 && ours.string("url") == "https://\(address):\(site.server.port)")
         #expect(services.contains { $0.string("name") == "Someone else" } && services.contains { $0.string("name") == "Impostor" })
         let fromFile = try #require(services.first { $0.string("name") == "Health Sync on vitals-server" }, "\(services)")
         #expect(fromFile.int("port") == 8443 && fromFile.string("server_certificate_sha256") == placeholder)
-        #expect(fromFile["txt"] == .array([.string("sha256=\(placeholder)"), .string("path=/api/v1"), .string("txtvers=1")]), "\(fromFile)")
+        #expect(
+            fromFile["txt"] == .array([.string("sha256=\(placeholder)"), .string("path=/api/v1"), .string("txtvers=1")]), "\(fromFile)")
 
         // The pairing text names localhost, which is nothing on the client's host: the address
         // comes from Bonjour, by the certificate's SHA-256.
@@ -192,16 +226,23 @@ struct HealthSyncBonjourTests {
         let scanned = try link.run(on: "client", [Binaries.path("healthsync"), "--state", state, "scan", "--discover", text])
         #expect(scanned.status == 0, "\(scanned.stderr)")
         #expect(scanned.stderr.contains("Bonjour: 'Health Sync test' at https://\(address):\(site.server.port)"))
-        let fetched = try link.run(on: "client", [Binaries.path("healthsync"), "--state", state, "fetch", "--discover", "--types", "HKQuantityTypeIdentifierHeartRate"])
+        let fetched = try link.run(
+            on: "client",
+            [Binaries.path("healthsync"), "--state", state, "fetch", "--discover", "--types", "HKQuantityTypeIdentifierHeartRate"])
         #expect(fetched.status == 0, "\(fetched.stderr)")
         #expect(try fetched.records().filter { $0.string("type") == "health_record" }.count == 3)
-        #expect(try site.archive.run(["paired"]).records().map { $0.string("certificate_fingerprint") } == [try site.clientSHA256("laptop")])
+        #expect(
+            try site.archive.run(["paired"]).records().map { $0.string("certificate_fingerprint") } == [try site.clientSHA256("laptop")])
         // With the server gone, only the impostor names the certificate: its key gives it away.
         site.server.stop()
-        let fooled = try link.run(on: "client", [Binaries.path("healthsync"), "--state", state, "fetch", "--discover", "--types", "HKQuantityTypeIdentifierHeartRate"])
+        let fooled = try link.run(
+            on: "client",
+            [Binaries.path("healthsync"), "--state", state, "fetch", "--discover", "--types", "HKQuantityTypeIdentifierHeartRate"])
         #expect(fooled.status == 2 && !fooled.stdout.contains("health_record"), "\(fooled.stdout)")
-        #expect(fooled.stderr.contains("'Impostor' at https://\(address):\(impostorPort) skipped") && fooled.stderr.contains("pinned public key"),
-                "\(fooled.stderr)")
+        #expect(
+            fooled.stderr.contains("'Impostor' at https://\(address):\(impostorPort) skipped")
+                && fooled.stderr.contains("pinned public key"),
+            "\(fooled.stderr)")
         #expect(fooled.stderr.contains("no service naming the paired certificate showed it"))
         withExtendedLifetime(link) {}
     }
@@ -211,19 +252,25 @@ struct HealthSyncBonjourTests {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
         guard try requireGate(NetworkNamespace.available, "an address beyond loopback needs root and a network namespace") else { return }
         guard try requireGate(avahiInstalled, "avahi-publish is avahi-utils'") else { return }
-        let namespace = try NetworkNamespace(setup: "ip link add vitals0 type veth peer name vitals1 && ip addr add 10.98.0.1/24 dev vitals0 && ip link set vitals0 up && ip link set vitals1 up")
+        let namespace = try NetworkNamespace(
+            setup:
+                "ip link add vitals0 type veth peer name vitals1 && ip addr add 10.98.0.1/24 dev vitals0 && ip link set vitals0 up && ip link set vitals1 up"
+        )
         let noDaemon = try ScratchDirectory()
-        let site = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive(),
-                                      environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + noDaemon.path("no-bus")],
-                                      namespace: namespace.name, listen: { "10.98.0.1:\($0)" })
+        let site = try HealthSyncSite(
+            archive: try HealthSyncServeTests.makeArchive(),
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + noDaemon.path("no-bus")],
+            namespace: namespace.name, listen: { "10.98.0.1:\($0)" })
         let served = try String(contentsOfFile: site.server.log, encoding: .utf8)
         #expect(served.contains("not advertised by Bonjour (is avahi-daemon running?)"), "\(served)")
         #expect(served.contains("serving https://10.98.0.1:"))
         let loopback = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive())
-        #expect(try String(contentsOfFile: loopback.server.log, encoding: .utf8).contains("listening on loopback: not advertised by Bonjour"))
+        #expect(
+            try String(contentsOfFile: loopback.server.log, encoding: .utf8).contains("listening on loopback: not advertised by Bonjour"))
         // The client says what Bonjour needs when no daemon answers.
-        let lost = try runProcess(NetworkNamespace.ip, ["netns", "exec", namespace.name, Binaries.path("healthsync"), "discover"], stdin: "",
-                                  environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + noDaemon.path("no-bus"), "HOME": noDaemon.url.path]))
+        let lost = try runProcess(
+            NetworkNamespace.ip, ["netns", "exec", namespace.name, Binaries.path("healthsync"), "discover"], stdin: "",
+            environment: toolEnvironment(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=" + noDaemon.path("no-bus"), "HOME": noDaemon.url.path]))
         #expect(lost.status == 2 && lost.stderr.contains("avahi-browse failed") && lost.stderr.contains("avahi-daemon"), "\(lost.stderr)")
         site.server.stop()
         withExtendedLifetime(namespace) {}

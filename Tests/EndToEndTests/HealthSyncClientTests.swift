@@ -17,22 +17,27 @@ final class HealthSyncSite {
     var url: String { "https://localhost:\(server.port)" }
     var serverCert: String { tls.path("server.crt") }
 
-    init(archive: HealthArchive, extra: [String] = [], environment: [String: String] = [:], namespace: String? = nil,
-         listen: ((Int) -> String)? = nil) throws {
+    init(
+        archive: HealthArchive, extra: [String] = [], environment: [String: String] = [:], namespace: String? = nil,
+        listen: ((Int) -> String)? = nil
+    ) throws {
         self.archive = archive
         tls = try ScratchDirectory()
         let made = try run("snapshot-delta", ["cert", "server", "--out", tls.url.path])
         guard made.status == 0 else { throw TestFailure("cert server: \(made.stderr)") }
         serverSHA256 = String(try shell("openssl x509 -in '\(tls.path("server.crt"))' -outform der | sha256sum").stdout.prefix(64))
         try FileManager.default.createDirectory(atPath: tls.path("clients"), withIntermediateDirectories: true)
-        server = try ServeHandle(site: "health-sync", ["--cert", tls.path("server.crt"), "--key", tls.path("server.key"), "--archive", archive.db] + extra,
-                                 scratch: tls, environment: environment, namespace: namespace, listen: listen)
+        server = try ServeHandle(
+            site: "health-sync", ["--cert", tls.path("server.crt"), "--key", tls.path("server.key"), "--archive", archive.db] + extra,
+            scratch: tls, environment: environment, namespace: namespace, listen: listen)
     }
 
     /// The text of the QR code `snapshot-delta pair` prints (its NDJSON record's qr_text), for `url`.
     func pairingText(url: String? = nil, _ extra: [String] = []) throws -> String {
         let result = try archive.run(["pair", "--server-cert", serverCert, "--url", url ?? self.url, "--format", "ndjson"] + extra)
-        guard result.status == 0, let text = try result.records().first?.string("qr_text") else { throw TestFailure("pair: \(result.stderr)") }
+        guard result.status == 0, let text = try result.records().first?.string("qr_text") else {
+            throw TestFailure("pair: \(result.stderr)")
+        }
         return text
     }
 
@@ -57,8 +62,10 @@ final class HealthSyncSite {
 
     /// One request with curl, the independent client: pinned to the server's key, with a client's certificate.
     func curl(_ client: String, _ method: String, _ path: String, _ body: String? = nil) throws -> (status: Int, body: JSONObject?) {
-        var arguments = ["curl", "-sS", "-X", method, "--cacert", serverCert, "--cert", tls.path("clients/\(client).crt"),
-                         "--key", tls.path("clients/\(client).key"), "-H", "Content-Type: application/json", "-w", "\n%{http_code}"]
+        var arguments = [
+            "curl", "-sS", "-X", method, "--cacert", serverCert, "--cert", tls.path("clients/\(client).crt"),
+            "--key", tls.path("clients/\(client).key"), "-H", "Content-Type: application/json", "-w", "\n%{http_code}",
+        ]
         if let body { arguments += ["--data-binary", body] }
         let result = try runProcess("/usr/bin/env", arguments + [url + path], stdin: "", environment: toolEnvironment())
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
@@ -74,7 +81,9 @@ func expectDocumented(_ records: [JSONObject], sourceLocation: SourceLocation = 
     for record in records {
         let type = record.string("type") ?? "?"
         #expect(page.contains("\n.SS \(type)\n"), "no subsection for \(type)", sourceLocation: sourceLocation)
-        for field in record { #expect(documented.contains(field.key), "\(type).\(field.key) is not in vitals-records(7)", sourceLocation: sourceLocation) }
+        for field in record {
+            #expect(documented.contains(field.key), "\(type).\(field.key) is not in vitals-records(7)", sourceLocation: sourceLocation)
+        }
     }
 }
 
@@ -82,7 +91,8 @@ func expectDocumented(_ records: [JSONObject], sourceLocation: SourceLocation = 
 enum ClientStateText {
     static func make(server: String, certificate: String, key: String) -> String {
         let zeros = String(repeating: "0", count: 64)
-        return #"{"type":"pairing","server":"\#(server)","server_certificate_sha256":"\#(zeros)","server_public_key_pin":"sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=","client_certificate":"\#(certificate)","client_key":"\#(key)","client_certificate_sha256":"\#(zeros)","pairing_id":"x","paired_at":"2026-01-01T00:00:00.000Z"}"#
+        return
+            #"{"type":"pairing","server":"\#(server)","server_certificate_sha256":"\#(zeros)","server_public_key_pin":"sha256//47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=","client_certificate":"\#(certificate)","client_key":"\#(key)","client_certificate_sha256":"\#(zeros)","pairing_id":"x","paired_at":"2026-01-01T00:00:00.000Z"}"#
     }
 }
 
@@ -104,8 +114,10 @@ private struct Fetched {
     /// Each record as `type start end value unit source`, the fields a test works out by hand.
     var rows: [String] {
         records.map { record in
-            [record.string("type_identifier"), record.string("start"), record.string("end"), record["value"]?.jsonText,
-             record["unit"]?.jsonText, record["source"]?.jsonText].map { $0 ?? "-" }.joined(separator: " ")
+            [
+                record.string("type_identifier"), record.string("start"), record.string("end"), record["value"]?.jsonText,
+                record["unit"]?.jsonText, record["source"]?.jsonText,
+            ].map { $0 ?? "-" }.joined(separator: " ")
         }
     }
 }
@@ -122,7 +134,8 @@ private struct Fetched {
 struct HealthSyncClientTests {
     static let gate = "Health Sync's server needs nginx (apt-get install nginx)"
 
-    @Test("scan pairs from the QR text and keeps what it needs in a 0600 file; fetch pages newest first into NDJSON that take reads, and CSV")
+    @Test(
+        "scan pairs from the QR text and keeps what it needs in a 0600 file; fetch pages newest first into NDJSON that take reads, and CSV")
     func scanAndFetch() throws {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
         let site = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive())
@@ -152,14 +165,15 @@ struct HealthSyncClientTests {
         let fetched = try site.client("laptop", ["fetch", "--per-page", "2"])
         #expect(fetched.status == 0, "\(fetched.stderr)")
         let all = try Fetched(fetched)
-        #expect(all.rows == [
-            "\(steps) 2026-01-10T09:15:00.000Z 2026-01-10T09:25:00.000Z 300 \"count\" \"Phone\"",
-            "\(heart) 2026-01-10T09:00:00.000Z 2026-01-10T09:00:00.000Z 70 \"count/min\" \"Watch\"",
-            "\(heart) 2026-01-10T08:30:00.000Z 2026-01-10T08:31:00.000Z 64.5 \"count/min\" \"Watch\"",
-            "\(steps) 2026-01-10T08:15:00.000Z 2026-01-10T08:20:00.000Z 120 \"count\" \"Phone\"",
-            "\(heart) 2026-01-10T08:00:00.000Z 2026-01-10T08:00:00.000Z 61 \"count/min\" \"Watch\"",
-            "\(sleep) 2026-01-09T23:00:00.000Z 2026-01-10T06:00:00.000Z \"HKCategoryValueSleepAnalysisAsleepCore\" null \"Watch\"",
-        ])
+        #expect(
+            all.rows == [
+                "\(steps) 2026-01-10T09:15:00.000Z 2026-01-10T09:25:00.000Z 300 \"count\" \"Phone\"",
+                "\(heart) 2026-01-10T09:00:00.000Z 2026-01-10T09:00:00.000Z 70 \"count/min\" \"Watch\"",
+                "\(heart) 2026-01-10T08:30:00.000Z 2026-01-10T08:31:00.000Z 64.5 \"count/min\" \"Watch\"",
+                "\(steps) 2026-01-10T08:15:00.000Z 2026-01-10T08:20:00.000Z 120 \"count\" \"Phone\"",
+                "\(heart) 2026-01-10T08:00:00.000Z 2026-01-10T08:00:00.000Z 61 \"count/min\" \"Watch\"",
+                "\(sleep) 2026-01-09T23:00:00.000Z 2026-01-10T06:00:00.000Z \"HKCategoryValueSleepAnalysisAsleepCore\" null \"Watch\"",
+            ])
         #expect(all.statuses == [heart: "complete", steps: "complete", sleep: "complete"])
         try expectDocumented(try fetched.records())
         // The ids are the server's: curl's answer to the same question has the same ones.
@@ -167,32 +181,42 @@ struct HealthSyncClientTests {
         #expect(byCurl.status == 200)
         #expect(all.records.map { $0.string("uuid") } == byCurl.body?["samples"]?.arrayValue?.map { $0.objectValue?.string("id") })
         // Three pages of two (offsets 0, 2, 4) after the question of which types are shared.
-        let log = try site.archive.sql("""
+        let log = try site.archive.sql(
+            """
             SELECT operation || ' ' || coalesce(json_extract(detail, '$.offset'), '-') || ' ' || json_extract(detail, '$.returned')
             FROM operations WHERE operation IN ('health_data', 'health_types') ORDER BY id
-            """).split(separator: "\n").map(String.init)
+            """
+        ).split(separator: "\n").map(String.init)
         #expect(log.prefix(4) == ["health_types - 3", "health_data 0 2", "health_data 2 2", "health_data 4 2"])
 
         // "CLI outputs CSV": the seed's columns, a range, one type.
-        let csv = try site.client("laptop", ["fetch", "--types", heart, "--since", "2026-01-10T08:10:00Z", "--until", "2026-01-10T09:30:00Z",
-                                             "--format", "csv"])
+        let csv = try site.client(
+            "laptop",
+            [
+                "fetch", "--types", heart, "--since", "2026-01-10T08:10:00Z", "--until", "2026-01-10T09:30:00Z",
+                "--format", "csv",
+            ])
         #expect(csv.status == 0, "\(csv.stderr)")
-        #expect(csv.stdout == """
-            Type,Value,Unit,Start Date,End Date,Source
-            \(heart),70,count/min,2026-01-10T09:00:00Z,2026-01-10T09:00:00Z,Watch
-            \(heart),64.5,count/min,2026-01-10T08:30:00Z,2026-01-10T08:31:00Z,Watch
+        #expect(
+            csv.stdout == """
+                Type,Value,Unit,Start Date,End Date,Source
+                \(heart),70,count/min,2026-01-10T09:00:00Z,2026-01-10T09:00:00Z,Watch
+                \(heart),64.5,count/min,2026-01-10T08:30:00Z,2026-01-10T08:31:00Z,Watch
 
-            """)
+                """)
         // A range is a part of a type: its status says partial, never complete.
         let ranged = try Fetched(try site.client("laptop", ["fetch", "--types", heart, "--since", "2026-01-10T08:10:00Z"]))
         #expect(ranged.records.count == 2 && ranged.statuses == [heart: "partial"])
 
         // The NDJSON pipes into snapshot-delta take: a copy of the archive with the same samples.
         let copy = try HealthArchive()
-        let piped = try shell("healthsync --state '\(site.statePath("laptop"))' fetch | snapshot-delta --db '\(copy.db)' take --device-id-file '\(copy.deviceFile)' -")
+        let piped = try shell(
+            "healthsync --state '\(site.statePath("laptop"))' fetch | snapshot-delta --db '\(copy.db)' take --device-id-file '\(copy.deviceFile)' -"
+        )
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(try piped.records().first?.string("quality") == "complete")
-        let values = "SELECT t.identifier || ' ' || s.start_ms || ' ' || s.end_ms || ' ' || s.value FROM samples s JOIN sample_types t ON t.id = s.type_id ORDER BY 1"
+        let values =
+            "SELECT t.identifier || ' ' || s.start_ms || ' ' || s.end_ms || ' ' || s.value FROM samples s JOIN sample_types t ON t.id = s.type_id ORDER BY 1"
         #expect(try copy.sql(values) == (try site.archive.sql(values)))
     }
 
@@ -219,14 +243,19 @@ struct HealthSyncClientTests {
         // The pairing names the server and the pins this client trusts, the key lets its holder
         // fetch: a pairing file others could change, a key others could read, or a pairing file
         // another user owns is refused before any request (the log below holds no request of theirs).
-        let statePath = site.statePath("alice"), keyPath = site.tls.path("clients/alice.key")
-        for (file, mode, words) in [(statePath, 0o620, "has mode 0620: refused, since others can change it"),
-                                    (statePath, 0o602, "has mode 0602: refused, since others can change it"),
-                                    (keyPath, 0o640, "has mode 0640: refused, since others can read it"),
-                                    (keyPath, 0o604, "has mode 0604: refused, since others can read it")] {
+        let statePath = site.statePath("alice")
+        let keyPath = site.tls.path("clients/alice.key")
+        for (file, mode, words) in [
+            (statePath, 0o620, "has mode 0620: refused, since others can change it"),
+            (statePath, 0o602, "has mode 0602: refused, since others can change it"),
+            (keyPath, 0o640, "has mode 0640: refused, since others can read it"),
+            (keyPath, 0o604, "has mode 0604: refused, since others can read it"),
+        ] {
             #expect(chmod(file, mode_t(mode)) == 0)
             let loose = try site.client("alice", ["fetch", "--types", heart])
-            #expect(loose.status == 2 && loose.stdout.isEmpty && loose.stderr.contains("\(file) (") && loose.stderr.contains(words), "\(loose.stderr)")
+            #expect(
+                loose.status == 2 && loose.stdout.isEmpty && loose.stderr.contains("\(file) (") && loose.stderr.contains(words),
+                "\(loose.stderr)")
             #expect(chmod(file, 0o600) == 0)
         }
         #expect(chown(statePath, 65534, 65534) == 0)
@@ -243,11 +272,17 @@ struct HealthSyncClientTests {
         // A client that never paired has no state: it says to scan first.
         let stranger = try site.client("nobody-yet", ["fetch"])
         #expect(stranger.status == 2 && stranger.stderr.contains("not paired yet"), "\(stranger.stderr)")
-        let log = try site.archive.sql("""
+        let log = try site.archive.sql(
+            """
             SELECT operation || ':' || coalesce(json_extract(detail, '$.outcome'), json_extract(detail, '$.status')) FROM operations
             WHERE operation IN ('pair', 'health_data', 'health_types') ORDER BY id
-            """).split(separator: "\n").map(String.init)
-        #expect(log == ["pair:paired", "pair:used_token", "pair:expired_token", "health_data:200", "health_data:not_paired", "health_types:not_paired"])
+            """
+        ).split(separator: "\n").map(String.init)
+        #expect(
+            log == [
+                "pair:paired", "pair:used_token", "pair:expired_token", "health_data:200", "health_data:not_paired",
+                "health_types:not_paired",
+            ])
     }
 
     @Test("scan checks the server's key and certificate before the token goes out; a wrong one pairs nothing")
@@ -257,8 +292,9 @@ struct HealthSyncClientTests {
         // Another key: curl's pin check fails in the handshake.
         let other = try ScratchDirectory()
         #expect(try run("snapshot-delta", ["cert", "server", "--out", other.url.path]).status == 0)
-        let otherPin = try #require(try run("snapshot-delta", ["cert", "server", "--out", other.url.path, "--force", "--format", "ndjson"])
-            .records().first?.string("public_key_pin"))
+        let otherPin = try #require(
+            try run("snapshot-delta", ["cert", "server", "--out", other.url.path, "--force", "--format", "ndjson"])
+                .records().first?.string("public_key_pin"))
         let text = try site.pairingText()
         var payload = try #require(try JSONParser.parse(text).objectValue)
         payload["pin"] = .string(otherPin)
@@ -294,7 +330,8 @@ struct HealthSyncClientTests {
         ]
         for (input, words) in garbage {
             let refused = try site.client("eve", ["scan", "-"], stdin: input)
-            #expect(refused.status == 2 && refused.stdout.isEmpty && refused.stderr.contains(words), "\(input.prefix(80)): \(refused.stderr)")
+            #expect(
+                refused.status == 2 && refused.stdout.isEmpty && refused.stderr.contains(words), "\(input.prefix(80)): \(refused.stderr)")
             #expect(!refused.stderr.contains(token.dropLast()), "\(refused.stderr)")
         }
         #expect(!FileManager.default.fileExists(atPath: site.statePath("eve")))
@@ -310,8 +347,9 @@ struct HealthSyncClientTests {
         moved["server"] = .string(impostor.url)
         try AtomicFile.write(JSONValue.object(moved).jsonText + "\n", to: site.statePath("eve"))
         let elsewhere = try site.client("eve", ["fetch", "--types", heart])
-        #expect(elsewhere.status == 2 && elsewhere.stderr.contains("pinned public key") && !elsewhere.stdout.contains("health_record"),
-                "\(elsewhere.stderr)")
+        #expect(
+            elsewhere.status == 2 && elsewhere.stderr.contains("pinned public key") && !elsewhere.stdout.contains("health_record"),
+            "\(elsewhere.stderr)")
         #expect(!impostor.server.accessLog.contains("/api/"), "\(impostor.server.accessLog)")
         #expect(try impostor.archive.sql("SELECT count(*) FROM operations WHERE operation LIKE 'health_%'") == "0")
         // The same key with another certificate: the answer is thrown away, nothing written.
@@ -319,7 +357,8 @@ struct HealthSyncClientTests {
         reissued["server_certificate_sha256"] = .string(String(repeating: "0", count: 64))
         try AtomicFile.write(JSONValue.object(reissued).jsonText + "\n", to: site.statePath("eve"))
         let otherCertificate = try site.client("eve", ["fetch", "--types", heart])
-        #expect(otherCertificate.status == 2 && otherCertificate.stderr.contains("not the pinned 0000")
+        #expect(
+            otherCertificate.status == 2 && otherCertificate.stderr.contains("not the pinned 0000")
                 && !otherCertificate.stdout.contains("health_record"), "\(otherCertificate.stderr)")
         // A malformed text is refused without repeating the token.
         let truncated = String(text.dropLast(5))
@@ -337,7 +376,7 @@ struct HealthSyncClientTests {
         try archive.take(HealthLines.records(heart, 300))
         let site = try HealthSyncSite(archive: archive)
         let started = Date()
-        try site.pair("carol")   // her first request
+        try site.pair("carol")  // her first request
         // On a machine slow enough to refill the bucket as fast as a fetch drains it, fetch again
         // until one is refused: what is asserted is what a refused fetch writes and says.
         var accepted = 1
@@ -348,7 +387,8 @@ struct HealthSyncClientTests {
         }
         let elapsed = Date().timeIntervalSince(started)
         #expect(fetched.status == 2)
-        #expect(fetched.stderr.contains("refused with HTTP 429 (rate_limited): at most 60 requests a minute per client"), "\(fetched.stderr)")
+        #expect(
+            fetched.stderr.contains("refused with HTTP 429 (rate_limited): at most 60 requests a minute per client"), "\(fetched.stderr)")
         #expect(fetched.stderr.contains("wait a minute"))
         let got = try Fetched(fetched)
         // Every accepted page was written: her 60 first requests (pairing included) always pass,
@@ -357,7 +397,9 @@ struct HealthSyncClientTests {
         #expect(accepted >= 60 && Double(accepted) <= 60 + elapsed.rounded(.up), "\(accepted) accepted in \(elapsed) s")
         #expect(fetched.stderr.contains("the fetch stopped after \(got.records.count) samples in \(got.records.count) pages"))
         // No page was lost in between: they are the newest samples, in order, with no gap.
-        let newest = try site.archive.run(["samples", "--type", heart, "--per-page", String(got.records.count)]).records().map { $0.string("start") }
+        let newest = try site.archive.run(["samples", "--type", heart, "--per-page", String(got.records.count)]).records().map {
+            $0.string("start")
+        }
         #expect(got.records.map { $0.string("start") } == newest)
         #expect(got.statuses == [heart: "partial"])
         // Taken, the partial fetch is a partial snapshot: nothing reads as deleted.
@@ -384,7 +426,8 @@ struct HealthSyncClientTests {
         // asked for, so the fetch waits on its output while the reader of the pipe, having read a
         // line of the first page, takes a snapshot on the server; then it reads on.
         let take = "snapshot-delta --db '\(archive.db)' take --device-id-file '\(archive.deviceFile)' --now 2026-02-01T11:00:00Z"
-        let records2 = try archive.scratch.write("more.ndjson", (records + [HealthLines.record(heart, "2026-01-14T08:00:00Z")]).joined(separator: "\n") + "\n")
+        let records2 = try archive.scratch.write(
+            "more.ndjson", (records + [HealthLines.record(heart, "2026-01-14T08:00:00Z")]).joined(separator: "\n") + "\n")
         let script = """
             set -o pipefail
             healthsync --state '\(site.statePath("reader"))' fetch --per-page 1000 |
@@ -398,14 +441,21 @@ struct HealthSyncClientTests {
         #expect(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "1000", "\(result.stdout)")
 
         // vitals(7): a reader that goes away (| head) is success, here with pages still to come.
-        let head = try runProcess("/bin/bash", ["-c", "healthsync --state '\(site.statePath("reader"))' fetch --format csv | head -n 1 >/dev/null; echo \"${PIPESTATUS[0]}\""],
-                                  stdin: "", environment: toolEnvironment())
+        let head = try runProcess(
+            "/bin/bash",
+            [
+                "-c",
+                "healthsync --state '\(site.statePath("reader"))' fetch --format csv | head -n 1 >/dev/null; echo \"${PIPESTATUS[0]}\"",
+            ],
+            stdin: "", environment: toolEnvironment())
         #expect(head.stdout == "0\n" && head.stderr.isEmpty, "\(head.stdout) \(head.stderr)")
     }
 
     @Test("SIGTERM while a server keeps the handshake waiting: exit 143, the types marked partial first")
     func sigterm() throws {
-        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the silent server is python3") else { return }
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the silent server is python3") else {
+            return
+        }
         let scratch = try ScratchDirectory()
         #expect(try run("snapshot-delta", ["cert", "client", "--out", scratch.url.path]).status == 0)
         // A server that accepts connections and never says a word.
@@ -425,9 +475,14 @@ struct HealthSyncClientTests {
         silent.standardOutput = portPipe
         try silent.run()
         // SIGKILL: a child of the test runner may inherit SIGTERM blocked.
-        defer { kill(silent.processIdentifier, SIGKILL); silent.waitUntilExit() }
-        let port = String(decoding: portPipe.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        let state = ClientStateText.make(server: "https://127.0.0.1:\(port)", certificate: scratch.path("client.crt"), key: scratch.path("client.key"))
+        defer {
+            kill(silent.processIdentifier, SIGKILL)
+            silent.waitUntilExit()
+        }
+        let port = String(decoding: portPipe.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let state = ClientStateText.make(
+            server: "https://127.0.0.1:\(port)", certificate: scratch.path("client.crt"), key: scratch.path("client.key"))
         try scratch.write("state.json", state)
         let running = try RunningTool("healthsync", ["--state", scratch.path("state.json"), "fetch", "--types", heart])
         let deadline = Date().addingTimeInterval(20)
@@ -441,8 +496,11 @@ struct HealthSyncClientTests {
     func clipboard() throws {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
         let tools = ["/usr/bin/Xvfb", "/usr/bin/xsel"]
-        guard try requireGate(tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) },
-                              "an X11 clipboard needs Xvfb and xsel (apt-get install xvfb xsel)") else { return }
+        guard
+            try requireGate(
+                tools.allSatisfy { FileManager.default.isExecutableFile(atPath: $0) },
+                "an X11 clipboard needs Xvfb and xsel (apt-get install xvfb xsel)")
+        else { return }
         let site = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive())
         let work = try ScratchDirectory()
         let text = try work.write("pairing.json", try site.pairingText())
@@ -459,16 +517,18 @@ struct HealthSyncClientTests {
             kill -KILL $xvfb
             exit $status
             """
-        let result = try runProcess("/bin/sh", ["-c", session, "session", work.url.path, text, site.statePath("desk")], stdin: "",
-                                    environment: toolEnvironment())
+        let result = try runProcess(
+            "/bin/sh", ["-c", session, "session", work.url.path, text, site.statePath("desk")], stdin: "",
+            environment: toolEnvironment())
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("Paired with \(site.url)"), "\(result.stdout)")
         #expect(try site.archive.run(["paired"]).records().count == 1)
         var headless = toolEnvironment()
         headless["DISPLAY"] = nil
         headless["WAYLAND_DISPLAY"] = nil
-        let none = try runProcess(Binaries.path("healthsync"), ["--state", site.statePath("other"), "scan", "--clipboard"], stdin: "",
-                                  environment: headless)
+        let none = try runProcess(
+            Binaries.path("healthsync"), ["--state", site.statePath("other"), "scan", "--clipboard"], stdin: "",
+            environment: headless)
         #expect(none.status == 2 && none.stderr.contains("no clipboard here"), "\(none.stderr)")
     }
 
@@ -483,9 +543,10 @@ struct HealthSyncClientTests {
         #expect(commands.count == 4, "\(commands)")
         var outputs: [String] = []
         for command in commands {
-            let result = try runProcess("/bin/bash", ["-c", "set -o pipefail\n" + command], stdin: "",
-                                        environment: toolEnvironment(["HOME": home.url.path, "XDG_CONFIG_HOME": home.path(".config")]),
-                                        directory: home.url)
+            let result = try runProcess(
+                "/bin/bash", ["-c", "set -o pipefail\n" + command], stdin: "",
+                environment: toolEnvironment(["HOME": home.url.path, "XDG_CONFIG_HOME": home.path(".config")]),
+                directory: home.url)
             #expect(result.status == 0, "`\(command)`: \(result.stderr)")
             outputs.append(result.stdout)
         }

@@ -46,8 +46,9 @@ struct HealthSyncServeTests {
             HealthLines.record(heart, "2026-01-10T09:00:00Z", value: "70", unit: "count/min", source: "Watch"),
             HealthLines.record(steps, "2026-01-10T08:15:00Z", "2026-01-10T08:20:00Z", value: "120", source: "Phone"),
             HealthLines.record(steps, "2026-01-10T09:15:00Z", "2026-01-10T09:25:00Z", value: "300", source: "Phone"),
-            HealthLines.record(sleep, "2026-01-09T23:00:00Z", "2026-01-10T06:00:00Z", value: "\"HKCategoryValueSleepAnalysisAsleepCore\"",
-                               unit: "", source: "Watch"),
+            HealthLines.record(
+                sleep, "2026-01-09T23:00:00Z", "2026-01-10T06:00:00Z", value: "\"HKCategoryValueSleepAnalysisAsleepCore\"",
+                unit: "", source: "Watch"),
         ])
         return archive
     }
@@ -73,8 +74,12 @@ struct HealthSyncServeTests {
             let made = try run("snapshot-delta", ["cert", "server", "--out", tls.url.path, "--format", "ndjson"])
             guard made.status == 0 else { throw TestFailure("cert server: \(made.stderr)") }
             pin = try #require(try made.records().first?.string("public_key_pin"))
-            server = try ServeHandle(site: "health-sync", ["--cert", tls.path("server.crt"), "--key", tls.path("server.key"),
-                                                           "--archive", archive.db], scratch: tls)
+            server = try ServeHandle(
+                site: "health-sync",
+                [
+                    "--cert", tls.path("server.crt"), "--key", tls.path("server.key"),
+                    "--archive", archive.db,
+                ], scratch: tls)
             if pair {
                 let token = try newToken()
                 let answer = try post("/api/v1/pair", #"{"token":"\#(token)"}"#, client: "alice")
@@ -97,10 +102,14 @@ struct HealthSyncServeTests {
         }
 
         /// One request with curl: pinned to the server's key, with a client's certificate when named.
-        func request(_ method: String, _ path: String, _ body: String? = nil, bodyFile: String? = nil, client: String? = nil,
-                     extra: [String] = []) throws -> HealthAnswer {
-            var arguments = ["curl", "-sS", "--path-as-is", "-X", method, "--cacert", serverCert, "--pinnedpubkey", pin,
-                             "-D", "-", "-H", "Content-Type: application/json"]
+        func request(
+            _ method: String, _ path: String, _ body: String? = nil, bodyFile: String? = nil, client: String? = nil,
+            extra: [String] = []
+        ) throws -> HealthAnswer {
+            var arguments = [
+                "curl", "-sS", "--path-as-is", "-X", method, "--cacert", serverCert, "--pinnedpubkey", pin,
+                "-D", "-", "-H", "Content-Type: application/json",
+            ]
             if let client { arguments += ["--cert", tls.path(client + "/client.crt"), "--key", tls.path(client + "/client.key")] }
             if let body { arguments += ["--data-binary", body] }
             if let bodyFile { arguments += ["--data-binary", "@" + bodyFile] }
@@ -146,20 +155,30 @@ struct HealthSyncServeTests {
         }
         #expect(Set(page.samples.map(\.id)).count == 5, "ids are distinct")
         // The raw JSON names each sample's type (not in the seed's struct, so checked here).
-        let types = try #require(try JSONParser.parse(all.body).objectValue?["samples"]?.arrayValue).compactMap { $0.objectValue?.string("type") }
+        let types = try #require(try JSONParser.parse(all.body).objectValue?["samples"]?.arrayValue).compactMap {
+            $0.objectValue?.string("type")
+        }
         #expect(types == [steps, heart, heart, steps, heart])
 
         // Paging: offset 2, limit 2 is the third and fourth; more follow. The ids are stable.
-        let second = try seedDecoder().decode(HealthDataResponse.self, from: Data(
-            try fixture.data(#"{"types":["\#(heart)","\#(steps)"],"offset":2,"limit":2}"#).body.utf8))
+        let second = try seedDecoder().decode(
+            HealthDataResponse.self,
+            from: Data(
+                try fixture.data(#"{"types":["\#(heart)","\#(steps)"],"offset":2,"limit":2}"#).body.utf8))
         #expect(second.samples == Array(page.samples[2..<4]) && second.hasMore && second.returnedCount == 2)
-        let last = try seedDecoder().decode(HealthDataResponse.self, from: Data(
-            try fixture.data(#"{"types":["\#(heart)","\#(steps)"],"offset":4,"limit":2}"#).body.utf8))
+        let last = try seedDecoder().decode(
+            HealthDataResponse.self,
+            from: Data(
+                try fixture.data(#"{"types":["\#(heart)","\#(steps)"],"offset":4,"limit":2}"#).body.utf8))
         #expect(last.samples == [page.samples[4]] && !last.hasMore)
 
         // The range: starts in [08:10, 09:00).
-        let ranged = try seedDecoder().decode(HealthDataResponse.self, from: Data(try fixture.data(
-            #"{"types":["\#(heart)","\#(steps)"],"startDate":"2026-01-10T08:10:00Z","endDate":"2026-01-10T09:00:00Z"}"#).body.utf8))
+        let ranged = try seedDecoder().decode(
+            HealthDataResponse.self,
+            from: Data(
+                try fixture.data(
+                    #"{"types":["\#(heart)","\#(steps)"],"startDate":"2026-01-10T08:10:00Z","endDate":"2026-01-10T09:00:00Z"}"#
+                ).body.utf8))
         #expect(ranged.samples == [page.samples[2], page.samples[3]])
 
         // A category value is not a number: 0, with the text beside it.
@@ -170,23 +189,27 @@ struct HealthSyncServeTests {
 
         // The command line answers the same query with the same samples (one shared fetch).
         let cli = try fixture.archive.run(["samples", "--type", heart, "--format", "csv"])
-        #expect(cli.lines.dropFirst().map { String($0.split(separator: ",")[1]) }
+        #expect(
+            cli.lines.dropFirst().map { String($0.split(separator: ",")[1]) }
                 == ["2026-01-10T09:00:00.000Z", "2026-01-10T08:30:00.000Z", "2026-01-10T08:00:00.000Z"])
 
         // Each request is in the operation log: client, types, range, count, status.
         let alice = try fixture.fingerprint("alice")
-        let log = try fixture.archive.sql("""
+        let log = try fixture.archive.sql(
+            """
             SELECT json_extract(detail, '$.client_fingerprint'), json_extract(detail, '$.types'), json_extract(detail, '$.from'),
                    json_extract(detail, '$.to'), json_extract(detail, '$.returned'), json_extract(detail, '$.status')
             FROM operations WHERE operation = 'health_data' ORDER BY id
-            """).split(separator: "\n").map(String.init)
-        #expect(log == [
-            "\(alice)|[\"\(heart)\",\"\(steps)\"]|||5|200",
-            "\(alice)|[\"\(heart)\",\"\(steps)\"]|||2|200",
-            "\(alice)|[\"\(heart)\",\"\(steps)\"]|||1|200",
-            "\(alice)|[\"\(heart)\",\"\(steps)\"]|2026-01-10T08:10:00.000Z|2026-01-10T09:00:00.000Z|2|200",
-            "\(alice)|[\"\(sleep)\"]|||1|200",
-        ])
+            """
+        ).split(separator: "\n").map(String.init)
+        #expect(
+            log == [
+                "\(alice)|[\"\(heart)\",\"\(steps)\"]|||5|200",
+                "\(alice)|[\"\(heart)\",\"\(steps)\"]|||2|200",
+                "\(alice)|[\"\(heart)\",\"\(steps)\"]|||1|200",
+                "\(alice)|[\"\(heart)\",\"\(steps)\"]|2026-01-10T08:10:00.000Z|2026-01-10T09:00:00.000Z|2|200",
+                "\(alice)|[\"\(sleep)\"]|||1|200",
+            ])
         #expect(try fixture.archive.sql("SELECT last_seen IS NOT NULL FROM paired_clients") == "1")
     }
 
@@ -206,7 +229,8 @@ struct HealthSyncServeTests {
         let alice = try fixture.fingerprint("alice")
         let listed = try fixture.archive.run(["paired"]).records()
         #expect(listed.map { $0.string("certificate_fingerprint") } == [alice])
-        let colons = Array(alice.uppercased()).enumerated().map { $0.offset > 0 && $0.offset % 2 == 0 ? ":\($0.element)" : "\($0.element)" }.joined()
+        let colons = Array(alice.uppercased()).enumerated().map { $0.offset > 0 && $0.offset % 2 == 0 ? ":\($0.element)" : "\($0.element)" }
+            .joined()
         #expect(try fixture.archive.run(["unpair", colons]).status == 0)
         #expect(try fixture.data(query).status == 401)
         #expect(try fixture.archive.run(["paired"]).stdout.isEmpty)
@@ -215,14 +239,19 @@ struct HealthSyncServeTests {
         #expect(again.status == 2 && again.stderr.contains("no paired client"))
         #expect(try fixture.archive.run(["unpair", "abc"]).status == 64)
 
-        let log = try fixture.archive.sql("""
+        let log = try fixture.archive.sql(
+            """
             SELECT operation, coalesce(json_extract(detail, '$.client_fingerprint'), '-'), json_extract(detail, '$.status'),
                    coalesce(json_extract(detail, '$.outcome'), '')
             FROM operations WHERE operation IN ('pair', 'unpair', 'health_data') ORDER BY id
-            """).split(separator: "\n").map(String.init)
+            """
+        ).split(separator: "\n").map(String.init)
         let bob = try fixture.fingerprint("bob")
-        #expect(log == ["pair|\(alice)|200|paired", "health_data|-|401|no_client_certificate", "health_data|\(bob)|401|not_paired",
-                        "health_data|\(alice)|200|", "unpair|\(alice)||", "health_data|\(alice)|401|not_paired"])
+        #expect(
+            log == [
+                "pair|\(alice)|200|paired", "health_data|-|401|no_client_certificate", "health_data|\(bob)|401|not_paired",
+                "health_data|\(alice)|200|", "unpair|\(alice)||", "health_data|\(alice)|401|not_paired",
+            ])
     }
 
     @Test("a pairing token works once, within its lifetime; expired, reused and unknown tokens are refused and logged")
@@ -232,7 +261,9 @@ struct HealthSyncServeTests {
         // Issued an hour ago with the default 10 minutes: expired.
         let expired = try fixture.newToken(["--now", Timestamp.format(milliseconds: Clock.wallMilliseconds() - 3_600_000)])
         let late = try fixture.post("/api/v1/pair", #"{"token":"\#(expired)"}"#, client: "bob")
-        #expect(late.status == 401 && late.json?.string("reason") == "pairing_refused" && late.json?.string("error") == "the pairing token has expired")
+        #expect(
+            late.status == 401 && late.json?.string("reason") == "pairing_refused"
+                && late.json?.string("error") == "the pairing token has expired")
         let token = try fixture.newToken()
         let noCert = try fixture.post("/api/v1/pair", #"{"token":"\#(token)"}"#, client: nil)
         #expect(noCert.status == 401 && noCert.json?.string("reason") == "unauthorized")
@@ -252,12 +283,17 @@ struct HealthSyncServeTests {
         let dump = try shell("sqlite3 '\(fixture.archive.db)' .dump").stdout
         for token in fixture.tokens { #expect(!dump.contains(token)) }
         #expect(try fixture.archive.sql("SELECT count(*) FROM pairing_tokens WHERE token_sha256 = '\(try sha256sum(token))'") == "1")
-        let outcomes = try fixture.archive.sql("""
+        let outcomes = try fixture.archive.sql(
+            """
             SELECT operation || ':' || coalesce(json_extract(detail, '$.outcome'), '') FROM operations
             WHERE operation IN ('pairing_token', 'pair') ORDER BY id
-            """).split(separator: "\n").map(String.init)
-        #expect(outcomes == ["pairing_token:", "pair:expired_token", "pairing_token:", "pair:no_client_certificate", "pair:paired",
-                             "pair:used_token", "pair:unknown_token"])
+            """
+        ).split(separator: "\n").map(String.init)
+        #expect(
+            outcomes == [
+                "pairing_token:", "pair:expired_token", "pairing_token:", "pair:no_client_certificate", "pair:paired",
+                "pair:used_token", "pair:unknown_token",
+            ])
     }
 
     // MARK: - What nginx enforces
@@ -266,10 +302,14 @@ struct HealthSyncServeTests {
     func limits() throws {
         guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
         let fixture = try Fixture()
-        let old = try runProcess("/usr/bin/env", ["curl", "-sS", "--tls-max", "1.2", "--cacert", fixture.serverCert,
-                                                  "--cert", fixture.tls.path("alice/client.crt"), "--key", fixture.tls.path("alice/client.key"),
-                                                  "--data", "{}", fixture.url + "/api/v1/health/data", "-w", "%{http_code}"],
-                                 stdin: "", environment: toolEnvironment())
+        let old = try runProcess(
+            "/usr/bin/env",
+            [
+                "curl", "-sS", "--tls-max", "1.2", "--cacert", fixture.serverCert,
+                "--cert", fixture.tls.path("alice/client.crt"), "--key", fixture.tls.path("alice/client.key"),
+                "--data", "{}", fixture.url + "/api/v1/health/data", "-w", "%{http_code}",
+            ],
+            stdin: "", environment: toolEnvironment())
         #expect(old.status == 35, "curl: \(old.stderr)")
         #expect(old.stdout == "000")
 
@@ -289,12 +329,16 @@ struct HealthSyncServeTests {
                 config += "url = \"\(fixture.url)/api/v1/health/data\"\noutput = \"\(fixture.tls.path("burst-\(round)-\(index).json"))\"\n"
             }
             let configFile = try fixture.tls.write("burst-\(round).cfg", config)
-            let burst = try runProcess("/usr/bin/env", ["curl", "-s", "--no-progress-meter", "--parallel", "--parallel-immediate", "--parallel-max", "60",
-                                                        "--cacert", fixture.serverCert, "--cert", fixture.tls.path("carol/client.crt"),
-                                                        "--key", fixture.tls.path("carol/client.key"), "-H", "Content-Type: application/json",
-                                                        "-w", "%{http_code} %{filename_effective}\\n",
-                                                        "--data", #"{"types":["\#(heart)"]}"#, "-K", configFile],
-                                       stdin: "", environment: toolEnvironment())
+            let burst = try runProcess(
+                "/usr/bin/env",
+                [
+                    "curl", "-s", "--no-progress-meter", "--parallel", "--parallel-immediate", "--parallel-max", "60",
+                    "--cacert", fixture.serverCert, "--cert", fixture.tls.path("carol/client.crt"),
+                    "--key", fixture.tls.path("carol/client.key"), "-H", "Content-Type: application/json",
+                    "-w", "%{http_code} %{filename_effective}\\n",
+                    "--data", #"{"types":["\#(heart)"]}"#, "-K", configFile,
+                ],
+                stdin: "", environment: toolEnvironment())
             let answers = burst.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
             #expect(answers.allSatisfy { $0.first == "200" || $0.first == "429" } && answers.count == 60, "\(burst.stdout)")
             accepted += answers.filter { $0.first == "200" }.count
@@ -317,10 +361,11 @@ struct HealthSyncServeTests {
         #expect(try fixture.request("POST", "/api/v1/health/data", bodyFile: justRight, client: "alice").status == 200)
 
         // The responder holds the seed's 1 MB itself too, whoever reaches its socket (the serving user).
-        let direct = try fastCGIRequest(socket: fixture.server.runDirectory + "/healthsync.sock",
-                                        parameters: ["REQUEST_METHOD": "POST", "REQUEST_URI": "/api/v1/health/data"],
-                                        body: query + String(repeating: " ", count: 1_048_577 - query.utf8.count),
-                                        as: runningAsRoot ? servingUser : nil, scratch: fixture.tls)
+        let direct = try fastCGIRequest(
+            socket: fixture.server.runDirectory + "/healthsync.sock",
+            parameters: ["REQUEST_METHOD": "POST", "REQUEST_URI": "/api/v1/health/data"],
+            body: query + String(repeating: " ", count: 1_048_577 - query.utf8.count),
+            as: runningAsRoot ? servingUser : nil, scratch: fixture.tls)
         #expect(cgiStatus(direct) == 413 && direct.contains(#""reason":"too_large""#), "\(direct.prefix(300))")
 
         // What nginx refused itself reached the operation log too, by status, path and client (the
@@ -330,57 +375,69 @@ struct HealthSyncServeTests {
             .compactMap { $0["detail"]?.objectValue }
         let limitedCount = refusals.filter { $0.int("status") == 429 }.compactMap { $0.int("count") }.reduce(0, +)
         let carolSHA1 = try shell("openssl x509 -in '\(fixture.tls.path("carol/client.crt"))' -noout -fingerprint -sha1").stdout
-            .split(separator: "=").last.map { $0.replacingOccurrences(of: ":", with: "").trimmingCharacters(in: .whitespacesAndNewlines).lowercased() }
-        #expect(limitedCount == limitedSeen && refusals.filter { $0.int("status") == 429 }.allSatisfy {
-            $0.string("outcome") == "rate_limited" && $0.string("path") == "/api/v1/health/data" && $0.string("client_sha1") == carolSHA1
-        }, "\(refusals)")
+            .split(separator: "=").last.map {
+                $0.replacingOccurrences(of: ":", with: "").trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
+            }
+        #expect(
+            limitedCount == limitedSeen
+                && refusals.filter { $0.int("status") == 429 }.allSatisfy {
+                    $0.string("outcome") == "rate_limited" && $0.string("path") == "/api/v1/health/data"
+                        && $0.string("client_sha1") == carolSHA1
+                }, "\(refusals)")
         let tooLargeLogged = refusals.filter { $0.int("status") == 413 }
-        #expect(tooLargeLogged.count == 1 && tooLargeLogged.first?.string("outcome") == "too_large" && tooLargeLogged.first?.int("count") == 1,
-                "\(refusals)")
+        #expect(
+            tooLargeLogged.count == 1 && tooLargeLogged.first?.string("outcome") == "too_large" && tooLargeLogged.first?.int("count") == 1,
+            "\(refusals)")
     }
 
     @Test("a client sending its request a byte a second is cut at 10 s, and so is a body that stops")
     func slowClients() throws {
         guard try requireGate(servingInstalled, "Health Sync's server needs nginx (apt-get install nginx)") else { return }
-        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the slow client is python3") else { return }
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the slow client is python3") else {
+            return
+        }
         let fixture = try Fixture()
         // Both at once: each trickles (or stalls) until the server closes, and says after how long.
         let script = """
-        import socket, ssl, sys, time, threading
-        port = int(sys.argv[1]); ca, cert, key = sys.argv[2:5]
-        def client(mode, results):
-            context = ssl.create_default_context(cafile=ca)
-            context.load_cert_chain(cert, key)
-            conn = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
-            head = b"POST /api/v1/health/data HTTP/1.1\\r\\nHost: localhost\\r\\nContent-Type: application/json\\r\\nContent-Length: 64\\r\\n\\r\\n"
-            start = time.monotonic()
-            if mode == "stall":
-                conn.sendall(head + b'{"types":')
-            pending = head if mode == "trickle" else b""
-            conn.settimeout(1.0)
-            while time.monotonic() - start < 20:
-                if pending:
+            import socket, ssl, sys, time, threading
+            port = int(sys.argv[1]); ca, cert, key = sys.argv[2:5]
+            def client(mode, results):
+                context = ssl.create_default_context(cafile=ca)
+                context.load_cert_chain(cert, key)
+                conn = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+                head = b"POST /api/v1/health/data HTTP/1.1\\r\\nHost: localhost\\r\\nContent-Type: application/json\\r\\nContent-Length: 64\\r\\n\\r\\n"
+                start = time.monotonic()
+                if mode == "stall":
+                    conn.sendall(head + b'{"types":')
+                pending = head if mode == "trickle" else b""
+                conn.settimeout(1.0)
+                while time.monotonic() - start < 20:
+                    if pending:
+                        try:
+                            conn.sendall(pending[:1]); pending = pending[1:]
+                        except OSError:
+                            break
                     try:
-                        conn.sendall(pending[:1]); pending = pending[1:]
+                        if conn.recv(4096) == b"":
+                            break
+                    except socket.timeout:
+                        continue
                     except OSError:
                         break
-                try:
-                    if conn.recv(4096) == b"":
-                        break
-                except socket.timeout:
-                    continue
-                except OSError:
-                    break
-            results[mode] = time.monotonic() - start
-        results = {}
-        threads = [threading.Thread(target=client, args=(mode, results)) for mode in ("trickle", "stall")]
-        for thread in threads: thread.start()
-        for thread in threads: thread.join()
-        print("%.2f %.2f" % (results["trickle"], results["stall"]))
-        """
-        let result = try runProcess("/usr/bin/python3", ["-c", script, String(fixture.server.port), fixture.serverCert,
-                                                         fixture.tls.path("alice/client.crt"), fixture.tls.path("alice/client.key")],
-                                    stdin: "", environment: toolEnvironment())
+                results[mode] = time.monotonic() - start
+            results = {}
+            threads = [threading.Thread(target=client, args=(mode, results)) for mode in ("trickle", "stall")]
+            for thread in threads: thread.start()
+            for thread in threads: thread.join()
+            print("%.2f %.2f" % (results["trickle"], results["stall"]))
+            """
+        let result = try runProcess(
+            "/usr/bin/python3",
+            [
+                "-c", script, String(fixture.server.port), fixture.serverCert,
+                fixture.tls.path("alice/client.crt"), fixture.tls.path("alice/client.key"),
+            ],
+            stdin: "", environment: toolEnvironment())
         let times = result.stdout.split(separator: " ").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         try #require(times.count == 2, "\(result.stdout) \(result.stderr)")
         // Not before nginx's 10 s (less the client's own second of slack); the upper bound only
@@ -391,8 +448,9 @@ struct HealthSyncServeTests {
         fixture.server.stop()
         let refusals = try fixture.archive.run(["log"]).records().filter { $0.string("operation") == "network_refusal" }
             .compactMap { $0["detail"]?.objectValue }
-        #expect(refusals.filter { $0.int("status") == 408 }.compactMap { $0.int("count") }.reduce(0, +) == 2,
-                "\(refusals) \(fixture.server.accessLog)")
+        #expect(
+            refusals.filter { $0.int("status") == 408 }.compactMap { $0.int("count") }.reduce(0, +) == 2,
+            "\(refusals) \(fixture.server.accessLog)")
     }
 
     // MARK: - Odd requests
@@ -431,19 +489,24 @@ struct HealthSyncServeTests {
         for method in ["GET", "PUT", "DELETE", "PATCH"] {
             for path in ["/api/v1/health/data", "/api/v1/pair"] {
                 let answer = try fixture.request(method, path, client: "alice")
-                #expect(answer.status == 405 && answer.header("allow") == "POST" && answer.json?.string("reason") == "method_not_allowed",
-                        "\(method) \(path): \(answer.status) \(answer.body)")
+                #expect(
+                    answer.status == 405 && answer.header("allow") == "POST" && answer.json?.string("reason") == "method_not_allowed",
+                    "\(method) \(path): \(answer.status) \(answer.body)")
             }
         }
         // Plain HTTP on the TLS port: JSON too.
-        let plain = try runProcess("/usr/bin/env", ["curl", "-sS", fixture.url.replacingOccurrences(of: "https:", with: "http:") + "/"],
-                                   stdin: "", environment: toolEnvironment())
+        let plain = try runProcess(
+            "/usr/bin/env", ["curl", "-sS", fixture.url.replacingOccurrences(of: "https:", with: "http:") + "/"],
+            stdin: "", environment: toolEnvironment())
         #expect((try? JSONParser.parse(plain.stdout).objectValue?.string("reason")) == "https_required")
 
         // No token or key text in any answer or in nginx's logs.
-        let secrets = fixture.tokens + (try ["server.key", "alice/client.key"].map { name in
-            try String(contentsOfFile: fixture.tls.path(name), encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        }) + ["PRIVATE KEY"]
+        let secrets =
+            fixture.tokens
+            + (try ["server.key", "alice/client.key"].map { name in
+                try String(contentsOfFile: fixture.tls.path(name), encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("-----") }
+                    .joined()
+            }) + ["PRIVATE KEY"]
         let logs = fixture.server.accessLog + fixture.server.errorLog
         for secret in secrets {
             #expect(!fixture.responses.joined().contains(secret))
@@ -483,9 +546,13 @@ private struct HealthAnswer {
 /// `snapshot-delta` as a web server that runs a program per request runs it, with the CGI environment set directly (no nginx).
 @Suite("snapshot-delta cgi with the CGI environment set directly", .hangGuard(minutes: 3))
 struct HealthSyncCGITests {
-    func cgi(_ db: String, method: String = "POST", path: String, body: String = "", certificate: String? = nil) throws -> (head: [String], body: JSONObject?) {
-        var environment = ["GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_URI": path,
-                           "CONTENT_LENGTH": String(body.utf8.count), "VITALS_HEALTH_DB": db]
+    func cgi(_ db: String, method: String = "POST", path: String, body: String = "", certificate: String? = nil) throws -> (
+        head: [String], body: JSONObject?
+    ) {
+        var environment = [
+            "GATEWAY_INTERFACE": "CGI/1.1", "REQUEST_METHOD": method, "DOCUMENT_URI": path, "REQUEST_URI": path,
+            "CONTENT_LENGTH": String(body.utf8.count), "VITALS_HEALTH_DB": db,
+        ]
         if let certificate { environment["SSL_CLIENT_CERT"] = certificate.addingPercentEncoding(withAllowedCharacters: .alphanumerics) }
         // No arguments: a tool with a cgi subcommand answers as one under a web server.
         let result = try run("snapshot-delta", [], stdin: body, environment: environment)
@@ -506,8 +573,12 @@ struct HealthSyncCGITests {
         #expect(get.head.first == "Status: 405 Method Not Allowed" && get.head.contains("Allow: POST"))
         let anonymous = try cgi(archive.db, path: "/api/v1/health/data", body: #"{"types":["x"]}"#)
         #expect(anonymous.head.first == "Status: 401 Unauthorized" && anonymous.body?["reason"]?.stringValue == "unauthorized")
-        let garbage = try cgi(archive.db, path: "/api/v1/health/data", body: "{}", certificate: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----")
-        #expect(garbage.head.first == "Status: 401 Unauthorized" && garbage.body?["error"]?.stringValue == "the client certificate could not be read")
+        let garbage = try cgi(
+            archive.db, path: "/api/v1/health/data", body: "{}", certificate: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----"
+        )
+        #expect(
+            garbage.head.first == "Status: 401 Unauthorized"
+                && garbage.body?["error"]?.stringValue == "the client certificate could not be read")
 
         let tls = try ScratchDirectory()
         #expect(try run("snapshot-delta", ["cert", "client", "--out", tls.url.path]).status == 0)
@@ -517,16 +588,19 @@ struct HealthSyncCGITests {
         let mode = try FileManager.default.attributesOfItem(atPath: tls.path("client.key"))[.posixPermissions] as? Int
         #expect(mode == 0o600)
         let certificate = try String(contentsOfFile: tls.path("client.crt"), encoding: .utf8)
-        let token = try #require(try archive.run(["pair", "--server-cert", tls.path("server.crt"), "--format", "ndjson"]).records().first?.string("token"))
+        let token = try #require(
+            try archive.run(["pair", "--server-cert", tls.path("server.crt"), "--format", "ndjson"]).records().first?.string("token"))
         let paired = try cgi(archive.db, path: "/api/v1/pair", body: #"{"token":"\#(token)"}"#, certificate: certificate)
         #expect(paired.head.first == "Status: 200 OK" && paired.body?["status"]?.stringValue == "paired")
-        let fetched = try cgi(archive.db, path: "/api/v1/health/data", body: #"{"types":["HKQuantityTypeIdentifierStepCount"],"limit":1}"#,
-                              certificate: certificate)
+        let fetched = try cgi(
+            archive.db, path: "/api/v1/health/data", body: #"{"types":["HKQuantityTypeIdentifierStepCount"],"limit":1}"#,
+            certificate: certificate)
         #expect(fetched.body?["returnedCount"]?.intValue == 1 && fetched.body?["hasMore"] == .bool(true))
         #expect(fetched.body?["samples"]?.arrayValue?.first?.objectValue?["startDate"]?.stringValue == "2026-01-10T09:15:00Z")
         // The text form of pair: the token, the fingerprints and the curl command; a QR code when qrencode is there.
         let text = try archive.run(["pair", "--server-cert", tls.path("server.crt"), "--url", "https://myhost.local:8443"])
-        #expect(text.status == 0 && text.stdout.contains("Pairing token:") && text.stdout.contains("--pinnedpubkey 'sha256//")
+        #expect(
+            text.status == 0 && text.stdout.contains("Pairing token:") && text.stdout.contains("--pinnedpubkey 'sha256//")
                 && text.stdout.contains("https://myhost.local:8443/api/v1/pair"))
         #expect(try archive.run(["pair"]).status == 64, "pair wants --server-cert")
     }

@@ -18,7 +18,9 @@ struct HealthSyncSharingTests {
         Set(site.server.processes().filter { $0.command.contains("snapshot-delta") && $0.command.contains(" serve") }.map(\.pid))
     }
 
-    @Test("every type is shared until a choice; a change holds from the next request of the running responder; a request naming an unshared type is refused whole (403)")
+    @Test(
+        "every type is shared until a choice; a change holds from the next request of the running responder; a request naming an unshared type is refused whole (403)"
+    )
     func choose() throws {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
         let site = try HealthSyncSite(archive: try HealthSyncServeTests.makeArchive())
@@ -27,15 +29,22 @@ struct HealthSyncSharingTests {
         #expect(try site.client("reader", ["types", "--format", "text"]).lines == [sleep, heart, steps])
         let listed = try site.archive.run(["shared"]).records()
         try expectDocumented(listed)
-        #expect(listed.map { "\($0.string("type_identifier")!) \($0["shared"]!.jsonText) \($0.string("sharing")!) \($0["count"]!.jsonText)" }
+        #expect(
+            listed.map { "\($0.string("type_identifier")!) \($0["shared"]!.jsonText) \($0.string("sharing")!) \($0["count"]!.jsonText)" }
                 == ["\(sleep) true all 1", "\(heart) true all 3", "\(steps) true all 2"])
         let pids = responders(site)
         #expect(pids.count == 2, "the responder and its worker: \(site.server.processes())")
 
         let unshared = try site.archive.run(["unshare", sleep, "--now", "2026-02-02T09:00:00Z"])
         #expect(unshared.status == 0 && unshared.stderr.contains("every type was shared by default"), "\(unshared.stderr)")
-        #expect(try unshared.records().map { "\($0.string("type_identifier")!) \($0["shared"]!.jsonText) \($0.string("sharing")!) \($0.string("shared_at") ?? "-")" }
-                == ["\(sleep) false chosen -", "\(heart) true chosen 2026-02-02T09:00:00.000Z", "\(steps) true chosen 2026-02-02T09:00:00.000Z"])
+        #expect(
+            try unshared.records().map {
+                "\($0.string("type_identifier")!) \($0["shared"]!.jsonText) \($0.string("sharing")!) \($0.string("shared_at") ?? "-")"
+            }
+                == [
+                    "\(sleep) false chosen -", "\(heart) true chosen 2026-02-02T09:00:00.000Z",
+                    "\(steps) true chosen 2026-02-02T09:00:00.000Z",
+                ])
         // The very next request, to the same responder: refused, JSON, no data.
         let alone = try site.curl("reader", "POST", "/api/v1/health/data", #"{"types":["\#(sleep)"]}"#)
         #expect(alone.status == 403 && alone.body?.string("reason") == "not_shared" && alone.body?["samples"] == nil)
@@ -52,7 +61,9 @@ struct HealthSyncSharingTests {
         #expect(everything.status == 0 && fetchedRecords.count == 5)
         #expect(!everything.stdout.contains(sleep))
         let refused = try site.client("reader", ["fetch", "--types", "\(heart),\(sleep)"])
-        #expect(refused.status == 2 && refused.stderr.contains("HTTP 403 (not_shared): not shared by this server: \(sleep)"), "\(refused.stderr)")
+        #expect(
+            refused.status == 2 && refused.stderr.contains("HTTP 403 (not_shared): not shared by this server: \(sleep)"),
+            "\(refused.stderr)")
         #expect(!refused.stdout.contains("health_record"))
 
         // Shared again: the next request has it.
@@ -69,27 +80,36 @@ struct HealthSyncSharingTests {
         #expect(try site.archive.run(["unshare", "--all"]).records().allSatisfy { $0["shared"] == .bool(false) })
         #expect(try site.curl("reader", "POST", "/api/v1/health/data", #"{"types":["\#(heart)"]}"#).status == 403)
         #expect(try site.client("reader", ["types"]).stdout.isEmpty)
-        #expect(try site.archive.run(["share", "--all"]).records().allSatisfy { $0["shared"] == .bool(true) && $0.string("sharing") == "all" })
-        #expect(try site.curl("reader", "POST", "/api/v1/health/data", #"{"types":["\#(heart)","\#(weight)","HKQuantityTypeIdentifierNothing"]}"#).status == 200)
+        #expect(
+            try site.archive.run(["share", "--all"]).records().allSatisfy { $0["shared"] == .bool(true) && $0.string("sharing") == "all" })
+        #expect(
+            try site.curl(
+                "reader", "POST", "/api/v1/health/data", #"{"types":["\#(heart)","\#(weight)","HKQuantityTypeIdentifierNothing"]}"#
+            ).status == 200)
         #expect(responders(site) == pids, "no restart: the same responder read every change")
 
         // The operation log: each change, and each refusal with the types refused.
-        let changes = try site.archive.sql("""
+        let changes = try site.archive.sql(
+            """
             SELECT operation || ' ' || json_extract(detail, '$.types') || ' ' || json_extract(detail, '$.sharing') || ' '
                    || coalesce(json_extract(detail, '$.shared'), 'null')
             FROM operations WHERE operation IN ('share', 'unshare') ORDER BY id
-            """).split(separator: "\n").map(String.init)
-        #expect(changes == [
-            "unshare [\"\(sleep)\"] chosen [\"\(heart)\",\"\(steps)\"]",
-            "share [\"\(sleep)\"] chosen [\"\(sleep)\",\"\(heart)\",\"\(steps)\"]",
-            "share [\"\(weight)\",\"HKQuantityTypeIdentifierNotYetTaken\"] chosen [\"\(sleep)\",\"\(weight)\",\"\(heart)\",\"HKQuantityTypeIdentifierNotYetTaken\",\"\(steps)\"]",
-            "unshare [] chosen []",
-            "share [] all null",
-        ])
-        let refusals = try site.archive.sql("""
+            """
+        ).split(separator: "\n").map(String.init)
+        #expect(
+            changes == [
+                "unshare [\"\(sleep)\"] chosen [\"\(heart)\",\"\(steps)\"]",
+                "share [\"\(sleep)\"] chosen [\"\(sleep)\",\"\(heart)\",\"\(steps)\"]",
+                "share [\"\(weight)\",\"HKQuantityTypeIdentifierNotYetTaken\"] chosen [\"\(sleep)\",\"\(weight)\",\"\(heart)\",\"HKQuantityTypeIdentifierNotYetTaken\",\"\(steps)\"]",
+                "unshare [] chosen []",
+                "share [] all null",
+            ])
+        let refusals = try site.archive.sql(
+            """
             SELECT json_extract(detail, '$.refused_types') FROM operations
             WHERE operation = 'health_data' AND json_extract(detail, '$.status') = 403 ORDER BY id
-            """).split(separator: "\n").map(String.init)
+            """
+        ).split(separator: "\n").map(String.init)
         #expect(refusals == ["[\"\(sleep)\"]", "[\"\(sleep)\"]", "[\"\(sleep)\"]", "[\"\(weight)\"]", "[\"\(heart)\"]"])
         // Usage: a type that is not an identifier, both types and --all, neither.
         #expect(try site.archive.run(["unshare", "x'; DROP TABLE samples; --"]).status == 64)
@@ -106,11 +126,15 @@ struct HealthSyncSharingTests {
         #expect(try run("snapshot-delta", ["cert", "server", "--out", tls.url.path]).status == 0)
         let certificate = try String(contentsOfFile: tls.path("client.crt"), encoding: .utf8)
         let cgi = HealthSyncCGITests()
-        let token = try #require(try archive.run(["pair", "--server-cert", tls.path("server.crt"), "--format", "ndjson"]).records().first?.string("token"))
-        #expect(try cgi.cgi(archive.db, path: "/api/v1/pair", body: #"{"token":"\#(token)"}"#, certificate: certificate).head.first == "Status: 200 OK")
+        let token = try #require(
+            try archive.run(["pair", "--server-cert", tls.path("server.crt"), "--format", "ndjson"]).records().first?.string("token"))
+        #expect(
+            try cgi.cgi(archive.db, path: "/api/v1/pair", body: #"{"token":"\#(token)"}"#, certificate: certificate).head.first
+                == "Status: 200 OK")
         // As version 4 left it: no shared_types table.
         _ = try archive.sql("DROP TABLE shared_types; PRAGMA user_version = 4")
-        let fetched = try cgi.cgi(archive.db, path: "/api/v1/health/data", body: #"{"types":["\#(sleep)","\#(heart)"]}"#, certificate: certificate)
+        let fetched = try cgi.cgi(
+            archive.db, path: "/api/v1/health/data", body: #"{"types":["\#(sleep)","\#(heart)"]}"#, certificate: certificate)
         #expect(fetched.head.first == "Status: 200 OK" && fetched.body?["samples"]?.arrayValue?.count == 4)
         #expect(try archive.sql("PRAGMA user_version") == "5")
         #expect(try archive.run(["shared"]).records().allSatisfy { $0.string("sharing") == "all" && $0["shared"] == .bool(true) })

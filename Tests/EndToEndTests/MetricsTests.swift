@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Whether Prometheus' tools are installed (Debian package `prometheus`: promtool and the server).
@@ -24,13 +25,14 @@ struct MetricsTests {
 
     /// Three monitors: api (a name with a quote, a backslash and a line feed; up, then degraded),
     /// db (no name, kind tcp; down without a latency, then error) and old (a monitor record, no sample).
-    static let corpus = [
-        #"{"type":"sample","monitor":"api","name":"A \"q\" \\ b\nc","kind":"https","at":"2026-01-27T10:00:00.000Z","status":"up","latency_ms":48.2,"tls_expiry_days":61}"#,
-        #"{"type":"sample","monitor":"db","kind":"tcp","at":"2026-01-27T10:01:00.000Z","status":"down","latency_ms":null}"#,
-        #"{"type":"sample","monitor":"db","kind":"tcp","at":"2026-01-27T10:02:00.000Z","status":"error","message":"timeout"}"#,
-        #"{"type":"monitor","monitor":"old","name":"Old","kind":"http","at":"2026-01-27T10:03:00.000Z","enabled":false}"#,
-        #"{"type":"sample","monitor":"api","name":"A \"q\" \\ b\nc","kind":"https","at":"2026-01-27T10:05:00.250Z","status":"degraded","latency_ms":1234.5,"tls_expiry_days":60}"#,
-    ].joined(separator: "\n") + "\n"
+    static let corpus =
+        [
+            #"{"type":"sample","monitor":"api","name":"A \"q\" \\ b\nc","kind":"https","at":"2026-01-27T10:00:00.000Z","status":"up","latency_ms":48.2,"tls_expiry_days":61}"#,
+            #"{"type":"sample","monitor":"db","kind":"tcp","at":"2026-01-27T10:01:00.000Z","status":"down","latency_ms":null}"#,
+            #"{"type":"sample","monitor":"db","kind":"tcp","at":"2026-01-27T10:02:00.000Z","status":"error","message":"timeout"}"#,
+            #"{"type":"monitor","monitor":"old","name":"Old","kind":"http","at":"2026-01-27T10:03:00.000Z","enabled":false}"#,
+            #"{"type":"sample","monitor":"api","name":"A \"q\" \\ b\nc","kind":"https","at":"2026-01-27T10:05:00.250Z","status":"degraded","latency_ms":1234.5,"tls_expiry_days":60}"#,
+        ].joined(separator: "\n") + "\n"
 
     /// The series lines, worked out by hand from the corpus. The name `A "q" \ b<LF>c` is written
     /// `A \"q\" \\ b\nc`. api's latest is the degraded check of 10:05:00.250 (2026-01-27T00:00Z is
@@ -88,9 +90,12 @@ struct MetricsTests {
         let series = metrics.lines.filter { !$0.hasPrefix("#") }
         #expect(series.joined(separator: "\n") == MetricsTests.expectedSeries)
         let types = metrics.lines.filter { $0.hasPrefix("# TYPE ") }
-        #expect(types == ["# TYPE vitals_monitor_up gauge", "# TYPE vitals_monitor_status gauge", "# TYPE vitals_monitor_latency_seconds gauge",
-                          "# TYPE vitals_monitor_last_check_timestamp_seconds gauge", "# TYPE vitals_monitor_tls_expiry_seconds gauge",
-                          "# TYPE vitals_checks_total counter"])
+        #expect(
+            types == [
+                "# TYPE vitals_monitor_up gauge", "# TYPE vitals_monitor_status gauge", "# TYPE vitals_monitor_latency_seconds gauge",
+                "# TYPE vitals_monitor_last_check_timestamp_seconds gauge", "# TYPE vitals_monitor_tls_expiry_seconds gauge",
+                "# TYPE vitals_checks_total counter",
+            ])
         #expect(metrics.lines.filter { $0.hasPrefix("# HELP ") }.count == 6, "each family has its help line")
         guard try requireGate(promtoolPath != nil, "promtool is needed (apt-get install prometheus)") else { return }
         let verdict = try MetricsTests.promtool(metrics.stdout)
@@ -134,10 +139,15 @@ struct MetricsTests {
 
     /// The sqlite3 shell's count of the samples that count (not held), by monitor and status.
     func shellCounts(_ db: String) throws -> [String: Int] {
-        let result = try runProcess("/usr/bin/env", ["sqlite3", db, """
-            SELECT m.monitor || ' ' || CASE s.status WHEN 0 THEN 'up' WHEN 1 THEN 'degraded' WHEN 2 THEN 'down' WHEN 3 THEN 'error' ELSE 'unknown' END,
-                   count(*) FROM samples s JOIN monitors m ON m.id = s.monitor_id WHERE s.held = 0 GROUP BY 1
-            """], stdin: "", environment: toolEnvironment())
+        let result = try runProcess(
+            "/usr/bin/env",
+            [
+                "sqlite3", db,
+                """
+                SELECT m.monitor || ' ' || CASE s.status WHEN 0 THEN 'up' WHEN 1 THEN 'degraded' WHEN 2 THEN 'down' WHEN 3 THEN 'error' ELSE 'unknown' END,
+                       count(*) FROM samples s JOIN monitors m ON m.id = s.monitor_id WHERE s.held = 0 GROUP BY 1
+                """,
+            ], stdin: "", environment: toolEnvironment())
         #expect(result.status == 0, "\(result.stderr)")
         var counts: [String: Int] = [:]
         for line in result.stdout.split(separator: "\n") {
@@ -152,8 +162,9 @@ struct MetricsTests {
         let lines = BackendCorpus.lines()
         let corpus = try scratch.write("corpus.ndjson", lines.joined(separator: "\n") + "\n")
         func ingest(_ input: String, _ extra: [String] = []) throws {
-            let result = try shell("store-samples --db \"$DB\" --now \(BackendCorpus.now) -q \(extra.joined(separator: " ")) < \"$IN\"",
-                                   environment: ["DB": db, "IN": input])
+            let result = try shell(
+                "store-samples --db \"$DB\" --now \(BackendCorpus.now) -q \(extra.joined(separator: " ")) < \"$IN\"",
+                environment: ["DB": db, "IN": input])
             #expect(result.status == 0 || result.status == 2, "\(result.stderr)")
         }
         func same(_ step: String) throws {
@@ -168,9 +179,11 @@ struct MetricsTests {
         try same("after the whole corpus (its first half again)")
         try ingest(corpus)
         try same("after a replay")
-        let remote = try scratch.write("remote.ndjson", (0..<5).map { step in
-            #"{"type":"sample","monitor":"edge","at":"2026-02-01T11:\#(10 + step):00.000Z","status":"up","latency_ms":\#(step).5,"agent":"berlin"}"#
-        }.joined(separator: "\n") + "\n")
+        let remote = try scratch.write(
+            "remote.ndjson",
+            (0..<5).map { step in
+                #"{"type":"sample","monitor":"edge","at":"2026-02-01T11:\#(10 + step):00.000Z","status":"up","latency_ms":\#(step).5,"agent":"berlin"}"#
+            }.joined(separator: "\n") + "\n")
         try ingest(remote, ["--remote"])
         try same("with berlin pending (its samples held)")
         #expect(try counters(db)["edge up"] == nil, "held samples are not counted")
@@ -199,7 +212,9 @@ struct MetricsTests {
         #expect(answer.body == (try run("store-samples", ["--db", db, "metrics"])).stdout)
 
         let port = try unusedPort()
-        let config = try scratch.write("prometheus.yml", """
+        let config = try scratch.write(
+            "prometheus.yml",
+            """
             global:
               scrape_interval: 1s
               scrape_timeout: 1s
@@ -211,9 +226,12 @@ struct MetricsTests {
                 static_configs:
                   - targets: ['127.0.0.1:\(handle.port)']
             """)
-        let pid = try spawnClean([prometheusPath!, "--config.file=\(config)", "--storage.tsdb.path=\(scratch.path("tsdb"))",
-                                  "--web.listen-address=127.0.0.1:\(port)"],
-                                 environment: toolEnvironment(), output: scratch.path("prometheus.log"))
+        let pid = try spawnClean(
+            [
+                prometheusPath!, "--config.file=\(config)", "--storage.tsdb.path=\(scratch.path("tsdb"))",
+                "--web.listen-address=127.0.0.1:\(port)",
+            ],
+            environment: toolEnvironment(), output: scratch.path("prometheus.log"))
         defer {
             kill(pid, SIGTERM)
             var status: Int32 = 0
@@ -221,11 +239,16 @@ struct MetricsTests {
         }
         /// The result vector of an instant query, each series' labels and value.
         func query(_ promql: String) throws -> [(labels: [String: String], value: String)] {
-            let result = try runProcess("/usr/bin/env", ["curl", "-sS", "--max-time", "10", "--data-urlencode", "query=\(promql)",
-                                                         "http://127.0.0.1:\(port)/api/v1/query"], stdin: "", environment: toolEnvironment())
+            let result = try runProcess(
+                "/usr/bin/env",
+                [
+                    "curl", "-sS", "--max-time", "10", "--data-urlencode", "query=\(promql)",
+                    "http://127.0.0.1:\(port)/api/v1/query",
+                ], stdin: "", environment: toolEnvironment())
             guard result.status == 0,
-                  let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
-                  let data = object["data"] as? [String: Any], let vector = data["result"] as? [[String: Any]] else { return [] }
+                let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+                let data = object["data"] as? [String: Any], let vector = data["result"] as? [[String: Any]]
+            else { return [] }
             return vector.map { (($0["metric"] as? [String: String]) ?? [:], (($0["value"] as? [Any])?.last as? String) ?? "") }
         }
         // Prometheus scrapes once a second: wait (a minute at most) until it has every monitor.

@@ -23,21 +23,26 @@ final class NetworkNamespace {
     let name: String
 
     /// iproute2's `ip`, wherever this system keeps it.
-    static let ip = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "ip"
+    static let ip =
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "ip"
 
     /// Whether namespaces can be made here (root, iproute2, a kernel that allows it): tried once.
     static let available: Bool = {
         guard runningAsRoot else { return false }
         let probe = "vitals-probe-\(getpid())"
-        guard let made = try? runProcess("/bin/sh", ["-c", "ip netns add \(probe) && ip netns del \(probe)"], stdin: "",
-                                         environment: toolEnvironment()) else { return false }
+        guard
+            let made = try? runProcess(
+                "/bin/sh", ["-c", "ip netns add \(probe) && ip netns del \(probe)"], stdin: "",
+                environment: toolEnvironment())
+        else { return false }
         return made.status == 0
     }()
 
     /// Whether nftables can load rules inside a namespace (the drop, loss and reject tests need it).
     static let firewallAvailable: Bool = {
         guard available, let namespace = try? NetworkNamespace(setup: ""),
-              let result = try? namespace.inside("nft add table inet vitals_probe") else { return false }
+            let result = try? namespace.inside("nft add table inet vitals_probe")
+        else { return false }
         return result.status == 0
     }()
 
@@ -59,15 +64,20 @@ final class NetworkNamespace {
 
     /// Runs `script` with `sh -e` inside the namespace, the built tools first on PATH.
     func inside(_ script: String, stdin: String = "", environment: [String: String] = [:]) throws -> RunResult {
-        try runProcess(NetworkNamespace.ip, ["netns", "exec", name, "/bin/sh", "-ec", script], stdin: stdin,
-                       environment: toolEnvironment(environment))
+        try runProcess(
+            NetworkNamespace.ip, ["netns", "exec", name, "/bin/sh", "-ec", script], stdin: stdin,
+            environment: toolEnvironment(environment))
     }
 
     /// Runs `script` inside the namespace as the unprivileged user nobody (uid and gid 65534,
     /// no supplementary groups, no capabilities left in any set).
     func insideAsNobody(_ script: String, stdin: String = "") throws -> RunResult {
-        try runProcess(NetworkNamespace.ip, ["netns", "exec", name, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                                        "--inh-caps=-all", "--bounding-set=-all", "/bin/sh", "-ec", script],
-                       stdin: stdin, environment: toolEnvironment(shared: true))
+        try runProcess(
+            NetworkNamespace.ip,
+            [
+                "netns", "exec", name, "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                "--inh-caps=-all", "--bounding-set=-all", "/bin/sh", "-ec", script,
+            ],
+            stdin: stdin, environment: toolEnvironment(shared: true))
     }
 }

@@ -12,8 +12,8 @@ extension NotifyDecisionTests {
         let state = scratch.path("state.json")
         let lines = [
             sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"),
-            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),                          // a and b down together: grouped
-            sampleLine("a", 120, "up"), sampleLine("b", 120.1, "up"), sampleLine("c", 120.2, "down"), // a, b back; c down
+            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),  // a and b down together: grouped
+            sampleLine("a", 120, "up"), sampleLine("b", 120.1, "up"), sampleLine("c", 120.2, "down"),  // a, b back; c down
         ]
         let result = try notify(lines, ["--state", state])
         #expect(result.status == 0, "\(result.stderr)")
@@ -35,18 +35,22 @@ extension NotifyDecisionTests {
     @Test("one new failure while a group is down is told on its own, under its own key and its own 60 s cooldown")
     func oneNewFailureWhileAGroupIsDown() throws {
         let lines = [
-            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"), sampleLine("e", 0, "up"), sampleLine("f", 0, "up"),
-            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),   // 10:01: two newly down: grouped, groupedOutage used at 60.1
-            sampleLine("e", 100, "down"), sampleLine("f", 100.1, "down"), // two newly down, groupedOutage 40 s ago: dropped
-            sampleLine("c", 180, "down"),                                 // 10:03: one newly down (a, b still down): key c, free
-            sampleLine("c", 190, "up"),                                   // recovered (no cooldown)
-            sampleLine("c", 220, "down"),                                 // key c used at 180, 40 s ago: dropped
-            sampleLine("c", 300, "up"),                                   // recovered
+            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"), sampleLine("e", 0, "up"),
+            sampleLine("f", 0, "up"),
+            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"),  // 10:01: two newly down: grouped, groupedOutage used at 60.1
+            sampleLine("e", 100, "down"), sampleLine("f", 100.1, "down"),  // two newly down, groupedOutage 40 s ago: dropped
+            sampleLine("c", 180, "down"),  // 10:03: one newly down (a, b still down): key c, free
+            sampleLine("c", 190, "up"),  // recovered (no cooldown)
+            sampleLine("c", 220, "down"),  // key c used at 180, 40 s ago: dropped
+            sampleLine("c", 300, "up"),  // recovered
         ]
         let result = try notify(lines)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try result.events() == ["down a,b \(traceTime(60.1))", "down c \(traceTime(180))", "recovered c \(traceTime(190))",
-                                        "recovered c \(traceTime(300))"])
+        #expect(
+            try result.events() == [
+                "down a,b \(traceTime(60.1))", "down c \(traceTime(180))", "recovered c \(traceTime(190))",
+                "recovered c \(traceTime(300))",
+            ])
         let records = try result.records()
         #expect(records[0].string("title") == "2 services down" && records[0].string("key") == "groupedOutage")
         #expect(records[1].string("title") == "Monitor DOWN")
@@ -60,22 +64,28 @@ extension NotifyDecisionTests {
     func cooldownDropsLikeIsitup() throws {
         let trace = [
             sampleLine("api", 0, "up"),
-            sampleLine("api", 10, "down"),      // down (key api, used at 10)
-            sampleLine("api", 20, "up"),        // recovered: recoveries have no cooldown
-            sampleLine("api", 30, "down"),      // key api cooling down (30 - 10 < 60): isitup drops it
+            sampleLine("api", 10, "down"),  // down (key api, used at 10)
+            sampleLine("api", 20, "up"),  // recovered: recoveries have no cooldown
+            sampleLine("api", 30, "down"),  // key api cooling down (30 - 10 < 60): isitup drops it
             sampleLine("api", 40, "degraded"),  // degraded: its own key api.degrading, free
-            sampleLine("api", 50, "down"),      // key api still cooling down: dropped
-            sampleLine("api", 75, "down"),      // still down: no change, nothing (the deferred rule tells it now)
+            sampleLine("api", 50, "down"),  // key api still cooling down: dropped
+            sampleLine("api", 75, "down"),  // still down: no change, nothing (the deferred rule tells it now)
             sampleLine("api", 80, "degraded"),  // down -> degraded; key api.degrading used at 40: dropped
-            sampleLine("api", 100, "degraded"), // no change: nothing (deferred: 100 - 40 = 60, told)
-            sampleLine("api", 130, "up"),       // recovered
+            sampleLine("api", 100, "degraded"),  // no change: nothing (deferred: 100 - 40 = 60, told)
+            sampleLine("api", 130, "up"),  // recovered
         ]
         let dropped = try notify(trace)
-        #expect(try dropped.events() == ["down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
-                                         "recovered api \(traceTime(130))"])
+        #expect(
+            try dropped.events() == [
+                "down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
+                "recovered api \(traceTime(130))",
+            ])
         let deferred = try notify(trace, ["--cooldown-mode", "defer"])
-        #expect(try deferred.events() == ["down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
-                                          "down api \(traceTime(75))", "degraded api \(traceTime(100))", "recovered api \(traceTime(130))"])
+        #expect(
+            try deferred.events() == [
+                "down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
+                "down api \(traceTime(75))", "degraded api \(traceTime(100))", "recovered api \(traceTime(130))",
+            ])
         #expect(try notify(trace, ["--cooldown-mode", "later"]).status == 64)
     }
 }
@@ -85,23 +95,30 @@ extension NotifyPushTests {
     // the app navigates with `userInfo["monitor_id"] as? Int` (its AppDelegate). OnlineTracker's
     // server pushes one monitor per notification, so that a tap opens it; isitup's grouping stays
     // for the other channels.
-    @Test("Apple push: one push per monitor, each with the integer id the API shows and its name; a webhook still gets the grouped notification")
+    @Test(
+        "Apple push: one push per monitor, each with the integer id the API shows and its name; a webhook still gets the grouped notification"
+    )
     func onePushPerMonitor() throws {
         let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])
         let hookScratch = try ScratchDirectory()
         let hook = try webhookServer(hookScratch)
         let server = try FixtureServer()
         let refused = try RefusingPort()
-        let targets = try fake.scratch.write("targets.ndjson", """
-        {"id":"web","name":"Web shop","url":"\(server.baseURL)/ok"}
-        {"id":"api","name":"Payments API","url":"\(server.baseURL)/status/500"}
-        {"id":"db","name":"Database","url":"http://127.0.0.1:\(refused.port)/"}
-        {"id":"search","name":"Search","url":"\(server.baseURL)/status/503"}
-        """)
+        let targets = try fake.scratch.write(
+            "targets.ndjson",
+            """
+            {"id":"web","name":"Web shop","url":"\(server.baseURL)/ok"}
+            {"id":"api","name":"Payments API","url":"\(server.baseURL)/status/500"}
+            {"id":"db","name":"Database","url":"http://127.0.0.1:\(refused.port)/"}
+            {"id":"search","name":"Search","url":"\(server.baseURL)/status/503"}
+            """)
         let db = fake.scratch.path("vitals.db")
-        let piped = try shell("probe-http \"$TARGETS\" | store-samples --db \"$DB\" | notify --state \"$STATE\" --to \"$CHANNEL\" --to \"$HOOK\"",
-                              environment: ["TARGETS": targets, "DB": db, "STATE": fake.state, "CHANNEL": fake.channel,
-                                            "HOOK": "json://\(hook.hostPort)/hook"])
+        let piped = try shell(
+            "probe-http \"$TARGETS\" | store-samples --db \"$DB\" | notify --state \"$STATE\" --to \"$CHANNEL\" --to \"$HOOK\"",
+            environment: [
+                "TARGETS": targets, "DB": db, "STATE": fake.state, "CHANNEL": fake.channel,
+                "HOOK": "json://\(hook.hostPort)/hook",
+            ])
         #expect(piped.status == 0, "\(piped.stderr)")
         // The API's ids, as the app lists them.
         let monitors = try run("store-samples", ["--db", db, "monitors"])
@@ -136,11 +153,14 @@ extension NotifyPushTests {
         let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])
         let db = fake.scratch.path("vitals.db")
         // Two monitors whose ids are names; store-samples numbers them 1 and 2 in its views.
-        let samples = [sampleLine("google-dns", 0, "up", name: "Google DNS"), sampleLine("shop", 0.1, "up", name: "Shop"),
-                       sampleLine("shop", 10, "error", name: "Shop", message: "Request timeout after 10s")]
+        let samples = [
+            sampleLine("google-dns", 0, "up", name: "Google DNS"), sampleLine("shop", 0.1, "up", name: "Shop"),
+            sampleLine("shop", 10, "error", name: "Shop", message: "Request timeout after 10s"),
+        ]
         let trace = try fake.scratch.write("trace.ndjson", samples.joined(separator: "\n") + "\n")
-        let piped = try shell("store-samples --db \"$DB\" \"$TRACE\" | notify --state \"$STATE\" --to \"$CHANNEL\"",
-                              environment: ["DB": db, "TRACE": trace, "STATE": fake.state, "CHANNEL": fake.channel])
+        let piped = try shell(
+            "store-samples --db \"$DB\" \"$TRACE\" | notify --state \"$STATE\" --to \"$CHANNEL\"",
+            environment: ["DB": db, "TRACE": trace, "STATE": fake.state, "CHANNEL": fake.channel])
         #expect(piped.status == 0, "\(piped.stderr)")
         let monitors = try run("store-samples", ["--db", db, "monitors"])
         let listed = try #require(try JSONParser.parse(monitors.stdout).arrayValue?.compactMap(\.objectValue))
@@ -162,34 +182,47 @@ extension NotifyDesktopTests {
     @Test("notification actions: Check now runs the configured command, chosen in dunst's context menu")
     func notificationActionsCheckNow() throws {
         let help = try shell("notify-send --help")
-        guard try requireGate(help.stdout.contains("--action") && help.stdout.contains("--print-id"),
-                              "the installed notify-send has no --action") else { return }
+        guard
+            try requireGate(
+                help.stdout.contains("--action") && help.stdout.contains("--print-id"),
+                "the installed notify-send has no --action")
+        else { return }
         let scratch = try ScratchDirectory()
-        let trace = try scratch.write("trace.ndjson", [sampleLine("shop", 0, "up", name: "Shop"),
-                                                       sampleLine("shop", 10, "down", name: "Shop")].joined(separator: "\n") + "\n")
+        let trace = try scratch.write(
+            "trace.ndjson",
+            [
+                sampleLine("shop", 0, "up", name: "Shop"),
+                sampleLine("shop", 10, "down", name: "Shop"),
+            ].joined(separator: "\n") + "\n")
         // The check-now command records its arguments (probe-http --only NAME would probe the one service).
-        let check = try scratch.write("check.sh", "#!/bin/sh\nprintf '%s\\n' \"$*\" > \"$(dirname \"$0\")/checked.tmp\"\nmv \"$(dirname \"$0\")/checked.tmp\" \"$(dirname \"$0\")/checked\"\n")
+        let check = try scratch.write(
+            "check.sh",
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" > \"$(dirname \"$0\")/checked.tmp\"\nmv \"$(dirname \"$0\")/checked.tmp\" \"$(dirname \"$0\")/checked\"\n"
+        )
         // dunst's menu: keep the lines it offers, choose Check now.
-        let menu = try scratch.write("menu.sh", "#!/bin/sh\ncat > \"$(dirname \"$0\")/menu\"\ngrep 'Check now' \"$(dirname \"$0\")/menu\"\n")
+        let menu = try scratch.write(
+            "menu.sh", "#!/bin/sh\ncat > \"$(dirname \"$0\")/menu\"\ngrep 'Check now' \"$(dirname \"$0\")/menu\"\n")
         for path in [check, menu] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path) }
         let channel = "desktop://?check=\(check)&check_arg=--only&check_arg={monitor}&open=xdg-open&open_arg={target}"
         // Inside the desktop: notify delivers and exits; then the user opens the menu and picks Check now.
         let script = """
-        notify --to "$1" "$2" > notified.ndjson || exit 1
-        dunstctl context
-        tries=0
-        until [ -s checked ] || [ $tries -gt 200 ]; do tries=$((tries + 1)); sleep 0.05; done
-        """
+            notify --to "$1" "$2" > notified.ndjson || exit 1
+            dunstctl context
+            tries=0
+            until [ -s checked ] || [ $tries -gt 200 ]; do tries=$((tries + 1)); sleep 0.05; done
+            """
         let session = Binaries.fixtures.appendingPathComponent("notify/desktop_session.sh").path
-        let result = try runProcess(session, [scratch.url.path, "/bin/sh", "-c", script, "sh", channel, trace], stdin: "",
-                                    environment: toolEnvironment(["DESKTOP_DMENU": menu]), directory: scratch.url)
+        let result = try runProcess(
+            session, [scratch.url.path, "/bin/sh", "-c", script, "sh", channel, trace], stdin: "",
+            environment: toolEnvironment(["DESKTOP_DMENU": menu]), directory: scratch.url)
         #expect(result.status == 0, "\(result.stderr)")
         let shown = try String(contentsOfFile: scratch.path("shown"), encoding: .utf8)
         #expect(shown == "vitals|Monitor DOWN|Shop is not responding: HTTP 503, expected 200-399|CRITICAL\n")
         let offered = try String(contentsOfFile: scratch.path("menu"), encoding: .utf8)
         #expect(offered.contains("#Check now (Monitor DOWN)") && offered.contains("#Open (Monitor DOWN)"), "\(offered)")
         #expect(try String(contentsOfFile: scratch.path("checked"), encoding: .utf8) == "--only shop\n")
-        let notified = try #require(try JSONParser.parse(String(contentsOfFile: scratch.path("notified.ndjson"), encoding: .utf8)).objectValue)
+        let notified = try #require(
+            try JSONParser.parse(String(contentsOfFile: scratch.path("notified.ndjson"), encoding: .utf8)).objectValue)
         #expect(notified["deliveries"]?.arrayValue?.first?.objectValue?.string("result") == "delivered")
     }
 }

@@ -27,8 +27,10 @@ struct NotifyPushTests {
         let p8 = scratch.path("AuthKey_KEY1234567.p8")
         let made = try shell("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out '\(p8)'")
         #expect(made.status == 0, "\(made.stderr)")
-        var arguments = ["--log", scratch.path("log.ndjson"), "--cert", cert, "--key", key, "--key-file", p8,
-                         "--key-id", "KEY1234567", "--team-id", "TEAM123456", "--topic", NotifyPushTests.topic]
+        var arguments = [
+            "--log", scratch.path("log.ndjson"), "--cert", cert, "--key", key, "--key-file", p8,
+            "--key-id", "KEY1234567", "--team-id", "TEAM123456", "--topic", NotifyPushTests.topic,
+        ]
         for script in scripts { arguments += ["--script", script] }
         let server = try PythonPeer("apns_server.py", arguments, scratch: scratch)
         let state = scratch.path("state.json")
@@ -36,7 +38,8 @@ struct NotifyPushTests {
             let added = try run("notify", ["--state", state, "devices", "add", device, "--app-version", "1.0.0"])
             #expect(added.status == 0, "\(added.stderr)")
         }
-        let channel = "apns://\(server.hostPort)/\(NotifyPushTests.topic)?team=TEAM123456&key_id=KEY1234567&key_file=\(p8)&cafile=\(certs.path("ca.pem"))"
+        let channel =
+            "apns://\(server.hostPort)/\(NotifyPushTests.topic)?team=TEAM123456&key_id=KEY1234567&key_file=\(p8)&cafile=\(certs.path("ca.pem"))"
         return Fake(server: server, scratch: scratch, channel: channel, state: state)
     }
 
@@ -47,7 +50,9 @@ struct NotifyPushTests {
     @Test("each device gets OnlineTracker's payload over HTTP/2 with a verified ES256 provider token and the apns-* headers")
     func push() throws {
         let fake = try fakeAPNs()
-        let input = sampleLine("7", 0, "up", name: "Google DNS") + "\n" + sampleLine("7", 10, "down", name: "Google DNS", message: "Request timeout after 10s") + "\n"
+        let input =
+            sampleLine("7", 0, "up", name: "Google DNS") + "\n"
+            + sampleLine("7", 10, "down", name: "Google DNS", message: "Request timeout after 10s") + "\n"
         let result = try run("notify", ["--state", fake.state, "--to", fake.channel], stdin: input)
         #expect(result.status == 0, "\(result.stderr)")
         let outcome = try delivery(result)
@@ -66,8 +71,13 @@ struct NotifyPushTests {
             #expect(headers["apns-collapse-id"] == .string("7"))
             let payload = try #require(request["payload"]?.objectValue)
             let aps = try #require(payload["aps"]?.objectValue)
-            #expect(aps["alert"] == .object(JSONObject([JSONField("title", .string("Monitor DOWN")),
-                                                        JSONField("body", .string("Google DNS is not responding"))])))
+            #expect(
+                aps["alert"]
+                    == .object(
+                        JSONObject([
+                            JSONField("title", .string("Monitor DOWN")),
+                            JSONField("body", .string("Google DNS is not responding")),
+                        ])))
             #expect(aps["sound"] == .string("default"))
             #expect(aps["badge"] == .number("1"))
             #expect(payload["monitor_id"] == .number("7"), "an integer, as OnlineTracker's app reads it")
@@ -79,9 +89,12 @@ struct NotifyPushTests {
 
     @Test("410 removes the device; 429 is retried; a bad device token fails that device only")
     func answers() throws {
-        let fake = try fakeAPNs(scripts: ["\(NotifyPushTests.deviceA)=429:TooManyRequests,200", "\(NotifyPushTests.deviceB)=410:Unregistered",
-                                          "\(NotifyPushTests.deviceC)=400:BadDeviceToken"],
-                                devices: [NotifyPushTests.deviceA, NotifyPushTests.deviceB, NotifyPushTests.deviceC])
+        let fake = try fakeAPNs(
+            scripts: [
+                "\(NotifyPushTests.deviceA)=429:TooManyRequests,200", "\(NotifyPushTests.deviceB)=410:Unregistered",
+                "\(NotifyPushTests.deviceC)=400:BadDeviceToken",
+            ],
+            devices: [NotifyPushTests.deviceA, NotifyPushTests.deviceB, NotifyPushTests.deviceC])
         let result = try run("notify", ["--state", fake.state, "--to", fake.channel], stdin: NotifyWebhookTests.outage)
         #expect(result.status == 0, "\(result.stderr)")
         let outcome = try delivery(result)
@@ -111,15 +124,19 @@ struct NotifyPushTests {
         #expect(try none.server.log().isEmpty)
     }
 
-    @Test("the provider token is kept in the state: reused for 50 minutes, then renewed; ExpiredProviderToken renews it, never sooner than 20 minutes")
+    @Test(
+        "the provider token is kept in the state: reused for 50 minutes, then renewed; ExpiredProviderToken renews it, never sooner than 20 minutes"
+    )
     func tokenAges() throws {
-        let fake = try fakeAPNs(scripts: ["\(NotifyPushTests.deviceA)=200,200,200,403:ExpiredProviderToken,403:ExpiredProviderToken,200"],
-                            devices: [NotifyPushTests.deviceA])
+        let fake = try fakeAPNs(
+            scripts: ["\(NotifyPushTests.deviceA)=200,200,200,403:ExpiredProviderToken,403:ExpiredProviderToken,200"],
+            devices: [NotifyPushTests.deviceA])
         // One outage per run, each a new monitor's: t is the wall clock --now gives. Deliveries that
         // must go through get the default 30 s; the one that must stay pending, 2 s.
         func push(_ monitor: String, at now: String, budget: String = "30s") throws -> RunResult {
-            try run("notify", ["--state", fake.state, "--to", fake.channel, "--now", now, "--deliver-timeout", budget],
-                    stdin: sampleLine(monitor, 0, "up") + "\n" + sampleLine(monitor, 10, "down") + "\n")
+            try run(
+                "notify", ["--state", fake.state, "--to", fake.channel, "--now", now, "--deliver-timeout", budget],
+                stdin: sampleLine(monitor, 0, "up") + "\n" + sampleLine(monitor, 10, "down") + "\n")
         }
         func issuedAt(_ request: JSONObject) -> Int? { request["jwt_claims"]?.objectValue?["iat"]?.intValue }
         // --now sets the clock at the start of the run, and it runs on: a token is issued at --now
@@ -127,13 +144,14 @@ struct NotifyPushTests {
         func issued(_ request: JSONObject, near expected: Int) -> Bool {
             issuedAt(request).map { $0 >= expected && $0 < expected + 60 } ?? false
         }
-        let base = 1_769_508_000 // 2026-01-27T10:00:00Z in seconds
+        let base = 1_769_508_000  // 2026-01-27T10:00:00Z in seconds
         _ = try push("m1", at: "2026-01-27T10:00:00Z")
-        _ = try push("m2", at: "2026-01-27T10:30:00Z")   // 30 minutes: the same token
-        _ = try push("m3", at: "2026-01-27T10:55:00Z")   // 55 minutes: a new one
+        _ = try push("m2", at: "2026-01-27T10:30:00Z")  // 30 minutes: the same token
+        _ = try push("m3", at: "2026-01-27T10:55:00Z")  // 55 minutes: a new one
         var log = try fake.server.log()
-        #expect(log.count == 3 && issued(log[0], near: base) && issuedAt(log[1]) == issuedAt(log[0]) && issued(log[2], near: base + 55 * 60),
-                "\(log.map(issuedAt))")
+        #expect(
+            log.count == 3 && issued(log[0], near: base) && issuedAt(log[1]) == issuedAt(log[0]) && issued(log[2], near: base + 55 * 60),
+            "\(log.map(issuedAt))")
         // Apple says expired 5 minutes after issue: not renewed before 20 minutes; pending.
         let early = try push("m4", at: "2026-01-27T11:00:00Z", budget: "2s")
         #expect(early.status == 2)
@@ -144,8 +162,9 @@ struct NotifyPushTests {
         #expect(late.status == 0, "\(late.stderr)")
         log = try fake.server.log()
         let lastThree = Array(log.suffix(3))
-        #expect(lastThree.count == 3 && issuedAt(lastThree[0]) == issuedAt(log[2]) && issued(lastThree[1], near: base + 80 * 60)
-                    && issuedAt(lastThree[2]) == issuedAt(lastThree[1]), "\(log.map(issuedAt))")
+        #expect(
+            lastThree.count == 3 && issuedAt(lastThree[0]) == issuedAt(log[2]) && issued(lastThree[1], near: base + 80 * 60)
+                && issuedAt(lastThree[2]) == issuedAt(lastThree[1]), "\(log.map(issuedAt))")
         #expect(log.map { $0.int("answered") }.suffix(3) == [403, 200, 200])
     }
 
@@ -168,7 +187,9 @@ struct NotifyPushTests {
     func devices() throws {
         let scratch = try ScratchDirectory()
         let state = scratch.path("state.json")
-        let added = try run("notify", ["--state", state, "devices", "add", NotifyPushTests.deviceA.uppercased(), "--platform", "ios", "--app-version", "1.2"])
+        let added = try run(
+            "notify",
+            ["--state", state, "devices", "add", NotifyPushTests.deviceA.uppercased(), "--platform", "ios", "--app-version", "1.2"])
         #expect(added.stdout == "{\"success\":true,\"device_id\":1,\"message\":\"Device registered successfully\"}\n")
         let again = try run("notify", ["--state", state, "devices", "add", NotifyPushTests.deviceA])
         #expect(again.stdout.contains("\"device_id\":1"), "registering again keeps the id")

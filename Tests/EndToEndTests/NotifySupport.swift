@@ -59,8 +59,10 @@ func readFirstLine(_ handle: FileHandle) -> String {
 }
 
 /// The webhook receiver (Fixtures/notify/webhook_server.py).
-func webhookServer(_ scratch: ScratchDirectory, scripts: [String] = [], github: String? = nil, standard: String? = nil,
-                   tls: (cert: String, key: String)? = nil) throws -> PythonPeer {
+func webhookServer(
+    _ scratch: ScratchDirectory, scripts: [String] = [], github: String? = nil, standard: String? = nil,
+    tls: (cert: String, key: String)? = nil
+) throws -> PythonPeer {
     var arguments = ["--log", scratch.path("log.ndjson")]
     for script in scripts { arguments += ["--script", script] }
     if let github { arguments += ["--github-secret", github] }

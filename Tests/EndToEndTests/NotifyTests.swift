@@ -11,19 +11,24 @@ struct NotifyDecisionTests {
         try run("notify", arguments, stdin: lines.joined(separator: "\n") + "\n")
     }
 
-    @Test("a monitor starts unknown: first seen degraded is news, first seen up is not; down, degraded, error and recovery are each notified once")
+    @Test(
+        "a monitor starts unknown: first seen degraded is news, first seen up is not; down, degraded, error and recovery are each notified once"
+    )
     func transitions() throws {
         let result = try notify([
-            sampleLine("api", 0, "up"), sampleLine("web", 0.1, "degraded"),   // unknown -> up: nothing; unknown -> degraded: told
-            sampleLine("api", 60, "down"),                                     // api up -> down
-            sampleLine("api", 120, "up"), sampleLine("web", 120.1, "up"),      // two recoveries in one round: grouped
-            sampleLine("api", 180, "degraded"),                                // api up -> degraded (its own key)
-            sampleLine("api", 240, "error", message: "Request timeout after 5s"), // degraded -> error: key api, last used at 60
-            sampleLine("api", 300, "down"),                                    // error -> down: one condition, nothing
+            sampleLine("api", 0, "up"), sampleLine("web", 0.1, "degraded"),  // unknown -> up: nothing; unknown -> degraded: told
+            sampleLine("api", 60, "down"),  // api up -> down
+            sampleLine("api", 120, "up"), sampleLine("web", 120.1, "up"),  // two recoveries in one round: grouped
+            sampleLine("api", 180, "degraded"),  // api up -> degraded (its own key)
+            sampleLine("api", 240, "error", message: "Request timeout after 5s"),  // degraded -> error: key api, last used at 60
+            sampleLine("api", 300, "down"),  // error -> down: one condition, nothing
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try result.events() == ["degraded web \(traceTime(0.1))", "down api \(traceTime(60))", "recovered api,web \(traceTime(120.1))",
-                                        "degraded api \(traceTime(180))", "down api \(traceTime(240))"])
+        #expect(
+            try result.events() == [
+                "degraded web \(traceTime(0.1))", "down api \(traceTime(60))", "recovered api,web \(traceTime(120.1))",
+                "degraded api \(traceTime(180))", "down api \(traceTime(240))",
+            ])
         let records = try result.records()
         #expect(records[0].string("title") == "Monitor DEGRADED")
         #expect(records[0].string("key") == "web.degrading")
@@ -50,7 +55,9 @@ struct NotifyDecisionTests {
     // transitioned to degrading" and decides the notification from them. unknown -> down is a
     // transition to failure: a service already failing is news on the first run. A first
     // sample that is up is no failure: silent.
-    @Test("a monitor first seen down is news (isitup's unknown -> down); one first seen up is not; --baseline keeps the first sample as the baseline")
+    @Test(
+        "a monitor first seen down is news (isitup's unknown -> down); one first seen up is not; --baseline keeps the first sample as the baseline"
+    )
     func unknownFirst() throws {
         let lines = [sampleLine("api", 0, "down"), sampleLine("web", 0.5, "up")]
         let records = try notify(lines).records()
@@ -72,25 +79,32 @@ struct NotifyDecisionTests {
 
     @Test("--cooldown-mode defer: 60 s per key; a change held back is told when the key's cooldown ends, if it still holds")
     func cooldown() throws {
-        let result = try notify([
-            sampleLine("api", 0, "up"),
-            sampleLine("api", 10, "down"),      // down (key api, used at 10)
-            sampleLine("api", 20, "up"),        // recovered: recoveries have no cooldown
-            sampleLine("api", 30, "down"),      // key api cooling down (30 - 10 < 60): held back
-            sampleLine("api", 40, "degraded"),  // degraded: its own key api.degrading, free
-            sampleLine("api", 50, "down"),      // key api still cooling down: held back
-            sampleLine("api", 75, "down"),      // 75 - 10 = 65 >= 60: told now
-            sampleLine("api", 80, "degraded"),  // down -> degraded; key api.degrading used at 40: held back
-            sampleLine("api", 100, "degraded"), // 100 - 40 = 60: told
-        ], ["--cooldown-mode", "defer"])
-        #expect(try result.events() == ["down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
-                                        "down api \(traceTime(75))", "degraded api \(traceTime(100))"])
+        let result = try notify(
+            [
+                sampleLine("api", 0, "up"),
+                sampleLine("api", 10, "down"),  // down (key api, used at 10)
+                sampleLine("api", 20, "up"),  // recovered: recoveries have no cooldown
+                sampleLine("api", 30, "down"),  // key api cooling down (30 - 10 < 60): held back
+                sampleLine("api", 40, "degraded"),  // degraded: its own key api.degrading, free
+                sampleLine("api", 50, "down"),  // key api still cooling down: held back
+                sampleLine("api", 75, "down"),  // 75 - 10 = 65 >= 60: told now
+                sampleLine("api", 80, "degraded"),  // down -> degraded; key api.degrading used at 40: held back
+                sampleLine("api", 100, "degraded"),  // 100 - 40 = 60: told
+            ], ["--cooldown-mode", "defer"])
+        #expect(
+            try result.events() == [
+                "down api \(traceTime(10))", "recovered api \(traceTime(20))", "degraded api \(traceTime(40))",
+                "down api \(traceTime(75))", "degraded api \(traceTime(100))",
+            ])
         let records = try result.records()
         #expect(records[3].string("since") == traceTime(30), "api has not been up since 30")
         #expect(records[4].string("body") == "Api answers again, but degraded")
         // --cooldown 0s tells every change.
-        let eager = try notify([sampleLine("api", 0, "up"), sampleLine("api", 10, "down"), sampleLine("api", 20, "up"),
-                                sampleLine("api", 30, "down")], ["--cooldown", "0s"])
+        let eager = try notify(
+            [
+                sampleLine("api", 0, "up"), sampleLine("api", 10, "down"), sampleLine("api", 20, "up"),
+                sampleLine("api", 30, "down"),
+            ], ["--cooldown", "0s"])
         #expect(try eager.events().count == 3)
     }
 
@@ -98,14 +112,17 @@ struct NotifyDecisionTests {
     func grouping() throws {
         let lines = [
             sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("c", 0, "up"), sampleLine("d", 0, "up"),
-            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"), sampleLine("c", 60.2, "down"), // one round: grouped
-            sampleLine("d", 90, "down"),                      // alone in its round: "Monitor DOWN", key d (free)
-            sampleLine("a", 120, "up"), sampleLine("b", 120.1, "up"),                                  // two recoveries: grouped
-            sampleLine("c", 150, "up"),                                                                // one: alone
+            sampleLine("a", 60, "down"), sampleLine("b", 60.1, "down"), sampleLine("c", 60.2, "down"),  // one round: grouped
+            sampleLine("d", 90, "down"),  // alone in its round: "Monitor DOWN", key d (free)
+            sampleLine("a", 120, "up"), sampleLine("b", 120.1, "up"),  // two recoveries: grouped
+            sampleLine("c", 150, "up"),  // one: alone
         ]
         let result = try notify(lines)
-        #expect(try result.events() == ["down a,b,c \(traceTime(60.2))", "down d \(traceTime(90))",
-                                        "recovered a,b \(traceTime(120.1))", "recovered c \(traceTime(150))"])
+        #expect(
+            try result.events() == [
+                "down a,b,c \(traceTime(60.2))", "down d \(traceTime(90))",
+                "recovered a,b \(traceTime(120.1))", "recovered c \(traceTime(150))",
+            ])
         let records = try result.records()
         #expect(records[0].string("title") == "3 services down")
         #expect(records[0].string("body") == "A, B, C")
@@ -116,7 +133,8 @@ struct NotifyDecisionTests {
         #expect(records[1].string("key") == "d")
         #expect(records[0]["monitor"] == nil, "a grouped record has no single monitor")
         // --group-min 0 never groups.
-        #expect(try notify(Array(lines.prefix(7)), ["--group-min", "0"]).events()
+        #expect(
+            try notify(Array(lines.prefix(7)), ["--group-min", "0"]).events()
                 == ["down a \(traceTime(60))", "down b \(traceTime(60.1))", "down c \(traceTime(60.2))"])
         // --group-min 4: three are not enough.
         #expect(try notify(Array(lines.prefix(7)), ["--group-min", "4"]).records().count == 3)
@@ -133,10 +151,10 @@ struct NotifyDecisionTests {
     func thresholds() throws {
         let lines = [
             sampleLine("api", 0, "up"),
-            sampleLine("api", 10, "down"), sampleLine("api", 20, "down"), sampleLine("api", 30, "up"), // 2 failures, then broken
-            sampleLine("api", 40, "down"), sampleLine("api", 50, "down"), sampleLine("api", 60, "down"), // 3 in a row: down at 60
-            sampleLine("api", 70, "up"), sampleLine("api", 80, "down"),                                 // 1 up: not recovered
-            sampleLine("api", 90, "up"), sampleLine("api", 100, "up"),                                  // 2 up: recovered at 100
+            sampleLine("api", 10, "down"), sampleLine("api", 20, "down"), sampleLine("api", 30, "up"),  // 2 failures, then broken
+            sampleLine("api", 40, "down"), sampleLine("api", 50, "down"), sampleLine("api", 60, "down"),  // 3 in a row: down at 60
+            sampleLine("api", 70, "up"), sampleLine("api", 80, "down"),  // 1 up: not recovered
+            sampleLine("api", 90, "up"), sampleLine("api", 100, "up"),  // 2 up: recovered at 100
         ]
         let result = try notify(lines, ["--failure-threshold", "3", "--success-threshold", "2"])
         #expect(try result.events() == ["down api \(traceTime(60))", "recovered api \(traceTime(100))"])
@@ -162,7 +180,9 @@ struct NotifyDecisionTests {
     // 480 a degraded sample with no episode (a probe's own) waits for the threshold, and the up at
     // 540 breaks its streak. The same statuses without anomaly objects follow the thresholds:
     // degraded at 180 (since 60, the first of three), and never 3 up samples in a row after it.
-    @Test("an anomaly episode is one degradation: told at its onset, nothing for the samples inside it, recovered at its end, whatever the thresholds")
+    @Test(
+        "an anomaly episode is one degradation: told at its onset, nothing for the samples inside it, recovered at its end, whatever the thresholds"
+    )
     func episodes() throws {
         let plain = [
             sampleLine("api", 0, "up"),
@@ -182,8 +202,11 @@ struct NotifyDecisionTests {
         let thresholds = ["--failure-threshold", "3", "--success-threshold", "3"]
         let result = try notify(marked, thresholds)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try result.events() == ["degraded api \(traceTime(60))", "recovered api \(traceTime(240))",
-                                        "degraded api \(traceTime(300))", "recovered api \(traceTime(420))"])
+        #expect(
+            try result.events() == [
+                "degraded api \(traceTime(60))", "recovered api \(traceTime(240))",
+                "degraded api \(traceTime(300))", "recovered api \(traceTime(420))",
+            ])
         let records = try result.records()
         #expect(records[0].string("since") == traceTime(60))
         #expect(records[1].int("duration_ms") == 180_000, "60 to 240")
@@ -199,15 +222,19 @@ struct NotifyDecisionTests {
 
     @Test("--repeat-interval re-sends a still-open outage")
     func repeats() throws {
-        let result = try notify([
-            sampleLine("api", 0, "up"), sampleLine("api", 10, "down"), sampleLine("api", 40, "down"),
-            sampleLine("api", 70, "down"),   // 70 - 10 = 60: still down
-            sampleLine("api", 100, "down"),  // 100 - 70 = 30: nothing
-            sampleLine("api", 130, "down"),  // 130 - 70 = 60: still down
-            sampleLine("api", 140, "up"),
-        ], ["--repeat-interval", "1m"])
-        #expect(try result.events() == ["down api \(traceTime(10))", "still_down api \(traceTime(70))",
-                                        "still_down api \(traceTime(130))", "recovered api \(traceTime(140))"])
+        let result = try notify(
+            [
+                sampleLine("api", 0, "up"), sampleLine("api", 10, "down"), sampleLine("api", 40, "down"),
+                sampleLine("api", 70, "down"),  // 70 - 10 = 60: still down
+                sampleLine("api", 100, "down"),  // 100 - 70 = 30: nothing
+                sampleLine("api", 130, "down"),  // 130 - 70 = 60: still down
+                sampleLine("api", 140, "up"),
+            ], ["--repeat-interval", "1m"])
+        #expect(
+            try result.events() == [
+                "down api \(traceTime(10))", "still_down api \(traceTime(70))",
+                "still_down api \(traceTime(130))", "recovered api \(traceTime(140))",
+            ])
         let records = try result.records()
         #expect(records[1].string("title") == "Monitor still DOWN")
         #expect(records[1].string("body") == "Api has been down for 1m")
@@ -217,9 +244,9 @@ struct NotifyDecisionTests {
     func mutes() throws {
         let lines = [
             sampleLine("api", 0, "up"), sampleLine("web", 0, "up"),
-            sampleLine("api", 40, "down"), sampleLine("web", 40.5, "down"), // api muted (30 to 90), web told alone
-            sampleLine("api", 50, "up"), sampleLine("api", 60, "down"),      // muted
-            sampleLine("api", 100, "down"),                                  // the window is over: told (since 60)
+            sampleLine("api", 40, "down"), sampleLine("web", 40.5, "down"),  // api muted (30 to 90), web told alone
+            sampleLine("api", 50, "up"), sampleLine("api", 60, "down"),  // muted
+            sampleLine("api", 100, "down"),  // the window is over: told (since 60)
             sampleLine("api", 110, "up"),
         ]
         let expected = ["down web \(traceTime(40.5))", "down api \(traceTime(100))", "recovered api \(traceTime(110))"]
@@ -239,10 +266,12 @@ struct NotifyDecisionTests {
     @Test("bad lines are reported with file and line; the rest is still decided; exit 2")
     func badLines() throws {
         let scratch = try ScratchDirectory()
-        let file = try scratch.write("trace.ndjson", [
-            sampleLine("api", 0, "up"), "{not json", #"{"type":"sample","at":"2026-01-27T10:00:05Z","status":"up"}"#,
-            #"{"type":"anomaly","monitor":"api"}"#, sampleLine("api", 10, "down"),
-        ].joined(separator: "\n") + "\n")
+        let file = try scratch.write(
+            "trace.ndjson",
+            [
+                sampleLine("api", 0, "up"), "{not json", #"{"type":"sample","at":"2026-01-27T10:00:05Z","status":"up"}"#,
+                #"{"type":"anomaly","monitor":"api"}"#, sampleLine("api", 10, "down"),
+            ].joined(separator: "\n") + "\n")
         let result = try run("notify", [file])
         #expect(result.status == 2)
         #expect(result.stderr.contains("notify: \(file):2: not valid JSON: expected a field name in double quotes at column 2\n"))
@@ -308,14 +337,23 @@ struct NotifyStateTests {
         let scratch = try ScratchDirectory()
         let trace = try scratch.write("trace.ndjson", NotifyStateTests.cycles.flatMap { $0 }.joined(separator: "\n") + "\n")
         let reference = try run("notify", [trace])
-        let replay = try shell("store-samples --db vitals.db -q trace.ndjson && store-samples --db vitals.db export --since 7d --now 2026-01-28T00:00:00Z | notify --dry-run --state /dev/null --to 'json://127.0.0.1:9/never'",
-                               directory: scratch.url)
+        let replay = try shell(
+            "store-samples --db vitals.db -q trace.ndjson && store-samples --db vitals.db export --since 7d --now 2026-01-28T00:00:00Z | notify --dry-run --state /dev/null --to 'json://127.0.0.1:9/never'",
+            directory: scratch.url)
         #expect(replay.status == 0, "\(replay.stderr)")
         let records = try replay.records()
         #expect(try replay.events() == reference.events())
-        #expect(records.allSatisfy { $0["deliveries"] == .array([.object(JSONObject([
-            JSONField("channel", .string("json://127.0.0.1:9/never")), JSONField("result", .string("dry_run")),
-            JSONField("attempts", .integer(0)), JSONField("code", .null), JSONField("error", .null)]))]) })
+        #expect(
+            records.allSatisfy {
+                $0["deliveries"]
+                    == .array([
+                        .object(
+                            JSONObject([
+                                JSONField("channel", .string("json://127.0.0.1:9/never")), JSONField("result", .string("dry_run")),
+                                JSONField("attempts", .integer(0)), JSONField("code", .null), JSONField("error", .null),
+                            ]))
+                    ])
+            })
         var info = stat()
         #expect(stat("/dev/null", &info) == 0 && (info.st_mode & S_IFMT) == S_IFCHR, "/dev/null is still a device")
         // A real state file is read but not written.

@@ -10,7 +10,9 @@ struct NotifyWebhookTests {
     static let outage = [sampleLine("api", 0, "up"), sampleLine("api", 10, "down")].joined(separator: "\n") + "\n"
 
     func body(_ request: JSONObject) throws -> JSONObject {
-        guard case .object(let object) = try JSONParser.parse(request.string("body") ?? "") else { throw TestFailure("body is not an object") }
+        guard case .object(let object) = try JSONParser.parse(request.string("body") ?? "") else {
+            throw TestFailure("body is not an object")
+        }
         return object
     }
 
@@ -20,9 +22,13 @@ struct NotifyWebhookTests {
         let standardSecret = "whsec_" + Data("a standard webhooks key".utf8).base64EncodedString()
         let server = try webhookServer(scratch, github: "It's a Secret", standard: standardSecret)
         let environment = ["HOOK_SECRET": "It's a Secret", "STANDARD_SECRET": standardSecret]
-        let result = try run("notify", ["--to", "json://\(server.hostPort)/github?sign=github&secret=${HOOK_SECRET}",
-                                        "--to", "json://\(server.hostPort)/standard?sign=standard&secret=${STANDARD_SECRET}"],
-                             stdin: NotifyWebhookTests.outage, environment: environment)
+        let result = try run(
+            "notify",
+            [
+                "--to", "json://\(server.hostPort)/github?sign=github&secret=${HOOK_SECRET}",
+                "--to", "json://\(server.hostPort)/standard?sign=standard&secret=${STANDARD_SECRET}",
+            ],
+            stdin: NotifyWebhookTests.outage, environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
         let records = try result.records()
         #expect(records.count == 1)
@@ -47,8 +53,9 @@ struct NotifyWebhookTests {
         // A wrong secret does not verify (the receiver really checks).
         let scratch2 = try ScratchDirectory()
         let strict = try webhookServer(scratch2, github: "another secret")
-        _ = try run("notify", ["--to", "json://\(strict.hostPort)/github?sign=github&secret=${HOOK_SECRET}"],
-                    stdin: NotifyWebhookTests.outage, environment: environment)
+        _ = try run(
+            "notify", ["--to", "json://\(strict.hostPort)/github?sign=github&secret=${HOOK_SECRET}"],
+            stdin: NotifyWebhookTests.outage, environment: environment)
         #expect(try strict.log().first?["github"] == .bool(false))
     }
 
@@ -56,7 +63,8 @@ struct NotifyWebhookTests {
     func literalSecret() throws {
         let scratch = try ScratchDirectory()
         let server = try webhookServer(scratch, github: "plain")
-        let result = try run("notify", ["--to", "json://user:hunter2@\(server.hostPort)/hook?sign=github&secret=plain"], stdin: NotifyWebhookTests.outage)
+        let result = try run(
+            "notify", ["--to", "json://user:hunter2@\(server.hostPort)/hook?sign=github&secret=plain"], stdin: NotifyWebhookTests.outage)
         #expect(result.status == 0)
         #expect(result.stderr.contains("warning: --to json://user:***@\(server.hostPort)/hook?sign=github&secret=*** carries a secret"))
         #expect(!result.stdout.contains("hunter2") && !result.stdout.contains("secret=plain"))
@@ -128,8 +136,9 @@ struct NotifyWebhookTests {
         let scratch = try ScratchDirectory()
         let state = scratch.path("state.json")
         let down = try webhookServer(scratch, scripts: ["/hook=" + Array(repeating: "503", count: 30).joined(separator: ",")])
-        let first = try run("notify", ["--state", state, "--deliver-timeout", "1500ms", "--to", "json://\(down.hostPort)/hook"],
-                            stdin: NotifyWebhookTests.outage)
+        let first = try run(
+            "notify", ["--state", state, "--deliver-timeout", "1500ms", "--to", "json://\(down.hostPort)/hook"],
+            stdin: NotifyWebhookTests.outage)
         #expect(first.status == 2)
         #expect(first.stderr.contains("1 delivery is still pending; the next run retries"))
         let record = try #require(try first.records().first)
@@ -147,8 +156,9 @@ struct NotifyWebhookTests {
         // The channel is named by the same URL text, so its pending delivery is found.
         let stateText = try String(contentsOfFile: state, encoding: .utf8).replacingOccurrences(of: down.hostPort, with: up.hostPort)
         try stateText.write(toFile: state, atomically: true, encoding: .utf8)
-        let second = try run("notify", ["--state", state, "--to", channel],
-                             stdin: [sampleLine("api", 20, "up"), sampleLine("api", 30, "down")].joined(separator: "\n") + "\n")
+        let second = try run(
+            "notify", ["--state", state, "--to", channel],
+            stdin: [sampleLine("api", 20, "up"), sampleLine("api", 30, "down")].joined(separator: "\n") + "\n")
         #expect(second.status == 0, "\(second.stderr)")
         let records = try second.records()
         #expect(records.count == 2)
@@ -166,7 +176,8 @@ struct NotifyWebhookTests {
     func giveUp() throws {
         let scratch = try ScratchDirectory()
         let server = try webhookServer(scratch, scripts: ["/hook=503,503,503"])
-        let result = try run("notify", ["--give-up-after", "1ms", "--to", "json://\(server.hostPort)/hook"], stdin: NotifyWebhookTests.outage)
+        let result = try run(
+            "notify", ["--give-up-after", "1ms", "--to", "json://\(server.hostPort)/hook"], stdin: NotifyWebhookTests.outage)
         #expect(result.status == 2)
         let delivery = try #require(try result.records().first?["deliveries"]?.arrayValue?.first?.objectValue)
         #expect(delivery.string("result") == "failed")
@@ -177,9 +188,13 @@ struct NotifyWebhookTests {
     func ntfy() throws {
         let scratch = try ScratchDirectory()
         let server = try webhookServer(scratch)
-        let input = sampleLine("api", 0, "up") + "\n" + #"{"type":"sample","monitor":"api","name":"API","target":"https://api.example.com/health","at":"2026-01-27T10:00:10Z","status":"down","message":"HTTP 503"}"# + "\n"
-        let result = try run("notify", ["--to", "ntfy://\(server.hostPort)/alerts?token=${NTFY_TOKEN}&tags=prod"], stdin: input,
-                             environment: ["NTFY_TOKEN": "tk_secret"])
+        let input =
+            sampleLine("api", 0, "up") + "\n"
+            + #"{"type":"sample","monitor":"api","name":"API","target":"https://api.example.com/health","at":"2026-01-27T10:00:10Z","status":"down","message":"HTTP 503"}"#
+            + "\n"
+        let result = try run(
+            "notify", ["--to", "ntfy://\(server.hostPort)/alerts?token=${NTFY_TOKEN}&tags=prod"], stdin: input,
+            environment: ["NTFY_TOKEN": "tk_secret"])
         #expect(result.status == 0, "\(result.stderr)")
         let request = try #require(try server.log().first)
         #expect(request.string("path") == "/alerts")
@@ -201,11 +216,13 @@ struct NotifyWebhookTests {
         let server = try webhookServer(scratch, tls: (cert, key))
         let ca = certificates.path("ca.pem")
         let host = server.hostPort
-        let result = try run("notify", [
-            "--to", "slack://\(host)/services/T000/B000/XXXXSECRET?cafile=\(ca)",
-            "--to", "discord://\(host)/api/webhooks/123/DISCORDTOKEN?cafile=\(ca)",
-            "--to", "teams://\(host)/workflows/abc/triggers/manual/paths/invoke?api-version=2016-06-01&sig=TEAMSSIG&cafile=\(ca)",
-        ], stdin: NotifyWebhookTests.outage)
+        let result = try run(
+            "notify",
+            [
+                "--to", "slack://\(host)/services/T000/B000/XXXXSECRET?cafile=\(ca)",
+                "--to", "discord://\(host)/api/webhooks/123/DISCORDTOKEN?cafile=\(ca)",
+                "--to", "teams://\(host)/workflows/abc/triggers/manual/paths/invoke?api-version=2016-06-01&sig=TEAMSSIG&cafile=\(ca)",
+            ], stdin: NotifyWebhookTests.outage)
         #expect(result.status == 0, "\(result.stderr)")
         let deliveries = try result.records().first?["deliveries"]?.arrayValue?.compactMap(\.objectValue) ?? []
         #expect(deliveries.map { $0.string("result") } == ["delivered", "delivered", "delivered"])
@@ -229,20 +246,23 @@ struct NotifyWebhookTests {
         let card = try #require(attachment["content"]?.objectValue)
         #expect(card.string("type") == "AdaptiveCard")
         #expect(card["body"]?.arrayValue?.first?.objectValue?["text"] == .string("Monitor DOWN"))
-        #expect(requests.first { $0.string("path")!.hasPrefix("/workflows") }?.string("path")?.contains("sig=TEAMSSIG") == true,
-                "Teams' own query parameters are passed on")
+        #expect(
+            requests.first { $0.string("path")!.hasPrefix("/workflows") }?.string("path")?.contains("sig=TEAMSSIG") == true,
+            "Teams' own query parameters are passed on")
     }
 
     @Test("--config reads [tags=]URL lines; --tag picks channels; a bad line is a usage error with its line")
     func config() throws {
         let scratch = try ScratchDirectory()
         let server = try webhookServer(scratch)
-        let config = try scratch.write("channels.conf", """
-        # the on-call hooks
-        ops,critical=json://\(server.hostPort)/ops
+        let config = try scratch.write(
+            "channels.conf",
+            """
+            # the on-call hooks
+            ops,critical=json://\(server.hostPort)/ops
 
-        dev=json://\(server.hostPort)/dev
-        """)
+            dev=json://\(server.hostPort)/dev
+            """)
         let result = try run("notify", ["--config", config, "--tag", "ops"], stdin: NotifyWebhookTests.outage)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try server.log().map { $0.string("path") } == ["/ops"])

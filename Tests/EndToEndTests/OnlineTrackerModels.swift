@@ -14,9 +14,15 @@ struct OTStatusOverview: Decodable {
     let overallUptime24h: Double
     let monitors: [OTMonitorSummary]
     enum CodingKeys: String, CodingKey {
-        case totalMonitors = "total_monitors", monitorsUp = "monitors_up", monitorsDown = "monitors_down"
-        case monitorsDegraded = "monitors_degraded", monitorsUnknown = "monitors_unknown", agentsTotal = "agents_total"
-        case agentsPending = "agents_pending", overallUptime24h = "overall_uptime_24h", monitors
+        case totalMonitors = "total_monitors"
+        case monitorsUp = "monitors_up"
+        case monitorsDown = "monitors_down"
+        case monitorsDegraded = "monitors_degraded"
+        case monitorsUnknown = "monitors_unknown"
+        case agentsTotal = "agents_total"
+        case agentsPending = "agents_pending"
+        case overallUptime24h = "overall_uptime_24h"
+        case monitors
     }
 }
 
@@ -27,7 +33,11 @@ struct OTMonitorSummary: Decodable {
     let status: OTMonitorStatus
     let uptime24h: Double
     let lastCheck: String?
-    enum CodingKeys: String, CodingKey { case id, name, type, status, uptime24h = "uptime_24h", lastCheck = "last_check" }
+    enum CodingKeys: String, CodingKey {
+        case id, name, type, status
+        case uptime24h = "uptime_24h"
+        case lastCheck = "last_check"
+    }
 }
 
 struct OTMonitor: Decodable {
@@ -43,8 +53,13 @@ struct OTMonitor: Decodable {
     let createdAt: String
     let latestStatus: OTLatestStatus?
     enum CodingKeys: String, CodingKey {
-        case id, agentId = "agent_id", type, name, description, target, config, checkInterval = "check_interval"
-        case enabled, createdAt = "created_at", latestStatus = "latest_status"
+        case id
+        case agentId = "agent_id"
+        case type, name, description, target, config
+        case checkInterval = "check_interval"
+        case enabled
+        case createdAt = "created_at"
+        case latestStatus = "latest_status"
     }
 }
 
@@ -61,10 +76,16 @@ struct OTMonitorConfig: Decodable {
     let sslOkThresholdDays: Int?
     let sslWarningThresholdDays: Int?
     enum CodingKeys: String, CodingKey {
-        case expectedStatus = "expected_status", expectedBodyHash = "expected_body_hash", expectedContent = "expected_content"
-        case timeoutSeconds = "timeout_seconds", pingCount = "ping_count", pingOkThresholdMs = "ping_ok_threshold_ms"
-        case pingDegradedThresholdMs = "ping_degraded_threshold_ms", httpOkThresholdMs = "http_ok_threshold_ms"
-        case httpDegradedThresholdMs = "http_degraded_threshold_ms", sslOkThresholdDays = "ssl_ok_threshold_days"
+        case expectedStatus = "expected_status"
+        case expectedBodyHash = "expected_body_hash"
+        case expectedContent = "expected_content"
+        case timeoutSeconds = "timeout_seconds"
+        case pingCount = "ping_count"
+        case pingOkThresholdMs = "ping_ok_threshold_ms"
+        case pingDegradedThresholdMs = "ping_degraded_threshold_ms"
+        case httpOkThresholdMs = "http_ok_threshold_ms"
+        case httpDegradedThresholdMs = "http_degraded_threshold_ms"
+        case sslOkThresholdDays = "ssl_ok_threshold_days"
         case sslWarningThresholdDays = "ssl_warning_threshold_days"
     }
 }
@@ -76,7 +97,11 @@ struct OTLatestStatus: Decodable {
     let details: String?
     let sslExpiryDays: Int?
     enum CodingKeys: String, CodingKey {
-        case status, responseTimeMs = "response_time_ms", checkedAt = "checked_at", details, sslExpiryDays = "ssl_expiry_days"
+        case status
+        case responseTimeMs = "response_time_ms"
+        case checkedAt = "checked_at"
+        case details
+        case sslExpiryDays = "ssl_expiry_days"
     }
 }
 
@@ -86,7 +111,9 @@ struct OTStatusHistoryPoint: Decodable {
     let uptimePercent: Double
     let responseTimeAvgMs: Int?
     enum CodingKeys: String, CodingKey {
-        case timestamp, status, uptimePercent = "uptime_percent", responseTimeAvgMs = "response_time_avg_ms"
+        case timestamp, status
+        case uptimePercent = "uptime_percent"
+        case responseTimeAvgMs = "response_time_avg_ms"
     }
 }
 
@@ -96,7 +123,11 @@ struct OTResultsPage: Decodable {
     let page: Int
     let perPage: Int
     let totalPages: Int
-    enum CodingKeys: String, CodingKey { case items, total, page, perPage = "per_page", totalPages = "total_pages" }
+    enum CodingKeys: String, CodingKey {
+        case items, total, page
+        case perPage = "per_page"
+        case totalPages = "total_pages"
+    }
 }
 
 struct OTMonitorResult: Decodable {
@@ -107,7 +138,12 @@ struct OTMonitorResult: Decodable {
     let details: String?
     let sslExpiryDays: Int?
     enum CodingKeys: String, CodingKey {
-        case id, checkedAt = "checked_at", status, responseTimeMs = "response_time_ms", details, sslExpiryDays = "ssl_expiry_days"
+        case id
+        case checkedAt = "checked_at"
+        case status
+        case responseTimeMs = "response_time_ms"
+        case details
+        case sslExpiryDays = "ssl_expiry_days"
     }
 }
 
@@ -119,7 +155,10 @@ struct OTAgent: Decodable {
     let createdAt: String
     let monitorCount: Int
     enum CodingKeys: String, CodingKey {
-        case id, name, status, lastSeen = "last_seen", createdAt = "created_at", monitorCount = "monitor_count"
+        case id, name, status
+        case lastSeen = "last_seen"
+        case createdAt = "created_at"
+        case monitorCount = "monitor_count"
     }
 }
 

@@ -26,15 +26,19 @@ final class OnlineTrackerServeTests {
         let at = Date().addingTimeInterval(-Double(minutesAgo * 60))
         let seconds = Int(at.timeIntervalSince1970) / 60 * 60
         let text = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
-        return #"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"https","at":"\#(text)","status":"\#(status)","latency_ms":\#(latency)\#(extra)}"#
+        return
+            #"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"https","at":"\#(text)","status":"\#(status)","latency_ms":\#(latency)\#(extra)}"#
     }
 
     func serve(_ extra: [String] = []) throws -> ServeHandle {
         try ServeHandle(site: "onlinetracker", ["--cert", server.cert, "--key", server.key, "--db", db] + extra, scratch: scratch)
     }
 
-    func get(_ handle: ServeHandle, _ path: String, method: String = "GET", body: String? = nil, headers: [String] = []) throws -> HTTPAnswer {
-        try fetch("https://127.0.0.1:\(handle.port)\(path)", method: method, body: body, headers: headers, caFile: certificates.path("ca.pem"))
+    func get(_ handle: ServeHandle, _ path: String, method: String = "GET", body: String? = nil, headers: [String] = []) throws
+        -> HTTPAnswer
+    {
+        try fetch(
+            "https://127.0.0.1:\(handle.port)\(path)", method: method, body: body, headers: headers, caFile: certificates.path("ca.pem"))
     }
 
     func seed() throws {
@@ -120,7 +124,9 @@ final class OnlineTrackerServeTests {
         _ = try keptAnswer("/api/monitors", ["monitors"])
         // The clock: once the edge sample has left the window (the command line says so), the API says so too.
         // (This waits for the clock to pass a known time, not for luck.)
-        let withEdge = try run("store-samples", ["--db", db, "overview", "--now", ISO8601DateFormatter().string(from: leaves.addingTimeInterval(-2))]).stdout
+        let withEdge = try run(
+            "store-samples", ["--db", db, "overview", "--now", ISO8601DateFormatter().string(from: leaves.addingTimeInterval(-2))]
+        ).stdout
         while Date() < leaves.addingTimeInterval(1) { usleep(100_000) }
         let withoutEdge = try run("store-samples", ["--db", db, "overview"]).stdout
         #expect(withEdge != withoutEdge, "the edge sample counts in the overview while it is in the window")
@@ -162,8 +168,9 @@ final class OnlineTrackerServeTests {
             let object = try JSONParser.parse(answer.body.trimmingCharacters(in: .newlines)).objectValue
             #expect(object?["reason"]?.stringValue == reason, "\(method) \(path.prefix(80)): \(answer.body.prefix(200))")
             #expect(object?["error"]?.stringValue?.isEmpty == false)
-            #expect(!answer.body.contains(scratch.url.path) && !answer.body.contains("SQLite") && !answer.body.contains("sqlite"),
-                    "no internals in \(answer.body.prefix(200))")
+            #expect(
+                !answer.body.contains(scratch.url.path) && !answer.body.contains("SQLite") && !answer.body.contains("sqlite"),
+                "no internals in \(answer.body.prefix(200))")
             if status == 405 { #expect(answer.headers["allow"] != nil, "405 says what is allowed") }
         }
         // A body over 1 MB is refused by nginx before any program runs.
@@ -185,12 +192,13 @@ final class OnlineTrackerServeTests {
         let file = try String(contentsOfFile: db + ".tokens", encoding: .utf8)
         #expect(!file.contains(token) && file.contains("tokyo "), "only the token's hash is kept")
         let handle = try serve()
-        let body = [
-            sample("edge", minutesAgo: 20),
-            #"{"type":"sample","monitor":"edge","at":"yesterday","status":"up"}"#,
-            sample("edge", minutesAgo: 19, extra: #","agent":"paris""#),
-            sample("edge", minutesAgo: 18, extra: #","agent":"tokyo""#),
-        ].joined(separator: "\n") + "\n"
+        let body =
+            [
+                sample("edge", minutesAgo: 20),
+                #"{"type":"sample","monitor":"edge","at":"yesterday","status":"up"}"#,
+                sample("edge", minutesAgo: 19, extra: #","agent":"paris""#),
+                sample("edge", minutesAgo: 18, extra: #","agent":"tokyo""#),
+            ].joined(separator: "\n") + "\n"
         // No token, a wrong one: 401, nothing stored.
         for headers in [[], ["Authorization: Bearer vt_wrong"], ["Authorization: Basic dG9reW86eA=="]] {
             let refused = try get(handle, "/api/samples", method: "POST", body: body, headers: headers)
@@ -212,8 +220,11 @@ final class OnlineTrackerServeTests {
         overview = try decode(OTStatusOverview.self, try get(handle, "/api/status/overview").body)
         #expect(overview.agentsPending == 0 && overview.monitors.first { $0.name == "EDGE" }?.status == .up)
         // All good lines: 200.
-        let more = try get(handle, "/api/samples", method: "POST", body: sample("edge", minutesAgo: 10) + "\n", headers: ["Authorization: Bearer \(token)"])
-        #expect(more.status == 200 && more.body.contains(#""stored":1"#) && more.body.contains(#""agent_status":"approved""#), "\(more.body)")
+        let more = try get(
+            handle, "/api/samples", method: "POST", body: sample("edge", minutesAgo: 10) + "\n", headers: ["Authorization: Bearer \(token)"]
+        )
+        #expect(
+            more.status == 200 && more.body.contains(#""stored":1"#) && more.body.contains(#""agent_status":"approved""#), "\(more.body)")
         handle.stop()
         // The token is in no log.
         #expect(!handle.accessLog.isEmpty && !handle.accessLog.contains(token) && !handle.errorLog.contains(token))
@@ -227,9 +238,14 @@ final class OnlineTrackerServeTests {
         let token = "740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad"
         // A long-running notify holds the state file's lock for its whole run.
         let notify = try RunningTool("notify", ["--state", state])
-        let first = try get(handle, "/api/devices/register", method: "POST", body: #"{"device_token":"\#(token.uppercased())","platform":"ios","app_version":"1.0.0"}"#)
-        #expect(first.status == 200 && first.body == #"{"success":true,"device_id":1,"message":"Device registered successfully"}"# + "\n", "\(first.body)")
-        let second = try get(handle, "/api/devices/register", method: "POST", body: #"{"device_token":"\#(String(repeating: "ab", count: 32))"}"#)
+        let first = try get(
+            handle, "/api/devices/register", method: "POST",
+            body: #"{"device_token":"\#(token.uppercased())","platform":"ios","app_version":"1.0.0"}"#)
+        #expect(
+            first.status == 200 && first.body == #"{"success":true,"device_id":1,"message":"Device registered successfully"}"# + "\n",
+            "\(first.body)")
+        let second = try get(
+            handle, "/api/devices/register", method: "POST", body: #"{"device_token":"\#(String(repeating: "ab", count: 32))"}"#)
         #expect(second.body.contains(#""device_id":2"#), "\(second.body)")
         #expect(try get(handle, "/api/devices/count").body == #"{"count":2}"# + "\n")
         // notify ends and saves its state: the devices registered meanwhile are still there.
@@ -250,7 +266,9 @@ final class OnlineTrackerServeTests {
         ]
         for (method, path, body, status, reason) in cases {
             let answer = try get(handle, path, method: method, body: body)
-            #expect(answer.status == status && answer.body.contains(#""reason":"\#(reason)""#), "\(method) \(path): \(answer.status) \(answer.body)")
+            #expect(
+                answer.status == status && answer.body.contains(#""reason":"\#(reason)""#),
+                "\(method) \(path): \(answer.status) \(answer.body)")
         }
         let removed = try get(handle, "/api/devices/\(token)", method: "DELETE")
         #expect(removed.status == 200 && removed.body == #"{"success":true,"message":"Device unregistered successfully"}"# + "\n")
@@ -273,8 +291,10 @@ final class OnlineTrackerServeTests {
         var codes: [Substring] = []
         var answers = ""
         repeat {
-            let result = try runProcess("/usr/bin/env", ["curl", "-sS", "-i", "--http1.1", "--parallel", "--parallel-max", "32", "--cacert", certificates.path("ca.pem")]
-                                        + Array(repeating: url, count: 200), stdin: "", environment: toolEnvironment())
+            let result = try runProcess(
+                "/usr/bin/env",
+                ["curl", "-sS", "-i", "--http1.1", "--parallel", "--parallel-max", "32", "--cacert", certificates.path("ca.pem")]
+                    + Array(repeating: url, count: 200), stdin: "", environment: toolEnvironment())
             let burst = result.stdout.split(separator: "\n").filter { $0.hasPrefix("HTTP/") }.map { $0.split(separator: " ")[1] }
             #expect(burst.count == 200, "\(result.stderr)")
             codes += burst
@@ -296,7 +316,9 @@ final class OnlineTrackerServeTests {
         try seed()
         var tokens: [String] = []
         for index in 0..<6 {
-            tokens.append(try run("store-samples", ["--db", db, "agents", "token", "agent\(index)"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            tokens.append(
+                try run("store-samples", ["--db", db, "agents", "token", "agent\(index)"]).stdout.trimmingCharacters(
+                    in: .whitespacesAndNewlines))
         }
         let handle = try serve(["--workers", "8"])
         let ca = certificates.path("ca.pem")
@@ -306,15 +328,31 @@ final class OnlineTrackerServeTests {
         }
         let local = (0..<2000).map { sample("local\($0 % 4)", minutesAgo: 3000 - $0) }.joined(separator: "\n") + "\n"
         let answers = Answers()
-        let tasks: [@Sendable () -> Void] = (0..<6).map { index in
-            let body = bodies[index], token = tokens[index], port = handle.port
-            return { answers.add((try? fetch("https://127.0.0.1:\(port)/api/samples", method: "POST", body: body,
-                                             headers: ["Authorization: Bearer \(token)"], caFile: ca)).map { "\($0.status) \($0.body)" } ?? "curl failed") }
-        } + (0..<6).map { index in
-            let port = handle.port
-            return { answers.add((try? fetch("https://127.0.0.1:\(port)/api/\(index % 2 == 0 ? "status/overview" : "monitors")", caFile: ca))
-                .map { "\($0.status) \($0.body.prefix(60))" } ?? "curl failed") }
-        } + [{ [db] in let ingest = try? run("store-samples", ["--db", db, "-q"], stdin: local); answers.add("local \(ingest?.status ?? -1) \(ingest?.stderr ?? "")") }]
+        let tasks: [@Sendable () -> Void] =
+            (0..<6).map { index in
+                let body = bodies[index]
+                let token = tokens[index]
+                let port = handle.port
+                return {
+                    answers.add(
+                        (try? fetch(
+                            "https://127.0.0.1:\(port)/api/samples", method: "POST", body: body,
+                            headers: ["Authorization: Bearer \(token)"], caFile: ca)).map { "\($0.status) \($0.body)" } ?? "curl failed")
+                }
+            }
+            + (0..<6).map { index in
+                let port = handle.port
+                return {
+                    answers.add(
+                        (try? fetch("https://127.0.0.1:\(port)/api/\(index % 2 == 0 ? "status/overview" : "monitors")", caFile: ca))
+                            .map { "\($0.status) \($0.body.prefix(60))" } ?? "curl failed")
+                }
+            } + [
+                { [db] in
+                    let ingest = try? run("store-samples", ["--db", db, "-q"], stdin: local)
+                    answers.add("local \(ingest?.status ?? -1) \(ingest?.stderr ?? "")")
+                }
+            ]
         DispatchQueue.concurrentPerform(iterations: tasks.count) { tasks[$0]() }
         let all = answers.all
         #expect(all.count == 13)
@@ -332,6 +370,14 @@ final class OnlineTrackerServeTests {
 final class Answers: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [String] = []
-    func add(_ item: String) { lock.lock(); items.append(item); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
+    func add(_ item: String) {
+        lock.lock()
+        items.append(item)
+        lock.unlock()
+    }
+    var all: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return items
+    }
 }

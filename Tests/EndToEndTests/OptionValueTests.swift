@@ -8,7 +8,8 @@ import VitalsKit
 struct DetectAnomalyOptionTests {
     /// Ten points alternating 90 and 110 (mean 100, population stddev 10), then 130:
     /// z = (130 − 100) / 10 = 3 exactly.
-    static let alternatingThen130 = (0..<10).map { sampleLine("api", minute: $0, latency: $0 % 2 == 0 ? 90 : 110) }
+    static let alternatingThen130 =
+        (0..<10).map { sampleLine("api", minute: $0, latency: $0 % 2 == 0 ? 90 : 110) }
         + [sampleLine("api", minute: 10, latency: 130)]
 
     func lastVerdict(_ arguments: [String], _ lines: [String]) throws -> String? {
@@ -70,8 +71,10 @@ struct DigestOptionTests {
 
     @Test("--bucket: outages beginning at 10:04 and 10:06 fall in different 5-minute buckets and in one 10-minute bucket")
     func bucket() throws {
-        let lines = [sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("a", 240, "down"), sampleLine("b", 360, "down"),
-                     sampleLine("a", 480, "up"), sampleLine("b", 480, "up")]
+        let lines = [
+            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("a", 240, "down"), sampleLine("b", 360, "down"),
+            sampleLine("a", 480, "up"), sampleLine("b", 480, "up"),
+        ]
         let now = ["--now", "2026-01-27T10:30:00Z"]
         // Buckets are counted from 1970-01-01 00:00 UTC: 5m buckets start at 10:00 and 10:05; the 10m one at 10:00.
         #expect(try facts(now, lines)["correlated"] == .array([]), "the default, 5m")
@@ -106,8 +109,12 @@ struct NotifyTLSChannelTests {
     func jsons() throws {
         let (server, ca, keep) = try tlsServer("hooks")
         defer { withExtendedLifetime(keep) {} }
-        let result = try run("notify", ["--to", "jsons://\(server.hostPort)/hook?cafile=\(ca)",
-                                        "--to", "jsons://\(server.hostPort)/am?format=alertmanager&cafile=\(ca)"], stdin: Self.outage)
+        let result = try run(
+            "notify",
+            [
+                "--to", "jsons://\(server.hostPort)/hook?cafile=\(ca)",
+                "--to", "jsons://\(server.hostPort)/am?format=alertmanager&cafile=\(ca)",
+            ], stdin: Self.outage)
         #expect(result.status == 0, "\(result.stderr)")
         let deliveries = try result.records().first?["deliveries"]?.arrayValue?.compactMap(\.objectValue) ?? []
         #expect(deliveries.map { $0.string("result") } == ["delivered", "delivered"])
@@ -119,8 +126,9 @@ struct NotifyTLSChannelTests {
         #expect(try body(alertmanager).string("version") == "4")
         #expect(try body(alertmanager).string("status") == "firing")
 
-        let untrusted = try run("notify", ["--deliver-timeout", "2s", "--give-up-after", "0s", "--to", "jsons://\(server.hostPort)/hook"],
-                                stdin: Self.outage)
+        let untrusted = try run(
+            "notify", ["--deliver-timeout", "2s", "--give-up-after", "0s", "--to", "jsons://\(server.hostPort)/hook"],
+            stdin: Self.outage)
         #expect(untrusted.status == 2, "a certificate from an unknown CA is refused: \(untrusted.stderr)")
         let refused = try untrusted.records().first?["deliveries"]?.arrayValue?.first?.objectValue
         #expect(refused?.string("result") != "delivered")
@@ -132,9 +140,11 @@ struct NotifyTLSChannelTests {
     func ntfys() throws {
         let (server, ca, keep) = try tlsServer("ntfy")
         defer { withExtendedLifetime(keep) {} }
-        let result = try run("notify", [
-            "--to", "ntfys://\(server.hostPort)/alerts?cafile=\(ca)&priority=2&click=https://status.example.com&tags=prod",
-        ], stdin: Self.outage)
+        let result = try run(
+            "notify",
+            [
+                "--to", "ntfys://\(server.hostPort)/alerts?cafile=\(ca)&priority=2&click=https://status.example.com&tags=prod",
+            ], stdin: Self.outage)
         #expect(result.status == 0, "\(result.stderr)")
         let request = try #require(try server.log().first)
         #expect(request.string("path") == "/alerts")

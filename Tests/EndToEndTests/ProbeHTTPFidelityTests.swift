@@ -28,7 +28,8 @@ extension ProbeHTTPTests {
     @Test("the probes write the target's check_interval and its thresholds (OnlineTracker's monitor config), and enabled")
     func probesWriteCheckIntervalAndThresholds() throws {
         // An http monitor as OnlineTracker's API lists it: check_interval and config beside the target.
-        let monitor = #"{"id":"shop","type":"http","name":"Shop","target":"\#(url("/ok"))","check_interval":300,"enabled":true,"config":{"expected_status":200,"timeout_seconds":10,"http_ok_threshold_ms":500,"http_degraded_threshold_ms":2000}}"#
+        let monitor =
+            #"{"id":"shop","type":"http","name":"Shop","target":"\#(url("/ok"))","check_interval":300,"enabled":true,"config":{"expected_status":200,"timeout_seconds":10,"http_ok_threshold_ms":500,"http_degraded_threshold_ms":2000}}"#
         let (sample, _) = try probeOne(monitor)
         #expect(sample.string("status") == "up")
         #expect(sample.int("check_interval") == 300, "seconds, as the monitor says (not always 60)")
@@ -50,7 +51,11 @@ extension ProbeHTTPTests {
         #expect(try probeOne(url("/ok")).0.int("check_interval") == 60)
         // probe-ping: the seed's own ping monitor (Google DNS: 5 pings, 80 and 200 ms), aimed at loopback.
         guard try requireGate(runningAsRoot, "raw ICMP sockets need root") else { return }
-        let ping = try run("probe-ping", [], stdin: #"{"id":1,"type":"ping","name":"Google DNS","target":"127.0.0.1","config":{"ping_count":5,"ping_ok_threshold_ms":80,"ping_degraded_threshold_ms":200},"check_interval":60,"enabled":true}"# + "\n")
+        let ping = try run(
+            "probe-ping", [],
+            stdin:
+                #"{"id":1,"type":"ping","name":"Google DNS","target":"127.0.0.1","config":{"ping_count":5,"ping_ok_threshold_ms":80,"ping_degraded_threshold_ms":200},"check_interval":60,"enabled":true}"#
+                + "\n")
         let pingSample = try #require(try ping.records().first)
         #expect(pingSample.int("check_interval") == 60)
         #expect(pingSample["enabled"] == .bool(true))
@@ -81,7 +86,11 @@ extension ProbeHTTPTests {
         #expect(stated["status"] == nil && stated["latency_ms"] == nil, "a monitor record is no check")
         #expect(records[1].string("monitor") == "shop" && records[1]["enabled"] == .bool(true))
         // probe-ping the same: the seed's Google DNS monitor, switched off, is stated, not pinged (no root needed).
-        let ping = try run("probe-ping", [], stdin: #"{"id":1,"type":"ping","name":"Google DNS","target":"127.0.0.1","config":{"ping_count":5},"check_interval":60,"enabled":false}"# + "\n")
+        let ping = try run(
+            "probe-ping", [],
+            stdin:
+                #"{"id":1,"type":"ping","name":"Google DNS","target":"127.0.0.1","config":{"ping_count":5},"check_interval":60,"enabled":false}"#
+                + "\n")
         let pingRecords = try ping.records()
         #expect(ping.status == 0 && pingRecords.count == 1)
         #expect(pingRecords.first?.string("type") == "monitor" && pingRecords.first?["enabled"] == .bool(false))
@@ -111,12 +120,14 @@ extension ProbeHTTPTests {
         #expect(try decode(OTResultsPage.self, try run("store-samples", ["--db", db, "results", "old-api"]).stdout).total == 1)
 
         // A monitor record store-samples cannot use is a line error; the rest is stored.
-        let bad = try run("store-samples", ["--db", db, "--quiet"], stdin: """
-            {"type":"monitor","monitor":"old-api","enabled":true}
-            {"type":"monitor","monitor":"","at":"2026-01-27T10:30:00Z"}
-            {"type":"monitor","monitor":"old-api","at":"2026-01-27T10:30:00Z","enabled":true}
+        let bad = try run(
+            "store-samples", ["--db", db, "--quiet"],
+            stdin: """
+                {"type":"monitor","monitor":"old-api","enabled":true}
+                {"type":"monitor","monitor":"","at":"2026-01-27T10:30:00Z"}
+                {"type":"monitor","monitor":"old-api","at":"2026-01-27T10:30:00Z","enabled":true}
 
-            """)
+                """)
         #expect(bad.status == 2)
         #expect(bad.stderr.contains("store-samples: <stdin>:1: monitor record has no 'at'"))
         #expect(bad.stderr.contains("store-samples: <stdin>:2: monitor record 'monitor' is \"\"; expected a non-empty string"))
@@ -155,7 +166,9 @@ extension ProbeHTTPTests {
         let (many, _) = try probeOne(#"{"url":"\#(url("/huge-headers"))","timeout_seconds":30}"#)
         #expect(many.string("status") == "error")
         #expect(many.string("reason") == "too_large")
-        #expect(many.string("message")?.hasPrefix("The server sent more than 256 KiB of response headers") == true, "\(many.string("message") ?? "")")
+        #expect(
+            many.string("message")?.hasPrefix("The server sent more than 256 KiB of response headers") == true,
+            "\(many.string("message") ?? "")")
     }
 }
 

@@ -35,8 +35,12 @@ struct ProbeHTTPNetworkTests {
 
     @Test("--connectivity: online over loopback, with a speed test of --speed-test-bytes from --speed-url")
     func online() throws {
-        let result = try run("probe-http", ["--connectivity", url("/content?text=Success"), "--speed-url", url("/bytes/600000"),
-                                            "--speed-test-bytes", "100000"])
+        let result = try run(
+            "probe-http",
+            [
+                "--connectivity", url("/content?text=Success"), "--speed-url", url("/bytes/600000"),
+                "--speed-test-bytes", "100000",
+            ])
         #expect(result.status == 0, "\(result.stderr)")
         let records = try result.records()
         #expect(records.count == 1)
@@ -67,15 +71,19 @@ struct ProbeHTTPNetworkTests {
         let (cert, key) = try certificates.selfSigned(named: "slow", daysLeft: 30)
         let slow = try TLSServer(cert: cert, key: key, handshakeDelaySeconds: 2)
         // A target's speed test: the sample's own total_ms is the download's.
-        let (sample, _) = try probeOneHere(#"{"url":"\#(slow.url)/bytes/512000","insecure":true,"speed_test_bytes":512000,"timeout_seconds":30}"#)
+        let (sample, _) = try probeOneHere(
+            #"{"url":"\#(slow.url)/bytes/512000","insecure":true,"speed_test_bytes":512000,"timeout_seconds":30}"#)
         #expect(sample.string("status") == "up", "\(sample.string("message") ?? "")")
         let speed = try #require(sample.double("speed_mbps"))
         let total = try #require(sample.double("total_ms"))
         #expect(total >= 2000)
         #expect(speed <= 2.05, "\(speed) Mbps")
-        #expect(abs(speed - 512_000 * 8 / 1_000_000 / (total / 1000)) <= 0.01, "bytes × 8 / 10⁶ / seconds, seconds from the start: \(speed) vs \(total) ms")
+        #expect(
+            abs(speed - 512_000 * 8 / 1_000_000 / (total / 1000)) <= 0.01,
+            "bytes × 8 / 10⁶ / seconds, seconds from the start: \(speed) vs \(total) ms")
         // --connectivity's download, from a page that answers at once.
-        let online = try run("probe-http", ["--connectivity", url("/content?text=Success"), "--speed-url", slow.url + "/bytes/512000", "--insecure"])
+        let online = try run(
+            "probe-http", ["--connectivity", url("/content?text=Success"), "--speed-url", slow.url + "/bytes/512000", "--insecure"])
         let checked = try #require(try online.records().first)
         #expect(checked.int("speed_bytes") == 512_000)
         #expect((checked.double("speed_mbps") ?? 99) <= 2.05, "\(checked.double("speed_mbps") ?? -1) Mbps")
@@ -89,15 +97,23 @@ struct ProbeHTTPNetworkTests {
         let (cert, key) = try certificates.selfSigned(named: "slow", daysLeft: 30)
         let slow = try TLSServer(cert: cert, key: key, handshakeDelaySeconds: 2)
         // The page has 1 s; the download takes over 2 s and still completes.
-        let result = try run("probe-http", ["--connectivity", url("/content?text=Success"), "--timeout", "1s",
-                                            "--speed-url", slow.url + "/bytes/100000", "--insecure"])
+        let result = try run(
+            "probe-http",
+            [
+                "--connectivity", url("/content?text=Success"), "--timeout", "1s",
+                "--speed-url", slow.url + "/bytes/100000", "--insecure",
+            ])
         let sample = try #require(try result.records().first)
         #expect(sample["online"] == .bool(true))
         #expect(sample.int("speed_bytes") == 100_000, "\(sample.string("message") ?? "")")
         #expect(sample.double("speed_mbps") != nil)
         // And a budget of its own that runs out says so.
-        let short = try run("probe-http", ["--connectivity", url("/content?text=Success"), "--speed-timeout", "500ms",
-                                           "--speed-url", slow.url + "/bytes/100000", "--insecure"])
+        let short = try run(
+            "probe-http",
+            [
+                "--connectivity", url("/content?text=Success"), "--speed-timeout", "500ms",
+                "--speed-url", slow.url + "/bytes/100000", "--insecure",
+            ])
         let cut = try #require(try short.records().first)
         #expect(cut.string("message")?.contains("speed test failed") == true, "\(cut.string("message") ?? "")")
         #expect(cut["speed_mbps"] == .null)
@@ -117,7 +133,8 @@ struct ProbeHTTPNetworkTests {
         #expect(sample["speed_bytes"] != nil && sample["speed_mbps"] == .null)
         // --no-speed: no download at all; the speed fields stay, null, as Online Now's record has them.
         let before = server.requests.count
-        let quiet = try #require(try run("probe-http", ["--connectivity", "--no-speed", url("/content?text=Success")], environment: proxied).records().first)
+        let quiet = try #require(
+            try run("probe-http", ["--connectivity", "--no-speed", url("/content?text=Success")], environment: proxied).records().first)
         #expect(server.requests.count == before + 1, "the page only")
         #expect(quiet["speed_mbps"] == .null)
         #expect(try run("probe-http", ["--connectivity", "--no-speed", "--speed-url", url("/bytes/1000")]).status == 64)
@@ -176,8 +193,10 @@ struct ProbeHTTPNetworkTests {
 
     @Test("--connectivity refuses what does not apply, and a non-HTTP URL")
     func connectivityUsage() throws {
-        for arguments in [["--connectivity", "a", "b"], ["--connectivity", "--only", "x"], ["--connectivity", "ftp://x/"],
-                          ["--connectivity", "--speed-url", "file:///etc/passwd"], ["--expect", "x"], ["--connectivity", "--ip", "both"]] {
+        for arguments in [
+            ["--connectivity", "a", "b"], ["--connectivity", "--only", "x"], ["--connectivity", "ftp://x/"],
+            ["--connectivity", "--speed-url", "file:///etc/passwd"], ["--expect", "x"], ["--connectivity", "--ip", "both"],
+        ] {
             let result = try run("probe-http", arguments)
             #expect(result.status == 64, "\(arguments): \(result.stderr)")
         }
@@ -213,10 +232,10 @@ struct ProbeHTTPNetworkTests {
     @Test("probe-ping's targets in a probe-http file are skipped with a warning")
     func skipsPingTargets() throws {
         let input = """
-        \(url("/ok"))
-        tcp://127.0.0.1:22
-        {"target":"192.0.2.1","kind":"ping"}
-        """
+            \(url("/ok"))
+            tcp://127.0.0.1:22
+            {"target":"192.0.2.1","kind":"ping"}
+            """
         let result = try run("probe-http", [], stdin: input)
         #expect(result.status == 0)
         #expect(try result.records().count == 1)

@@ -25,11 +25,13 @@ struct ProbeHTTPOptionTests {
     func maxRedirects() throws {
         // /redirect/K answers K redirects (to /redirect/K-1, ...), then 200 at /redirect/0.
         let server = try FixtureServer()
-        let limited = try run("probe-http", ["--max-redirects", "2"], stdin: """
-        {"id":"two","url":"\(server.baseURL)/redirect/2"}
-        {"id":"three","url":"\(server.baseURL)/redirect/3"}
-        {"id":"own","url":"\(server.baseURL)/redirect/3","max_redirects":3}
-        """)
+        let limited = try run(
+            "probe-http", ["--max-redirects", "2"],
+            stdin: """
+                {"id":"two","url":"\(server.baseURL)/redirect/2"}
+                {"id":"three","url":"\(server.baseURL)/redirect/3"}
+                {"id":"own","url":"\(server.baseURL)/redirect/3","max_redirects":3}
+                """)
         let byMonitor = try samples(limited)
         let two = try #require(byMonitor["two"])
         #expect(two.string("status") == "up", "\(two.string("message") ?? "")")
@@ -43,10 +45,13 @@ struct ProbeHTTPOptionTests {
         #expect(server.requests(for: "/redirect/0").count == 2)
         #expect(server.requests(for: "/redirect/3").count == 2)
 
-        let defaults = try samples(try run("probe-http", [], stdin: """
-        {"id":"five","url":"\(server.baseURL)/redirect/5"}
-        {"id":"six","url":"\(server.baseURL)/redirect/6"}
-        """))
+        let defaults = try samples(
+            try run(
+                "probe-http", [],
+                stdin: """
+                    {"id":"five","url":"\(server.baseURL)/redirect/5"}
+                    {"id":"six","url":"\(server.baseURL)/redirect/6"}
+                    """))
         #expect(defaults["five"]?.string("status") == "up")
         #expect(defaults["six"]?.string("reason") == "redirects")
         #expect(defaults["six"]?.string("message") == "Too many redirects (more than 5)")
@@ -82,7 +87,9 @@ struct ProbeHTTPOptionTests {
         #expect(v4Only.requests(for: "/ok").count == 1)
     }
 
-    @Test("--timeout is the budget of a target without timeout_seconds: a hanging endpoint ends after it, not after the default 5 s, reason timeout")
+    @Test(
+        "--timeout is the budget of a target without timeout_seconds: a hanging endpoint ends after it, not after the default 5 s, reason timeout"
+    )
     func timeout() throws {
         let server = try FixtureServer()
         let started = Clock.monotonicMilliseconds()
@@ -99,8 +106,11 @@ struct ProbeHTTPOptionTests {
         #expect(elapsed < 30_000, "the run took \(elapsed) ms")
 
         // A target's own timeout_seconds is its budget, whatever --timeout says.
-        let own = try #require(try run("probe-http", ["--timeout", "60s"],
-                                       stdin: #"{"url":"\#(server.baseURL)/hang","timeout_seconds":0.3}"# + "\n").records().first)
+        let own = try #require(
+            try run(
+                "probe-http", ["--timeout", "60s"],
+                stdin: #"{"url":"\#(server.baseURL)/hang","timeout_seconds":0.3}"# + "\n"
+            ).records().first)
         #expect(own.string("reason") == "timeout")
         #expect(own.string("message")?.hasPrefix("Request timeout after 300ms (") == true, "\(own.string("message") ?? "")")
         let ownTotal = try #require(own.double("total_ms"))

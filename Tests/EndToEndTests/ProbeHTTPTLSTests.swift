@@ -44,7 +44,8 @@ struct ProbeHTTPTLSTests {
         let down = try probe(#"{"url":"\#(server10.url)/","ca_file":"\#(certs.path("ca.pem"))"}"#)
         #expect(down.string("status") == "down")
         #expect(down.string("reason") == "cert_expiry")
-        let relaxed = try probe(#"{"url":"\#(server10.url)/","ca_file":"\#(certs.path("ca.pem"))"}"#, ["--ssl-ok-days", "5", "--ssl-warning-days", "1"])
+        let relaxed = try probe(
+            #"{"url":"\#(server10.url)/","ca_file":"\#(certs.path("ca.pem"))"}"#, ["--ssl-ok-days", "5", "--ssl-warning-days", "1"])
         #expect(relaxed.string("status") == "up")
     }
 
@@ -85,7 +86,9 @@ struct ProbeHTTPTLSTests {
         let refused = try probe(#"{"url":"\#(server.url)/","ca_file":"\#(certs.path("ca.pem"))"}"#)
         #expect(refused.string("status") == "error")
         #expect(refused.string("reason") == "tls")
-        let accepted = try probe(#"{"url":"\#(server.url)/","ca_file":"\#(certs.path("ca.pem"))","client_cert":"\#(clientCert)","client_key":"\#(clientKey)","expected_content":"client vitals-cli"}"#)
+        let accepted = try probe(
+            #"{"url":"\#(server.url)/","ca_file":"\#(certs.path("ca.pem"))","client_cert":"\#(clientCert)","client_key":"\#(clientKey)","expected_content":"client vitals-cli"}"#
+        )
         #expect(accepted.string("status") == "up", "\(accepted.string("message") ?? "")")
     }
 

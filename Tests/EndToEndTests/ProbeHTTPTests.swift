@@ -105,7 +105,8 @@ struct ProbeHTTPTests {
 
     @Test("an explicit method, headers and body are sent as given, without fallback")
     func explicitMethod() throws {
-        let target = #"{"url":"\#(url("/echo"))","method":"post","headers":{"X-Probe":"yes"},"body":"ping","expected_content":"\"method\":\"POST\""}"#
+        let target =
+            #"{"url":"\#(url("/echo"))","method":"post","headers":{"X-Probe":"yes"},"body":"ping","expected_content":"\"method\":\"POST\""}"#
         let (sample, _) = try probeOne(target)
         #expect(sample.string("status") == "up", "\(sample.string("message") ?? "")")
         #expect(sample.string("method") == "POST")
@@ -144,13 +145,15 @@ struct ProbeHTTPTests {
     func bodyHashOverPieces() throws {
         let path = url("/body?size=2000000&needle=THE-END")
         let scratch = try ScratchDirectory()
-        let sums = try shell("curl -sS -o \"$FILE\" \"$URL\" && sha256sum \"$FILE\" | cut -d' ' -f1 && md5sum \"$FILE\" | cut -d' ' -f1",
-                             environment: ["URL": path, "FILE": scratch.path("body")])
+        let sums = try shell(
+            "curl -sS -o \"$FILE\" \"$URL\" && sha256sum \"$FILE\" | cut -d' ' -f1 && md5sum \"$FILE\" | cut -d' ' -f1",
+            environment: ["URL": path, "FILE": scratch.path("body")])
         let lines = sums.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 2 && lines[0].count == 64 && lines[1].count == 32, "\(sums.stdout) \(sums.stderr)")
         guard lines.count == 2 else { return }
         for hash in lines {
-            let (match, _) = try probeOne(#"{"url":"\#(path)","expected_body_hash":"\#(hash)","expected_content":"THE-END"}"#, ["--max-body", "3M"])
+            let (match, _) = try probeOne(
+                #"{"url":"\#(path)","expected_body_hash":"\#(hash)","expected_content":"THE-END"}"#, ["--max-body", "3M"])
             #expect(match.string("status") == "up", "\(match.string("message") ?? "")")
             #expect(match.int("bytes") == 2_000_000)
         }
@@ -182,7 +185,8 @@ struct ProbeHTTPTests {
         // it is kept, so the cap costs no memory: the two peaks differ by allocator noise (8 MiB),
         // where keeping the body would add at least the 31 MiB between the caps.
         let scratch = try ScratchDirectory()
-        let hashed = #"{"id":"hashed","url":"\#(url("/endless"))","expected_content":"never there","expected_body_hash":"\#(String(repeating: "0", count: 64))","timeout_seconds":20}"#
+        let hashed =
+            #"{"id":"hashed","url":"\#(url("/endless"))","expected_content":"never there","expected_body_hash":"\#(String(repeating: "0", count: 64))","timeout_seconds":20}"#
         let targets = try scratch.write("endless.ndjson", target + "\n" + hashed + "\n")
         let smallCap = try BoundedMemoryTests.peakKiB("probe-http", ["--max-body", "1M"], file: targets)
         let largeCap = try BoundedMemoryTests.peakKiB("probe-http", ["--max-body", "32M"], file: targets)
@@ -204,15 +208,17 @@ struct ProbeHTTPTests {
         var testDescription: String { "\(path) → \(status)/\(reason)" }
     }
 
-    @Test("hostile servers end on the timeout (each of HEAD and its GET fallback), not when the server pleases, with the right reason", arguments: [
-        Hostile(path: "/slow-headers", status: "error", reason: "timeout", budget: 1),
-        Hostile(path: "/hang", status: "error", reason: "timeout", budget: 1),
-        Hostile(path: "/huge-headers", status: "error", reason: "too_large"),
-        Hostile(path: "/redirect-loop", status: "error", reason: "redirects"),
-        Hostile(path: "/reset", status: "error", reason: "reset"),
-        Hostile(path: "/garbage", status: "error", reason: "protocol"),
-        Hostile(path: "/close", status: "error", reason: "protocol"),
-    ])
+    @Test(
+        "hostile servers end on the timeout (each of HEAD and its GET fallback), not when the server pleases, with the right reason",
+        arguments: [
+            Hostile(path: "/slow-headers", status: "error", reason: "timeout", budget: 1),
+            Hostile(path: "/hang", status: "error", reason: "timeout", budget: 1),
+            Hostile(path: "/huge-headers", status: "error", reason: "too_large"),
+            Hostile(path: "/redirect-loop", status: "error", reason: "redirects"),
+            Hostile(path: "/reset", status: "error", reason: "reset"),
+            Hostile(path: "/garbage", status: "error", reason: "protocol"),
+            Hostile(path: "/close", status: "error", reason: "protocol"),
+        ])
     func hostile(_ hostile: Hostile) throws {
         let started = Clock.monotonicMilliseconds()
         let (sample, result) = try probeOne(#"{"url":"\#(url(hostile.path))","timeout_seconds":\#(hostile.budget)}"#)
@@ -281,10 +287,10 @@ struct ProbeHTTPTests {
     @Test("a duplicate id is regenerated (isitup's ServiceStore): probed under a suffixed id, one warning naming both lines, exit 0")
     func duplicateIDs() throws {
         let input = """
-        [{"id":"api","name":"API","url":"\(url("/ok"))"},
-         {"id":" api ","name":"API again","url":"\(url("/status/200"))"},
-         {"id":"web","name":"Web","url":"\(url("/ok"))"}]
-        """
+            [{"id":"api","name":"API","url":"\(url("/ok"))"},
+             {"id":" api ","name":"API again","url":"\(url("/status/200"))"},
+             {"id":"web","name":"Web","url":"\(url("/ok"))"}]
+            """
         let result = try run("probe-http", [], stdin: input)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr == "probe-http: <stdin>:2: warning: duplicate id 'api' (first on <stdin>:1); probing this one as 'api-2'\n")
@@ -316,14 +322,16 @@ struct ProbeHTTPTests {
     @Test("isitup's services.json (one JSON array) is read, with line numbers for bad entries")
     func servicesJSON() throws {
         let scratch = try ScratchDirectory()
-        let file = try scratch.write("services.json", """
-        [
-          {"id": "7D1E1B47-0000-4000-8000-000000000001", "name": "Portfolio", "url": "\(url("/ok"))"},
-          {"id": "7D1E1B47-0000-4000-8000-000000000002", "name": "PicMeal",
-           "url": "\(url("/status/500"))"},
-          {"id": "7D1E1B47-0000-4000-8000-000000000003", "name": "Broken", "url": 42}
-        ]
-        """)
+        let file = try scratch.write(
+            "services.json",
+            """
+            [
+              {"id": "7D1E1B47-0000-4000-8000-000000000001", "name": "Portfolio", "url": "\(url("/ok"))"},
+              {"id": "7D1E1B47-0000-4000-8000-000000000002", "name": "PicMeal",
+               "url": "\(url("/status/500"))"},
+              {"id": "7D1E1B47-0000-4000-8000-000000000003", "name": "Broken", "url": 42}
+            ]
+            """)
         let result = try run("probe-http", [file])
         #expect(result.status == 2)
         #expect(result.stderr.contains("services.json:5: field 'url' must be a string"), "\(result.stderr)")
@@ -335,7 +343,8 @@ struct ProbeHTTPTests {
 
     @Test("fields probe-http does not know are carried to the end of the sample, in order")
     func unknownFieldsCarried() throws {
-        let (sample, _) = try probeOne(#"{"team":"ops","url":"\#(url("/ok"))","region":{"zone":"eu-1"},"status":"ignored","agent":"office"}"#)
+        let (sample, _) = try probeOne(
+            #"{"team":"ops","url":"\#(url("/ok"))","region":{"zone":"eu-1"},"status":"ignored","agent":"office"}"#)
         let keys = sample.fields.map(\.key)
         #expect(Array(keys.suffix(3)) == ["team", "region", "agent"])
         #expect(sample["region"] == .object(JSONObject([JSONField("zone", .string("eu-1"))])))
@@ -355,11 +364,13 @@ struct ProbeHTTPTests {
 
     @Test("--summary writes one line to stderr with counts and the slowest target")
     func summary() throws {
-        let result = try run("probe-http", ["--summary"], stdin: """
-        {"name":"fast","url":"\(url("/ok"))"}
-        {"name":"slow","url":"\(url("/delay/1500"))"}
-        {"name":"broken","url":"\(url("/status/500"))"}
-        """)
+        let result = try run(
+            "probe-http", ["--summary"],
+            stdin: """
+                {"name":"fast","url":"\(url("/ok"))"}
+                {"name":"slow","url":"\(url("/delay/1500"))"}
+                {"name":"broken","url":"\(url("/status/500"))"}
+                """)
         #expect(result.status == 0)
         let line = result.stderr.trimmingCharacters(in: .newlines)
         #expect(line.hasPrefix("probe-http: 3 probes: 2 up, 1 down; slowest slow ("), "\(line)")
@@ -368,10 +379,10 @@ struct ProbeHTTPTests {
     @Test("--only picks isitup's best match; no match is a usage error listing close names")
     func only() throws {
         let input = """
-        {"name":"Spidey's Arcade","url":"\(url("/ok"))"}
-        {"name":"Portfolio","url":"\(url("/status/201"))"}
-        {"name":"Port","url":"\(url("/status/202"))"}
-        """
+            {"name":"Spidey's Arcade","url":"\(url("/ok"))"}
+            {"name":"Portfolio","url":"\(url("/status/201"))"}
+            {"name":"Port","url":"\(url("/status/202"))"}
+            """
         let exact = try run("probe-http", ["--only", "port"], stdin: input)
         #expect(try exact.records().map { $0.int("code") } == [202])
         let partial = try run("probe-http", ["--only", "SPIDEY"], stdin: input)
@@ -426,10 +437,12 @@ struct ProbeHTTPTests {
     @Test("credentials in URLs never appear in samples or diagnostics")
     func secretsRedacted() throws {
         let secretURL = "http://probe:hunter2@127.0.0.1:\(server.port)/ok?api_key=abc123&page=2"
-        let result = try run("probe-http", [], stdin: """
-        {"url":"\(secretURL)","headers":{"Authorization":"Bearer tok-999"}}
-        {"url":"\(secretURL)","timeout_seconds":"x"}
-        """)
+        let result = try run(
+            "probe-http", [],
+            stdin: """
+                {"url":"\(secretURL)","headers":{"Authorization":"Bearer tok-999"}}
+                {"url":"\(secretURL)","timeout_seconds":"x"}
+                """)
         #expect(!result.stdout.contains("hunter2") && !result.stdout.contains("abc123") && !result.stdout.contains("tok-999"))
         #expect(!result.stderr.contains("hunter2") && !result.stderr.contains("abc123"))
         let sample = try #require(try result.records().first)
@@ -470,7 +483,10 @@ struct ProbeHTTPTests {
     func usage() throws {
         let unknown = try run("probe-http", ["--concurency", "4"])
         #expect(unknown.status == 64)
-        #expect(unknown.stderr == "probe-http: unknown option '--concurency' (did you mean '--concurrency'?)\nTry 'probe-http --help' for more information.\n")
+        #expect(
+            unknown.stderr
+                == "probe-http: unknown option '--concurency' (did you mean '--concurrency'?)\nTry 'probe-http --help' for more information.\n"
+        )
         let badValue = try run("probe-http", ["--timeout", "soon"])
         #expect(badValue.status == 64)
         #expect(badValue.stderr.contains("--timeout wants a duration"))
@@ -494,14 +510,17 @@ struct ProbeHTTPTests {
         #expect(status == "0\n", "probe-http's own exit status")
     }
 
-    @Test("--watch streams each sample as it completes and stops cleanly on SIGINT (130) and SIGTERM (143)",
-          arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
+    @Test(
+        "--watch streams each sample as it completes and stops cleanly on SIGINT (130) and SIGTERM (143)",
+        arguments: [(SIGINT, Int32(130)), (SIGTERM, Int32(143))])
     func watch(signal: Int32, expected: Int32) throws {
         let scratch = try ScratchDirectory()
-        let file = try scratch.write("targets", """
-        {"id":"a","url":"\(url("/ok"))","check_interval":0.2}
-        {"id":"b","url":"\(url("/flap"))","check_interval":0.2}
-        """)
+        let file = try scratch.write(
+            "targets",
+            """
+            {"id":"a","url":"\(url("/ok"))","check_interval":0.2}
+            {"id":"b","url":"\(url("/flap"))","check_interval":0.2}
+            """)
         let tool = try RunningTool("probe-http", ["--watch", file])
         var seen: [String: [String]] = [:]
         while (seen["a"]?.count ?? 0) < 3 || (seen["b"]?.count ?? 0) < 3 {
@@ -530,7 +549,8 @@ struct ProbeHTTPTests {
     @Test("SIGINT during a one-shot run abandons in-flight probes and exits 130")
     func interruptOneShot() throws {
         let tool = try RunningTool("probe-http", [])
-        try tool.input.fileHandleForWriting.write(contentsOf: Data((url("/ok") + "\n" + #"{"url":"\#(url("/hang"))","timeout_seconds":60}"#).utf8))
+        try tool.input.fileHandleForWriting.write(
+            contentsOf: Data((url("/ok") + "\n" + #"{"url":"\#(url("/hang"))","timeout_seconds":60}"#).utf8))
         try tool.input.fileHandleForWriting.close()
         let first = tool.readLineSkippingMarks()
         #expect(first?.contains("\"code\":200") == true)

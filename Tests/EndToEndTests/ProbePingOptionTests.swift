@@ -21,8 +21,9 @@ struct ProbePingOptionTests {
     func countAndPeriod() throws {
         guard try needsICMP() else { return }
         let started = Clock.monotonicMilliseconds()
-        let result = try run("probe-ping", ["--count", "4", "--period", "100ms"],
-                             stdin: "127.0.0.1\n" + #"{"id":"own","target":"127.0.0.1","ping_count":2}"# + "\n")
+        let result = try run(
+            "probe-ping", ["--count", "4", "--period", "100ms"],
+            stdin: "127.0.0.1\n" + #"{"id":"own","target":"127.0.0.1","ping_count":2}"# + "\n")
         let elapsed = Clock.monotonicMilliseconds() - started
         let byMonitor = try samples(result)
         #expect(byMonitor["ping-127.0.0.1"]?.int("sent") == 4)
@@ -39,8 +40,9 @@ struct ProbePingOptionTests {
         // Inside this namespace the kernel answers no echo request: every request times out.
         let namespace = try NetworkNamespace(setup: "sysctl -q -w net.ipv4.icmp_echo_ignore_all=1")
         let started = Clock.monotonicMilliseconds()
-        let result = try namespace.inside("probe-ping --count 2 --period 10ms --timeout 250ms",
-                                          stdin: "127.0.0.1\n" + #"{"id":"own","target":"127.0.0.1","timeout_seconds":0.1}"# + "\n")
+        let result = try namespace.inside(
+            "probe-ping --count 2 --period 10ms --timeout 250ms",
+            stdin: "127.0.0.1\n" + #"{"id":"own","target":"127.0.0.1","timeout_seconds":0.1}"# + "\n")
         let elapsed = Clock.monotonicMilliseconds() - started
         let byMonitor = try samples(result)
         let silent = try #require(byMonitor["ping-127.0.0.1"], "\(result.stdout) \(result.stderr)")
@@ -56,13 +58,15 @@ struct ProbePingOptionTests {
     @Test("--ok-ms and --degraded-ms judge a ping's average round trip; a target's thresholds win")
     func pingThresholds() throws {
         guard try needsICMP() else { return }
-        let input = "127.0.0.1\n" + #"{"id":"own","target":"127.0.0.1","ping_ok_threshold_ms":1000,"ping_degraded_threshold_ms":2000}"# + "\n"
+        let input =
+            "127.0.0.1\n" + #"{"id":"own","target":"127.0.0.1","ping_ok_threshold_ms":1000,"ping_degraded_threshold_ms":2000}"# + "\n"
         let degraded = try samples(try run("probe-ping", ["--count", "2", "--period", "10ms", "--ok-ms", "0"], stdin: input))
         #expect(degraded["ping-127.0.0.1"]?.string("status") == "degraded")
         #expect(degraded["ping-127.0.0.1"]?.string("reason") == "latency")
         #expect(degraded["ping-127.0.0.1"]?.string("message")?.hasSuffix(", above 0ms") == true)
         #expect(degraded["own"]?.string("status") == "up", "a loopback round trip is far below 1000 ms")
-        let down = try samples(try run("probe-ping", ["--count", "2", "--period", "10ms", "--ok-ms", "0", "--degraded-ms", "0"], stdin: input))
+        let down = try samples(
+            try run("probe-ping", ["--count", "2", "--period", "10ms", "--ok-ms", "0", "--degraded-ms", "0"], stdin: input))
         #expect(down["ping-127.0.0.1"]?.string("status") == "down")
         #expect(down["ping-127.0.0.1"]?.string("reason") == "latency")
         #expect(down["own"]?.string("status") == "up")
@@ -102,11 +106,13 @@ struct ProbePingOptionTests {
         #expect(both[monitor + "/ipv6"]?.string("remote_ip") == "::1")
         #expect(both.count == 2)
         // Nothing listens on ::1 at the second server's port.
-        let refused = try #require(try run("probe-ping", ["--ip", "6"] + ProbePingTests.patient, stdin: "tcp://localhost:\(v4Only.port)\n").records().first)
+        let refused = try #require(
+            try run("probe-ping", ["--ip", "6"] + ProbePingTests.patient, stdin: "tcp://localhost:\(v4Only.port)\n").records().first)
         #expect(refused.string("status") == "error")
         #expect(refused.string("reason") == "connect")
         // --ip is for names: an IPv6 address is probed over IPv6 whatever --ip says.
-        let literal = try #require(try run("probe-ping", ["--ip", "4"] + ProbePingTests.patient, stdin: "[::1]:\(dual.port)\n").records().first)
+        let literal = try #require(
+            try run("probe-ping", ["--ip", "4"] + ProbePingTests.patient, stdin: "[::1]:\(dual.port)\n").records().first)
         #expect(literal.string("status") == "up")
         #expect(literal.string("remote_ip") == "::1")
         #expect(literal["ip"] == nil)
@@ -133,7 +139,8 @@ struct ProbePingOptionTests {
         let (cert, key) = try certificates.selfSigned(named: "sixty", daysLeft: 60)
         let server = try TLSServer(cert: cert, key: key)
         let hostPort = server.url.replacingOccurrences(of: "https://", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-        let input = #"{"id":"cert","target":"tcp://\#(hostPort)","tls":true}"# + "\n"
+        let input =
+            #"{"id":"cert","target":"tcp://\#(hostPort)","tls":true}"# + "\n"
             + #"{"id":"own","target":"tcp://\#(hostPort)","tls":true,"ssl_ok_threshold_days":30}"# + "\n"
         // 60 days left (TestCertificates adds half a day): fine by the defaults (30 and 14).
         let fine = try samples(try run("probe-ping", [], stdin: input))
@@ -165,10 +172,10 @@ struct ProbePingOptionTests {
         guard try needsICMP() else { return }
         // Each sample sends two requests 100 ms apart, so it lasts at least 100 ms.
         let input = """
-        {"id":"a","target":"127.0.0.1"}
-        {"id":"b","target":"127.0.0.1"}
-        {"id":"c","target":"127.0.0.2"}
-        """
+            {"id":"a","target":"127.0.0.1"}
+            {"id":"b","target":"127.0.0.1"}
+            {"id":"c","target":"127.0.0.2"}
+            """
         let options = ["--count", "2", "--period", "100ms"]
         let serial = try starts(try samples(try run("probe-ping", options + ["--concurrency", "1"], stdin: input)))
         let order = serial.values.sorted()
@@ -177,7 +184,9 @@ struct ProbePingOptionTests {
             #expect(later - earlier >= 95, "one at a time: \(serial)")
         }
         let perHost = try starts(try samples(try run("probe-ping", options + ["--per-host", "1"], stdin: input)))
-        let a = try #require(perHost["a"]), b = try #require(perHost["b"]), c = try #require(perHost["c"])
+        let a = try #require(perHost["a"])
+        let b = try #require(perHost["b"])
+        let c = try #require(perHost["c"])
         #expect(b - a >= 95, "b waits for a on 127.0.0.1: \(perHost)")
         #expect(c - a < 95, "c, on another host, is not held back: \(perHost)")
     }

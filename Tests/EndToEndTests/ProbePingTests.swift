@@ -19,18 +19,21 @@ private let icmpAllowed: Bool = {
 /// The gates of probe-ping's tests, each through `requireGate` (skipped saying why, or failed
 /// under VITALS_REQUIRE_GATES=1).
 func needsICMP(sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
-    try requireGate(icmpAllowed, "ICMP echo is not allowed here: it needs root, CAP_NET_RAW, or net.ipv4.ping_group_range covering this user's group",
-                    sourceLocation: sourceLocation)
+    try requireGate(
+        icmpAllowed, "ICMP echo is not allowed here: it needs root, CAP_NET_RAW, or net.ipv4.ping_group_range covering this user's group",
+        sourceLocation: sourceLocation)
 }
 
 func needsNamespace(sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
-    try requireGate(NetworkNamespace.available, "cannot make a network namespace: it needs root and iproute2 (ip netns)",
-                    sourceLocation: sourceLocation)
+    try requireGate(
+        NetworkNamespace.available, "cannot make a network namespace: it needs root and iproute2 (ip netns)",
+        sourceLocation: sourceLocation)
 }
 
 func needsFirewall(sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
-    try requireGate(NetworkNamespace.firewallAvailable, "cannot load nftables rules in a network namespace: it needs root, iproute2 and nft",
-                    sourceLocation: sourceLocation)
+    try requireGate(
+        NetworkNamespace.firewallAvailable, "cannot load nftables rules in a network namespace: it needs root, iproute2 and nft",
+        sourceLocation: sourceLocation)
 }
 
 extension RunResult {
@@ -98,9 +101,12 @@ struct ProbePingTests {
             #expect(sample.string("interface") == (try routeDevice(address)))
             #expect(sample.string("link") == "loopback")
             let keys = sample.fields.map(\.key)
-            #expect(keys == ["type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent",
-                             "received", "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "remote_ip",
-                             "interface", "link", "check_interval", "enabled", "config"], "no agent without --agent")
+            #expect(
+                keys == [
+                    "type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent",
+                    "received", "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "remote_ip",
+                    "interface", "link", "check_interval", "enabled", "config",
+                ], "no agent without --agent")
             let at = try #require(sample.string("at").flatMap(Timestamp.parse))
             #expect(abs(at - Clock.wallMilliseconds()) < 60_000)
         }
@@ -110,10 +116,10 @@ struct ProbePingTests {
     func thresholds() throws {
         guard try needsICMP() else { return }
         let input = """
-        {"id":"ok","target":"127.0.0.1"}
-        {"id":"slow","target":"127.0.0.1","config":{"ping_ok_threshold_ms":0}}
-        {"id":"slower","target":"127.0.0.1","ping_ok_threshold_ms":0,"ping_degraded_threshold_ms":0}
-        """
+            {"id":"ok","target":"127.0.0.1"}
+            {"id":"slow","target":"127.0.0.1","config":{"ping_ok_threshold_ms":0}}
+            {"id":"slower","target":"127.0.0.1","ping_ok_threshold_ms":0,"ping_degraded_threshold_ms":0}
+            """
         let byMonitor = try samples(try run("probe-ping", quick, stdin: input))
         #expect(byMonitor["ok"]?.string("status") == "up")
         #expect(byMonitor["slow"]?.string("status") == "degraded")
@@ -164,10 +170,10 @@ struct ProbePingTests {
         let server = try FixtureServer(alsoIPv6: true)
         let closed = try RefusingPort()
         let input = """
-        tcp://127.0.0.1:\(server.port)
-        [::1]:\(server.port)
-        {"id":"closed","target":"127.0.0.1:\(closed.port)"}
-        """
+            tcp://127.0.0.1:\(server.port)
+            [::1]:\(server.port)
+            {"id":"closed","target":"127.0.0.1:\(closed.port)"}
+            """
         let result = try run("probe-ping", ProbePingTests.patient, stdin: input)
         #expect(result.status == 0, "\(result.stderr)")
         let byMonitor = try samples(result)
@@ -197,11 +203,13 @@ struct ProbePingTests {
         let good = try TLSServer(cert: goodCert, key: goodKey)
         let (oldCert, oldKey) = try certificates.selfSigned(named: "old", daysLeft: -3)
         let old = try TLSServer(cert: oldCert, key: oldKey)
-        func hostPort(_ server: TLSServer) -> String { server.url.replacingOccurrences(of: "https://", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "/")) }
+        func hostPort(_ server: TLSServer) -> String {
+            server.url.replacingOccurrences(of: "https://", with: "").trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        }
         let input = """
-        {"id":"good","target":"tcp://\(hostPort(good))","tls":true}
-        {"id":"old","target":"tcp://\(hostPort(old))","tls":true}
-        """
+            {"id":"good","target":"tcp://\(hostPort(good))","tls":true}
+            {"id":"old","target":"tcp://\(hostPort(old))","tls":true}
+            """
         let byMonitor = try samples(try run("probe-ping", ProbePingTests.patient, stdin: input))
         let fine = try #require(byMonitor["good"])
         #expect(fine.string("status") == "up", "\(fine.string("message") ?? "")")
@@ -222,26 +230,27 @@ struct ProbePingTests {
     /// 192.0.2.1 drops every echo request, 192.0.2.2 drops two of every five (in order),
     /// 192.0.2.3 rejects them with host-unreachable, 192.0.2.4 answers, 2001:db8::1 drops.
     static let firewall = """
-    ip addr add 192.0.2.1/32 dev lo
-    ip addr add 192.0.2.2/32 dev lo
-    ip addr add 192.0.2.3/32 dev lo
-    ip addr add 192.0.2.4/32 dev lo
-    ip addr add 2001:db8::1/128 dev lo
-    nft -f - <<'RULES'
-    table inet vitals {
-      chain input {
-        type filter hook input priority 0;
-        ip daddr 192.0.2.1 icmp type echo-request drop
-        ip daddr 192.0.2.2 icmp type echo-request numgen inc mod 5 < 2 drop
-        ip daddr 192.0.2.3 icmp type echo-request reject with icmp type host-unreachable
-        ip6 daddr 2001:db8::1 icmpv6 type echo-request drop
-      }
-    }
-    RULES
-    """
+        ip addr add 192.0.2.1/32 dev lo
+        ip addr add 192.0.2.2/32 dev lo
+        ip addr add 192.0.2.3/32 dev lo
+        ip addr add 192.0.2.4/32 dev lo
+        ip addr add 2001:db8::1/128 dev lo
+        nft -f - <<'RULES'
+        table inet vitals {
+          chain input {
+            type filter hook input priority 0;
+            ip daddr 192.0.2.1 icmp type echo-request drop
+            ip daddr 192.0.2.2 icmp type echo-request numgen inc mod 5 < 2 drop
+            ip daddr 192.0.2.3 icmp type echo-request reject with icmp type host-unreachable
+            ip6 daddr 2001:db8::1 icmpv6 type echo-request drop
+          }
+        }
+        RULES
+        """
 
-    @Test("drops, loss and rejects inside a namespace, over raw and datagram sockets",
-          arguments: ["raw", "datagram"])
+    @Test(
+        "drops, loss and rejects inside a namespace, over raw and datagram sockets",
+        arguments: ["raw", "datagram"])
     func lossAndDrops(socket: String) throws {
         guard try needsFirewall() else { return }
         let namespace = try NetworkNamespace(setup: ProbePingTests.firewall + "\nsysctl -q -w net.ipv4.ping_group_range='0 2147483647'")
@@ -291,35 +300,38 @@ struct ProbePingTests {
         #expect(try allowed.records().first?.string("status") == "up")
     }
 
-    @Test("replies to another process's requests to the same address never count: a run whose requests were all dropped stays at 0",
-          arguments: ["raw", "datagram"])
+    @Test(
+        "replies to another process's requests to the same address never count: a run whose requests were all dropped stays at 0",
+        arguments: ["raw", "datagram"])
     func noMixing(socket: String) throws {
         guard try needsFirewall() else { return }
         // The first five echo requests to 192.0.2.5 are dropped, every later one answered. Run A
         // sends its five (all dropped) and waits; once the counter shows five drops, run B pings the
         // same address 20 times (two targets of 10). A raw socket sees B's replies too: A must still get none.
-        let namespace = try NetworkNamespace(setup: """
-        ip addr add 192.0.2.5/32 dev lo
-        sysctl -q -w net.ipv4.ping_group_range='0 2147483647'
-        nft -f - <<'RULES'
-        table inet vitals {
-          counter first { }
-          chain input {
-            type filter hook input priority 0;
-            ip daddr 192.0.2.5 icmp type echo-request numgen inc mod 1000000 < 5 counter name first drop
-          }
-        }
-        RULES
-        """)
-        let result = try namespace.inside("""
-        cd "$(mktemp -d)"
-        echo 192.0.2.5 | probe-ping --socket \(socket) --count 5 --period 10ms --timeout 3s > a.ndjson &
-        until nft list counter inet vitals first | grep -q 'packets 5 '; do sleep 0.01; done
-        printf '{"id":"b1","target":"192.0.2.5"}\\n{"id":"b2","target":"192.0.2.5"}\\n' | probe-ping --socket \(socket) --count 10 --period 10ms > b.ndjson
-        wait
-        cat a.ndjson b.ndjson
-        rm -r "$PWD"
-        """)
+        let namespace = try NetworkNamespace(
+            setup: """
+                ip addr add 192.0.2.5/32 dev lo
+                sysctl -q -w net.ipv4.ping_group_range='0 2147483647'
+                nft -f - <<'RULES'
+                table inet vitals {
+                  counter first { }
+                  chain input {
+                    type filter hook input priority 0;
+                    ip daddr 192.0.2.5 icmp type echo-request numgen inc mod 1000000 < 5 counter name first drop
+                  }
+                }
+                RULES
+                """)
+        let result = try namespace.inside(
+            """
+            cd "$(mktemp -d)"
+            echo 192.0.2.5 | probe-ping --socket \(socket) --count 5 --period 10ms --timeout 3s > a.ndjson &
+            until nft list counter inet vitals first | grep -q 'packets 5 '; do sleep 0.01; done
+            printf '{"id":"b1","target":"192.0.2.5"}\\n{"id":"b2","target":"192.0.2.5"}\\n' | probe-ping --socket \(socket) --count 10 --period 10ms > b.ndjson
+            wait
+            cat a.ndjson b.ndjson
+            rm -r "$PWD"
+            """)
         let records = try result.records()
         #expect(records.count == 3, "status \(result.status): \(result.stdout) \(result.stderr)")
         let first = try #require(records.first)
@@ -376,15 +388,16 @@ struct ProbePingTests {
     @Test("interface and link follow the route: a veth pair is ethernet, a tun device is vpn")
     func links() throws {
         guard try needsNamespace() else { return }
-        let namespace = try NetworkNamespace(setup: """
-        ip link add vitals-a type veth peer name vitals-b
-        ip addr add 10.77.0.1/24 dev vitals-a
-        ip link set vitals-a up
-        ip link set vitals-b up
-        ip tuntap add dev vitals-vpn mode tun
-        ip addr add 10.78.0.1/24 dev vitals-vpn
-        ip link set vitals-vpn up
-        """)
+        let namespace = try NetworkNamespace(
+            setup: """
+                ip link add vitals-a type veth peer name vitals-b
+                ip addr add 10.77.0.1/24 dev vitals-a
+                ip link set vitals-a up
+                ip link set vitals-b up
+                ip tuntap add dev vitals-vpn mode tun
+                ip addr add 10.78.0.1/24 dev vitals-vpn
+                ip link set vitals-vpn up
+                """)
         let result = try namespace.inside("probe-ping --count 1 --timeout 100ms", stdin: "10.77.0.2\n10.78.0.2\n")
         let byMonitor = try samples(result)
         let veth = try #require(byMonitor["ping-10.77.0.2"])
@@ -402,13 +415,13 @@ struct ProbePingTests {
     func badLines() throws {
         guard try needsICMP() else { return }
         let input = """
-        127.0.0.1
-        not a host
-        https://example.com/
-        {"target":"127.0.0.1","ping_count":"many"}
-        {"target":"127.0.0.2"
-        127.0.0.2
-        """
+            127.0.0.1
+            not a host
+            https://example.com/
+            {"target":"127.0.0.1","ping_count":"many"}
+            {"target":"127.0.0.2"
+            127.0.0.2
+            """
         let result = try run("probe-ping", quick, stdin: input)
         #expect(result.status == 2)
         #expect(try result.records().count == 2)
@@ -446,7 +459,8 @@ struct ProbePingTests {
         let server = try FixtureServer()
         let tool = try RunningTool("probe-ping", [])
         // The tcp sample ends at once; the ping sample would take 9 seconds.
-        try tool.input.fileHandleForWriting.write(contentsOf: Data("tcp://127.0.0.1:\(server.port)\n{\"target\":\"127.0.0.1\",\"ping_count\":10}\n".utf8))
+        try tool.input.fileHandleForWriting.write(
+            contentsOf: Data("tcp://127.0.0.1:\(server.port)\n{\"target\":\"127.0.0.1\",\"ping_count\":10}\n".utf8))
         try tool.input.fileHandleForWriting.close()
         #expect(try #require(tool.readLine()).contains("\"type\":\"round_start\""))
         let first = try #require(tool.readLine())

@@ -8,7 +8,8 @@ private func sampleFile(_ n: Int) -> String {
     (0..<n).map { index in
         let monitor = ["api", "web", "db"][index % 3]
         let minute = index / 3
-        return #"{"type":"sample","monitor":"\#(monitor)","at":"2026-01-05T\#(String(format: "%02d:%02d", minute / 60 % 24, minute % 60)):00.000Z","status":"up","latency_ms":\#(10 + index % 7),"message":"ok"}"#
+        return
+            #"{"type":"sample","monitor":"\#(monitor)","at":"2026-01-05T\#(String(format: "%02d:%02d", minute / 60 % 24, minute % 60)):00.000Z","status":"up","latency_ms":\#(10 + index % 7),"message":"ok"}"#
     }.joined(separator: "\n") + "\n"
 }
 
@@ -37,7 +38,8 @@ struct ProgressTests {
         #expect(ProgressText.duration(seconds: 185) == "3 min 05 s")
         #expect(ProgressText.duration(seconds: 7800) == "2 h 10 min")
         // 250 MB of 1 GB in 10 s: 25 MB/s, 750 MB to go, 30 s left.
-        #expect(ProgressText.reading(bytes: 250_000_000, of: 1_000_000_000, items: 12_345, noun: "records", seconds: 10)
+        #expect(
+            ProgressText.reading(bytes: 250_000_000, of: 1_000_000_000, items: 12_345, noun: "records", seconds: 10)
                 == "250 MB/1.00 GB 25%, 12,345 records, 25.0 MB/s, 30 s left")
         #expect(ProgressText.reading(bytes: 250_000_000, of: nil, items: 7, noun: "samples", seconds: 10) == "250 MB, 7 samples, 25.0 MB/s")
     }
@@ -57,7 +59,8 @@ struct ProgressTests {
         let last = try #require(frames.last)
         let sizeWords = try kilobytes(size)  // 3,000 lines of about 130 bytes
         #expect(last.hasPrefix("store-samples: \(sizeWords)/\(sizeWords) 100%, 3,000 samples"), "\(last) (file of \(size) bytes)")
-        #expect(onTerminal.terminal.hasSuffix(eraseLine), "the line is erased at the end: \(onTerminal.terminal.suffix(80).debugDescription)")
+        #expect(
+            onTerminal.terminal.hasSuffix(eraseLine), "the line is erased at the end: \(onTerminal.terminal.suffix(80).debugDescription)")
         #expect(!onTerminal.terminal.contains("\n"), "progress never writes a line of its own")
 
         // The same run with standard error a pipe: nothing on it. With --no-progress on a terminal: nothing.
@@ -68,8 +71,9 @@ struct ProgressTests {
         // --progress forces it into a pipe.
         let forced = try run("store-samples", ["--db", scratch.path("d.db"), "--progress", file])
         #expect(forced.status == 0)
-        #expect(progressFrames(forced.stderr).last?.hasPrefix("store-samples: \(sizeWords)/\(sizeWords) 100%, 3,000 samples") == true,
-                "\(forced.stderr.debugDescription)")
+        #expect(
+            progressFrames(forced.stderr).last?.hasPrefix("store-samples: \(sizeWords)/\(sizeWords) 100%, 3,000 samples") == true,
+            "\(forced.stderr.debugDescription)")
 
         // Standard output is byte for byte the same in every case (each run stored into a fresh database).
         #expect(piped.stdout.split(separator: "\n").count == 3000)
@@ -85,7 +89,8 @@ struct ProgressTests {
         // Standard input a pipe: cat feeds it, the terminal is store-samples' standard error.
         let auto = try TerminalRun("/bin/sh", ["-c", "cat \"$0\" | store-samples --db \"$1\" -q", file, scratch.path("a.db")]).finish()
         #expect(auto.status == 0 && auto.terminal.isEmpty, "\(auto.terminal.debugDescription)")
-        let forced = try TerminalRun("/bin/sh", ["-c", "cat \"$0\" | store-samples --db \"$1\" -q --progress", file, scratch.path("b.db")]).finish()
+        let forced = try TerminalRun("/bin/sh", ["-c", "cat \"$0\" | store-samples --db \"$1\" -q --progress", file, scratch.path("b.db")])
+            .finish()
         #expect(forced.status == 0)
         // No total to read against: bytes and samples only.
         #expect(progressFrames(forced.terminal).last?.hasPrefix("store-samples: ") == true)
@@ -106,7 +111,9 @@ struct ProgressTests {
         #expect(result.terminal[..<diagnostic.lowerBound].hasSuffix(eraseLine), "\(result.terminal.debugDescription)")
         let after = result.terminal[diagnostic.upperBound...]
         let newline = try #require(after.firstIndex(of: "\n"))
-        #expect(after[after.index(after: newline)...].hasPrefix("\rstore-samples: "), "the line is drawn again: \(after.prefix(200).debugDescription)")
+        #expect(
+            after[after.index(after: newline)...].hasPrefix("\rstore-samples: "),
+            "the line is drawn again: \(after.prefix(200).debugDescription)")
         #expect(progressFrames(result.terminal).last?.contains(", 599 samples") == true)
     }
 
@@ -129,7 +136,8 @@ struct ProgressTests {
         #expect(onTerminal.terminal.hasSuffix(eraseLine))
         let piped = try run("snapshot-delta", arguments("b.db"))
         let refused = try TerminalRun("snapshot-delta", arguments("c.db", ["--no-progress"])).finish()
-        #expect(piped.status == 0 && piped.stderr.isEmpty && refused.terminal.isEmpty, "\(piped.stderr)\(refused.terminal.debugDescription)")
+        #expect(
+            piped.status == 0 && piped.stderr.isEmpty && refused.terminal.isEmpty, "\(piped.stderr)\(refused.terminal.debugDescription)")
         let forced = try run("snapshot-delta", arguments("d.db", ["--progress"]))
         #expect(progressFrames(forced.stderr).last?.hasPrefix("snapshot-delta: \(sizeWords)/\(sizeWords) 100%, 900 records") == true)
         // Each take names its snapshot with a new random id; every other byte is the same.
@@ -140,7 +148,8 @@ struct ProgressTests {
         #expect(masked(onTerminal.stdout) == masked(piped.stdout))
         #expect(masked(refused.stdout) == masked(piped.stdout))
         #expect(masked(forced.stdout) == masked(piped.stdout))
-        #expect(try run("snapshot-delta", ["--db", scratch.path("a.db"), "list", "--progress"]).status == 64, "--progress applies to take only")
+        #expect(
+            try run("snapshot-delta", ["--db", scratch.path("a.db"), "list", "--progress"]).status == 64, "--progress applies to take only")
     }
 
     @Test("probe-http once through: the probes done and their statuses; samples written to the same terminal erase the line first")
@@ -157,14 +166,17 @@ struct ProgressTests {
         let samples = result.terminal.components(separatedBy: #"{"type":"sample""#)
         #expect(samples.count == 4, "\(result.terminal.debugDescription)")
         for before in samples.dropLast() {
-            #expect(before.hasSuffix("\n") || before.hasSuffix(eraseLine), "a sample written over the status line: \(before.suffix(60).debugDescription)")
+            #expect(
+                before.hasSuffix("\n") || before.hasSuffix(eraseLine),
+                "a sample written over the status line: \(before.suffix(60).debugDescription)")
         }
         #expect(result.terminal.hasSuffix(eraseLine) || result.terminal.hasSuffix("\n"))
         // Without the frames, the terminal got exactly the records (the run's round marks and its
         // samples), whole lines.
         let clean = result.terminal.replacingOccurrences(of: "\r[^\r\n]*\u{1B}\\[K", with: "", options: .regularExpression)
-        #expect(clean.split(separator: "\n").count == 5 && clean.split(separator: "\n").allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") },
-                "\(clean.debugDescription)")
+        #expect(
+            clean.split(separator: "\n").count == 5 && clean.split(separator: "\n").allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") },
+            "\(clean.debugDescription)")
     }
 
     @Test("probe-http --watch: a one-line status of each monitor's latest sample until SIGINT, then erased")
@@ -177,7 +189,8 @@ struct ProgressTests {
         let status = try Regex("^probe-http: watching 2 monitors: 1 up, 1 down; ([0-9]+) probes in [0-9]+ s; ")
         let seen = run.wait { terminal in
             progressFrames(terminal).contains { frame in
-                (try? status.firstMatch(in: frame)).flatMap { $0 }.flatMap { $0.output[1].substring }.flatMap { Int($0) }.map { $0 >= 4 } ?? false
+                (try? status.firstMatch(in: frame)).flatMap { $0 }.flatMap { $0.output[1].substring }.flatMap { Int($0) }.map { $0 >= 4 }
+                    ?? false
             }
         }
         let result = run.finish(signal: SIGINT)
@@ -187,8 +200,10 @@ struct ProgressTests {
         // Standard output holds samples and the rounds' marks only, each a whole JSON line.
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         let samples = lines.filter { $0.hasPrefix(#"{"type":"sample""#) }
-        #expect(samples.count >= 4 && lines.allSatisfy { ($0.hasPrefix(#"{"type":"sample""#) || $0.hasPrefix(#"{"type":"round_"#)) && $0.hasSuffix("}") },
-                "\(result.stdout.debugDescription)")
+        #expect(
+            samples.count >= 4
+                && lines.allSatisfy { ($0.hasPrefix(#"{"type":"sample""#) || $0.hasPrefix(#"{"type":"round_"#)) && $0.hasSuffix("}") },
+            "\(result.stdout.debugDescription)")
         #expect(!result.stdout.contains("\r") && !result.stdout.contains("\u{1B}"))
     }
 

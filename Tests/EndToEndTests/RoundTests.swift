@@ -54,7 +54,8 @@ struct RoundTests {
     func marksThroughThePipeline() throws {
         let scratch = try ScratchDirectory()
         try scratch.write("targets.ndjson", targets)
-        let result = try shell("""
+        let result = try shell(
+            """
             probe-http --timeout 2s targets.ndjson | tee probed.ndjson | detect-anomaly --state anomaly.json | tee judged.ndjson \
             | store-samples --db vitals.db | tee stored.ndjson | notify --state notify.json
             """, directory: scratch.url)
@@ -97,7 +98,9 @@ struct RoundTests {
         probe.waitUntilExit()
         _ = notify.stop(SIGTERM)
         #expect(seen.map { $0.string("type") ?? "" } == ["round_start", "notification", "round_end"])
-        let monitors = seen.first { $0.string("type") == "notification" }?["monitors"]?.arrayValue?.compactMap { $0.objectValue?.string("monitor") }
+        let monitors = seen.first { $0.string("type") == "notification" }?["monitors"]?.arrayValue?.compactMap {
+            $0.objectValue?.string("monitor")
+        }
         #expect(monitors?.sorted() == ["hang", "refused"])
     }
 
@@ -107,8 +110,10 @@ struct RoundTests {
     @Test("marks decide the round, not --group-wait: samples 5 s apart in one marked round are one; unmarked, two")
     func marksOverGroupWait() throws {
         let samples = [sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("a", 60, "down"), sampleLine("b", 65, "down")]
-        let marked = [mark("round_start", "r1"), samples[0], samples[1], mark("round_end", "r1"),
-                      mark("round_start", "r2"), samples[2], samples[3], mark("round_end", "r2")]
+        let marked = [
+            mark("round_start", "r1"), samples[0], samples[1], mark("round_end", "r1"),
+            mark("round_start", "r2"), samples[2], samples[3], mark("round_end", "r2"),
+        ]
         let once = try run("notify", [], stdin: marked.joined(separator: "\n") + "\n")
         #expect(try once.events() == ["down a,b \(traceTime(65))"])
         let unmarked = try run("notify", [], stdin: samples.joined(separator: "\n") + "\n")
@@ -116,11 +121,14 @@ struct RoundTests {
         // An end mark ends the round even when its start was not seen (notify started mid-stream),
         // and even inside --group-wait.
         let split = [samples[0], samples[1], sampleLine("a", 60, "down"), mark("round_end", "r0"), sampleLine("b", 60.5, "down")]
-        #expect(try run("notify", [], stdin: split.joined(separator: "\n") + "\n").events()
+        #expect(
+            try run("notify", [], stdin: split.joined(separator: "\n") + "\n").events()
                 == ["down a \(traceTime(60))", "down b \(traceTime(60.5))"])
         // Two runs whose rounds overlap in one stream (two probes into one notify) make one round.
-        let merged = [samples[0], samples[1], mark("round_start", "x"), mark("round_start", "y"), samples[2], mark("round_end", "x"),
-                      samples[3], mark("round_end", "y")]
+        let merged = [
+            samples[0], samples[1], mark("round_start", "x"), mark("round_start", "y"), samples[2], mark("round_end", "x"),
+            samples[3], mark("round_end", "y"),
+        ]
         #expect(try run("notify", [], stdin: merged.joined(separator: "\n") + "\n").events() == ["down a,b \(traceTime(65))"])
     }
 

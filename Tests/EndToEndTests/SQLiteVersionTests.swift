@@ -17,8 +17,9 @@ struct SQLiteVersionTests {
     }
 
     func snapshotDelta(_ db: String) throws -> RunResult {
-        try run("snapshot-delta", ["--db", db, "take", "--device-id-file", scratch.path("device-id")],
-                stdin: HealthLines.records(heart, 2).joined(separator: "\n") + "\n")
+        try run(
+            "snapshot-delta", ["--db", db, "take", "--device-id-file", scratch.path("device-id")],
+            stdin: HealthLines.records(heart, 2).joined(separator: "\n") + "\n")
     }
 
     @Test("a file newer than the code is refused by both tools in the same words, and left as it was")
@@ -29,10 +30,13 @@ struct SQLiteVersionTests {
             _ = try sqlite(db, "PRAGMA user_version = 7")
             let result = try open(db)
             #expect(result.status == 2, "\(tool)")
-            #expect(result.stderr.contains("\(db) has schema version 7; this \(tool) knows versions up to \(versions[tool]!) (use a newer vitals)"),
-                    "\(result.stderr)")
-            messages.append(result.stderr.replacingOccurrences(of: db, with: "FILE").replacingOccurrences(of: tool, with: "TOOL")
-                .replacingOccurrences(of: "up to \(versions[tool]!)", with: "up to N"))
+            #expect(
+                result.stderr.contains(
+                    "\(db) has schema version 7; this \(tool) knows versions up to \(versions[tool]!) (use a newer vitals)"),
+                "\(result.stderr)")
+            messages.append(
+                result.stderr.replacingOccurrences(of: db, with: "FILE").replacingOccurrences(of: tool, with: "TOOL")
+                    .replacingOccurrences(of: "up to \(versions[tool]!)", with: "up to N"))
             #expect(try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM sqlite_master") == "7\n0", "nothing was created")
         }
         try #require(messages.count == 2)
@@ -57,12 +61,16 @@ struct SQLiteVersionTests {
         #expect(try sqlite(scratch.path("snapshot-delta-zero.db"), "SELECT count(*) FROM snapshots") == "1")
     }
 
-    @Test("a version-1 store-samples file gains the monitors' config and enabled, the agent model, the generation and the identity key, keeping its samples")
+    @Test(
+        "a version-1 store-samples file gains the monitors' config and enabled, the agent model, the generation and the identity key, keeping its samples"
+    )
     func storeSamplesVersionOne() throws {
         let db = scratch.path("v1.db")
         #expect(try storeSamples(db).status == 0)
         // Back to version 1's tables: what versions 2 to 5 added, taken away again.
-        _ = try sqlite(db, """
+        _ = try sqlite(
+            db,
+            """
             DROP TABLE check_counts; DROP TABLE check_counts_state; DROP INDEX samples_identity; ALTER TABLE samples DROP COLUMN identity_agent;
             CREATE INDEX samples_by_time ON samples(at);
             DROP TABLE store_state; DROP INDEX samples_held_by_agent; DROP INDEX samples_by_monitor_time;
@@ -70,9 +78,11 @@ struct SQLiteVersionTests {
             ALTER TABLE agents DROP COLUMN name; ALTER TABLE monitors DROP COLUMN config; ALTER TABLE monitors DROP COLUMN enabled;
             CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms); PRAGMA user_version = 1;
             """)
-        let later = try run("store-samples", ["--db", db], stdin: sample("a", minute: 1, extra: #","enabled":false,"config":{"ping_count":5}"#) + "\n")
+        let later = try run(
+            "store-samples", ["--db", db], stdin: sample("a", minute: 1, extra: #","enabled":false,"config":{"ping_count":5}"#) + "\n")
         #expect(later.status == 0, "\(later.stderr)")
-        #expect(try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM samples; SELECT config, enabled FROM monitors")
+        #expect(
+            try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM samples; SELECT config, enabled FROM monitors")
                 == "5\n2\n{\"ping_count\":5}|0")
         #expect(try sqlite(db, "SELECT generation FROM store_state") == "2", "version 5's migration and one write since version 4")
         #expect(try sqlite(db, "SELECT sum(held), sum(origin) FROM samples") == "0|0", "what was stored is the user's own and counts")

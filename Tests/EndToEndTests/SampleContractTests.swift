@@ -8,27 +8,29 @@ import VitalsKit
 enum SampleContract {
     static let firstAt = "2026-01-27T10:00:00.000Z"
     static let lastAt = "2026-01-27T10:00:10.000Z"
-    static let firstSample = #"{"type":"sample","monitor":"api","name":"API","at":"\#(firstAt)","status":"up","reason":null,"message":"HTTP 200 in 40ms","latency_ms":40,"team":"core"}"#
-    static let lastSample = #"{"type":"sample","monitor":"api","name":"API","at":"\#(lastAt)","status":"down","reason":"http_status","message":"HTTP 503, expected 200-399","latency_ms":45,"team":"core"}"#
+    static let firstSample =
+        #"{"type":"sample","monitor":"api","name":"API","at":"\#(firstAt)","status":"up","reason":null,"message":"HTTP 200 in 40ms","latency_ms":40,"team":"core"}"#
+    static let lastSample =
+        #"{"type":"sample","monitor":"api","name":"API","at":"\#(lastAt)","status":"down","reason":"http_status","message":"HTTP 503, expected 200-399","latency_ms":45,"team":"core"}"#
     /// One line over the 16 MiB limit.
     static let longLineBytes = 17 << 20
 
     /// The lines, in order; line numbers are 1-based positions in this list.
     static var lines: [String] {
         [
-            firstSample,                                                                               // 1
-            "not json",                                                                                // 2
-            #"{"monitor":"api","at":"2026-01-27T10:00:01Z","status":"up"}"#,                           // 3
-            #"{"type":"anomaly","monitor":"api","verdict":"degrading"}"#,                              // 4
-            #"{"type":"sample","at":"2026-01-27T10:00:02Z","status":"up"}"#,                           // 5
-            #"{"type":"sample","monitor":"","at":"2026-01-27T10:00:03Z","status":"up"}"#,              // 6
-            #"{"type":"sample","monitor":"api","at":"yesterday","status":"up"}"#,                      // 7
-            #"{"type":"sample","monitor":"api","at":"2026-01-27T10:00:04Z","status":"sideways"}"#,     // 8
-            "",                                                                                        // 9: blank, ignored
-            #"{"type":"notification","event":"down","monitors":[]}"#,                                  // 10
-            #"{"type":"digest","services_total":1}"#,                                                  // 11
-            String(repeating: "x", count: longLineBytes),                                              // 12
-            lastSample,                                                                                // 13
+            firstSample,  // 1
+            "not json",  // 2
+            #"{"monitor":"api","at":"2026-01-27T10:00:01Z","status":"up"}"#,  // 3
+            #"{"type":"anomaly","monitor":"api","verdict":"degrading"}"#,  // 4
+            #"{"type":"sample","at":"2026-01-27T10:00:02Z","status":"up"}"#,  // 5
+            #"{"type":"sample","monitor":"","at":"2026-01-27T10:00:03Z","status":"up"}"#,  // 6
+            #"{"type":"sample","monitor":"api","at":"yesterday","status":"up"}"#,  // 7
+            #"{"type":"sample","monitor":"api","at":"2026-01-27T10:00:04Z","status":"sideways"}"#,  // 8
+            "",  // 9: blank, ignored
+            #"{"type":"notification","event":"down","monitors":[]}"#,  // 10
+            #"{"type":"digest","services_total":1}"#,  // 11
+            String(repeating: "x", count: longLineBytes),  // 12
+            lastSample,  // 13
         ]
     }
 
@@ -75,7 +77,8 @@ struct SampleContractTests {
         Case(tool: "store-samples", arguments: ["--db", "DB"]) { result, scratch in
             // A stored sample goes on with its monitor_id (the views' integer id) added last.
             let expected = SampleContract.passedOn.map { SampleContract.lines[$0 - 1] }.map { line in
-                line == SampleContract.firstSample || line == SampleContract.lastSample ? String(line.dropLast()) + #","monitor_id":1}"# : line
+                line == SampleContract.firstSample || line == SampleContract.lastSample
+                    ? String(line.dropLast()) + #","monitor_id":1}"# : line
             }
             #expect(result.lines == expected, "every JSON object passes on, in order: unchanged, or a stored sample with its monitor_id")
             let stored = try sqlite(scratch.path("vitals.db"), "SELECT count(*) FROM samples")
@@ -91,8 +94,9 @@ struct SampleContractTests {
         },
     ]
 
-    @Test("the same stream: one wording per problem, the right lines, exit 2, every good sample processed",
-          arguments: cases)
+    @Test(
+        "the same stream: one wording per problem, the right lines, exit 2, every good sample processed",
+        arguments: cases)
     func contract(_ testCase: Case) throws {
         let scratch = try ScratchDirectory()
         let path = try scratch.write("mixed.ndjson", SampleContract.lines.joined(separator: "\n") + "\n")
@@ -116,7 +120,8 @@ struct SampleContractTests {
         ]
         let path = try scratch.write("clean.ndjson", lines.joined(separator: "\n") + "\n")
         let db = scratch.path("vitals.db")
-        let result = try shell("detect-anomaly --detector seed '\(path)' | store-samples --db '\(db)' | tee '\(scratch.path("mid"))' | notify")
+        let result = try shell(
+            "detect-anomaly --detector seed '\(path)' | store-samples --db '\(db)' | tee '\(scratch.path("mid"))' | notify")
         #expect(result.stderr.isEmpty, "\(result.stderr)")
         #expect(result.status == 0)
         let events = try result.events()

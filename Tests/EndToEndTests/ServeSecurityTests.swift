@@ -24,8 +24,9 @@ final class ServeSecurityTests {
     }
 
     func post(_ handle: ServeHandle, _ body: String, token: String) throws -> HTTPAnswer {
-        try fetch("https://127.0.0.1:\(handle.port)/api/samples", method: "POST", body: body, headers: ["Authorization: Bearer \(token)"],
-                  caFile: certificates.path("ca.pem"))
+        try fetch(
+            "https://127.0.0.1:\(handle.port)/api/samples", method: "POST", body: body, headers: ["Authorization: Bearer \(token)"],
+            caFile: certificates.path("ca.pem"))
     }
 
     /// A sample line of `monitor` at a whole minute `minutesAgo` before now.
@@ -47,22 +48,26 @@ final class ServeSecurityTests {
         let archive = try HealthSyncServeTests.makeArchive()
         let tls = try ScratchDirectory()
         #expect(try run("snapshot-delta", ["cert", "server", "--out", tls.url.path]).status == 0)
-        let healthSync = try ServeHandle(site: "health-sync", ["--cert", tls.path("server.crt"), "--key", tls.path("server.key"),
-                                                              "--archive", archive.db], scratch: tls)
+        let healthSync = try ServeHandle(
+            site: "health-sync",
+            [
+                "--cert", tls.path("server.crt"), "--key", tls.path("server.key"),
+                "--archive", archive.db,
+            ], scratch: tls)
         // Connects to a socket, or opens the refusal FIFO to write a forged line: PermissionError
         // for another user, "connected" for the serving user.
         let probe = #"""
-        import os, socket, sys
-        try:
-            if sys.argv[2] == "fifo":
-                fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK)
-                os.write(fd, b'vitals-refusal 429 1.2.3.4 "POST /x HTTP/1.1" client_sha1=-\n')
-            else:
-                socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect(sys.argv[1])
-            print("connected")
-        except OSError as error:
-            print(type(error).__name__)
-        """#
+            import os, socket, sys
+            try:
+                if sys.argv[2] == "fifo":
+                    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK)
+                    os.write(fd, b'vitals-refusal 429 1.2.3.4 "POST /x HTTP/1.1" client_sha1=-\n')
+                else:
+                    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect(sys.argv[1])
+                print("connected")
+            except OSError as error:
+                print(type(error).__name__)
+            """#
         var sockets: [(path: String, kind: String)] = []
         for handle in [onlineTracker, healthSync] {
             let folder = try FileManager.default.attributesOfItem(atPath: handle.runDirectory)
@@ -79,14 +84,18 @@ final class ServeSecurityTests {
         }
         #expect(sockets.count == 4, "api, devices, healthsync and the refusal FIFO: \(sockets)")
         for (path, kind) in sockets {
-            let attempt = try runProcess("/usr/sbin/runuser", ["-u", "daemon", "--", "/usr/bin/python3", "-c", probe, path, kind],
-                                         stdin: "", environment: toolEnvironment())
-            #expect(attempt.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "PermissionError",
-                    "daemon reaching \(path): \(attempt.stdout) \(attempt.stderr)")
+            let attempt = try runProcess(
+                "/usr/sbin/runuser", ["-u", "daemon", "--", "/usr/bin/python3", "-c", probe, path, kind],
+                stdin: "", environment: toolEnvironment())
+            #expect(
+                attempt.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "PermissionError",
+                "daemon reaching \(path): \(attempt.stdout) \(attempt.stderr)")
             // The serving user itself can (so the refusal is the permissions', not a dead socket).
-            let own = try runProcess("/usr/sbin/runuser", ["-u", servingUser, "--", "/usr/bin/python3", "-c", probe, path, kind],
-                                     stdin: "", environment: toolEnvironment())
-            #expect(own.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "connected", "\(servingUser) reaching \(path): \(own.stdout)")
+            let own = try runProcess(
+                "/usr/sbin/runuser", ["-u", servingUser, "--", "/usr/bin/python3", "-c", probe, path, kind],
+                stdin: "", environment: toolEnvironment())
+            #expect(
+                own.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "connected", "\(servingUser) reaching \(path): \(own.stdout)")
         }
         // The forged refusal from the serving user went to the archive's log (the FIFO is its to
         // write), so the path the probe found closed to daemon is a working one.
@@ -123,13 +132,15 @@ final class ServeSecurityTests {
         if runningAsRoot {
             let master = processes.filter { $0.command.hasPrefix("nginx: master") }
             #expect(master.count == 1 && master.first?.uid == 0, "nginx's master alone keeps root: \(master)")
-            let refused = try runProcess(Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path,
-                                         ["--cert", server.cert, "--key", server.key, "--db", db, "--bin", Binaries.directory],
-                                         stdin: "", environment: toolEnvironment())
+            let refused = try runProcess(
+                Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path,
+                ["--cert", server.cert, "--key", server.key, "--db", db, "--bin", Binaries.directory],
+                stdin: "", environment: toolEnvironment())
             #expect(refused.status == 64 && refused.stderr.contains("--user"), "\(refused.stderr)")
-            let asRoot = try runProcess(Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path,
-                                        ["--cert", server.cert, "--key", server.key, "--db", db, "--bin", Binaries.directory, "--user", "root"],
-                                        stdin: "", environment: toolEnvironment())
+            let asRoot = try runProcess(
+                Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path,
+                ["--cert", server.cert, "--key", server.key, "--db", db, "--bin", Binaries.directory, "--user", "root"],
+                stdin: "", environment: toolEnvironment())
             #expect(asRoot.status == 64 && asRoot.stderr.contains("must not be root"), "\(asRoot.stderr)")
         }
     }
@@ -149,17 +160,20 @@ final class ServeSecurityTests {
             ("/api/status/overview", "GET", ""),
         ]
         for (uri, method, body) in cases {
-            let answer = try fastCGIRequest(socket: socket, parameters: [
-                "SCRIPT_FILENAME": "/bin/sh", "SCRIPT_NAME": "/bin/sh", "PATH_INFO": "/bin/sh", "GATEWAY_INTERFACE": "CGI/1.1",
-                "REQUEST_METHOD": method, "REQUEST_URI": uri, "VITALS_DB": other, "VITALS_AGENT_TOKENS": "/etc/passwd",
-            ], body: body, as: servedAs, scratch: scratch)
+            let answer = try fastCGIRequest(
+                socket: socket,
+                parameters: [
+                    "SCRIPT_FILENAME": "/bin/sh", "SCRIPT_NAME": "/bin/sh", "PATH_INFO": "/bin/sh", "GATEWAY_INTERFACE": "CGI/1.1",
+                    "REQUEST_METHOD": method, "REQUEST_URI": uri, "VITALS_DB": other, "VITALS_AGENT_TOKENS": "/etc/passwd",
+                ], body: body, as: servedAs, scratch: scratch)
             #expect(!answer.hasPrefix("ERROR"), "\(answer)")
             switch uri {
             case "/cgi-bin/sh": #expect(cgiStatus(answer) == 404 && answer.contains(#""reason":"not_found""#), "\(answer)")
             case "/api/samples": #expect(cgiStatus(answer) == 401, "\(answer)")
             default:
-                #expect(cgiStatus(answer) == 200 && answer.contains(#""name":"api""#) && !answer.contains("secret"),
-                        "the store is the responder's --db, not the request's VITALS_DB: \(answer)")
+                #expect(
+                    cgiStatus(answer) == 200 && answer.contains(#""name":"api""#) && !answer.contains("secret"),
+                    "the store is the responder's --db, not the request's VITALS_DB: \(answer)")
             }
         }
         #expect(!FileManager.default.fileExists(atPath: marker), "nothing ran")
@@ -174,29 +188,48 @@ final class ServeSecurityTests {
         try #require(try run("store-samples", ["--db", db, "-q"], stdin: sample("seed", minutesAgo: 60) + "\n").status == 0)
         var tokens: [String: String] = [:]
         for agent in ["tokyo", "paris"] {
-            tokens[agent] = try run("store-samples", ["--db", db, "agents", "token", agent]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            tokens[agent] = try run("store-samples", ["--db", db, "agents", "token", agent]).stdout.trimmingCharacters(
+                in: .whitespacesAndNewlines)
         }
         #expect(try run("store-samples", ["--db", db, "agents", "approve", "paris"]).status == 2, "paris never sent anything yet")
         let handle = try serve(["--auto-approve"])
         let token = try #require(tokens["tokyo"])
         // Each body is sent with tokyo's token; none may store anything as paris.
         let lines: [(name: String, bytes: [UInt8])] = [
-            ("the reported line: paris, with one \\xff byte in message",
-             Array(sample("m1", minutesAgo: 10, extra: #","agent":"paris","message":"a"#).utf8) + [0xFF] + Array(#""}"#.utf8)),
+            (
+                "the reported line: paris, with one \\xff byte in message",
+                Array(sample("m1", minutesAgo: 10, extra: #","agent":"paris","message":"a"#).utf8) + [0xFF] + Array(#""}"#.utf8)
+            ),
             ("a byte order mark, then paris", [0xEF, 0xBB, 0xBF] + Array(sample("m2", minutesAgo: 10, extra: #","agent":"paris""#).utf8)),
-            ("an overlong encoding of 'p' in the agent", Array(sample("m3", minutesAgo: 10, extra: #","agent":""#).utf8) + [0xC1, 0xB0]
-                + Array("aris\"}".utf8)),
+            (
+                "an overlong encoding of 'p' in the agent",
+                Array(sample("m3", minutesAgo: 10, extra: #","agent":""#).utf8) + [0xC1, 0xB0]
+                    + Array("aris\"}".utf8)
+            ),
             ("tokyo with \\u0000 after it", Array(sample("m4", minutesAgo: 10, extra: #","agent":"tokyo\u0000""#).utf8)),
-            ("agent twice, tokyo first", Array(#"{"type":"sample","agent":"tokyo","monitor":"m5","at":"2026-01-01T00:00:00Z","status":"up","agent":"paris"}"#.utf8)),
-            ("agent twice, paris first", Array(#"{"type":"sample","agent":"paris","monitor":"m6","at":"2026-01-01T00:00:00Z","status":"up","agent":"tokyo"}"#.utf8)),
-            ("the key with an escape", Array(#"{"type":"sample","\u0061gent":"paris","monitor":"m7","at":"2026-01-01T00:00:00Z","status":"up"}"#.utf8)),
+            (
+                "agent twice, tokyo first",
+                Array(#"{"type":"sample","agent":"tokyo","monitor":"m5","at":"2026-01-01T00:00:00Z","status":"up","agent":"paris"}"#.utf8)
+            ),
+            (
+                "agent twice, paris first",
+                Array(#"{"type":"sample","agent":"paris","monitor":"m6","at":"2026-01-01T00:00:00Z","status":"up","agent":"tokyo"}"#.utf8)
+            ),
+            (
+                "the key with an escape",
+                Array(#"{"type":"sample","\u0061gent":"paris","monitor":"m7","at":"2026-01-01T00:00:00Z","status":"up"}"#.utf8)
+            ),
         ]
         for (name, bytes) in lines {
             let file = scratch.path("body-\(lines.firstIndex { $0.name == name }!)")
             try Data(bytes + [0x0A]).write(to: URL(fileURLWithPath: file))
-            let curl = try runProcess("/usr/bin/env", ["curl", "-sS", "--cacert", certificates.path("ca.pem"), "-H", "Authorization: Bearer \(token)",
-                                                       "--data-binary", "@" + file, "-w", "\n%{http_code}", "https://127.0.0.1:\(handle.port)/api/samples"],
-                                      stdin: "", environment: toolEnvironment())
+            let curl = try runProcess(
+                "/usr/bin/env",
+                [
+                    "curl", "-sS", "--cacert", certificates.path("ca.pem"), "-H", "Authorization: Bearer \(token)",
+                    "--data-binary", "@" + file, "-w", "\n%{http_code}", "https://127.0.0.1:\(handle.port)/api/samples",
+                ],
+                stdin: "", environment: toolEnvironment())
             let status = curl.stdout.split(separator: "\n").last.map(String.init)
             #expect(status == "400", "\(name): refused (\(curl.stdout))")
             #expect(curl.stdout.contains(#""stored":0"#) && curl.stdout.contains(#""line":1"#), "\(name): \(curl.stdout)")
@@ -207,30 +240,42 @@ final class ServeSecurityTests {
         let hugeBody = sample("m8", minutesAgo: 10, extra: #","agent":"paris","message":"\#(huge)""#) + "\n"
         let throughNginx = try post(handle, hugeBody, token: token)
         #expect(throughNginx.status == 413, "\(throughNginx.body.prefix(200))")
-        let direct = try fastCGIRequest(socket: handle.runDirectory + "/api.sock",
-                                        parameters: ["REQUEST_METHOD": "POST", "REQUEST_URI": "/api/samples", "HTTP_AUTHORIZATION": "Bearer \(token)"],
-                                        body: hugeBody, as: servedAs, scratch: scratch)
+        let direct = try fastCGIRequest(
+            socket: handle.runDirectory + "/api.sock",
+            parameters: ["REQUEST_METHOD": "POST", "REQUEST_URI": "/api/samples", "HTTP_AUTHORIZATION": "Bearer \(token)"],
+            body: hugeBody, as: servedAs, scratch: scratch)
         #expect(cgiStatus(direct) == 413 && direct.contains(#""reason":"too_large""#), "\(direct.prefix(300))")
         // The same lines without their tricks: a line naming no agent is stamped tokyo; one naming paris is refused.
-        let plain = try post(handle, sample("m9", minutesAgo: 10) + "\n" + sample("m10", minutesAgo: 10, extra: #","agent":null"#) + "\n"
-                             + sample("m11", minutesAgo: 10, extra: #","agent":"paris""#) + "\n", token: token)
+        let plain = try post(
+            handle,
+            sample("m9", minutesAgo: 10) + "\n" + sample("m10", minutesAgo: 10, extra: #","agent":null"#) + "\n"
+                + sample("m11", minutesAgo: 10, extra: #","agent":"paris""#) + "\n", token: token)
         #expect(plain.status == 207 && plain.body.contains(#""stored":2"#), "\(plain.body)")
         #expect(try sqlite(db, "SELECT count(*) FROM samples WHERE agent = 'paris'") == "0", "nothing was stored as paris")
         #expect(try sqlite(db, "SELECT group_concat(agent) FROM samples WHERE agent IS NOT NULL") == "tokyo,tokyo")
         // What was stamped is in the stored line itself, and every stored sample exports as a CSV row.
         let exported = try run("store-samples", ["--db", db, "export"]).stdout
-        #expect(exported.split(separator: "\n").filter { $0.contains(#""monitor":"m9""#) || $0.contains(#""monitor":"m10""#) }
-            .allSatisfy { $0.contains(#""agent":"tokyo""#) }, "\(exported)")
-        let csv = try run("store-samples", ["--db", db, "export", "--format", "csv"]).stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(
+            exported.split(separator: "\n").filter { $0.contains(#""monitor":"m9""#) || $0.contains(#""monitor":"m10""#) }
+                .allSatisfy { $0.contains(#""agent":"tokyo""#) }, "\(exported)")
+        let csv = try run("store-samples", ["--db", db, "export", "--format", "csv"]).stdout.split(
+            separator: "\n", omittingEmptySubsequences: false)
         #expect(csv.count == 5 && csv.last == "" && csv.dropLast().allSatisfy { !$0.isEmpty }, "\(csv)")
     }
 
     @Test("kill -9 of a responder under load: answered again at once, every POST that got a 2xx is stored")
     func killedUnderLoad() throws {
         guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
-        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk"), "wrk is needed (apt-get install wrk)") else { return }
-        try #require(try run("store-samples", ["--db", db, "-q"], stdin: (0..<200).map { sample("m\($0 % 20)", minutesAgo: $0) }.joined(separator: "\n") + "\n").status == 0)
-        let token = try run("store-samples", ["--db", db, "agents", "token", "loader"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk"), "wrk is needed (apt-get install wrk)") else {
+            return
+        }
+        try #require(
+            try run(
+                "store-samples", ["--db", db, "-q"],
+                stdin: (0..<200).map { sample("m\($0 % 20)", minutesAgo: $0) }.joined(separator: "\n") + "\n"
+            ).status == 0)
+        let token = try run("store-samples", ["--db", db, "agents", "token", "loader"]).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         let handle = try serve(["--auto-approve", "--rate", "1000000"])
         let url = "https://127.0.0.1:\(handle.port)"
         // wrk loads the overview for 4 s; meanwhile POSTs go one after another, each of 5 new samples.
@@ -259,11 +304,16 @@ final class ServeSecurityTests {
             }
             let body = (0..<5).map { sample("posted\(index)-\($0)", minutesAgo: 1) }.joined(separator: "\n") + "\n"
             index += 1
-            guard let answer = try? post(handle, body, token: token) else { failed += 1; continue }
+            guard let answer = try? post(handle, body, token: token) else {
+                failed += 1
+                continue
+            }
             if (200..<300).contains(answer.status) {
                 posted += 1
                 if killed { postedAfterKill += 1 }
-                storedByAnswers += (try? JSONParser.parse(answer.body.trimmingCharacters(in: .newlines)).objectValue?["stored"]?.intValue).flatMap { $0 } ?? 0
+                storedByAnswers +=
+                    (try? JSONParser.parse(answer.body.trimmingCharacters(in: .newlines)).objectValue?["stored"]?.intValue).flatMap { $0 }
+                    ?? 0
             } else {
                 failed += 1
             }
@@ -275,8 +325,9 @@ final class ServeSecurityTests {
         // Every POST that got a 2xx is stored. One cut by the kill got no 2xx; it may have been
         // stored all the same (committed before the kill), never in part (a transaction).
         let stored = Int(try sqlite(db, "SELECT count(*) FROM samples WHERE agent = 'loader'")) ?? -1
-        #expect(stored >= storedByAnswers && stored <= storedByAnswers + 5 * failed && stored % 5 == 0,
-                "stored \(stored); posted \(posted) (\(storedByAnswers) samples), failed \(failed)")
+        #expect(
+            stored >= storedByAnswers && stored <= storedByAnswers + 5 * failed && stored % 5 == 0,
+            "stored \(stored); posted \(posted) (\(storedByAnswers) samples), failed \(failed)")
         #expect(report.contains("Requests/sec"), "\(report)")
         // Afterwards every request gets an answer.
         for _ in 0..<20 {
@@ -287,7 +338,9 @@ final class ServeSecurityTests {
 
     @Test("SIGTERM: a request being read when the stop comes is answered, then the responder ends with 143")
     func stopFinishesInFlight() throws {
-        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the FastCGI client is python3") else { return }
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the FastCGI client is python3") else {
+            return
+        }
         try #require(try run("store-samples", ["--db", db, "-q"], stdin: sample("api", minutesAgo: 5) + "\n").status == 0)
         let folder = scratch.path("sock")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
@@ -298,7 +351,8 @@ final class ServeSecurityTests {
         // The client sends the head and part of the body, then waits for the pause file to go.
         let pause = scratch.path("pause")
         let bodyFile = try scratch.write("body", sample("late", minutesAgo: 1) + "\n")
-        let json = #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(try String(contentsOfFile: bodyFile, encoding: .utf8).utf8.count)"}"#
+        let json =
+            #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(try String(contentsOfFile: bodyFile, encoding: .utf8).utf8.count)"}"#
         let (client, clientOutput) = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 10, pause: pause)
         while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
         try #require(FileManager.default.fileExists(atPath: pause), "the client sent its first bytes")
@@ -315,7 +369,9 @@ final class ServeSecurityTests {
 
     @Test("SIGTERM: a request still in the listen backlog when the stop comes is answered too")
     func stopAnswersTheBacklog() throws {
-        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the FastCGI client is python3") else { return }
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "the FastCGI client is python3") else {
+            return
+        }
         let folder = scratch.path("sock-backlog")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let socket = folder + "/api.sock"
@@ -326,22 +382,26 @@ final class ServeSecurityTests {
         // wait in the listen backlog when SIGTERM comes (to the supervisor, which passes it on).
         var worker: pid_t = 0
         while worker == 0, Date() < deadline {
-            let children = try runProcess("/usr/bin/pgrep", ["-P", String(responder.process.processIdentifier)], stdin: "", environment: toolEnvironment())
+            let children = try runProcess(
+                "/usr/bin/pgrep", ["-P", String(responder.process.processIdentifier)], stdin: "", environment: toolEnvironment())
             worker = pid_t(children.stdout.split(separator: "\n").first.flatMap { Int32($0) } ?? 0)
             if worker == 0 { usleep(10_000) }
         }
         try #require(worker > 0, "the supervisor started its worker")
         // One request answered first, so the worker is serving (a worker stopped while it starts
         // would meet the stop before it listens; that is another case).
-        let readyAnswer = try fastCGIRequest(socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], scratch: scratch)
+        let readyAnswer = try fastCGIRequest(
+            socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], scratch: scratch)
         try #require(cgiStatus(readyAnswer) == 200, "the worker answers: \(readyAnswer)")
         kill(worker, SIGSTOP)
         let pause = scratch.path("pause-backlog")
         let body = sample("late", minutesAgo: 1) + "\n"
         let bodyFile = try scratch.write("body-backlog", body)
-        let json = #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(body.utf8.count)"}"#
+        let json =
+            #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(body.utf8.count)"}"#
         // A cut past the end: the whole request is sent, then the client waits for the pause file to go.
-        let (client, clientOutput) = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 1_000_000, pause: pause)
+        let (client, clientOutput) = try startPausingFastCGIClient(
+            socket: socket, json: json, bodyFile: bodyFile, cut: 1_000_000, pause: pause)
         while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
         try #require(FileManager.default.fileExists(atPath: pause), "the client sent its request")
         responder.process.terminate()
@@ -369,15 +429,20 @@ final class ServeSecurityTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let socket = folder + "/api.sock"
         // A stale socket (a file nobody listens on) is replaced.
-        let stale = try runProcess("/usr/bin/python3", ["-c", "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])", socket],
-                                   stdin: "", environment: toolEnvironment())
+        let stale = try runProcess(
+            "/usr/bin/python3", ["-c", "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])", socket],
+            stdin: "", environment: toolEnvironment())
         #expect(stale.status == 0 && FileManager.default.fileExists(atPath: socket))
         let first = try RunningTool("store-samples", ["--db", db, "serve", "--socket", socket])
-        defer { first.process.terminate(); first.process.waitUntilExit() }
+        defer {
+            first.process.terminate()
+            first.process.waitUntilExit()
+        }
         let deadline = Date().addingTimeInterval(10)
         var answered = ""
         while !answered.hasPrefix("Status: 200"), Date() < deadline {
-            answered = try fastCGIRequest(socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], scratch: scratch)
+            answered = try fastCGIRequest(
+                socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], scratch: scratch)
             if !answered.hasPrefix("Status: 200") { usleep(20_000) }
         }
         #expect(answered.hasPrefix("Status: 200"), "\(answered)")
@@ -388,14 +453,18 @@ final class ServeSecurityTests {
     @Test("socket activation: a responder started by systemd-socket-activate answers on the socket it was given")
     func socketActivation() throws {
         let activate = "/usr/bin/systemd-socket-activate"
-        guard try requireGate(FileManager.default.isExecutableFile(atPath: activate), "systemd-socket-activate is needed (apt-get install systemd)") else { return }
+        guard
+            try requireGate(
+                FileManager.default.isExecutableFile(atPath: activate), "systemd-socket-activate is needed (apt-get install systemd)")
+        else { return }
         try #require(try run("store-samples", ["--db", db, "-q"], stdin: sample("api", minutesAgo: 5) + "\n").status == 0)
         let folder = scratch.path("activated")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let socket = folder + "/api.sock"
         let log = scratch.path("activate.log")
-        let pid = try spawnClean([activate, "-l", socket, Binaries.path("store-samples"), "--db", db, "serve"],
-                                 environment: toolEnvironment(), output: log)
+        let pid = try spawnClean(
+            [activate, "-l", socket, Binaries.path("store-samples"), "--db", db, "serve"],
+            environment: toolEnvironment(), output: log)
         defer {
             kill(pid, SIGTERM)
             var status: Int32 = 0
@@ -403,7 +472,8 @@ final class ServeSecurityTests {
         }
         let deadline = Date().addingTimeInterval(10)
         while !FileManager.default.fileExists(atPath: socket), Date() < deadline { usleep(10_000) }
-        let answer = try fastCGIRequest(socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/api/monitors"], scratch: scratch)
+        let answer = try fastCGIRequest(
+            socket: socket, parameters: ["REQUEST_METHOD": "GET", "REQUEST_URI": "/api/monitors"], scratch: scratch)
         #expect(cgiStatus(answer) == 200 && answer.contains(#""name":"api""#), "\(answer)")
         #expect((try String(contentsOfFile: log, encoding: .utf8)).contains("on a socket from systemd"))
     }
@@ -411,12 +481,19 @@ final class ServeSecurityTests {
     @Test("the systemd units verify, and name each responder's sockets as vitals-serve(7) says")
     func systemdUnits() throws {
         let analyze = "/usr/bin/systemd-analyze"
-        guard try requireGate(FileManager.default.isExecutableFile(atPath: analyze), "systemd-analyze is needed (apt-get install systemd)") else { return }
+        guard try requireGate(FileManager.default.isExecutableFile(atPath: analyze), "systemd-analyze is needed (apt-get install systemd)")
+        else { return }
         let folder = Binaries.repositoryRoot.appendingPathComponent("scripts/systemd").path
-        let units = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".socket") || $0.hasSuffix(".service") }.sorted()
-        #expect(units == ["vitals-devices.service", "vitals-devices.socket", "vitals-healthsync.service", "vitals-healthsync.socket",
-                          "vitals-onlinetracker.service", "vitals-onlinetracker.socket"])
-        let verified = try runProcess(analyze, ["verify", "--man=no"] + units.map { folder + "/" + $0 }, stdin: "", environment: toolEnvironment())
+        let units = try FileManager.default.contentsOfDirectory(atPath: folder).filter {
+            $0.hasSuffix(".socket") || $0.hasSuffix(".service")
+        }.sorted()
+        #expect(
+            units == [
+                "vitals-devices.service", "vitals-devices.socket", "vitals-healthsync.service", "vitals-healthsync.socket",
+                "vitals-onlinetracker.service", "vitals-onlinetracker.socket",
+            ])
+        let verified = try runProcess(
+            analyze, ["verify", "--man=no"] + units.map { folder + "/" + $0 }, stdin: "", environment: toolEnvironment())
         #expect(verified.status == 0 && verified.stderr.isEmpty, "\(verified.stderr)")
         let page = try readPage("man/man7/vitals-serve.7")
         for unit in units {

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Whether nginx is installed (Debian package `nginx`).
@@ -26,14 +27,20 @@ final class ServeHandle {
 
     /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving;
     /// with `namespace`, inside that network namespace (`ip netns exec`, which execs the script).
-    init(site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:],
-         namespace: String? = nil, listen: ((Int) -> String)? = nil) throws {
+    init(
+        site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:],
+        namespace: String? = nil, listen: ((Int) -> String)? = nil
+    ) throws {
         port = try unusedPort()
         log = scratch.path("serve-\(port).log")
         runDirectory = scratch.path("run-\(port)")
         let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
-        var argv = (namespace.map { [NetworkNamespace.ip, "netns", "exec", $0] } ?? [])
-            + [script, "--site", site, "--listen", listen?(port) ?? "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir", runDirectory]
+        var argv =
+            (namespace.map { [NetworkNamespace.ip, "netns", "exec", $0] } ?? [])
+            + [
+                script, "--site", site, "--listen", listen?(port) ?? "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir",
+                runDirectory,
+            ]
             + arguments
         if runningAsRoot {
             argv += ["--user", servingUser]
@@ -78,7 +85,9 @@ final class ServeHandle {
     /// The error log nginx wrote, then what the responders wrote on their standard error.
     var errorLog: String {
         let logs = runDirectory + "/logs"
-        let names = ((try? FileManager.default.contentsOfDirectory(atPath: logs)) ?? []).filter { $0.hasSuffix(".log") && $0 != "access.log" }.sorted()
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: logs)) ?? []).filter {
+            $0.hasSuffix(".log") && $0 != "access.log"
+        }.sorted()
         return names.map { (try? String(contentsOfFile: logs + "/" + $0, encoding: .utf8)) ?? "" }.joined()
     }
 
@@ -88,7 +97,8 @@ final class ServeHandle {
         var info: [pid_t: (pid_t, uid_t, String)] = [:]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let number = pid_t(entry),
-                  let status = try? String(contentsOfFile: "/proc/\(entry)/status", encoding: .utf8) else { continue }
+                let status = try? String(contentsOfFile: "/proc/\(entry)/status", encoding: .utf8)
+            else { continue }
             var parent: pid_t = 0
             var uid: uid_t = 0
             for line in status.split(separator: "\n") {
@@ -128,14 +138,19 @@ func giveToServingUser(_ folders: [String]) throws {
 func spawnClean(_ argv: [String], environment: [String: String], output: String, directory: String? = nil) throws -> pid_t {
     let input = open("/dev/null", O_RDONLY | O_CLOEXEC)
     let file = open(output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-    defer { close(input); close(file) }
+    defer {
+        close(input)
+        close(file)
+    }
     guard input >= 0, file >= 0 else { throw TestFailure("cannot open /dev/null or \(output)") }
     return try spawnClean(argv, environment: environment, descriptors: (input, file, file), directory: directory)
 }
 
 /// Starts `argv` with `descriptors` as its standard input, output and error, and nothing else
 /// of the runner's (see the other `spawnClean`).
-func spawnClean(_ argv: [String], environment: [String: String], descriptors: (Int32, Int32, Int32), directory: String? = nil) throws -> pid_t {
+func spawnClean(_ argv: [String], environment: [String: String], descriptors: (Int32, Int32, Int32), directory: String? = nil) throws
+    -> pid_t
+{
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -190,7 +205,9 @@ struct HTTPAnswer {
 }
 
 /// Fetches `url` with curl (an independent client), trusting `caFile`; `extra` are more curl arguments.
-func fetch(_ url: String, method: String = "GET", body: String? = nil, headers: [String] = [], caFile: String, extra: [String] = []) throws -> HTTPAnswer {
+func fetch(_ url: String, method: String = "GET", body: String? = nil, headers: [String] = [], caFile: String, extra: [String] = []) throws
+    -> HTTPAnswer
+{
     var arguments = ["-sS", "--max-time", "30", "--cacert", caFile, "-X", method, "-D", "-", "-o", "-", "--http1.1"]
     for header in headers { arguments += ["-H", header] }
     if body != nil { arguments += ["--data-binary", "@-"] }

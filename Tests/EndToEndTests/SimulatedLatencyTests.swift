@@ -10,13 +10,15 @@ import VitalsKit
 struct SimulatedLatencyTests {
     static let detectors = ["envelope", "robust", "mad", "seed"]
 
-    @Test("the default detector honours isitup's simulated-latency rules: probe-http --simulate-latency 2000 | detect-anomaly is degrading",
-          arguments: [nil] + detectors.map(Optional.some))
+    @Test(
+        "the default detector honours isitup's simulated-latency rules: probe-http --simulate-latency 2000 | detect-anomaly is degrading",
+        arguments: [nil] + detectors.map(Optional.some))
     func defaultDetectorHonoursSimulatedLatency(detector: String?) throws {
         let server = try FixtureServer()
         let option = detector.map { "--detector \($0)" } ?? ""
-        let result = try shell("probe-http --simulate-latency 2000 | detect-anomaly \(option)",
-                               stdin: #"{"id":"api","url":"\#(server.baseURL)/ok"}"# + "\n")
+        let result = try shell(
+            "probe-http --simulate-latency 2000 | detect-anomaly \(option)",
+            stdin: #"{"id":"api","url":"\#(server.baseURL)/ok"}"# + "\n")
         #expect(result.status == 0, "\(result.stderr)")
         let sample = try #require(result.records().first)
         // 2000 ms and more (the fixture answers in a few ms) against no real baseline: 1800 decides.
@@ -40,8 +42,9 @@ struct SimulatedLatencyTests {
         }
     }
 
-    @Test("+500 ms over the real mean: real latencies of 90 and 110 (mean 100), then simulated 600.1 and 600",
-          arguments: ["robust", "mad"])
+    @Test(
+        "+500 ms over the real mean: real latencies of 90 and 110 (mean 100), then simulated 600.1 and 600",
+        arguments: ["robust", "mad"])
     func marginOverTheRealMean(detector: String) throws {
         // 20 real samples alternating 90 and 110: mean 100, so the simulated threshold is 600 ms.
         // (envelope and seed also judge a simulated value by their own statistics, where 600 against

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import SnapshotDeltaCore
 import VitalsKit
+
+@testable import SnapshotDeltaCore
 
 @Suite("snapshot-delta: the archive and its commands", .hangGuard(minutes: 3))
 struct SnapshotDeltaArchiveTests {
@@ -18,11 +19,15 @@ struct SnapshotDeltaArchiveTests {
         // Ten samples one a minute from 08:00: newest first, three a page; the second → 08:06, 08:05, 08:04.
         #expect(page.map { $0.string("start") } == ["2026-01-10T08:06:00.000Z", "2026-01-10T08:05:00.000Z", "2026-01-10T08:04:00.000Z"])
         #expect(page.allSatisfy { $0.string("type") == "health_record" && $0["value"] == .number("1") && $0.string("unit") == "count" })
-        let window = try archive.run(["samples", "--type", heart, "--from", "2026-01-10T08:03:00Z", "--to", "2026-01-10T08:05:00Z"]).records()
-        #expect(window.map { $0.string("start") } == ["2026-01-10T08:04:00.000Z", "2026-01-10T08:03:00.000Z"], "from inclusive, to exclusive")
+        let window = try archive.run(["samples", "--type", heart, "--from", "2026-01-10T08:03:00Z", "--to", "2026-01-10T08:05:00Z"])
+            .records()
+        #expect(
+            window.map { $0.string("start") } == ["2026-01-10T08:04:00.000Z", "2026-01-10T08:03:00.000Z"], "from inclusive, to exclusive")
         let csv = try archive.run(["samples", "--type", steps, "--format", "csv"])
         try #require(csv.lines.count == 4)
-        #expect(csv.lines[0] == "type_identifier,start,end,value,unit,source,source_version,device,uuid,created,first_seen_snapshot_id,verified_at")
+        #expect(
+            csv.lines[0]
+                == "type_identifier,start,end,value,unit,source,source_version,device,uuid,created,first_seen_snapshot_id,verified_at")
         #expect(csv.lines[1].hasPrefix("\(steps),2026-01-10T08:02:00.000Z,2026-01-10T08:02:00.000Z,1,count,Collector,,,,,"))
         let log = try archive.run(["log"]).records().filter { $0.string("operation") == "samples" }
         try #require(log.count == 3)
@@ -48,7 +53,8 @@ struct SnapshotDeltaArchiveTests {
         #expect(try archive.run(["disappeared", second.id, third.id]).records().isEmpty)
         #expect(try archive.run(["disappeared", first.id, third.id]).records().map { $0.string("start") } == ["2026-01-10T08:04:00.000Z"])
         #expect(try archive.run(["disappeared", "1", "2"]).records().count == 2, "the history of snapshot 2 is kept")
-        #expect(try archive.sql("SELECT kind FROM sample_events ORDER BY snapshot_seq, sample_id") == "disappeared\ndisappeared\nreappeared")
+        #expect(
+            try archive.sql("SELECT kind FROM sample_events ORDER BY snapshot_seq, sample_id") == "disappeared\ndisappeared\nreappeared")
         let csv = try archive.run(["disappeared", "1", "3", "--format", "csv"])
         #expect(csv.lines.count == 2)
         let backwards = try archive.run(["disappeared", "3", "1"])
@@ -102,7 +108,9 @@ struct SnapshotDeltaArchiveTests {
         let oldest = try #require(try archive.run(["delete", a.id]).records().first)
         let removedDelta = try #require(b.delta?.string("id"))
         #expect(oldest.string("position") == "oldest" && oldest["removed_delta_ids"] == .array([.string(removedDelta)]))
-        #expect(try archive.sql("SELECT is_chain_start || ' ' || coalesce(previous_snapshot_id, 'none') FROM snapshots WHERE id = '\(b.id)'") == "1 none")
+        #expect(
+            try archive.sql("SELECT is_chain_start || ' ' || coalesce(previous_snapshot_id, 'none') FROM snapshots WHERE id = '\(b.id)'")
+                == "1 none")
         #expect(try archive.sql("SELECT count(*) FROM samples WHERE first_seen = 1") == "0")
         #expect(try archive.run(["verify"]).status == 0)
 
@@ -131,9 +139,11 @@ struct SnapshotDeltaArchiveTests {
         let forced = try archive.run(["delete", b.id, "--force"])
         #expect(forced.status == 0)
         #expect(try #require(try forced.records().first)["will_break_chain"] == .bool(true))
-        let tamper = try runProcess("/usr/bin/env", ["sqlite3", archive.db, "DELETE FROM operations"], stdin: "", environment: toolEnvironment())
+        let tamper = try runProcess(
+            "/usr/bin/env", ["sqlite3", archive.db, "DELETE FROM operations"], stdin: "", environment: toolEnvironment())
         #expect(tamper.status != 0 && tamper.stderr.contains("the operation log is append-only"))
-        let rewrite = try runProcess("/usr/bin/env", ["sqlite3", archive.db, "UPDATE operations SET operation = 'x'"], stdin: "", environment: toolEnvironment())
+        let rewrite = try runProcess(
+            "/usr/bin/env", ["sqlite3", archive.db, "UPDATE operations SET operation = 'x'"], stdin: "", environment: toolEnvironment())
         #expect(rewrite.status != 0 && rewrite.stderr.contains("append-only"))
     }
 
@@ -169,7 +179,8 @@ struct SnapshotDeltaArchiveTests {
         // Ids are random hexadecimal: give them digit-only beginnings, as about 2% of real ids have.
         let digitID = "12345678" + b.id.dropFirst(8)
         let twoID = "0002" + a.id.dropFirst(4)
-        _ = try archive.sql("""
+        _ = try archive.sql(
+            """
             UPDATE snapshots SET id = '\(digitID)' WHERE id = '\(b.id)';
             UPDATE snapshots SET previous_snapshot_id = '\(digitID)' WHERE previous_snapshot_id = '\(b.id)';
             UPDATE deltas SET to_snapshot_id = '\(digitID)' WHERE to_snapshot_id = '\(b.id)';
@@ -213,7 +224,9 @@ struct SnapshotDeltaArchiveTests {
             try archive.scratch.write("in\(index).ndjson", HealthLines.records(heart, 200 + index).joined(separator: "\n") + "\n")
         }
         _ = try archive.run(["take"], stdin: HealthLines.records(heart, 1).joined(separator: "\n"))
-        let tools = try files.map { try RunningTool("snapshot-delta", ["--db", archive.db, "take", "--device-id-file", archive.deviceFile, $0]) }
+        let tools = try files.map {
+            try RunningTool("snapshot-delta", ["--db", archive.db, "take", "--device-id-file", archive.deviceFile, $0])
+        }
         for tool in tools {
             try tool.input.fileHandleForWriting.close()
             tool.process.waitUntilExit()
@@ -250,7 +263,9 @@ struct SnapshotDeltaArchiveTests {
         #expect(try archive.sql("PRAGMA integrity_check") == "ok")
         let mode = try FileManager.default.attributesOfItem(atPath: archive.db)[.posixPermissions] as? Int
         #expect(mode == 0o600)
-        #expect(try archive.sql("SELECT value FROM meta WHERE key = 'device_id'") == (try String(contentsOfFile: archive.deviceFile, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            try archive.sql("SELECT value FROM meta WHERE key = 'device_id'")
+                == (try String(contentsOfFile: archive.deviceFile, encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines))
     }
 }
 
@@ -300,12 +315,18 @@ struct SnapshotDeltaDocumentationTests {
         let anomalies = boldWords(manSection(page, "ANOMALIES"))
         var words: [String] = Quality.allCases.map(\.rawValue) + Transition.allCases.map(\.rawValue)
         words += DeltaReason.allCases.map(\.rawValue) + AnomalyKind.allCases.map(\.rawValue) + Severity.allCases.map(\.rawValue)
-        words += ["valid", "checksum_mismatch", "missing_delta", "corrupted", "only", "oldest", "latest", "intermediate",
-                  "ran", "quality_gate"]
+        words += [
+            "valid", "checksum_mismatch", "missing_delta", "corrupted", "only", "oldest", "latest", "intermediate",
+            "ran", "quality_gate",
+        ]
         for word in words { #expect(records.contains(word), "\(word) is not in vitals-records(7)") }
-        for reason in DeltaReason.allCases { #expect(deltas.contains(reason.rawValue), "\(reason.rawValue) is not in snapshot-delta(1) DELTAS") }
+        for reason in DeltaReason.allCases {
+            #expect(deltas.contains(reason.rawValue), "\(reason.rawValue) is not in snapshot-delta(1) DELTAS")
+        }
         for transition in Transition.allCases { #expect(deltas.contains(transition.rawValue)) }
-        for kind in AnomalyKind.allCases { #expect(anomalies.contains(kind.rawValue), "\(kind.rawValue) is not in snapshot-delta(1) ANOMALIES") }
+        for kind in AnomalyKind.allCases {
+            #expect(anomalies.contains(kind.rawValue), "\(kind.rawValue) is not in snapshot-delta(1) ANOMALIES")
+        }
         let commands = boldWords(manSection(page, "COMMANDS"))
         for command in ["take", "list", "show", "diff", "verify", "delete", "log", "samples", "disappeared"] {
             #expect(commands.contains(command), "\(command) is not in snapshot-delta(1) COMMANDS")

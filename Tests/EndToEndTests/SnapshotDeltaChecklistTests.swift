@@ -40,10 +40,10 @@ struct SnapshotDeltaChecklistTests {
             }
         }
         #if os(Linux)
-        // Every library it needs resolves, and the C libraries it reaches are linked.
-        let libraries = try runProcess("/usr/bin/env", ["ldd", binary], stdin: "", environment: toolEnvironment())
-        #expect(libraries.status == 0 && !libraries.stdout.contains("not found"), "\(libraries.stdout)")
-        for library in ["libxml2", "libsqlite3", "libcrypto"] { #expect(libraries.stdout.contains(library), "\(library)") }
+            // Every library it needs resolves, and the C libraries it reaches are linked.
+            let libraries = try runProcess("/usr/bin/env", ["ldd", binary], stdin: "", environment: toolEnvironment())
+            #expect(libraries.status == 0 && !libraries.stdout.contains("not found"), "\(libraries.stdout)")
+            for library in ["libxml2", "libsqlite3", "libcrypto"] { #expect(libraries.stdout.contains(library), "\(library)") }
         #endif
         let result = try run("snapshot-delta", ["--version"])
         #expect(result.status == 0 && result.stdout.hasPrefix("snapshot-delta (vitals) ") && result.stderr.isEmpty)
@@ -79,7 +79,10 @@ struct SnapshotDeltaChecklistTests {
     func item04() throws {
         try archive.take(baseline())
         // One type revoked; another loses half its samples, which a complete pair would flag.
-        let lines = HealthLines.records(five[0], 5) + five[2...].flatMap { HealthLines.records($0, 10) } + [HealthLines.status(five[1], "unauthorized")]
+        let lines =
+            HealthLines.records(five[0], 5) + five[2...].flatMap { HealthLines.records($0, 10) } + [
+                HealthLines.status(five[1], "unauthorized")
+            ]
         let revoked = try archive.take(lines)
         #expect(revoked.type(five[1])?.string("quality") == "unauthorized" && revoked.type(five[1])?.int("count") == -1)
         #expect(revoked.snapshot.string("quality") == "partial")
@@ -121,7 +124,9 @@ struct SnapshotDeltaChecklistTests {
         let next = try archive.take(baseline(36))
         #expect(next.delta?["post_restore_suppressed"] == .bool(true))
         #expect(!next.anomalies.contains { $0.string("kind") == "sync_anomaly" })
-        #expect(try archive.sql("SELECT post_restore_suppressed_delta_id FROM snapshots WHERE id = '\(restored.id)'") == next.delta?.string("id"))
+        #expect(
+            try archive.sql("SELECT post_restore_suppressed_delta_id FROM snapshots WHERE id = '\(restored.id)'")
+                == next.delta?.string("id"))
         // The token is used: the same change again is reported.
         let after = try archive.take(baseline(44))
         #expect(after.anomalies.filter { $0.string("kind") == "sync_anomaly" }.count == 1)
@@ -142,7 +147,9 @@ struct SnapshotDeltaChecklistTests {
         #expect(try archive.sql("SELECT previous_snapshot_id FROM snapshots WHERE id = '\(c.id)'") == a.id)
         let merged = try #require(records.first { $0.string("type") == "delta" })
         #expect(merged["merged_from"] == .array([.string(b.delta!.string("id")!), .string(c.delta!.string("id")!)]))
-        #expect(merged.string("checksum_before") == a.snapshot.string("checksum") && merged.string("checksum_after") == c.snapshot.string("checksum"))
+        #expect(
+            merged.string("checksum_before") == a.snapshot.string("checksum")
+                && merged.string("checksum_after") == c.snapshot.string("checksum"))
         let type = try #require(merged["types"]?.arrayValue?.first?.objectValue)
         #expect(type.int("count_before") == 10 && type.int("count_after") == 9 && type.int("count_delta") == -1)
         #expect(try archive.run(["verify"]).status == 0)
@@ -151,8 +158,10 @@ struct SnapshotDeltaChecklistTests {
     @Test("09 hash stability: no changes between snapshots, identical hashes and checksums")
     func item09() throws {
         // The same export twice, except for the memory addresses HealthKit writes into device.
-        let one = HealthExport.document((0..<4).map { HealthExport.record(heart, "2019-05-10 08:3\($0):00 -0700", value: "7\($0)", address: "0x30127\($0)2a0") })
-        let two = HealthExport.document((0..<4).map { HealthExport.record(heart, "2019-05-10 08:3\($0):00 -0700", value: "7\($0)", address: "0x4aa9\($0)13f0") })
+        let one = HealthExport.document(
+            (0..<4).map { HealthExport.record(heart, "2019-05-10 08:3\($0):00 -0700", value: "7\($0)", address: "0x30127\($0)2a0") })
+        let two = HealthExport.document(
+            (0..<4).map { HealthExport.record(heart, "2019-05-10 08:3\($0):00 -0700", value: "7\($0)", address: "0x4aa9\($0)13f0") })
         let first = try archive.takeXML(one)
         let second = try archive.takeXML(two)
         #expect(first.snapshot.string("checksum") == second.snapshot.string("checksum"))
@@ -197,33 +206,42 @@ struct SnapshotDeltaChecklistTests {
     func item12() throws {
         let server = try FixtureServer()
         let dtd = "<?xml version=\"1.0\"?>\n<!DOCTYPE HealthData SYSTEM \"\(server.baseURL)/HealthData.dtd\">\n"
-        let file = try archive.scratch.write("remote-dtd.xml", HealthExport.document([HealthExport.record(heart, "2019-05-10 08:30:00 -0700")], dtd: dtd))
+        let file = try archive.scratch.write(
+            "remote-dtd.xml", HealthExport.document([HealthExport.record(heart, "2019-05-10 08:30:00 -0700")], dtd: dtd))
         let result = try archive.run(["take", file])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(server.requests.isEmpty, "nothing was fetched")
         // In a network namespace with no interface at all (unshare -n).
         if try requireGate(runningAsRoot, "unshare -n makes a network namespace, which needs root") {
-            let isolated = try shell("unshare -n snapshot-delta --db '\(archive.db)' take --device-id-file '\(archive.deviceFile)' '\(file)'")
+            let isolated = try shell(
+                "unshare -n snapshot-delta --db '\(archive.db)' take --device-id-file '\(archive.deviceFile)' '\(file)'")
             #expect(isolated.status == 0, "\(isolated.stderr)")
         }
     }
 
     @Test("14 unsupported type: count -1, quality failed, is_unsupported, 'unsupported' for a person")
     func item14() throws {
-        let taken = try archive.take(HealthLines.records(heart, 2) + [HealthLines.status("HKQuantityTypeIdentifierAppleSleepingWristTemperature", "unsupported")])
+        let taken = try archive.take(
+            HealthLines.records(heart, 2) + [HealthLines.status("HKQuantityTypeIdentifierAppleSleepingWristTemperature", "unsupported")])
         let type = try #require(taken.type("HKQuantityTypeIdentifierAppleSleepingWristTemperature"))
         #expect(type.int("count") == -1 && type.string("quality") == "failed" && type["is_unsupported"] == .bool(true))
         let text = try archive.run(["show", taken.id, "--format", "text"])
-        #expect(text.stdout.split(separator: "\n").contains { $0.hasPrefix("HKQuantityTypeIdentifierAppleSleepingWristTemperature") && $0.contains("unsupported") })
+        #expect(
+            text.stdout.split(separator: "\n").contains {
+                $0.hasPrefix("HKQuantityTypeIdentifierAppleSleepingWristTemperature") && $0.contains("unsupported")
+            })
     }
 
     @Test("15 yearly counts: the snapshot's time zone decides the year; a sample over a day is approximate")
     func item15() throws {
         // 2019-12-31 23:30 in Los Angeles is 2020-01-01 07:30 UTC.
-        let body = [HealthExport.record(heart, "2019-12-31 23:30:00 -0800"),
-                    HealthExport.record(heart, "2019-06-01 10:00:00 -0700"),
-                    HealthExport.record("HKCategoryTypeIdentifierSleepAnalysis", "2020-03-01 22:00:00 -0800", "2020-03-03 07:00:00 -0800",
-                                        value: "HKCategoryValueSleepAnalysisInBed", unit: nil)]
+        let body = [
+            HealthExport.record(heart, "2019-12-31 23:30:00 -0800"),
+            HealthExport.record(heart, "2019-06-01 10:00:00 -0700"),
+            HealthExport.record(
+                "HKCategoryTypeIdentifierSleepAnalysis", "2020-03-01 22:00:00 -0800", "2020-03-03 07:00:00 -0800",
+                value: "HKCategoryValueSleepAnalysisInBed", unit: nil),
+        ]
         let losAngeles = try archive.takeXML(HealthExport.document(body), ["--timezone", "America/Los_Angeles"])
         let years = losAngeles.type(heart)?["yearly"]?.arrayValue?.compactMap(\.objectValue) ?? []
         #expect(years.map { $0.int("year") } == [2019] && years.map { $0.int("count") } == [2])
@@ -274,7 +292,8 @@ struct SnapshotDeltaChecklistTests {
         try archive.take(HealthLines.records(heart, 3))
         try archive.take(HealthLines.records(heart, 4))
         // A second snapshot claiming the same predecessor as snapshot 2.
-        _ = try archive.sql("""
+        _ = try archive.sql(
+            """
             INSERT INTO snapshots (id, created_at, trigger, quality, checksum, type_set_hash, registry, timezone, export_version,
                 export_date, source, previous_snapshot_id, is_chain_start, is_post_restore, is_post_restore_inferred,
                 is_post_restore_forwarded, post_restore_suppressed_delta_id, device_id, recovered_device_id, samples_archived, record_count)
@@ -293,7 +312,7 @@ struct SnapshotDeltaChecklistTests {
     @Test("20 disappeared→appeared merge with a -1 side: count_delta 0, reason not normal")
     func item20() throws {
         try archive.take(HealthLines.records(heart, 10) + HealthLines.records(steps, 2))
-        let b = try archive.take(HealthLines.records(steps, 2))          // heart disappeared
+        let b = try archive.take(HealthLines.records(steps, 2))  // heart disappeared
         try archive.take(HealthLines.records(steps, 2) + [HealthLines.status(heart, "failed")])  // and is back, at -1
         let deleted = try archive.run(["delete", b.id])
         let merged = try #require(try deleted.records().first { $0.string("type") == "delta" })
@@ -307,8 +326,9 @@ struct SnapshotDeltaChecklistTests {
         let first = try archive.scratch.write("first.registry", "\(heart)\n")
         let second = try archive.scratch.write("second.registry", "\(heart)\n\(steps)\nHKQuantityTypeIdentifierBodyMass\n")
         try archive.take(HealthLines.records(heart, 3), ["--registry", first])
-        let taken = try archive.take(HealthLines.records(heart, 3) + HealthLines.records("HKQuantityTypeIdentifierBodyMass", 1)
-                                     + [HealthLines.status(steps, "unauthorized")], ["--registry", second])
+        let taken = try archive.take(
+            HealthLines.records(heart, 3) + HealthLines.records("HKQuantityTypeIdentifierBodyMass", 1)
+                + [HealthLines.status(steps, "unauthorized")], ["--registry", second])
         #expect(taken.change(steps)?.string("reason") == "authorization_changed", "joined the registry and unauthorized at once")
         #expect(taken.change("HKQuantityTypeIdentifierBodyMass")?.string("reason") == "registry_changed")
         #expect(taken.change(heart)?.string("reason") == "normal")
@@ -325,7 +345,9 @@ struct SnapshotDeltaChecklistTests {
         #expect(complete.snapshot["is_post_restore_forwarded"] == .bool(true), "the pair (partial, complete) runs no rule either")
         let big = try archive.take(baseline(13, day: "2026-01-11"))
         #expect(big.delta?["post_restore_suppressed"] == .bool(true) && !big.anomalies.contains { $0.string("kind") == "sync_anomaly" })
-        #expect(try archive.sql("SELECT post_restore_suppressed_delta_id FROM snapshots WHERE id = '\(complete.id)'") == big.delta?.string("id"))
+        #expect(
+            try archive.sql("SELECT post_restore_suppressed_delta_id FROM snapshots WHERE id = '\(complete.id)'") == big.delta?.string("id")
+        )
         #expect(try archive.sql("SELECT post_restore_suppressed_delta_id IS NULL FROM snapshots WHERE id = '\(restored.id)'") == "1")
         let again = try archive.take(baseline(17, day: "2026-01-12"))
         #expect(again.anomalies.contains { $0.string("kind") == "sync_anomaly" })
@@ -336,7 +358,9 @@ struct SnapshotDeltaChecklistTests {
         try archive.take(HealthLines.records(heart, 3))
         let b = try archive.take(HealthLines.records(heart, 4))
         let c = try archive.take(HealthLines.records(heart, 5))
-        _ = try archive.sql("DELETE FROM type_deltas WHERE delta_id IN (SELECT id FROM deltas WHERE to_snapshot_id = '\(b.id)'); DELETE FROM deltas WHERE to_snapshot_id = '\(b.id)'")
+        _ = try archive.sql(
+            "DELETE FROM type_deltas WHERE delta_id IN (SELECT id FROM deltas WHERE to_snapshot_id = '\(b.id)'); DELETE FROM deltas WHERE to_snapshot_id = '\(b.id)'"
+        )
         let result = try archive.run(["verify"])
         #expect(result.status == 1)
         let record = try #require(try result.records().first)
@@ -348,7 +372,8 @@ struct SnapshotDeltaChecklistTests {
     func item26() throws {
         try archive.take(HealthLines.records(heart, 3))
         // Sabotage: the first take entry written from now on vanishes once after its insert.
-        _ = try archive.sql("""
+        _ = try archive.sql(
+            """
             DROP TRIGGER operations_append_only_delete;
             CREATE TABLE lost (n INTEGER);
             CREATE TRIGGER lose_once AFTER INSERT ON operations WHEN NEW.operation = 'take' AND (SELECT count(*) FROM lost) = 0
@@ -357,7 +382,8 @@ struct SnapshotDeltaChecklistTests {
         let result = try archive.run(["take"], stdin: HealthLines.records(heart, 4).joined(separator: "\n") + "\n")
         #expect(result.status == 2)
         let lostID = try archive.sql("SELECT n FROM lost")
-        #expect(result.stderr.contains("critical: operation log entry \(lostID) (take) was missing after it was saved; written again as entry"))
+        #expect(
+            result.stderr.contains("critical: operation log entry \(lostID) (take) was missing after it was saved; written again as entry"))
         let log = try archive.run(["log"]).records()
         let recovered = try #require(log.last)
         #expect(recovered.string("operation") == "take" && recovered["critical"] == .bool(true))
@@ -390,7 +416,8 @@ struct SnapshotDeltaChecklistTests {
 
     @Test("30 count/quality coherence: an unauthorized type with records is corrected to -1, with a warning")
     func item30() throws {
-        let result = try archive.run(["take"], stdin: (HealthLines.records(heart, 4) + [HealthLines.status(heart, "unauthorized")]).joined(separator: "\n") + "\n")
+        let result = try archive.run(
+            ["take"], stdin: (HealthLines.records(heart, 4) + [HealthLines.status(heart, "unauthorized")]).joined(separator: "\n") + "\n")
         #expect(result.status == 0)
         #expect(result.stderr.contains("warning: \(heart) is unauthorized but 4 records were read: its count is -1"))
         let taken = try TakeOutput(result)
@@ -399,7 +426,8 @@ struct SnapshotDeltaChecklistTests {
 
     @Test("31 checksum filter: quality == complete, not a non-empty hash")
     func item31() throws {
-        let taken = try archive.take(HealthLines.records(heart, 2, day: "2019-05-10") + HealthLines.records(steps, 3) + [HealthLines.status(steps, "partial")])
+        let taken = try archive.take(
+            HealthLines.records(heart, 2, day: "2019-05-10") + HealthLines.records(steps, 3) + [HealthLines.status(steps, "partial")])
         let partial = try #require(taken.type(steps))
         #expect(partial.string("quality") == "partial" && partial.int("count") == 3 && (partial.string("type_hash")?.count ?? 0) == 64)
         let onlyHeart = try sha256sum(try sha256sum("\(heart)|2|2019-05-10T08:00:00.000Z|2019-05-10T08:01:00.000Z"))
@@ -411,7 +439,8 @@ struct SnapshotDeltaChecklistTests {
         try archive.take(baseline())
         let dropped = try archive.take(five.flatMap { HealthLines.records($0, 4) })
         #expect(dropped.anomalies.count == 6, "five deletions and one sync anomaly")
-        #expect(dropped.anomalies.allSatisfy { $0.string("delta_id") == dropped.delta?.string("id") && $0.string("snapshot_id") == dropped.id })
+        #expect(
+            dropped.anomalies.allSatisfy { $0.string("delta_id") == dropped.delta?.string("id") && $0.string("snapshot_id") == dropped.id })
         #expect(try archive.sql("SELECT count(*) FROM anomalies a LEFT JOIN deltas d ON d.id = a.delta_id WHERE d.id IS NULL") == "0")
         let third = try archive.take(five.flatMap { HealthLines.records($0, 4) })
         let deleted = try archive.run(["delete", dropped.id]).records()

@@ -91,17 +91,27 @@ struct SnapshotDeltaFidelityTests {
     func metadataEntriesArchivedAsJSON() throws {
         // A heart-rate record with HealthKit's motion context and a user-entered flag, and one
         // without any entry.
-        let entries = #"<MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="1"/><MetadataEntry key="HKWasUserEntered" value="0"/>"#
-        let body = [HealthExport.record(heart, "2019-05-10 08:30:00 -0700", value: "72", children: entries),
-                    HealthExport.record(heart, "2019-05-10 08:31:00 -0700", value: "74")]
+        let entries =
+            #"<MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="1"/><MetadataEntry key="HKWasUserEntered" value="0"/>"#
+        let body = [
+            HealthExport.record(heart, "2019-05-10 08:30:00 -0700", value: "72", children: entries),
+            HealthExport.record(heart, "2019-05-10 08:31:00 -0700", value: "74"),
+        ]
         try archive.takeXML(HealthExport.document(body))
         let samples = try archive.run(["samples", "--type", heart]).records()
         #expect(samples.count == 2)
         // Newest first: 08:31 has none, 08:30 has both, in the export's order.
         #expect(samples[0]["metadata"] == .null)
-        #expect(samples[1]["metadata"] == .object(JSONObject([JSONField("HKMetadataKeyHeartRateMotionContext", .string("1")),
-                                                              JSONField("HKWasUserEntered", .string("0"))])))
-        #expect(try archive.sql("SELECT json_extract(metadata, '$.HKMetadataKeyHeartRateMotionContext') FROM samples WHERE metadata IS NOT NULL") == "1")
+        #expect(
+            samples[1]["metadata"]
+                == .object(
+                    JSONObject([
+                        JSONField("HKMetadataKeyHeartRateMotionContext", .string("1")),
+                        JSONField("HKWasUserEntered", .string("0")),
+                    ])))
+        #expect(
+            try archive.sql(
+                "SELECT json_extract(metadata, '$.HKMetadataKeyHeartRateMotionContext') FROM samples WHERE metadata IS NOT NULL") == "1")
     }
 
     @Test("observer debounce: ten quick non-manual takes make one snapshot; a manual take is never skipped")
@@ -109,24 +119,30 @@ struct SnapshotDeltaFidelityTests {
         // Checklist 13: ten rapid observer callbacks inside the seed's 10-minute window make
         // exactly one snapshot, its trigger the observer's.
         for minute in 0..<10 {
-            let result = try archive.run(["take", "--trigger", "observer", "--debounce", "10m",
-                                          "--now", String(format: "2026-02-01T09:%02d:00Z", minute)],
-                                         stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+            let result = try archive.run(
+                [
+                    "take", "--trigger", "observer", "--debounce", "10m",
+                    "--now", String(format: "2026-02-01T09:%02d:00Z", minute),
+                ],
+                stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
             #expect(result.status == 0, "a skipped take is not an error: \(result.stderr)")
         }
         #expect(try archive.sql("SELECT count(*) FROM snapshots") == "1")
         #expect(try archive.sql("SELECT trigger FROM snapshots") == "observer")
         // Checklist 22: a manual take during the window is made; an observer take right after it is not.
-        let manual = try archive.run(["take", "--debounce", "10m", "--now", "2026-02-01T09:10:30Z"],
-                                     stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+        let manual = try archive.run(
+            ["take", "--debounce", "10m", "--now", "2026-02-01T09:10:30Z"],
+            stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
         #expect(manual.status == 0)
         #expect(try archive.sql("SELECT count(*) FROM snapshots") == "2")
-        _ = try archive.run(["take", "--trigger", "observer", "--debounce", "10m", "--now", "2026-02-01T09:15:00Z"],
-                            stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+        _ = try archive.run(
+            ["take", "--trigger", "observer", "--debounce", "10m", "--now", "2026-02-01T09:15:00Z"],
+            stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
         #expect(try archive.sql("SELECT count(*) FROM snapshots") == "2")
         // Once the window has passed since the latest snapshot, the observer's take is made.
-        _ = try archive.run(["take", "--trigger", "observer", "--debounce", "10m", "--now", "2026-02-01T09:20:30Z"],
-                            stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
+        _ = try archive.run(
+            ["take", "--trigger", "observer", "--debounce", "10m", "--now", "2026-02-01T09:20:30Z"],
+            stdin: HealthLines.records(heart, 3).joined(separator: "\n") + "\n")
         #expect(try archive.sql("SELECT count(*) FROM snapshots") == "3")
     }
 }

@@ -24,11 +24,14 @@ struct SnapshotDeltaReadingTests {
 
     @Test("a v14 export: records, correlations counted once, workouts and activity summaries as their own types")
     func v14() throws {
-        let systolic = HealthExport.record("HKQuantityTypeIdentifierBloodPressureSystolic", "2019-05-10 08:30:00 -0700", value: "120", unit: "mmHg", device: false)
-        let diastolic = HealthExport.record("HKQuantityTypeIdentifierBloodPressureDiastolic", "2019-05-10 08:30:00 -0700", value: "80", unit: "mmHg", device: false)
+        let systolic = HealthExport.record(
+            "HKQuantityTypeIdentifierBloodPressureSystolic", "2019-05-10 08:30:00 -0700", value: "120", unit: "mmHg", device: false)
+        let diastolic = HealthExport.record(
+            "HKQuantityTypeIdentifierBloodPressureDiastolic", "2019-05-10 08:30:00 -0700", value: "80", unit: "mmHg", device: false)
         let body = [
-            HealthExport.record(heart, "2019-05-10 08:30:00 -0700", value: "72",
-                                children: "<MetadataEntry key=\"HKMetadataKeyHeartRateMotionContext\" value=\"0\"/>"),
+            HealthExport.record(
+                heart, "2019-05-10 08:30:00 -0700", value: "72",
+                children: "<MetadataEntry key=\"HKMetadataKeyHeartRateMotionContext\" value=\"0\"/>"),
             HealthExport.record(heart, "2019-11-10 08:30:00 -0800", value: "75"),
             systolic, diastolic,
             "<Correlation type=\"HKCorrelationTypeIdentifierBloodPressure\" sourceName=\"Omron\" startDate=\"2019-05-10 08:30:00 -0700\" endDate=\"2019-05-10 08:30:00 -0700\">\(systolic)\(diastolic)</Correlation>",
@@ -36,8 +39,11 @@ struct SnapshotDeltaReadingTests {
             "<ActivitySummary dateComponents=\"2019-05-11\" activeEnergyBurned=\"590.252\" activeEnergyBurnedUnit=\"kcal\"/>",
         ]
         let taken = try archive.takeXML(HealthExport.document(body))
-        #expect(counts(taken) == [heart: 2, "HKQuantityTypeIdentifierBloodPressureSystolic": 1, "HKQuantityTypeIdentifierBloodPressureDiastolic": 1,
-                                  "HKCorrelationTypeIdentifierBloodPressure": 1, "HKWorkoutTypeIdentifier": 1, "HKActivitySummaryTypeIdentifier": 1])
+        #expect(
+            counts(taken) == [
+                heart: 2, "HKQuantityTypeIdentifierBloodPressureSystolic": 1, "HKQuantityTypeIdentifierBloodPressureDiastolic": 1,
+                "HKCorrelationTypeIdentifierBloodPressure": 1, "HKWorkoutTypeIdentifier": 1, "HKActivitySummaryTypeIdentifier": 1,
+            ])
         #expect(taken.snapshot.string("export_version") == "14")
         #expect(taken.snapshot.string("export_date") == "2024-06-01T15:10:05.000Z")
         #expect(taken.snapshot.int("record_count") == 7)
@@ -53,7 +59,8 @@ struct SnapshotDeltaReadingTests {
 
     @Test("a malformed v12 DTD (iOS 16) is ignored, and the records still count")
     func v12() throws {
-        let taken = try archive.takeXML(HealthExport.document([HealthExport.record(heart, "2022-10-01 08:30:00 -0700")], dtd: HealthExport.v12MalformedDTD))
+        let taken = try archive.takeXML(
+            HealthExport.document([HealthExport.record(heart, "2022-10-01 08:30:00 -0700")], dtd: HealthExport.v12MalformedDTD))
         #expect(counts(taken) == [heart: 1] && taken.snapshot.string("export_version") == "12")
         // xmllint, a conforming parser, rejects the same file: the DTD really is malformed.
         let lint = try shell("xmllint --noout '\(archive.scratch.path("export.xml"))'")
@@ -66,18 +73,24 @@ struct SnapshotDeltaReadingTests {
         let sample = try archive.run(["take", healthFixture("opendroid-hk/sampleexport.xml")])
         #expect(sample.status == 0, "\(sample.stderr)")
         let taken = try TakeOutput(sample)
-        #expect(counts(taken) == ["HKQuantityTypeIdentifierBodyMassIndex": 4, "HKQuantityTypeIdentifierHeartRateVariabilitySDNN": 1,
-                                  "HKWorkoutTypeIdentifier": 1, "HKActivitySummaryTypeIdentifier": 17,
-                                  "ClinicalRecord:Procedure": 3, "ClinicalRecord:Immunization": 1,
-                                  "ClinicalRecord:DiagnosticReport": 1, "ClinicalRecord:Patient": 1])
+        #expect(
+            counts(taken) == [
+                "HKQuantityTypeIdentifierBodyMassIndex": 4, "HKQuantityTypeIdentifierHeartRateVariabilitySDNN": 1,
+                "HKWorkoutTypeIdentifier": 1, "HKActivitySummaryTypeIdentifier": 17,
+                "ClinicalRecord:Procedure": 3, "ClinicalRecord:Immunization": 1,
+                "ClinicalRecord:DiagnosticReport": 1, "ClinicalRecord:Patient": 1,
+            ])
         #expect(taken.snapshot.string("export_version") == "11")
         let workout = try archive.run(["samples", "--type", "HKWorkoutTypeIdentifier"]).records()
         #expect(workout.first?.string("source") == "🕛🕐🕑🕒", "the emoji source name survives")
         #expect(workout.first?.string("device")?.hasPrefix("name:Apple Watch") == true)
 
         let plain = try HealthArchive().run(["take", healthFixture("healthkit-to-sqlite/export.xml")])
-        #expect(try counts(TakeOutput(plain)) == ["HKQuantityTypeIdentifierBodyMassIndex": 1, heart: 1, "HKWorkoutTypeIdentifier": 1,
-                                                  "HKActivitySummaryTypeIdentifier": 2])
+        #expect(
+            try counts(TakeOutput(plain)) == [
+                "HKQuantityTypeIdentifierBodyMassIndex": 1, heart: 1, "HKWorkoutTypeIdentifier": 1,
+                "HKActivitySummaryTypeIdentifier": 2,
+            ])
 
         let volume = try HealthArchive().run(["take", healthFixture("opendroid-hk/audio_exposure.xml")])
         let grep = try shell("grep -c '<Record' '\(healthFixture("opendroid-hk/audio_exposure.xml"))'")
@@ -93,9 +106,12 @@ struct SnapshotDeltaReadingTests {
     @Test("the zip layout through a pipe: unzip -p … | snapshot-delta take -")
     func zipped() throws {
         let zip = archive.scratch.path("export.zip")
-        let make = try shell("cd '\(healthFixture("healthkit-to-sqlite/zip_contents"))' && python3 -m zipfile -c '\(zip)' apple_health_export")
+        let make = try shell(
+            "cd '\(healthFixture("healthkit-to-sqlite/zip_contents"))' && python3 -m zipfile -c '\(zip)' apple_health_export")
         #expect(make.status == 0, "\(make.stderr)")
-        let result = try shell("unzip -p '\(zip)' apple_health_export/export.xml | snapshot-delta --db '\(archive.db)' take --device-id-file '\(archive.deviceFile)' -")
+        let result = try shell(
+            "unzip -p '\(zip)' apple_health_export/export.xml | snapshot-delta --db '\(archive.db)' take --device-id-file '\(archive.deviceFile)' -"
+        )
         #expect(result.status == 0, "\(result.stderr)")
         let taken = try TakeOutput(result)
         #expect(taken.snapshot.string("source") == "<stdin>" && counts(taken)["HKWorkoutTypeIdentifier"] == 1)
@@ -110,20 +126,26 @@ struct SnapshotDeltaReadingTests {
         #expect(first.type(heart)?.string("earliest") == "2016-11-14T14:33:54.000Z")
         #expect(first.snapshot.string("checksum") == second.snapshot.string("checksum"))
         #expect(try archive.sql("SELECT count(*) || ' ' || sum(present) FROM samples") == "1 1")
-        #expect(try archive.sql("SELECT device FROM samples") == "name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2")
+        #expect(
+            try archive.sql("SELECT device FROM samples")
+                == "name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2")
     }
 
-    @Test("a parse error anywhere means no snapshot: control characters, a cut file, a wrong root", arguments: [
-        "vtab", "control-reference", "raw-control", "truncated", "wrong-root", "undeclared-entity",
-    ])
+    @Test(
+        "a parse error anywhere means no snapshot: control characters, a cut file, a wrong root",
+        arguments: [
+            "vtab", "control-reference", "raw-control", "truncated", "wrong-root", "undeclared-entity",
+        ])
     func noPartialSnapshot(kind: String) throws {
         try archive.takeXML(HealthExport.document([HealthExport.record(heart, "2019-05-10 08:30:00 -0700")]), name: "good.xml")
         let good = (0..<50).map { HealthExport.record(heart, "2019-05-1\($0 % 10) 08:\(10 + $0):00 -0700") }
         let document: String
         switch kind {
         case "vtab": document = try String(contentsOfFile: healthFixture("synthetic/vtab.xml"), encoding: .utf8)
-        case "control-reference": document = HealthExport.document(good + [HealthExport.record(heart, "2019-05-20 08:30:00 -0700", source: "Phone&#x1;")])
-        case "raw-control": document = HealthExport.document(good + [HealthExport.record(heart, "2019-05-20 08:30:00 -0700", source: "Ph\u{1}one")])
+        case "control-reference":
+            document = HealthExport.document(good + [HealthExport.record(heart, "2019-05-20 08:30:00 -0700", source: "Phone&#x1;")])
+        case "raw-control":
+            document = HealthExport.document(good + [HealthExport.record(heart, "2019-05-20 08:30:00 -0700", source: "Ph\u{1}one")])
         case "truncated":
             let whole = HealthExport.document(good)
             document = String(whole.prefix(whole.count * 3 / 4))
@@ -142,8 +164,11 @@ struct SnapshotDeltaReadingTests {
 
     @Test("a record that cannot be counted (a bad date) means no snapshot, and every such record is reported")
     func badDates() throws {
-        let body = [HealthExport.record(heart, "2019-05-10 08:30:00 -0700"), HealthExport.record(heart, "yesterday"),
-                    HealthExport.record(heart, "2019-02-30 08:30:00 -0700"), "<Record sourceName=\"x\" startDate=\"2019-05-10 08:30:00 -0700\" endDate=\"2019-05-10 08:30:00 -0700\"/>"]
+        let body = [
+            HealthExport.record(heart, "2019-05-10 08:30:00 -0700"), HealthExport.record(heart, "yesterday"),
+            HealthExport.record(heart, "2019-02-30 08:30:00 -0700"),
+            "<Record sourceName=\"x\" startDate=\"2019-05-10 08:30:00 -0700\" endDate=\"2019-05-10 08:30:00 -0700\"/>",
+        ]
         let file = try archive.scratch.write("dates.xml", HealthExport.document(body))
         let result = try archive.run(["take", file])
         #expect(result.status == 2)
@@ -155,16 +180,23 @@ struct SnapshotDeltaReadingTests {
 
     @Test("NDJSON: bad lines are reported with their line numbers and no snapshot is taken")
     func ndjsonErrors() throws {
-        let lines = HealthLines.records(heart, 2) + ["not json", #"{"type":"sample","monitor":"x"}"#,
-                                                      #"{"type":"health_record","type_identifier":"X","start":"soon"}"#,
-                                                      HealthLines.status(heart, "maybe")]
+        let lines =
+            HealthLines.records(heart, 2) + [
+                "not json", #"{"type":"sample","monitor":"x"}"#,
+                #"{"type":"health_record","type_identifier":"X","start":"soon"}"#,
+                HealthLines.status(heart, "maybe"),
+            ]
         let result = try archive.run(["take"], stdin: lines.joined(separator: "\n") + "\n")
         #expect(result.status == 2 && result.stdout.isEmpty)
         let errors = result.stderr.split(separator: "\n").map(String.init)
         #expect(errors.contains { $0.hasPrefix("snapshot-delta: <stdin>:3: not valid JSON") })
         #expect(errors.contains { $0.hasPrefix("snapshot-delta: <stdin>:4: sample has no type_identifier") })
         #expect(errors.contains { $0.hasPrefix("snapshot-delta: <stdin>:5: start is not a time: 'soon'") })
-        #expect(errors.contains { $0.hasPrefix("snapshot-delta: <stdin>:6: type_status wants a quality of complete, partial, unauthorized, failed, unsupported") })
+        #expect(
+            errors.contains {
+                $0.hasPrefix(
+                    "snapshot-delta: <stdin>:6: type_status wants a quality of complete, partial, unauthorized, failed, unsupported")
+            })
         #expect(try archive.sql("SELECT count(*) FROM snapshots") == "0")
     }
 
@@ -185,7 +217,9 @@ struct SnapshotDeltaReadingTests {
     @Test("the registry: types outside it are not counted, types in it without records count 0")
     func registry() throws {
         let file = try archive.scratch.write("types", "# monitored\n\(heart)\nHKQuantityTypeIdentifierBodyMass  # weight\n\n")
-        let result = try archive.run(["take", "--registry", file], stdin: (HealthLines.records(heart, 2) + HealthLines.records("HKQuantityTypeIdentifierStepCount", 3)).joined(separator: "\n"))
+        let result = try archive.run(
+            ["take", "--registry", file],
+            stdin: (HealthLines.records(heart, 2) + HealthLines.records("HKQuantityTypeIdentifierStepCount", 3)).joined(separator: "\n"))
         #expect(result.status == 0)
         #expect(result.stderr.contains("3 records of 1 types outside the registry were not counted"))
         let taken = try TakeOutput(result)
@@ -202,7 +236,8 @@ struct SnapshotDeltaReadingTests {
     @Test("SIGINT while reading a slow stream: exit 130 and no snapshot")
     func interrupted() throws {
         let tool = try RunningTool("snapshot-delta", ["--db", archive.db, "take", "--device-id-file", archive.deviceFile, "-"])
-        let head = HealthExport.document((0..<200).map { HealthExport.record(heart, "2019-05-10 08:\(10 + $0 % 50):00 -0700", value: "\($0)") })
+        let head = HealthExport.document(
+            (0..<200).map { HealthExport.record(heart, "2019-05-10 08:\(10 + $0 % 50):00 -0700", value: "\($0)") })
         try tool.input.fileHandleForWriting.write(contentsOf: Data(head.prefix(head.count / 2).utf8))
         // Wait for the tool to have made its archive (it reads the input after that).
         while !FileManager.default.fileExists(atPath: archive.db) || (try? archive.sql("SELECT count(*) FROM snapshots")) != "0" {}
@@ -224,8 +259,10 @@ struct SnapshotDeltaCrashTests {
         try tool.input.fileHandleForWriting.write(contentsOf: Data(lines.utf8))
         // The take holds the archive's write lock from its first sample to its commit, and the
         // commit waits for the end of the input, which stays open: wait until the lock is taken.
-        while (try runProcess("/usr/bin/env", ["sqlite3", archive.db, "BEGIN IMMEDIATE; ROLLBACK;"], stdin: "",
-                              environment: toolEnvironment())).status == 0 {}
+        while (try runProcess(
+            "/usr/bin/env", ["sqlite3", archive.db, "BEGIN IMMEDIATE; ROLLBACK;"], stdin: "",
+            environment: toolEnvironment())).status == 0
+        {}
         kill(tool.process.processIdentifier, SIGKILL)
         tool.process.waitUntilExit()
         #expect(tool.process.terminationReason == .uncaughtSignal)

@@ -36,8 +36,9 @@ struct SnapshotDeltaThresholdTests {
     @Test("--sync-change and --sync-types: a type changing by exactly PCT does not count; N types at once do")
     func sync() throws {
         // S1-S3: 100 → 108, +8%; S4: 100 → 107, +7% exactly (7 × 100 / 100); S5 unchanged.
-        let pair = try pair(["S1": 100, "S2": 100, "S3": 100, "S4": 100, "S5": 100],
-                            ["S1": 108, "S2": 108, "S3": 108, "S4": 107, "S5": 100])
+        let pair = try pair(
+            ["S1": 100, "S2": 100, "S3": 100, "S4": 100, "S5": 100],
+            ["S1": 108, "S2": 108, "S3": 108, "S4": 107, "S5": 100])
         // --sync-change 7: S4's 7% is not more than 7, so 3 types count; 3 < 4: no sync anomaly.
         #expect(kinds(try anomalies(pair, ["--sync-change", "7", "--sync-types", "4"]), "sync_anomaly").isEmpty)
         // --sync-change 6.9: S4 counts too; 4 types reach --sync-types 4.
@@ -74,13 +75,17 @@ struct SnapshotDeltaThresholdTests {
     func deletion() throws {
         // Lost shares by hand: L1 1 of 8 = 12.5%; L2 1 of 4 = 25%; L3 26 of 100 = 26%;
         // L4 2 of 4 = 50%; L5 49 of 100 = 49%; L6 51 of 100 = 51%.
-        let pair = try pair(["L1": 8, "L2": 4, "L3": 100, "L4": 4, "L5": 100, "L6": 100],
-                            ["L1": 7, "L2": 3, "L3": 74, "L4": 2, "L5": 51, "L6": 49])
+        let pair = try pair(
+            ["L1": 8, "L2": 4, "L3": 100, "L4": 4, "L5": 100, "L6": 100],
+            ["L1": 7, "L2": 3, "L3": 74, "L4": 2, "L5": 51, "L6": 49])
         let found = kinds(try anomalies(pair, ["--deletion-warning", "25", "--deletion-critical", "50"]), "deletion")
         var severity: [String: String] = [:]
         for anomaly in found { severity[anomaly.string("type_identifier") ?? ""] = anomaly.string("severity") }
-        #expect(severity == [type("L1"): "info", type("L2"): "warning", type("L3"): "warning",
-                             type("L4"): "critical", type("L5"): "warning", type("L6"): "critical"])
+        #expect(
+            severity == [
+                type("L1"): "info", type("L2"): "warning", type("L3"): "warning",
+                type("L4"): "critical", type("L5"): "warning", type("L6"): "critical",
+            ])
     }
 
     @Test("--restore-records: a chain start of exactly N records is not a post-restore baseline; N + 1 is")

@@ -1,16 +1,20 @@
 import Foundation
-@testable import StoreSamplesCore
 import VitalsKit
+
+@testable import StoreSamplesCore
 
 /// Ingests `lines` into `store` as `store-samples ingest` and the API do (through `Ingester`),
 /// at the fixed time `now`; returns how many samples were stored and the line errors.
 @discardableResult
-func ingestInProcess(_ store: SampleStore, _ lines: [String], now: Int64, retention: Retention = Retention(days: nil)) throws -> (stored: Int, errors: [String]) {
+func ingestInProcess(_ store: SampleStore, _ lines: [String], now: Int64, retention: Retention = Retention(days: nil)) throws -> (
+    stored: Int, errors: [String]
+) {
     let diagnostics = Diagnostics(tool: "store-samples", capture: true)
     let devNull = open("/dev/null", O_WRONLY | O_CLOEXEC)
     defer { close(devNull) }
-    let ingester = Ingester(store: store, retention: retention, output: RecordWriter(fd: devNull), passThrough: false,
-                            diagnostics: diagnostics, now: { now })
+    let ingester = Ingester(
+        store: store, retention: retention, output: RecordWriter(fd: devNull), passThrough: false,
+        diagnostics: diagnostics, now: { now })
     ingester.maxRows = store.batchRows
     _ = ingester.ingest(LineReader(bytes: Array((lines.joined(separator: "\n") + "\n").utf8), source: "test"))
     if let failure = ingester.failure { throw failure }
@@ -32,7 +36,8 @@ func everyViewInProcess(_ store: SampleStore, now: Int64) throws -> [String: Str
         try views.history(record, spanMs: 24 * 3_600_000, separator: UInt8(ascii: ","), into: &history)
         answers["monitor \(record.monitor)"] = String(decoding: try views.monitor(record).encoded(), as: UTF8.self)
         answers["history \(record.monitor)"] = String(decoding: history, as: UTF8.self)
-        answers["results \(record.monitor)"] = String(decoding: try views.results(record, spanMs: 24 * 3_600_000, page: Page(number: 1, size: 100)).encoded(), as: UTF8.self)
+        answers["results \(record.monitor)"] = String(
+            decoding: try views.results(record, spanMs: 24 * 3_600_000, page: Page(number: 1, size: 100)).encoded(), as: UTF8.self)
     }
     return answers
 }

@@ -78,8 +78,10 @@ struct StoreReplayTests {
         #expect(try views(twice) == expected, "the file twice in one run")
 
         // Killed with SIGKILL after so many lines passed on, or so long after starting; then the whole file again.
-        for (passed, afterMs) in [(0, 0), (1, 5_000), (999, 5_000), (1_000, 5_000), (2_500, 5_000), (6_000, 5_000),
-                                  (Int.max, 40), (Int.max, 150), (Int.max, 400), (Int.max, 900)] {
+        for (passed, afterMs) in [
+            (0, 0), (1, 5_000), (999, 5_000), (1_000, 5_000), (2_500, 5_000), (6_000, 5_000),
+            (Int.max, 40), (Int.max, 150), (Int.max, 400), (Int.max, 900),
+        ] {
             let store = try fresh()
             try killedIngest(store, passed: passed, afterMs: afterMs)
             let replayed = try ingest(store, corpus)
@@ -105,7 +107,8 @@ struct StoreReplayTests {
         let conflicting = try scratch.write("conflicting.ndjson", changed.joined(separator: "\n") + "\n")
         let refused = try ingest(reference, conflicting)
         #expect(refused.status == 2)
-        let conflictLine = "store-samples: <stdin>:\(altered[0]): 3 samples conflict with stored ones "
+        let conflictLine =
+            "store-samples: <stdin>:\(altered[0]): 3 samples conflict with stored ones "
             + "(the same monitor, agent and time, other content): the stored ones are kept; this line is the first"
         #expect(refused.stderr.split(separator: "\n").map(String.init).last == conflictLine, "\(refused.stderr)")
         let elsewhere = try ingest(try fresh(), conflicting)
@@ -124,7 +127,9 @@ struct StoreReplayTests {
 
     @Test("ClickHouse: replayed, doubled, killed at any point and replayed, or conflicting: every view as one ingest")
     func clickHouse() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else { return }
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
         let server = try ClickHouseServer()
         try server.start()
         var count = 0

@@ -110,7 +110,8 @@ struct StoreSamplesFidelityTests {
         #expect(early.first?.string("before") == "2026-01-27T10:30:00.000Z")
         // One monitor: web's two remaining samples; api's stay.
         #expect(try query(["clear", "--monitor", "web"]).records().first?.int("samples") == 2)
-        #expect(try sqlite(db, "SELECT group_concat(m.monitor || '@' || s.at) FROM samples s JOIN monitors m ON m.id = s.monitor_id")
+        #expect(
+            try sqlite(db, "SELECT group_concat(m.monitor || '@' || s.at) FROM samples s JOIN monitors m ON m.id = s.monitor_id")
                 == "api@1769509800000,api@1769511600000")
         // All: nothing left; the monitors stay, with no latest status.
         #expect(try query(["clear", "--all"]).records().first?.int("samples") == 2)
@@ -131,7 +132,9 @@ struct StoreSamplesFidelityTests {
         // OnlineTracker: an agent that registers from another machine is pending until approved.
         let tokyo = #","agent":"tokyo","agent_name":"Tokyo office""#
         #expect(try store([sample("edge", minute: 1, extra: tokyo), sample("edge", minute: 2, extra: tokyo)], ["--remote"]).status == 0)
-        #expect(try sqlite(db, "SELECT count(*) || ' ' || sum(origin) || ' ' || sum(held) FROM samples") == "2 2 2", "stored, from elsewhere, held")
+        #expect(
+            try sqlite(db, "SELECT count(*) || ' ' || sum(origin) || ' ' || sum(held) FROM samples") == "2 2 2",
+            "stored, from elsewhere, held")
         var overview = try decode(OTStatusOverview.self, try query(["overview"]).stdout)
         #expect(overview.agentsTotal == 1 && overview.agentsPending == 1)
         #expect(overview.monitors.first { $0.name == "EDGE" }?.status == .unknown, "no counted sample yet")
@@ -157,7 +160,9 @@ struct StoreSamplesFidelityTests {
         // --auto-approve and a list of approved agents let new agents count at once.
         #expect(try store([sample("paris1", minute: 6, extra: #","agent":"paris""#)], ["--remote", "--auto-approve"]).status == 0)
         #expect(try checks("paris1") == 1)
-        #expect(try store([sample("berlin1", minute: 7, extra: #","agent":"berlin""#)], ["--remote", "--approve-agents", "berlin,oslo"]).status == 0)
+        #expect(
+            try store([sample("berlin1", minute: 7, extra: #","agent":"berlin""#)], ["--remote", "--approve-agents", "berlin,oslo"]).status
+                == 0)
         #expect(try checks("berlin1") == 1)
         let statuses = try decode([OTAgent].self, try query(["agents"]).stdout).map { "\($0.id)=\($0.status)" }
         #expect(statuses == ["tokyo=approved", "evil=rejected", "paris=approved", "berlin=approved", "oslo=approved"])
@@ -188,8 +193,10 @@ struct StoreSamplesFidelityTests {
         let single = try decode(OTMonitor.self, try query(["monitor", "dns"]).stdout)
         #expect(single.config?.pingCount == 5)
         // Values of the wrong type are bad lines, reported in the reader's words; the rest is stored.
-        let bad = try store([sample("dns", minute: 4, extra: #","config":5"#), sample("dns", minute: 5, extra: #","enabled":"yes""#),
-                             sample("dns", minute: 6)])
+        let bad = try store([
+            sample("dns", minute: 4, extra: #","config":5"#), sample("dns", minute: 5, extra: #","enabled":"yes""#),
+            sample("dns", minute: 6),
+        ])
         #expect(bad.status == 2)
         #expect(bad.stderr.contains("<stdin>:1: sample 'config' is 5; expected an object or null"))
         #expect(bad.stderr.contains("<stdin>:2: sample 'enabled' is \"yes\"; expected true, false or null"))

@@ -3,11 +3,14 @@ import Testing
 import VitalsKit
 
 /// One sample line; times are minutes after 2026-01-27T10:00:00Z unless `at` is given.
-func sample(_ monitor: String, minute: Int = 0, second: Int = 0, status: String = "up", latency: Double? = 10,
-            extra: String = "") -> String {
+func sample(
+    _ monitor: String, minute: Int = 0, second: Int = 0, status: String = "up", latency: Double? = 10,
+    extra: String = ""
+) -> String {
     let at = String(format: "2026-01-27T%02d:%02d:%02d.000Z", 10 + minute / 60, minute % 60, second)
     let latencyText = latency.map { "\($0)" } ?? "null"
-    return #"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"https","target":"https://\#(monitor).example/","at":"\#(at)","status":"\#(status)","message":"\#(status) at \#(minute)","latency_ms":\#(latencyText)\#(extra)}"#
+    return
+        #"{"type":"sample","monitor":"\#(monitor)","name":"\#(monitor.uppercased())","kind":"https","target":"https://\#(monitor).example/","at":"\#(at)","status":"\#(status)","message":"\#(status) at \#(minute)","latency_ms":\#(latencyText)\#(extra)}"#
 }
 
 /// Runs `sqlite3` on a database: the independent reader of what store-samples wrote.
@@ -51,8 +54,9 @@ struct StoreSamplesTests {
         ]
         let result = try store(lines.joined(separator: "\n") + "\n")
         #expect(result.status == 2)
-        #expect(result.lines == [passedOn(lines[0], id: 1), lines[2], passedOn(lines[3], id: 2), lines[4], passedOn(lines[5], id: 1)],
-                "every JSON object passes through byte for byte, in order: other records and bad samples too; stored samples with monitor_id")
+        #expect(
+            result.lines == [passedOn(lines[0], id: 1), lines[2], passedOn(lines[3], id: 2), lines[4], passedOn(lines[5], id: 1)],
+            "every JSON object passes through byte for byte, in order: other records and bad samples too; stored samples with monitor_id")
         let errors = result.stderr.split(separator: "\n").map(String.init)
         try #require(errors.count == 2, "a record of another type is no error")
         #expect(errors[0] == "store-samples: <stdin>:2: not valid JSON: expected a JSON object at column 1")
@@ -91,7 +95,9 @@ struct StoreSamplesTests {
         // the kill lands while both are still moving.
         let feeding = Thread {
             for round in 0..<200 {
-                let chunk = (0..<200).map { sample("m\($0 % 7)", minute: round % 120, second: $0 % 60, extra: #","seq":\#(round * 200 + $0)"#) }
+                let chunk = (0..<200).map {
+                    sample("m\($0 % 7)", minute: round % 120, second: $0 % 60, extra: #","seq":\#(round * 200 + $0)"#)
+                }
                 guard (try? writer.write(contentsOf: Data((chunk.joined(separator: "\n") + "\n").utf8))) != nil else { return }
             }
             try? writer.close()
@@ -124,14 +130,16 @@ struct StoreSamplesTests {
         }
         // The database exists before the race starts (a reader of a missing database is an error by design).
         #expect(try store(sample("seed") + "\n", ["-q"]).status == 0)
-        let result = try shell("""
+        let result = try shell(
+            """
             store-samples --db "$DB" -q "$A" & a=$!
             store-samples --db "$DB" -q "$B" & b=$!
             while kill -0 $a 2>/dev/null; do store-samples --db "$DB" overview >/dev/null 2>>reader.err || echo reader-failed; done
             wait $a; sa=$?; wait $b; sb=$?; echo "$sa $sb"
             """, environment: ["DB": db, "A": inputs[0], "B": inputs[1]], directory: scratch.url)
         #expect(result.stdout.split(separator: "\n").last == "0 0", "\(result.stdout) \(result.stderr)")
-        #expect(!result.stdout.contains("reader-failed"), "\((try? String(contentsOfFile: scratch.path("reader.err"), encoding: .utf8)) ?? "")")
+        #expect(
+            !result.stdout.contains("reader-failed"), "\((try? String(contentsOfFile: scratch.path("reader.err"), encoding: .utf8)) ?? "")")
         #expect(try sqlite(db, "SELECT count(*) FROM samples") == String(2 * count + 1))
         #expect(try sqlite(db, "SELECT count(*) FROM monitors") == "101")
     }
@@ -218,11 +226,15 @@ struct StoreSamplesTests {
         // The window is [since, now]: from 12:00 one hour back starts at 11:00 exactly,
         // so it holds the 11:00 bucket only; a day later it holds nothing.
         #expect(try query(["history", "api", "--since", "1h", "--ndjson"]).lines.count == 1)
-        #expect(try run("store-samples", ["--db", db, "--now", "2026-01-28T12:00:00Z", "history", "api", "--since", "1h"]).stdout == "[]\n")
+        #expect(
+            try run("store-samples", ["--db", db, "--now", "2026-01-28T12:00:00Z", "history", "api", "--since", "1h"]).stdout == "[]\n")
         // A span, not whole hours: 90 minutes back from 12:00 is 10:30, after the 10:16 check.
-        #expect(try query(["history", "api", "--since", "90m", "--ndjson"]).records().map { $0.string("timestamp") } == ["2026-01-27T11:00:00Z"])
+        #expect(
+            try query(["history", "api", "--since", "90m", "--ndjson"]).records().map { $0.string("timestamp") } == ["2026-01-27T11:00:00Z"]
+        )
         // A time: from 10:15 the 10:16 check's bucket and the 11:00 one.
-        #expect(try query(["history", "api", "--since", "2026-01-27T10:15:00Z", "--ndjson"]).records().map { $0.string("timestamp") }
+        #expect(
+            try query(["history", "api", "--since", "2026-01-27T10:15:00Z", "--ndjson"]).records().map { $0.string("timestamp") }
                 == ["2026-01-27T10:15:00Z", "2026-01-27T11:00:00Z"])
         let tooFar = try query(["history", "api", "--since", "8761h"])
         #expect(tooFar.status == 64 && tooFar.stderr.contains("--since looks back at most 365d here, not '8761h'"), "\(tooFar.stderr)")
@@ -273,7 +285,8 @@ struct StoreSamplesTests {
         #expect(try sqlite(db, "SELECT strftime('%H:%M:%S', min(at)/1000, 'unixepoch') FROM samples") == "10:05:00")
         // Ten days later, with a limit of 7 days, a new sample pushes the old ones out.
         let later = #"{"type":"sample","monitor":"api","at":"2026-02-06T10:00:00Z","status":"up"}"#
-        #expect(try run("store-samples", ["--db", db, "-q", "--now", "2026-02-06T10:00:00Z", "--keep", "7d"], stdin: later + "\n").status == 0)
+        #expect(
+            try run("store-samples", ["--db", db, "-q", "--now", "2026-02-06T10:00:00Z", "--keep", "7d"], stdin: later + "\n").status == 0)
         #expect(try sqlite(db, "SELECT count(*) FROM samples") == "1")
         let partDay = try run("store-samples", ["--db", db, "-q", "--keep", "36h"], stdin: later + "\n")
         #expect(partDay.status == 64 && partDay.stderr.contains("--keep wants whole days"), "\(partDay.stderr)")
@@ -337,18 +350,22 @@ struct StoreSamplesTests {
         defer { chmod(directory, 0o755) }
         // Root ignores directory permissions, so run as nobody then.
         let prefix = getuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
-        let result = try runProcess("/bin/sh", ["-c", prefix + "store-samples --db \"$DIR/x.db\""], stdin: sample("a") + "\n",
-                                    environment: toolEnvironment(["DIR": directory], shared: true))
+        let result = try runProcess(
+            "/bin/sh", ["-c", prefix + "store-samples --db \"$DIR/x.db\""], stdin: sample("a") + "\n",
+            environment: toolEnvironment(["DIR": directory], shared: true))
         #expect(result.status == 2)
         #expect(result.stderr.contains("cannot open"), "\(result.stderr)")
     }
 
     @Test("a full disk (a file size limit) stops with a clear error; what was passed on is stored, the file is intact")
     func fullDisk() throws {
-        let lines = (0..<20_000).map { sample("m\($0 % 10)", minute: $0 / 60 % 120, second: $0 % 60, extra: #","pad":"\#(String(repeating: "p", count: 200))""#) }
+        let lines = (0..<20_000).map {
+            sample("m\($0 % 10)", minute: $0 / 60 % 120, second: $0 % 60, extra: #","pad":"\#(String(repeating: "p", count: 200))""#)
+        }
         let input = try scratch.write("big.ndjson", lines.joined(separator: "\n") + "\n")
-        let result = try shell("ulimit -f 4000; store-samples --db \"$DB\" \"$IN\" > passed.ndjson", environment: ["DB": db, "IN": input],
-                               directory: scratch.url)
+        let result = try shell(
+            "ulimit -f 4000; store-samples --db \"$DB\" \"$IN\" > passed.ndjson", environment: ["DB": db, "IN": input],
+            directory: scratch.url)
         #expect(result.status == 2)
         #expect(result.stderr.contains("the disk or file size limit is full"), "\(result.stderr)")
         #expect(try sqlite(db, "PRAGMA integrity_check") == "ok")
@@ -369,7 +386,8 @@ struct StoreSamplesTests {
     @Test("probe-http | store-samples | store-samples overview: the pipeline")
     func pipeline() throws {
         let server = try FixtureServerHandle()
-        let result = try shell("""
+        let result = try shell(
+            """
             printf '%s\\n' "$BASE/ok" "$BASE/status/503" | probe-http | store-samples --db "$DB" | grep -c '"type":"sample"'
             store-samples --db "$DB" overview
             """, environment: ["BASE": server.url, "DB": db])

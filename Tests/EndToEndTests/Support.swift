@@ -67,7 +67,9 @@ enum Binaries {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         for name in names where !name.contains(".") && FileManager.default.isExecutableFile(atPath: directory + "/" + name) {
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue else { continue }
+            guard FileManager.default.fileExists(atPath: directory + "/" + name, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                continue
+            }
             try? FileManager.default.copyItem(atPath: directory + "/" + name, toPath: folder + "/" + name)
             chmod(folder + "/" + name, 0o755)
         }
@@ -104,8 +106,10 @@ func toolEnvironment(_ extra: [String: String] = [:], shared: Bool = false) -> [
 }
 
 /// Runs a built tool with arguments and stdin, waits, and returns what it wrote.
-func run(_ tool: String, _ arguments: [String], stdin: String = "", environment: [String: String] = [:],
-         directory: URL? = nil) throws -> RunResult {
+func run(
+    _ tool: String, _ arguments: [String], stdin: String = "", environment: [String: String] = [:],
+    directory: URL? = nil
+) throws -> RunResult {
     try runProcess(Binaries.path(tool), arguments, stdin: stdin, environment: toolEnvironment(environment), directory: directory)
 }
 
@@ -118,15 +122,21 @@ func shell(_ script: String, stdin: String = "", environment: [String: String] =
 /// close-on-exec and the child gets no other descriptor of the runner's (spawnClean), so no
 /// server another test starts meanwhile keeps this one's output open, and this child keeps
 /// no other test's.
-func runProcess(_ executable: String, _ arguments: [String], stdin: String, environment: [String: String],
-                directory: URL? = nil) throws -> RunResult {
-    var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1], errors: [Int32] = [-1, -1]
+func runProcess(
+    _ executable: String, _ arguments: [String], stdin: String, environment: [String: String],
+    directory: URL? = nil
+) throws -> RunResult {
+    var input: [Int32] = [-1, -1]
+    var output: [Int32] = [-1, -1]
+    var errors: [Int32] = [-1, -1]
     guard let pipe2 = GlibcExtras.pipe2, pipe2(&input, O_CLOEXEC) == 0, pipe2(&output, O_CLOEXEC) == 0,
-          pipe2(&errors, O_CLOEXEC) == 0 else { throw TestFailure("pipe2: \(errno)") }
+        pipe2(&errors, O_CLOEXEC) == 0
+    else { throw TestFailure("pipe2: \(errno)") }
     let pid: pid_t
     do {
-        pid = try spawnClean([executable] + arguments, environment: environment, descriptors: (input[0], output[1], errors[1]),
-                             directory: directory?.path)
+        pid = try spawnClean(
+            [executable] + arguments, environment: environment, descriptors: (input[0], output[1], errors[1]),
+            directory: directory?.path)
     } catch {
         for fd in input + output + errors { close(fd) }
         throw error

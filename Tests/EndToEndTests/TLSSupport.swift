@@ -8,27 +8,31 @@ final class TestCertificates: @unchecked Sendable {
 
     init() throws {
         directory = try ScratchDirectory()
-        try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                     "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "3650", "-subj", "/CN=vitals-test-ca"])
+        try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", path("ca.key"), "-out", path("ca.pem"), "-days", "3650", "-subj", "/CN=vitals-test-ca",
+        ])
         try directory.write("server.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n")
         try directory.write("client.ext", "extendedKeyUsage=clientAuth\n")
         try directory.write("index.txt", "")
         try directory.write("serial", "1000\n")
-        try directory.write("ca.cnf", """
-        [ca]
-        default_ca = test
-        [test]
-        dir = \(directory.url.path)
-        database = $dir/index.txt
-        new_certs_dir = $dir
-        serial = $dir/serial
-        default_md = sha256
-        policy = anything
-        unique_subject = no
-        [anything]
-        commonName = supplied
+        try directory.write(
+            "ca.cnf",
+            """
+            [ca]
+            default_ca = test
+            [test]
+            dir = \(directory.url.path)
+            database = $dir/index.txt
+            new_certs_dir = $dir
+            serial = $dir/serial
+            default_md = sha256
+            policy = anything
+            unique_subject = no
+            [anything]
+            commonName = supplied
 
-        """)
+            """)
     }
 
     func path(_ name: String) -> String { directory.path(name) }
@@ -73,23 +77,28 @@ final class TestCertificates: @unchecked Sendable {
 
     /// curl's pin of a certificate's public key: `sha256//BASE64`.
     func pin(of certificate: String) throws -> String {
-        let result = try shell("openssl x509 -in '\(certificate)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
+        let result = try shell(
+            "openssl x509 -in '\(certificate)' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64")
         guard result.status == 0 else { throw TestFailure("pin: \(result.stderr)") }
         return "sha256//" + result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private func request(_ name: String, subject: String) throws {
-        try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                     "-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", subject])
+        try openssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", path("\(name).key"), "-out", path("\(name).csr"), "-subj", subject,
+        ])
     }
 
     private func sign(_ name: String, extensions: String, days: Int, selfSigned: Bool = false) throws {
         lock.lock()
         defer { lock.unlock() }
-        var arguments = ["ca", "-batch", "-notext", "-config", path("ca.cnf"), "-in", path("\(name).csr"),
-                         "-out", path("\(name).pem"), "-extfile", path(extensions),
-                         "-startdate", TestCertificates.asn1(Int(Date().timeIntervalSince1970) - 30 * 86_400),
-                         "-enddate", TestCertificates.endDate(daysLeft: days)]
+        var arguments = [
+            "ca", "-batch", "-notext", "-config", path("ca.cnf"), "-in", path("\(name).csr"),
+            "-out", path("\(name).pem"), "-extfile", path(extensions),
+            "-startdate", TestCertificates.asn1(Int(Date().timeIntervalSince1970) - 30 * 86_400),
+            "-enddate", TestCertificates.endDate(daysLeft: days),
+        ]
         if selfSigned {
             arguments += ["-selfsign", "-keyfile", path("\(name).key")]
         } else {

@@ -18,15 +18,19 @@ final class TerminalRun: @unchecked Sendable {  // the bytes received are behind
 
     /// Starts `tool` (a built tool's name, or a program's path) with `arguments`; standard input is the file `stdinFile`
     /// (or empty), standard output a pipe unless `stdoutOnTerminal`.
-    init(_ tool: String, _ arguments: [String], stdinFile: String? = nil, stdoutOnTerminal: Bool = false,
-         environment: [String: String] = [:], directory: URL? = nil) throws {
+    init(
+        _ tool: String, _ arguments: [String], stdinFile: String? = nil, stdoutOnTerminal: Bool = false,
+        environment: [String: String] = [:], directory: URL? = nil
+    ) throws {
         master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
         var name = [CChar](repeating: 0, count: 128)
         guard master >= 0, let grant = PTY.grant, let unlock = PTY.unlock, let pathOf = PTY.name,
-              grant(master) == 0, unlock(master) == 0, pathOf(master, &name, name.count) == 0 else {
+            grant(master) == 0, unlock(master) == 0, pathOf(master, &name, name.count) == 0
+        else {
             throw TestFailure("no pseudo-terminal: \(String(cString: strerror(errno)))")
         }
-        let slave = open(String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), O_RDWR | O_NOCTTY | O_CLOEXEC)
+        let slave = open(
+            String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard slave >= 0 else { throw TestFailure("cannot open the terminal's slave side: \(String(cString: strerror(errno)))") }
         defer { close(slave) }
         var attributes = termios()
@@ -43,8 +47,9 @@ final class TerminalRun: @unchecked Sendable {  // the bytes received are behind
         guard let pipe2 = GlibcExtras.pipe2, pipe2(&output, O_CLOEXEC) == 0 else { throw TestFailure("pipe2: \(errno)") }
         stdoutRead = output[0]
         do {
-            pid = try spawnClean([tool.hasPrefix("/") ? tool : Binaries.path(tool)] + arguments, environment: toolEnvironment(environment),
-                                 descriptors: (input, stdoutOnTerminal ? slave : output[1], slave), directory: directory?.path)
+            pid = try spawnClean(
+                [tool.hasPrefix("/") ? tool : Binaries.path(tool)] + arguments, environment: toolEnvironment(environment),
+                descriptors: (input, stdoutOnTerminal ? slave : output[1], slave), directory: directory?.path)
         } catch {
             close(output[0])
             close(output[1])

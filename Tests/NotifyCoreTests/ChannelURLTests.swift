@@ -1,7 +1,8 @@
 import Foundation
-@testable import NotifyCore
 import Testing
 import VitalsKit
+
+@testable import NotifyCore
 
 /// Channel URLs as notify(1), CHANNELS and SECRETS describe them: the parts, `${NAME}` and
 /// `${file:PATH}` expanded after the URL is split, and the name a channel goes by in records,
@@ -10,8 +11,9 @@ import VitalsKit
 struct ChannelURLParsingTests {
     @Test("scheme lowercased; host, port and path; parameter names lowercased, values decoded, repeats kept")
     func parts() throws {
-        let url = try ChannelURL("JSONS://Hooks.Example.com:8443/a%20b/c?Header=X-One:%201&header=X-Two:%202&Tags=a%2Cb",
-                                 environment: [:])
+        let url = try ChannelURL(
+            "JSONS://Hooks.Example.com:8443/a%20b/c?Header=X-One:%201&header=X-Two:%202&Tags=a%2Cb",
+            environment: [:])
         #expect(url.scheme == "jsons")
         #expect(url.host == "Hooks.Example.com", "the host as written (exec:// names are case-sensitive)")
         #expect(url.port == 8443)
@@ -40,8 +42,9 @@ struct ChannelURLParsingTests {
 
     @Test("${NAME} may hold any character: it is put in after the URL is split")
     func references() throws {
-        let url = try ChannelURL("json://${USER_NAME}:${PW}@h/${PATH_PART}?secret=${S}",
-                                 environment: ["USER_NAME": "me", "PW": "a/b?c@d:e#f", "PATH_PART": "x/y", "S": "s&t=u"])
+        let url = try ChannelURL(
+            "json://${USER_NAME}:${PW}@h/${PATH_PART}?secret=${S}",
+            environment: ["USER_NAME": "me", "PW": "a/b?c@d:e#f", "PATH_PART": "x/y", "S": "s&t=u"])
         #expect(url.user == "me")
         #expect(url.password == "a/b?c@d:e#f")
         #expect(url.host == "h")
@@ -104,18 +107,22 @@ struct ChannelURLRedactionTests {
         #expect(ChannelURL.redact("json://u:p@ss@h/p") == "json://u:***@h/p", "the last @ ends the user info")
         #expect(ChannelURL.redact("json://u:${PW}@h/p") == "json://u:${PW}@h/p")
         #expect(ChannelURL.redact("json://u@h/p") == "json://u@h/p", "a user alone is no secret")
-        #expect(ChannelURL.redact("teams://x.logic.azure.com/w?api-version=2016-06-01&sv=1.0&sig=abc")
-            == "teams://x.logic.azure.com/w?api-version=2016-06-01&sv=1.0&sig=***")
-        #expect(ChannelURL.redact("ntfys://ntfy.sh/t?Token=tk_1&AuthHeader=x&apikey=k&session_id=s")
-            == "ntfys://ntfy.sh/t?Token=***&AuthHeader=***&apikey=***&session_id=***")
+        #expect(
+            ChannelURL.redact("teams://x.logic.azure.com/w?api-version=2016-06-01&sv=1.0&sig=abc")
+                == "teams://x.logic.azure.com/w?api-version=2016-06-01&sv=1.0&sig=***")
+        #expect(
+            ChannelURL.redact("ntfys://ntfy.sh/t?Token=tk_1&AuthHeader=x&apikey=k&session_id=s")
+                == "ntfys://ntfy.sh/t?Token=***&AuthHeader=***&apikey=***&session_id=***")
         #expect(ChannelURL.redact("ntfys://ntfy.sh/t?token=${T}") == "ntfys://ntfy.sh/t?token=${T}")
         // notify's own settings whose names look secret are not: the signing scheme, the key's id
         // and the path of the key file.
-        #expect(ChannelURL.redact("apns://production/com.example.app?team=T1&key_id=K1&key_file=/etc/AuthKey.p8")
-            == "apns://production/com.example.app?team=T1&key_id=K1&key_file=/etc/AuthKey.p8")
+        #expect(
+            ChannelURL.redact("apns://production/com.example.app?team=T1&key_id=K1&key_file=/etc/AuthKey.p8")
+                == "apns://production/com.example.app?team=T1&key_id=K1&key_file=/etc/AuthKey.p8")
         #expect(ChannelURL.redact("jsons://h/p?sign=github&secret=s3") == "jsons://h/p?sign=github&secret=***")
-        #expect(ChannelURL.redact("mailto://smtp.example.com?to=ops@example.com") == "mailto://smtp.example.com?to=ops@example.com",
-                "an @ in the query is no user info")
+        #expect(
+            ChannelURL.redact("mailto://smtp.example.com?to=ops@example.com") == "mailto://smtp.example.com?to=ops@example.com",
+            "an @ in the query is no user info")
     }
 
     @Test("a literal secret is noticed (notify warns about it); references and notify's own settings are not")

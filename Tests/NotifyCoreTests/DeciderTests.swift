@@ -1,6 +1,7 @@
-@testable import NotifyCore
 import Testing
 import VitalsKit
+
+@testable import NotifyCore
 
 /// Drives a `Decider` round by round, as notify does: the samples of one round (no closing by
 /// time, as with round marks), then `closeRound`, and every channel accepts what it is given
@@ -23,8 +24,10 @@ final class DeciderRun {
     static func at(_ seconds: Int64) -> Int64 { base + seconds * 1000 }
 
     /// One sample of `monitor` at `base + seconds`.
-    static func sample(_ monitor: String, _ seconds: Int64, _ status: SampleStatus,
-                       episode: AnomalyEpisodeState? = nil) -> SampleEvent {
+    static func sample(
+        _ monitor: String, _ seconds: Int64, _ status: SampleStatus,
+        episode: AnomalyEpisodeState? = nil
+    ) -> SampleEvent {
         SampleEvent(monitor: monitor, name: monitor.uppercased(), at: at(seconds), status: status, episode: episode)
     }
 

@@ -1,7 +1,8 @@
 import HTTPTransport
-@testable import NotifyCore
 import Testing
 import VitalsKit
+
+@testable import NotifyCore
 
 /// How an answer is judged and when a delivery is tried again, from notify(1), DELIVERY:
 /// "retried on network errors and on 408, 425, 429 and 5xx answers (SMTP: 4xx replies), after
@@ -44,24 +45,27 @@ struct DeliveryTests {
         var result = HTTPResult()
         result.failure = .connect
         result.curlMessage = "Couldn't connect to server"
-        #expect(HTTPJudgement.standard(result, nowMs: 0)
-            == .retry(code: nil, error: "connect: Couldn't connect to server", afterMs: nil))
+        #expect(
+            HTTPJudgement.standard(result, nowMs: 0)
+                == .retry(code: nil, error: "connect: Couldn't connect to server", afterMs: nil))
     }
 
     @Test("the error says the status and the body's first line, at most 200 bytes")
     func errorWords() {
-        #expect(HTTPJudgement.standard(Self.answer(400, body: "  bad payload \nsecond line"), nowMs: 0)
-            == .failed(code: 400, error: "HTTP 400: bad payload"))
+        #expect(
+            HTTPJudgement.standard(Self.answer(400, body: "  bad payload \nsecond line"), nowMs: 0)
+                == .failed(code: 400, error: "HTTP 400: bad payload"))
         #expect(HTTPJudgement.standard(Self.answer(404), nowMs: 0) == .failed(code: 404, error: "HTTP 404"))
         let long = String(repeating: "x", count: 300)
-        #expect(HTTPJudgement.standard(Self.answer(400, body: long), nowMs: 0)
-            == .failed(code: 400, error: "HTTP 400: " + String(repeating: "x", count: 200)))
+        #expect(
+            HTTPJudgement.standard(Self.answer(400, body: long), nowMs: 0)
+                == .failed(code: 400, error: "HTTP 400: " + String(repeating: "x", count: 200)))
     }
 
     @Test("Retry-After: delta-seconds, or an HTTP date counted from now; a past date is now; anything else is ignored")
     func retryAfter() {
         // RFC 9110 10.2.3: delay-seconds or an HTTP-date.
-        let date = "Sun, 06 Nov 1994 08:49:37 GMT" // 784111777 s since the epoch (date -d ... +%s)
+        let date = "Sun, 06 Nov 1994 08:49:37 GMT"  // 784111777 s since the epoch (date -d ... +%s)
         let now: Int64 = 784_111_777_000 - 90_000
         func after(_ value: String) -> Int64? {
             HTTPJudgement.retryAfter(Self.answer(503, headers: ["Retry-After: \(value)"]), nowMs: now)
@@ -79,19 +83,22 @@ struct DeliveryTests {
         #expect(after("soon") == nil)
         #expect(HTTPJudgement.retryAfter(Self.answer(503), nowMs: now) == nil)
         // The verdict carries it.
-        #expect(HTTPJudgement.standard(Self.answer(429, headers: ["Retry-After: 30"]), nowMs: now)
-            == .retry(code: 429, error: "HTTP 429", afterMs: 30_000))
+        #expect(
+            HTTPJudgement.standard(Self.answer(429, headers: ["Retry-After: 30"]), nowMs: now)
+                == .retry(code: 429, error: "HTTP 429", afterMs: 30_000))
     }
 
     @Test("commands: exit 0 accepted, 75 (EX_TEMPFAIL) retried, anything else or a signal refused")
     func commands() {
         #expect(ProcessJudgement.sysexits(ProcessOutcome(exitStatus: 0)) == .accepted(code: 0))
-        #expect(ProcessJudgement.sysexits(ProcessOutcome(exitStatus: 75, error: "busy"))
-            == .retry(code: 75, error: "exit status 75: busy", afterMs: nil))
+        #expect(
+            ProcessJudgement.sysexits(ProcessOutcome(exitStatus: 75, error: "busy"))
+                == .retry(code: 75, error: "exit status 75: busy", afterMs: nil))
         #expect(ProcessJudgement.sysexits(ProcessOutcome(exitStatus: 1)) == .failed(code: 1, error: "exit status 1"))
         #expect(ProcessJudgement.sysexits(ProcessOutcome(exitStatus: 64)) == .failed(code: 64, error: "exit status 64"))
-        #expect(ProcessJudgement.sysexits(ProcessOutcome(exitStatus: nil, error: "killed by signal 9"))
-            == .failed(code: nil, error: "killed by signal 9"))
+        #expect(
+            ProcessJudgement.sysexits(ProcessOutcome(exitStatus: nil, error: "killed by signal 9"))
+                == .failed(code: nil, error: "killed by signal 9"))
     }
 
     @Test("the backoff: the upper half of 1 s, 2 s, 4 s, ... after the 1st, 2nd, 3rd attempt, at most 5 minutes")
@@ -138,9 +145,18 @@ struct DeliveryTests {
         #expect(judged(curl: 56, code: 451) == .retry(code: 451, error: "words", afterMs: nil))
         #expect(judged(curl: 55, code: 550) == .failed(code: 550, error: "words"))
         // curl 67: login denied; curl 64: STARTTLS required and not offered.
-        guard case .failed = judged(curl: 67, code: 535) else { Issue.record("a refused login fails for good"); return }
-        guard case .failed = judged(curl: 64, code: 0) else { Issue.record("no STARTTLS fails for good"); return }
-        guard case .failed = judged(curl: 60, code: 0, failure: .tls) else { Issue.record("a bad certificate fails for good"); return }
+        guard case .failed = judged(curl: 67, code: 535) else {
+            Issue.record("a refused login fails for good")
+            return
+        }
+        guard case .failed = judged(curl: 64, code: 0) else {
+            Issue.record("no STARTTLS fails for good")
+            return
+        }
+        guard case .failed = judged(curl: 60, code: 0, failure: .tls) else {
+            Issue.record("a bad certificate fails for good")
+            return
+        }
         #expect(judged(curl: 7, code: 0, failure: .connect) == .retry(code: nil, error: "words", afterMs: nil))
     }
 }

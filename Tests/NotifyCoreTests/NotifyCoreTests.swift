@@ -1,6 +1,7 @@
-@testable import NotifyCore
 import Testing
 import VitalsKit
+
+@testable import NotifyCore
 
 /// Unit tests of notify's pieces; the behaviour end to end is in EndToEndTests/Notify*.
 @Suite("notify core")
@@ -40,7 +41,7 @@ struct NotifyCoreTests {
         #expect(decider.views["stdout"]?.cooldowns["api"] == NotifyCoreTests.base + 10_000)
         #expect(decider.views["hook"]?.cooldowns["api"] == nil)
         _ = decider.add(sample("api", 20, .up))
-        let recovered = decider.add(sample("api", 30, .down)) // closes the round of 20
+        let recovered = decider.add(sample("api", 30, .down))  // closes the round of 20
         #expect(recovered.map(\.notification.event) == [.recovered])
         #expect(recovered.first?.channels == ["stdout", "hook"])
         // Down again at 30: stdout's key api cools down until 70; hook's never started, as its
@@ -76,8 +77,9 @@ struct NotifyCoreTests {
 
     @Test("channel URLs: parts, percent-escapes, references to the environment and files, redaction")
     func channelURLs() throws {
-        let parsed = try ChannelURL("mailto://alerts%40example.com:${PW}@smtp.example.com:2525/x?to=a@b.c&tls=none",
-                                    environment: ["PW": "p@ss:word/?"])
+        let parsed = try ChannelURL(
+            "mailto://alerts%40example.com:${PW}@smtp.example.com:2525/x?to=a@b.c&tls=none",
+            environment: ["PW": "p@ss:word/?"])
         #expect(parsed.user == "alerts@example.com")
         #expect(parsed.password == "p@ss:word/?")
         #expect(parsed.host == "smtp.example.com")

@@ -1,9 +1,10 @@
-import HTTPTransport
 import Foundation
-import Testing
+import HTTPTransport
 import ProbeKit
-@testable import ProbeHTTPCore
+import Testing
 import VitalsKit
+
+@testable import ProbeHTTPCore
 
 func parseTargets(_ text: String, defaults: TargetDefaults = TargetDefaults()) -> ([Target], [String]) {
     let diagnostics = Diagnostics(tool: "probe-http", capture: true)
@@ -66,13 +67,14 @@ struct TargetParsingTests {
 
     @Test("every field is read and validated")
     func allFields() throws {
-        let t = try target("""
-        {"id":" api ","name":" API ","url":"https://api.example/v1","method":"get","headers":{"X-A":"1"},"body":"b",\
-        "expected_status":"200,204","expected_content":"ok","expected_body_hash":"SHA256:\(String(repeating: "AB", count: 32))",\
-        "timeout_seconds":2.5,"http_ok_threshold_ms":80,"http_degraded_threshold_ms":200,"ssl_ok_threshold_days":20,\
-        "ssl_warning_threshold_days":5,"check_interval":"5m","max_redirects":0,"ip":6,"speed_test_bytes":1000,\
-        "client_cert":"c.pem","client_key":"k.pem","pinned_pubkey":"sha256//x","ca_file":"ca.pem","tls_min":1.3,"insecure":true}
-        """)
+        let t = try target(
+            """
+            {"id":" api ","name":" API ","url":"https://api.example/v1","method":"get","headers":{"X-A":"1"},"body":"b",\
+            "expected_status":"200,204","expected_content":"ok","expected_body_hash":"SHA256:\(String(repeating: "AB", count: 32))",\
+            "timeout_seconds":2.5,"http_ok_threshold_ms":80,"http_degraded_threshold_ms":200,"ssl_ok_threshold_days":20,\
+            "ssl_warning_threshold_days":5,"check_interval":"5m","max_redirects":0,"ip":6,"speed_test_bytes":1000,\
+            "client_cert":"c.pem","client_key":"k.pem","pinned_pubkey":"sha256//x","ca_file":"ca.pem","tls_min":1.3,"insecure":true}
+            """)
         #expect(t.id == "api" && t.name == "API")
         #expect(t.method == "GET")
         #expect(t.headers == ["X-A: 1"])
@@ -95,7 +97,9 @@ struct TargetParsingTests {
 
     @Test("OnlineTracker's monitor shape is accepted: target and config")
     func onlineTrackerMonitor() throws {
-        let t = try target(#"{"id":1,"type":"target","name":"Site","target":"https://site.example","config":{"http_ok_threshold_ms":80,"timeout_seconds":10},"check_interval":60,"enabled":true}"#)
+        let t = try target(
+            #"{"id":1,"type":"target","name":"Site","target":"https://site.example","config":{"http_ok_threshold_ms":80,"timeout_seconds":10},"check_interval":60,"enabled":true}"#
+        )
         #expect(t.id == "1")
         #expect(t.okThresholdMs == 80)
         #expect(t.timeoutMs == 10_000)
@@ -120,29 +124,42 @@ struct TargetParsingTests {
         #expect(warning == ["probe-http: t:1: warning: kind 'ping' is probed by probe-ping; skipped"])
     }
 
-    @Test("bad fields are errors that say what is expected", arguments: [
-        (#"{"url":"https://a","timeout_seconds":0}"#, "field 'timeout_seconds' must be a number from 0.001 to 86400, not 0"),
-        (#"{"url":"https://a","expected_status":"abc"}"#, #"field 'expected_status' must look like 200, "200-299", "2xx" or "200,204", not 'abc'"#),
-        (#"{"url":"https://a","expected_body_hash":"abc"}"#, "field 'expected_body_hash' must be a SHA-256 in 64 hex digits or an MD5 in 32"),
-        (#"{"url":"https://a","http_ok_threshold_ms":300,"http_degraded_threshold_ms":100}"#, "http_degraded_threshold_ms (100) is below http_ok_threshold_ms (300)"),
-        (#"{"url":"https://a","headers":{"Bad Name":"x"}}"#, "header name 'Bad Name' is not a valid HTTP header name"),
-        (#"{"url":"https://a","headers":{"X":"a\r\nInjected: 1"}}"#, "header 'X' has a line break in its value"),
-        (#"{"url":"https://a","ip":"7"}"#, #"field 'ip' must be "4", "6", "both" or "any", not "7""#),
-        (#"{"url":"https://a","client_key":"k"}"#, "field 'client_key' needs 'client_cert'"),
-        (#"{"url":"http://a","pinned_pubkey":"sha256//x"}"#, "TLS fields (client_cert, pinned_pubkey) need an https:// URL"),
-        (#"{"url":"gopher://a"}"#, "unsupported scheme 'gopher' in 'gopher://a' (probe-http speaks http and https)"),
-        (#"{"type":"sample","url":"https://a"}"#, "a 'sample' record is not a target"),
-        (#"{"url":"https://"}"#, "'https://' has no host"),
-    ])
+    @Test(
+        "bad fields are errors that say what is expected",
+        arguments: [
+            (#"{"url":"https://a","timeout_seconds":0}"#, "field 'timeout_seconds' must be a number from 0.001 to 86400, not 0"),
+            (
+                #"{"url":"https://a","expected_status":"abc"}"#,
+                #"field 'expected_status' must look like 200, "200-299", "2xx" or "200,204", not 'abc'"#
+            ),
+            (
+                #"{"url":"https://a","expected_body_hash":"abc"}"#,
+                "field 'expected_body_hash' must be a SHA-256 in 64 hex digits or an MD5 in 32"
+            ),
+            (
+                #"{"url":"https://a","http_ok_threshold_ms":300,"http_degraded_threshold_ms":100}"#,
+                "http_degraded_threshold_ms (100) is below http_ok_threshold_ms (300)"
+            ),
+            (#"{"url":"https://a","headers":{"Bad Name":"x"}}"#, "header name 'Bad Name' is not a valid HTTP header name"),
+            (#"{"url":"https://a","headers":{"X":"a\r\nInjected: 1"}}"#, "header 'X' has a line break in its value"),
+            (#"{"url":"https://a","ip":"7"}"#, #"field 'ip' must be "4", "6", "both" or "any", not "7""#),
+            (#"{"url":"https://a","client_key":"k"}"#, "field 'client_key' needs 'client_cert'"),
+            (#"{"url":"http://a","pinned_pubkey":"sha256//x"}"#, "TLS fields (client_cert, pinned_pubkey) need an https:// URL"),
+            (#"{"url":"gopher://a"}"#, "unsupported scheme 'gopher' in 'gopher://a' (probe-http speaks http and https)"),
+            (#"{"type":"sample","url":"https://a"}"#, "a 'sample' record is not a target"),
+            (#"{"url":"https://"}"#, "'https://' has no host"),
+        ])
     func badFields(json: String, message: String) {
         let (targets, problems) = parseTargets(json)
         #expect(targets.isEmpty)
         #expect(problems == ["probe-http: t:1: \(message)"])
     }
 
-    @Test("status sets parse codes, ranges, classes and lists", arguments: [
-        ("200", [200...200]), ("200-299", [200...299]), ("2xx", [200...299]), ("200, 204,300-399", [200...200, 204...204, 300...399]),
-    ])
+    @Test(
+        "status sets parse codes, ranges, classes and lists",
+        arguments: [
+            ("200", [200...200]), ("200-299", [200...299]), ("2xx", [200...299]), ("200, 204,300-399", [200...200, 204...204, 300...399]),
+        ])
     func statusSets(text: String, ranges: [ClosedRange<Int>]) {
         #expect(StatusSet.parse(text) == StatusSet(ranges))
     }

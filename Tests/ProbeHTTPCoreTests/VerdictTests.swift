@@ -1,11 +1,14 @@
 import HTTPTransport
 import Testing
-@testable import ProbeKit
-@testable import ProbeHTTPCore
 import VitalsKit
 
-func response(code: Int = 200, ttfb: Double = 20, body: String = "", failure: TransportFailure? = nil,
-              curlCode: Int = 0, verify: Int = 0, expiries: [Int64] = [], stopped: Bool = false) -> HTTPResult {
+@testable import ProbeHTTPCore
+@testable import ProbeKit
+
+func response(
+    code: Int = 200, ttfb: Double = 20, body: String = "", failure: TransportFailure? = nil,
+    curlCode: Int = 0, verify: Int = 0, expiries: [Int64] = [], stopped: Bool = false
+) -> HTTPResult {
     var result = HTTPResult()
     result.httpCode = code
     result.timings.nameLookup = 1
@@ -27,7 +30,8 @@ let now: Int64 = 1_800_000_000
 let day: Int64 = 86_400
 
 func decide(_ target: Target, _ result: HTTPResult, simulated: Double = 0) -> ProbeVerdict {
-    HTTPVerdictRules.decide(target: target, result: result, method: "GET", fallbackNote: nil, inspection: nil, nowSeconds: now, simulatedMs: simulated)
+    HTTPVerdictRules.decide(
+        target: target, result: result, method: "GET", fallbackNote: nil, inspection: nil, nowSeconds: now, simulatedMs: simulated)
 }
 
 @Suite("status mapping")
@@ -43,10 +47,12 @@ struct VerdictTests {
         #expect(down.status == .down && down.reason == .httpStatus && down.message == "HTTP 404, expected 200-399")
     }
 
-    @Test("transport failures are error with their reason", arguments: [
-        (TransportFailure.dns, SampleReason.dns), (.connect, .connect), (.reset, .reset), (.tls, .tls),
-        (.timeout, .timeout), (.redirects, .redirects), (.tooLarge, .tooLarge), (.protocol, .protocol),
-    ])
+    @Test(
+        "transport failures are error with their reason",
+        arguments: [
+            (TransportFailure.dns, SampleReason.dns), (.connect, .connect), (.reset, .reset), (.tls, .tls),
+            (.timeout, .timeout), (.redirects, .redirects), (.tooLarge, .tooLarge), (.protocol, .protocol),
+        ])
     func failures(failure: TransportFailure, reason: SampleReason) {
         let verdict = decide(http, response(code: 0, failure: failure))
         #expect(verdict.status == .error)
@@ -81,8 +87,11 @@ struct VerdictTests {
 
     @Test("a handshake refused for an expired certificate is down/cert_expiry, not error")
     func expiredHandshake() {
-        let verdict = decide(https, response(code: 0, failure: .tls, curlCode: 60, verify: CertificateExpiry.expiredVerifyCode,
-                                             expiries: [now - day - 5]))
+        let verdict = decide(
+            https,
+            response(
+                code: 0, failure: .tls, curlCode: 60, verify: CertificateExpiry.expiredVerifyCode,
+                expiries: [now - day - 5]))
         #expect(verdict.status == .down && verdict.reason == .certExpiry)
         let untrusted = decide(https, response(code: 0, failure: .tls, curlCode: 60, verify: 18, expiries: [now + 90 * day]))
         #expect(untrusted.status == .error && untrusted.reason == .tls && untrusted.tlsExpiryDays == 90)

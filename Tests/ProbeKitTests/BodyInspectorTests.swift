@@ -1,6 +1,7 @@
-@testable import HTTPTransport
 import Testing
 import VitalsCrypto
+
+@testable import HTTPTransport
 
 /// The body inspector reads a body in the pieces curl hands over and keeps none of it:
 /// a text that spans pieces is still found, and the digest is the whole body's.
@@ -30,7 +31,8 @@ struct BodyInspectorTests {
 
     @Test("the digest over pieces is the whole body's: FIPS 180-2's and RFC 1321's 'abc' vectors")
     func digestOverPieces() {
-        #expect(inspect(["a", "bc"], content: nil, digest: .sha256).finishDigest()
+        #expect(
+            inspect(["a", "bc"], content: nil, digest: .sha256).finishDigest()
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(inspect(["ab", "", "c"], content: nil, digest: .md5).finishDigest() == "900150983cd24fb0d6963f7d28e17f72")
         #expect(inspect(["abc"], content: nil).finishDigest() == nil)

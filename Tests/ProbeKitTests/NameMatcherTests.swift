@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ProbeKit
 
 @Suite("isitup name matching")
@@ -16,9 +17,11 @@ struct NameMatcherTests {
         #expect(NameMatcher.normalize("me.example.com") == "me example com")
     }
 
-    @Test("order: exact name, exact host, partial name, partial host", arguments: [
-        ("port", 2), ("PORTFOLIO", 1), ("me.example.com", 1), ("spidey", 0), ("vitc", 3), ("example org", 3), ("arcade example", 0),
-    ])
+    @Test(
+        "order: exact name, exact host, partial name, partial host",
+        arguments: [
+            ("port", 2), ("PORTFOLIO", 1), ("me.example.com", 1), ("spidey", 0), ("vitc", 3), ("example org", 3), ("arcade example", 0),
+        ])
     func order(query: String, index: Int) {
         #expect(NameMatcher.bestMatch(query, in: targets) == index)
     }

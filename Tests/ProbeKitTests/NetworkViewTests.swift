@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import ProbeKit
 import VitalsKit
+
+@testable import ProbeKit
 
 /// A literal address the test knows is valid.
 private func ip(_ text: String) throws -> IPAddress {
@@ -13,16 +14,20 @@ private struct AddressError: Error { let text: String }
 
 @Suite("IP addresses")
 struct IPAddressTests {
-    @Test("literals parse and print back as inet_ntop writes them", arguments: [
-        ("192.0.2.1", "192.0.2.1"), ("::1", "::1"), ("[::1]", "::1"), ("2001:DB8:0:0::1", "2001:db8::1"),
-        ("::ffff:192.0.2.1", "::ffff:192.0.2.1"), ("127.0.0.1", "127.0.0.1"),
-    ])
+    @Test(
+        "literals parse and print back as inet_ntop writes them",
+        arguments: [
+            ("192.0.2.1", "192.0.2.1"), ("::1", "::1"), ("[::1]", "::1"), ("2001:DB8:0:0::1", "2001:db8::1"),
+            ("::ffff:192.0.2.1", "::ffff:192.0.2.1"), ("127.0.0.1", "127.0.0.1"),
+        ])
     func roundTrip(text: String, printed: String) throws {
         let address = try #require(IPAddress(text))
         #expect(address.description == printed)
     }
 
-    @Test("names and malformed literals are not addresses", arguments: ["example.com", "1.2.3", "256.1.1.1", "", "::1::2", "fe80::1%no-such-interface-x"])
+    @Test(
+        "names and malformed literals are not addresses",
+        arguments: ["example.com", "1.2.3", "256.1.1.1", "", "::1::2", "fe80::1%no-such-interface-x"])
     func rejects(text: String) {
         #expect(IPAddress(text) == nil)
     }
@@ -83,7 +88,8 @@ struct NetworkViewTests {
             let directory = root.appendingPathComponent(name)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try "\(type)\n".write(to: directory.appendingPathComponent("type"), atomically: true, encoding: .utf8)
-            try "INTERFACE=\(name)\nIFINDEX=3\n\(uevent)".write(to: directory.appendingPathComponent("uevent"), atomically: true, encoding: .utf8)
+            try "INTERFACE=\(name)\nIFINDEX=3\n\(uevent)".write(
+                to: directory.appendingPathComponent("uevent"), atomically: true, encoding: .utf8)
             for entry in entries {
                 try FileManager.default.createDirectory(at: directory.appendingPathComponent(entry), withIntermediateDirectories: true)
             }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ProbeKit
 
 /// The scheduler driven by a clock the test sets, in milliseconds.
@@ -14,8 +15,9 @@ struct ProbeSchedulerTests {
 
     @Test("in order, at most concurrency at once")
     func concurrency() {
-        var scheduler = ProbeScheduler(hosts: ["a", "b", "c", "d", "e"], intervalsMs: Array(repeating: 60_000, count: 5),
-                                       limits: ProbeLimits(concurrency: 2), watch: false)
+        var scheduler = ProbeScheduler(
+            hosts: ["a", "b", "c", "d", "e"], intervalsMs: Array(repeating: 60_000, count: 5),
+            limits: ProbeLimits(concurrency: 2), watch: false)
         #expect(admit(&scheduler, at: 0) == [0, 1])
         #expect(admit(&scheduler, at: 1) == [])
         scheduler.finish(1)
@@ -32,8 +34,9 @@ struct ProbeSchedulerTests {
 
     @Test("a host at its limit holds back only its own probes, which then start in order")
     func perHost() {
-        var scheduler = ProbeScheduler(hosts: ["a", "a", "b", "a", "b"], intervalsMs: Array(repeating: 60_000, count: 5),
-                                       limits: ProbeLimits(concurrency: 10, perHost: 1), watch: false)
+        var scheduler = ProbeScheduler(
+            hosts: ["a", "a", "b", "a", "b"], intervalsMs: Array(repeating: 60_000, count: 5),
+            limits: ProbeLimits(concurrency: 10, perHost: 1), watch: false)
         #expect(admit(&scheduler, at: 0) == [0, 2])
         scheduler.finish(2)
         #expect(admit(&scheduler, at: 1) == [4], "b's next goes while a's wait")
@@ -48,8 +51,9 @@ struct ProbeSchedulerTests {
 
     @Test("at most rate new probes a second, evenly spaced")
     func rate() {
-        var scheduler = ProbeScheduler(hosts: ["a", "b", "c"], intervalsMs: Array(repeating: 60_000, count: 3),
-                                       limits: ProbeLimits(concurrency: 10, ratePerSecond: 10), watch: false)
+        var scheduler = ProbeScheduler(
+            hosts: ["a", "b", "c"], intervalsMs: Array(repeating: 60_000, count: 3),
+            limits: ProbeLimits(concurrency: 10, ratePerSecond: 10), watch: false)
         #expect(admit(&scheduler, at: 0) == [0])
         // 10 a second is one every 100 ms.
         #expect(scheduler.waitMs(nowNs: ms(0)) == 100)
@@ -62,8 +66,9 @@ struct ProbeSchedulerTests {
 
     @Test("watching: each probe again an interval after its start, never twice at once")
     func watch() {
-        var scheduler = ProbeScheduler(hosts: ["a", "b"], intervalsMs: [1000, 3000],
-                                       limits: ProbeLimits(concurrency: 10), watch: true)
+        var scheduler = ProbeScheduler(
+            hosts: ["a", "b"], intervalsMs: [1000, 3000],
+            limits: ProbeLimits(concurrency: 10), watch: true)
         #expect(admit(&scheduler, at: 0) == [0, 1])
         scheduler.finish(0)
         #expect(scheduler.waitMs(nowNs: ms(10)) == 990)
@@ -91,8 +96,9 @@ struct ProbeSchedulerTests {
 
     @Test("rounds: a one-shot run is one round, ended by its last probe; watching, the probes due together make one")
     func rounds() {
-        var once = ProbeScheduler(hosts: ["a", "b", "c"], intervalsMs: Array(repeating: 60_000, count: 3),
-                                  limits: ProbeLimits(concurrency: 2), watch: false)
+        var once = ProbeScheduler(
+            hosts: ["a", "b", "c"], intervalsMs: Array(repeating: 60_000, count: 3),
+            limits: ProbeLimits(concurrency: 2), watch: false)
         var started: [Int: Int] = [:]
         once.admit(nowNs: ms(0)) { index, round in started[index] = round }
         #expect(started == [0: 1, 1: 1])

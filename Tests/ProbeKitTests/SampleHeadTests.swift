@@ -1,6 +1,7 @@
 import Testing
-@testable import ProbeKit
 import VitalsKit
+
+@testable import ProbeKit
 
 /// The leading fields both probes write, compared byte for byte with records written by hand.
 @Suite("a sample's leading fields")
@@ -11,10 +12,12 @@ struct SampleHeadTests {
     @Test("probe-http's: every leading field in vitals-records(7)'s order, quotes, backslashes and control bytes escaped")
     func httpHead() {
         let verdict = ProbeVerdict(status: .down, reason: .httpStatus, message: "HTTP 503, expected \"200-399\"")
-        var record = SampleHead.begin(monitor: "api/ipv4", name: "say \"hi\"\\now é", kind: "https",
-                                      target: "https://h.example/?q=a\tb\u{1}", atMs: atMs, method: "HEAD", verdict: verdict, capacity: 64)
+        var record = SampleHead.begin(
+            monitor: "api/ipv4", name: "say \"hi\"\\now é", kind: "https",
+            target: "https://h.example/?q=a\tb\u{1}", atMs: atMs, method: "HEAD", verdict: verdict, capacity: 64)
         let written = String(decoding: record.finish(), as: UTF8.self)
-        let expected = #"{"type":"sample","monitor":"api/ipv4","name":"say \"hi\"\\now é","kind":"https","#
+        let expected =
+            #"{"type":"sample","monitor":"api/ipv4","name":"say \"hi\"\\now é","kind":"https","#
             + #""target":"https://h.example/?q=a\tb\u0001","at":"2023-11-14T22:13:20.123Z","method":"HEAD","#
             + #""status":"down","reason":"http_status","message":"HTTP 503, expected \"200-399\""}"#
         #expect(written == expected)
@@ -23,10 +26,12 @@ struct SampleHeadTests {
     @Test("probe-ping's: no method field, and a null reason when up")
     func pingHead() {
         let verdict = ProbeVerdict(status: .up, reason: nil, message: "3/3 packets received, avg 0.041ms", latencyMs: 0.041)
-        var record = SampleHead.begin(monitor: "ping-::1", name: "line\nbreak", kind: "ping", target: "::1",
-                                      atMs: atMs, method: nil, verdict: verdict, capacity: 64)
+        var record = SampleHead.begin(
+            monitor: "ping-::1", name: "line\nbreak", kind: "ping", target: "::1",
+            atMs: atMs, method: nil, verdict: verdict, capacity: 64)
         let written = String(decoding: record.finish(), as: UTF8.self)
-        let expected = #"{"type":"sample","monitor":"ping-::1","name":"line\nbreak","kind":"ping","target":"::1","#
+        let expected =
+            #"{"type":"sample","monitor":"ping-::1","name":"line\nbreak","kind":"ping","target":"::1","#
             + #""at":"2023-11-14T22:13:20.123Z","status":"up","reason":null,"message":"3/3 packets received, avg 0.041ms"}"#
         #expect(written == expected)
     }

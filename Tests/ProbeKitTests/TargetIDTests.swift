@@ -1,14 +1,17 @@
 import Testing
+
 @testable import ProbeKit
 
 @Suite("monitor ids")
 struct TargetIDTests {
-    @Test("derived ids are readable slugs without secrets", arguments: [
-        ("https://example.com/", "example.com"),
-        ("https://Example.com:8443/a/b?x=1", "example.com-8443-a-b-x-1"),
-        ("http://example.com/health", "http-example.com-health"),
-        ("https://user:pw@example.com/?token=abc", "example.com-token"),
-    ])
+    @Test(
+        "derived ids are readable slugs without secrets",
+        arguments: [
+            ("https://example.com/", "example.com"),
+            ("https://Example.com:8443/a/b?x=1", "example.com-8443-a-b-x-1"),
+            ("http://example.com/health", "http-example.com-health"),
+            ("https://user:pw@example.com/?token=abc", "example.com-token"),
+        ])
     func derived(url: String, id: String) {
         #expect(TargetIDs.derive(from: url) == id)
     }

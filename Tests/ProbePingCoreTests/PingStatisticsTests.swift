@@ -1,6 +1,7 @@
 import ProbeKit
 import Testing
 import VitalsKit
+
 @testable import ProbePingCore
 
 @Suite("ping statistics and status rules")
@@ -39,16 +40,19 @@ struct PingStatisticsTests {
 
     @Test("latency at or below ok is up, at or below degraded is degraded, above is down; words are OnlineTracker's")
     func thresholds() {
-        let up = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 5, rtts: [25, 25, 25, 25, 25]), failure: nil, icmpError: nil)
+        let up = PingVerdictRules.decide(
+            target: target(), statistics: statistics(sent: 5, rtts: [25, 25, 25, 25, 25]), failure: nil, icmpError: nil)
         #expect(up.status == .up && up.reason == nil)
         #expect(up.message == "5/5 packets received, avg 25ms")
         #expect(up.latencyMs == 25)
         let atOK = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 1, rtts: [80]), failure: nil, icmpError: nil)
         #expect(atOK.status == .up, "80 is at the ok threshold: up")
-        let degraded = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 2, rtts: [80, 81]), failure: nil, icmpError: nil)
+        let degraded = PingVerdictRules.decide(
+            target: target(), statistics: statistics(sent: 2, rtts: [80, 81]), failure: nil, icmpError: nil)
         #expect(degraded.status == .degraded && degraded.reason == .latency)
         #expect(degraded.message == "2/2 packets received, avg 81ms, above 80ms")
-        let atDegraded = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 1, rtts: [200]), failure: nil, icmpError: nil)
+        let atDegraded = PingVerdictRules.decide(
+            target: target(), statistics: statistics(sent: 1, rtts: [200]), failure: nil, icmpError: nil)
         #expect(atDegraded.status == .degraded)
         let down = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 1, rtts: [200.5]), failure: nil, icmpError: nil)
         #expect(down.status == .down && down.reason == .latency)
@@ -59,20 +63,24 @@ struct PingStatisticsTests {
 
     @Test("loss up to --max-loss is allowed, more is down; nothing back is an error")
     func loss() {
-        let allowed = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 5, rtts: [20, 20, 20, 20]), failure: nil, icmpError: nil)
+        let allowed = PingVerdictRules.decide(
+            target: target(), statistics: statistics(sent: 5, rtts: [20, 20, 20, 20]), failure: nil, icmpError: nil)
         #expect(allowed.status == .up)
         #expect(allowed.message == "4/5 pings succeeded (80%), avg 20ms")
-        let lost = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 5, rtts: [25, 25, 25]), failure: nil, icmpError: nil)
+        let lost = PingVerdictRules.decide(
+            target: target(), statistics: statistics(sent: 5, rtts: [25, 25, 25]), failure: nil, icmpError: nil)
         #expect(lost.status == .down && lost.reason == .loss)
         #expect(lost.message == "3/5 pings succeeded (60%), avg 25ms; over 20% lost")
-        let strict = PingVerdictRules.decide(target: target(maxLoss: 0), statistics: statistics(sent: 3, rtts: [1, 1]), failure: nil, icmpError: nil)
+        let strict = PingVerdictRules.decide(
+            target: target(maxLoss: 0), statistics: statistics(sent: 3, rtts: [1, 1]), failure: nil, icmpError: nil)
         #expect(strict.status == .down && strict.message.hasPrefix("2/3 pings succeeded (66.7%)"))
         let silent = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 5, rtts: []), failure: nil, icmpError: nil)
         #expect(silent.status == .error && silent.reason == .timeout)
         #expect(silent.message == "0/5 pings succeeded (0%), no reply within 2s")
         #expect(silent.latencyMs == nil)
-        let refused = PingVerdictRules.decide(target: target(), statistics: statistics(sent: 5, rtts: []), failure: nil,
-                                              icmpError: "Destination host unreachable (from 192.0.2.254)")
+        let refused = PingVerdictRules.decide(
+            target: target(), statistics: statistics(sent: 5, rtts: []), failure: nil,
+            icmpError: "Destination host unreachable (from 192.0.2.254)")
         #expect(refused.status == .error && refused.reason == .connect)
         #expect(refused.message == "0/5 pings succeeded (0%): Destination host unreachable (from 192.0.2.254)")
     }
@@ -80,8 +88,10 @@ struct PingStatisticsTests {
     @Test("failures before anything was measured keep their reason")
     func failures() {
         let none = PingStatistics()
-        for (failure, reason) in [(PingFailure.permission("not allowed"), SampleReason.permission), (.dns("no such host"), .dns),
-                                  (.connect("Cannot send"), .connect)] {
+        for (failure, reason) in [
+            (PingFailure.permission("not allowed"), SampleReason.permission), (.dns("no such host"), .dns),
+            (.connect("Cannot send"), .connect),
+        ] {
             let verdict = PingVerdictRules.decide(target: target(), statistics: none, failure: failure, icmpError: nil)
             #expect(verdict.status == .error && verdict.reason == reason)
         }
@@ -126,30 +136,38 @@ struct ICMPPacketTests {
             let event = packet.withUnsafeBytes {
                 ICMPSocket.parse($0, family: .v4, from: from, timestamp: 5, identifier: 0x4242, cookie: cookie)
             }
-            guard case let .reply(sequence, generation, source, timestamp)? = event else {
+            guard case .reply(let sequence, let generation, let source, let timestamp)? = event else {
                 Issue.record("no reply parsed from \(packet.count) bytes")
                 continue
             }
             #expect(sequence == 513 && generation == 99 && source == from && timestamp == 5)
         }
-        let otherProcess = reply.withUnsafeBytes { ICMPSocket.parse($0, family: .v4, from: from, timestamp: nil, identifier: 0x4243, cookie: cookie) }
+        let otherProcess = reply.withUnsafeBytes {
+            ICMPSocket.parse($0, family: .v4, from: from, timestamp: nil, identifier: 0x4243, cookie: cookie)
+        }
         #expect(otherProcess == nil, "a raw socket sees other processes' replies; their identifier differs")
-        let otherRun = reply.withUnsafeBytes { ICMPSocket.parse($0, family: .v4, from: from, timestamp: nil, identifier: nil, cookie: cookie + 1) }
+        let otherRun = reply.withUnsafeBytes {
+            ICMPSocket.parse($0, family: .v4, from: from, timestamp: nil, identifier: nil, cookie: cookie + 1)
+        }
         #expect(otherRun == nil, "same identifier, another run's cookie")
         let request = echo(type: 8, id: 0x4242, sequence: 1, cookie: cookie, generation: 1)
-        #expect(request.withUnsafeBytes { ICMPSocket.parse($0, family: .v4, from: from, timestamp: nil, identifier: nil, cookie: cookie) } == nil,
-                "our own echo request seen on loopback is not a reply")
+        #expect(
+            request.withUnsafeBytes { ICMPSocket.parse($0, family: .v4, from: from, timestamp: nil, identifier: nil, cookie: cookie) }
+                == nil,
+            "our own echo request seen on loopback is not a reply")
     }
 
     @Test("an IPv4 host-unreachable names the request it is about")
     func unreachable() throws {
         // Type 3 code 1 from a router 192.0.2.254, quoting our request's IP header and ICMP header.
-        let quoted = ipv4Header(from: [192, 0, 2, 1], to: [198, 51, 100, 9]) + Array(echo(type: 8, id: 0x4242, sequence: 7, cookie: cookie, generation: 3))
+        let quoted =
+            ipv4Header(from: [192, 0, 2, 1], to: [198, 51, 100, 9])
+            + Array(echo(type: 8, id: 0x4242, sequence: 7, cookie: cookie, generation: 3))
         let packet = ipv4Header(from: [192, 0, 2, 254], to: [192, 0, 2, 1]) + [3, 1, 0, 0, 0, 0, 0, 0] + quoted
         let event = packet.withUnsafeBytes {
             ICMPSocket.parse($0, family: .v4, from: IPAddress("192.0.2.254"), timestamp: nil, identifier: 0x4242, cookie: cookie)
         }
-        guard case let .failed(sequence, generation, destination, words)? = event else {
+        guard case .failed(let sequence, let generation, let destination, let words)? = event else {
             Issue.record("no error parsed")
             return
         }
@@ -157,12 +175,14 @@ struct ICMPPacketTests {
         #expect(destination == IPAddress("198.51.100.9"))
         #expect(words == "Destination host unreachable (from 192.0.2.254)")
         // A router that quotes only 8 bytes of the request (RFC 792's minimum): matched by sequence and destination.
-        let short = ipv4Header(from: [192, 0, 2, 254], to: [192, 0, 2, 1]) + [11, 0, 0, 0, 0, 0, 0, 0]
-            + ipv4Header(from: [192, 0, 2, 1], to: [198, 51, 100, 9]) + Array(echo(type: 8, id: 0x4242, sequence: 8, cookie: cookie, generation: 3).prefix(8))
+        let short =
+            ipv4Header(from: [192, 0, 2, 254], to: [192, 0, 2, 1]) + [11, 0, 0, 0, 0, 0, 0, 0]
+            + ipv4Header(from: [192, 0, 2, 1], to: [198, 51, 100, 9])
+            + Array(echo(type: 8, id: 0x4242, sequence: 8, cookie: cookie, generation: 3).prefix(8))
         let shortEvent = short.withUnsafeBytes {
             ICMPSocket.parse($0, family: .v4, from: IPAddress("192.0.2.254"), timestamp: nil, identifier: 0x4242, cookie: cookie)
         }
-        guard case let .failed(shortSequence, shortGeneration, _, shortWords)? = shortEvent else {
+        guard case .failed(let shortSequence, let shortGeneration, _, let shortWords)? = shortEvent else {
             Issue.record("no error parsed from a short quote")
             return
         }
@@ -173,9 +193,11 @@ struct ICMPPacketTests {
     func ipv6() throws {
         let from = try #require(IPAddress("2001:db8::9"))
         let reply = echo(type: 129, id: 0x0101, sequence: 2, cookie: cookie, generation: 4)
-        guard case let .reply(sequence, generation, _, _)? = reply.withUnsafeBytes({
-            ICMPSocket.parse($0, family: .v6, from: from, timestamp: nil, identifier: nil, cookie: cookie)
-        }) else {
+        guard
+            case .reply(let sequence, let generation, _, _)? = reply.withUnsafeBytes({
+                ICMPSocket.parse($0, family: .v6, from: from, timestamp: nil, identifier: nil, cookie: cookie)
+            })
+        else {
             Issue.record("no IPv6 reply parsed")
             return
         }
@@ -184,11 +206,17 @@ struct ICMPPacketTests {
         var header = [UInt8](repeating: 0, count: 40)
         header[0] = 0x60
         header[6] = 58
-        header[24] = 0x20; header[25] = 0x01; header[26] = 0x0D; header[27] = 0xB8; header[39] = 9
+        header[24] = 0x20
+        header[25] = 0x01
+        header[26] = 0x0D
+        header[27] = 0xB8
+        header[39] = 9
         let error = [1, 3, 0, 0, 0, 0, 0, 0] + header + echo(type: 128, id: 0x0101, sequence: 6, cookie: cookie, generation: 5)
-        guard case let .failed(errorSequence, _, destination, words)? = error.withUnsafeBytes({
-            ICMPSocket.parse($0, family: .v6, from: IPAddress("2001:db8::1"), timestamp: nil, identifier: nil, cookie: cookie)
-        }) else {
+        guard
+            case .failed(let errorSequence, _, let destination, let words)? = error.withUnsafeBytes({
+                ICMPSocket.parse($0, family: .v6, from: IPAddress("2001:db8::1"), timestamp: nil, identifier: nil, cookie: cookie)
+            })
+        else {
             Issue.record("no IPv6 error parsed")
             return
         }

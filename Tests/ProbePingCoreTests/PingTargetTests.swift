@@ -2,6 +2,7 @@ import Foundation
 import ProbeKit
 import Testing
 import VitalsKit
+
 @testable import ProbePingCore
 
 func parsePingTargets(_ text: String, defaults: PingDefaults = PingDefaults()) -> ([PingTarget], [String]) {
@@ -25,16 +26,18 @@ struct PingParseFailure: Error { let problems: [String] }
 
 @Suite("probe-ping targets")
 struct PingTargetTests {
-    @Test("bare hosts, addresses and ports: kind, host, port, id and name", arguments: [
-        ("8.8.8.8", PingKind.ping, "8.8.8.8", nil, "ping-8.8.8.8", "8.8.8.8"),
-        ("::1", .ping, "::1", nil, "ping-::1", "::1"),
-        ("[2001:DB8::1]", .ping, "2001:db8::1", nil, "ping-2001:db8::1", "2001:db8::1"),
-        ("Host.Example", .ping, "host.example", nil, "ping-host.example", "host.example"),
-        ("db.example:5432", .tcp, "db.example", 5432, "tcp-db.example-5432", "db.example:5432"),
-        ("[::1]:443", .tcp, "::1", 443, "tcp-::1-443", "[::1]:443"),
-        ("tcp://127.0.0.1:22", .tcp, "127.0.0.1", 22, "tcp-127.0.0.1-22", "127.0.0.1:22"),
-        ("tcp://[::1]:8443/", .tcp, "::1", 8443, "tcp-::1-8443", "[::1]:8443"),
-    ] as [(String, PingKind, String, Int?, String, String)])
+    @Test(
+        "bare hosts, addresses and ports: kind, host, port, id and name",
+        arguments: [
+            ("8.8.8.8", PingKind.ping, "8.8.8.8", nil, "ping-8.8.8.8", "8.8.8.8"),
+            ("::1", .ping, "::1", nil, "ping-::1", "::1"),
+            ("[2001:DB8::1]", .ping, "2001:db8::1", nil, "ping-2001:db8::1", "2001:db8::1"),
+            ("Host.Example", .ping, "host.example", nil, "ping-host.example", "host.example"),
+            ("db.example:5432", .tcp, "db.example", 5432, "tcp-db.example-5432", "db.example:5432"),
+            ("[::1]:443", .tcp, "::1", 443, "tcp-::1-443", "[::1]:443"),
+            ("tcp://127.0.0.1:22", .tcp, "127.0.0.1", 22, "tcp-127.0.0.1-22", "127.0.0.1:22"),
+            ("tcp://[::1]:8443/", .tcp, "::1", 8443, "tcp-::1-8443", "[::1]:8443"),
+        ] as [(String, PingKind, String, Int?, String, String)])
     func bare(line: String, kind: PingKind, host: String, port: Int?, id: String, name: String) throws {
         let target = try pingTarget(line)
         #expect(target.kind == kind)
@@ -49,7 +52,9 @@ struct PingTargetTests {
 
     @Test("an OnlineTracker ping monitor, thresholds in config, is read as it is")
     func onlineTrackerMonitor() throws {
-        let target = try pingTarget(#"{"id":1,"type":"target","name":"Google DNS","target":"8.8.8.8","config":{"ping_count":3,"ping_ok_threshold_ms":50,"ping_degraded_threshold_ms":150},"check_interval":30,"enabled":true,"team":"net"}"#)
+        let target = try pingTarget(
+            #"{"id":1,"type":"target","name":"Google DNS","target":"8.8.8.8","config":{"ping_count":3,"ping_ok_threshold_ms":50,"ping_degraded_threshold_ms":150},"check_interval":30,"enabled":true,"team":"net"}"#
+        )
         #expect(target.id == "1" && target.name == "Google DNS")
         #expect(target.count == 3 && target.okThresholdMs == 50 && target.degradedThresholdMs == 150)
         #expect(target.checkIntervalMs == 30_000)
@@ -58,33 +63,36 @@ struct PingTargetTests {
 
     @Test("ping_count is clamped to 1...10 with a warning, as OnlineTracker's server does")
     func clamped() {
-        let (targets, problems) = parsePingTargets(#"""
-        {"target":"192.0.2.1","ping_count":0}
-        {"target":"192.0.2.2","ping_count":50}
-        """#)
+        let (targets, problems) = parsePingTargets(
+            #"""
+            {"target":"192.0.2.1","ping_count":0}
+            {"target":"192.0.2.2","ping_count":50}
+            """#)
         #expect(targets.map(\.count) == [1, 10])
-        #expect(problems == [
-            "probe-ping: t:1: warning: ping_count 0 is outside 1 to 10; using 1 (OnlineTracker's bounds)",
-            "probe-ping: t:2: warning: ping_count 50 is outside 1 to 10; using 10 (OnlineTracker's bounds)",
-        ])
+        #expect(
+            problems == [
+                "probe-ping: t:1: warning: ping_count 0 is outside 1 to 10; using 1 (OnlineTracker's bounds)",
+                "probe-ping: t:2: warning: ping_count 50 is outside 1 to 10; using 10 (OnlineTracker's bounds)",
+            ])
     }
 
     @Test("probe-http's targets are skipped with a warning; other mistakes are errors naming the line")
     func problems() {
-        let (targets, problems) = parsePingTargets(#"""
-        https://example.com/
-        {"target":"example.com","kind":"https"}
-        {"target":"192.0.2.1:80","kind":"ping"}
-        {"target":"192.0.2.1","kind":"tcp"}
-        {"target":"192.0.2.1","tls":true}
-        {"target":"192.0.2.1","ip":"6"}
-        {"target":"192.0.2.1:70000"}
-        {"target":"exa mple"}
-        ftp://example.com
-        {"target":"192.0.2.1","ping_degraded_threshold_ms":10}
-        {"name":"no target"}
-        192.0.2.1
-        """#)
+        let (targets, problems) = parsePingTargets(
+            #"""
+            https://example.com/
+            {"target":"example.com","kind":"https"}
+            {"target":"192.0.2.1:80","kind":"ping"}
+            {"target":"192.0.2.1","kind":"tcp"}
+            {"target":"192.0.2.1","tls":true}
+            {"target":"192.0.2.1","ip":"6"}
+            {"target":"192.0.2.1:70000"}
+            {"target":"exa mple"}
+            ftp://example.com
+            {"target":"192.0.2.1","ping_degraded_threshold_ms":10}
+            {"name":"no target"}
+            192.0.2.1
+            """#)
         #expect(targets.map(\.host) == ["192.0.2.1"])
         #expect(problems.count == 11, "\(problems)")
         let expected = [

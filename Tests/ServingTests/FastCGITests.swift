@@ -1,9 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Testing
-@testable import Serving
 import VitalsKit
+
+@testable import Serving
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 @Suite("FastCGI records, worked by hand from the specification")
 struct FastCGIRecordTests {
@@ -73,7 +75,8 @@ final class SocketPair {
         _ = bytes.withUnsafeBytes { Streams.writeAll(peer, $0) }
     }
     /// A request's records as nginx sends them.
-    static func request(id: UInt16 = 1, keep: Bool = true, parameters: [(String, String)], body: [UInt8] = [], role: UInt16 = 1) -> [UInt8] {
+    static func request(id: UInt16 = 1, keep: Bool = true, parameters: [(String, String)], body: [UInt8] = [], role: UInt16 = 1) -> [UInt8]
+    {
         var out: [UInt8] = []
         FastCGI.appendRecord(.beginRequest, requestID: id, [UInt8(role >> 8), UInt8(role & 0xFF), keep ? 1 : 0, 0, 0, 0, 0, 0], to: &out)
         FastCGI.appendRecord(.params, requestID: id, FastCGI.encodePairs(parameters)[...], to: &out)
@@ -105,7 +108,10 @@ struct FastCGIConnectionTests {
         let pair = try SocketPair()
         let connection = FastCGIConnection(fd: pair.responder)
         pair.send(SocketPair.request(parameters: [("REQUEST_METHOD", "POST"), ("CONTENT_LENGTH", "5")], body: Array("hello".utf8)))
-        guard case .request(let id, let keep, let parameters, let body) = connection.readRequest(limits: limits, deadline: Clock.monotonicMilliseconds() + 2000) else {
+        guard
+            case .request(let id, let keep, let parameters, let body) = connection.readRequest(
+                limits: limits, deadline: Clock.monotonicMilliseconds() + 2000)
+        else {
             Issue.record("no request")
             return
         }
@@ -123,7 +129,8 @@ struct FastCGIConnectionTests {
             let pair = try SocketPair()
             let connection = FastCGIConnection(fd: pair.responder)
             pair.send(SocketPair.request(parameters: [("CONTENT_LENGTH", declared)], body: [UInt8](repeating: 0x20, count: 101)))
-            guard case .refused(_, let error) = connection.readRequest(limits: limits, deadline: Clock.monotonicMilliseconds() + 2000) else {
+            guard case .refused(_, let error) = connection.readRequest(limits: limits, deadline: Clock.monotonicMilliseconds() + 2000)
+            else {
                 Issue.record("declared \(declared): not refused")
                 continue
             }
@@ -166,7 +173,10 @@ struct FastCGIConnectionTests {
         FastCGI.appendRecord(.beginRequest, requestID: 2, [0, 1, 0, 0, 0, 0, 0, 0], to: &out)
         FastCGI.appendRecord(.stdin, requestID: 1, [], to: &out)
         pair.send(out)
-        guard case .request(let id, _, let parameters, _) = connection.readRequest(limits: limits, deadline: Clock.monotonicMilliseconds() + 2000) else {
+        guard
+            case .request(let id, _, let parameters, _) = connection.readRequest(
+                limits: limits, deadline: Clock.monotonicMilliseconds() + 2000)
+        else {
             Issue.record("request 1 is read")
             return
         }

@@ -1,14 +1,19 @@
 import Testing
-@testable import Serving
 import VitalsKit
+
+@testable import Serving
 
 @Suite("the router: one table for every API")
 struct RouterTests {
     /// A router over a worker that records what it was asked.
     func router() -> Router<Int> {
         var router = Router<Int>(notFound: "nothing here")
-        router.add(["GET"], "/api/monitors/{id}") { _, values, worker in APIResponse(status: 200, body: Array("monitor \(values[0]) \(worker)".utf8)) }
-        router.add(["GET"], "/api/monitors/{id}/history") { _, values, _ in APIResponse(status: 200, body: Array("history \(values[0])".utf8)) }
+        router.add(["GET"], "/api/monitors/{id}") { _, values, worker in
+            APIResponse(status: 200, body: Array("monitor \(values[0]) \(worker)".utf8))
+        }
+        router.add(["GET"], "/api/monitors/{id}/history") { _, values, _ in
+            APIResponse(status: 200, body: Array("history \(values[0])".utf8))
+        }
         router.add(["POST"], "/api/devices/register") { _, _, _ in APIResponse(status: 200, body: Array("register".utf8)) }
         router.add(["DELETE"], "/api/devices/{token}") { _, values, _ in APIResponse(status: 200, body: Array("delete \(values[0])".utf8)) }
         router.add(["GET"], "/boom") { _, _, _ in throw ToolError("disk on fire at /secret/path") }
@@ -27,7 +32,9 @@ struct RouterTests {
         #expect(answer("HEAD", "/api/monitors/3/history").1 == "history 3")
         #expect(answer("GET", "//api//monitors/3/").1 == "monitor 3 7", "empty segments are dropped")
         #expect(answer("GET", "/api/monitors/x/../4").1 == "monitor 4 7", "dot segments resolve as RFC 3986 §5.2.4 says")
-        #expect(answer("GET", "/api/monitors/%2E%2E/monitors/4").1 == "monitor 4 7", "an encoded .. is a .. segment once decoded, as nginx resolves it")
+        #expect(
+            answer("GET", "/api/monitors/%2E%2E/monitors/4").1 == "monitor 4 7",
+            "an encoded .. is a .. segment once decoded, as nginx resolves it")
     }
 
     @Test("no route: 404 in the API's words; a route with another method: 405 naming the methods; literal routes win over values")
@@ -69,8 +76,11 @@ struct RouterTests {
 
     @Test("a request from FastCGI parameters: the path from REQUEST_URI as sent, the query decoded with + as space, a bearer token")
     func fromParameters() {
-        let request = APIRequest(parameters: ["REQUEST_METHOD": "post", "REQUEST_URI": "/api/monitors/a%20b?x=1", "QUERY_STRING": "q=a+b%26c",
-                                              "HTTP_AUTHORIZATION": "bEaReR  vt_abc ", "SCRIPT_FILENAME": "/bin/sh"], body: [1, 2])
+        let request = APIRequest(
+            parameters: [
+                "REQUEST_METHOD": "post", "REQUEST_URI": "/api/monitors/a%20b?x=1", "QUERY_STRING": "q=a+b%26c",
+                "HTTP_AUTHORIZATION": "bEaReR  vt_abc ", "SCRIPT_FILENAME": "/bin/sh",
+            ], body: [1, 2])
         #expect(request.method == "POST" && request.segments == ["api", "monitors", "a b"] && request.rawPath == "/api/monitors/a%20b")
         #expect(request.parameter("q") == "a b&c")
         #expect(request.bearerToken == "vt_abc")

@@ -49,7 +49,8 @@ struct SQLiteBindTests {
         let db = try SQLiteConnection(path: ":memory:")
         try db.execute("CREATE TABLE t (name TEXT, n INTEGER); INSERT INTO t VALUES ('a', 1), ('b', 2), ('c', 3), ('d', 4)")
         let names = ["a", "c", "d"]
-        let select = try db.prepare("SELECT group_concat(name, '') FROM t WHERE name IN (\(names.map { _ in "?" }.joined(separator: ", "))) AND n < ?")
+        let select = try db.prepare(
+            "SELECT group_concat(name, '') FROM t WHERE name IN (\(names.map { _ in "?" }.joined(separator: ", "))) AND n < ?")
         select.bind(list: names, 4)
         #expect(try select.step())
         #expect(select.text(0) == "ac")

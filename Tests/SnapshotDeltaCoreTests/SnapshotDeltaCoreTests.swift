@@ -1,5 +1,6 @@
 import Testing
 import VitalsKit
+
 @testable import SnapshotDeltaCore
 
 // Expected digests below were computed outside the code under test, with sha256sum(1):
@@ -9,30 +10,38 @@ import VitalsKit
 /// 2019-05-10T15:30:00Z and 16:45:00Z in ms since the epoch.
 let may10 = (start: Int64(1_557_502_200_000), end: Int64(1_557_506_700_000))
 
-func type(_ name: String, _ count: Int64, _ earliest: Int64? = nil, _ latest: Int64? = nil, _ quality: Quality = .complete,
-          unsupported: Bool = false, yearly: [YearlyCount] = []) -> TypeCount {
-    TypeCount(typeIdentifier: name, count: count, earliest: earliest, latest: latest, quality: quality,
-              isUnsupported: unsupported, yearly: yearly)
+func type(
+    _ name: String, _ count: Int64, _ earliest: Int64? = nil, _ latest: Int64? = nil, _ quality: Quality = .complete,
+    unsupported: Bool = false, yearly: [YearlyCount] = []
+) -> TypeCount {
+    TypeCount(
+        typeIdentifier: name, count: count, earliest: earliest, latest: latest, quality: quality,
+        isUnsupported: unsupported, yearly: yearly)
 }
 
-func snapshot(_ id: String, _ types: [TypeCount], registry: [String]? = nil, timezone: String = "UTC",
-              postRestore: Bool = false, token: String? = nil) -> Snapshot {
-    Snapshot(id: id, createdAt: 0, trigger: "manual", quality: Quality.aggregate(types.map(\.quality)),
-             checksum: Hashing.checksum(types), typeSetHash: Hashing.typeSetHash(registry ?? types.map(\.typeIdentifier)), registry: registry,
-             timezone: timezone, exportVersion: nil, exportDate: nil, source: "test", previousSnapshotID: nil,
-             isChainStart: false, isPostRestore: postRestore, isPostRestoreInferred: false, isPostRestoreForwarded: false,
-             postRestoreSuppressedDeltaID: token, deviceID: "d", recoveredDeviceID: false, samplesArchived: false,
-             recordCount: 0, types: types)
+func snapshot(
+    _ id: String, _ types: [TypeCount], registry: [String]? = nil, timezone: String = "UTC",
+    postRestore: Bool = false, token: String? = nil
+) -> Snapshot {
+    Snapshot(
+        id: id, createdAt: 0, trigger: "manual", quality: Quality.aggregate(types.map(\.quality)),
+        checksum: Hashing.checksum(types), typeSetHash: Hashing.typeSetHash(registry ?? types.map(\.typeIdentifier)), registry: registry,
+        timezone: timezone, exportVersion: nil, exportDate: nil, source: "test", previousSnapshotID: nil,
+        isChainStart: false, isPostRestore: postRestore, isPostRestoreInferred: false, isPostRestoreForwarded: false,
+        postRestoreSuppressedDeltaID: token, deviceID: "d", recoveredDeviceID: false, samplesArchived: false,
+        recordCount: 0, types: types)
 }
 
 @Suite("hashing")
 struct HashingTests {
     @Test("type hash is SHA-256 of identifier|count|earliest|latest with millisecond ISO 8601 dates")
     func typeHash() {
-        #expect(Hashing.typeHash("HKQuantityTypeIdentifierHeartRate", count: 2, earliest: may10.start, latest: may10.end)
-            == "5d8c2ece2ae7d74752820aa7c797fa6ce57465a03f6bbffe8c6f0c7e9df9d29b")
-        #expect(Hashing.typeHash("HKQuantityTypeIdentifierStepCount", count: -1, earliest: nil, latest: nil)
-            == "ca2ee4cf9854b2d7e3ba4b53fe1af4529f074230d3d5206292104d1c72fb3594")
+        #expect(
+            Hashing.typeHash("HKQuantityTypeIdentifierHeartRate", count: 2, earliest: may10.start, latest: may10.end)
+                == "5d8c2ece2ae7d74752820aa7c797fa6ce57465a03f6bbffe8c6f0c7e9df9d29b")
+        #expect(
+            Hashing.typeHash("HKQuantityTypeIdentifierStepCount", count: -1, earliest: nil, latest: nil)
+                == "ca2ee4cf9854b2d7e3ba4b53fe1af4529f074230d3d5206292104d1c72fb3594")
     }
 
     @Test("the checksum covers complete types only, in identifier order")
@@ -106,9 +115,18 @@ struct DeltaTests {
 
     @Test("the time-zone guard: yearly deltas 0 and a note when the time zone changed")
     func timezoneGuard() throws {
-        let a = snapshot("a", [type("A", 2, 1, 2, yearly: [YearlyCount(year: 2019, count: 2, isApproximate: false)])], timezone: "America/Los_Angeles")
-        let b = snapshot("b", [type("A", 2, 1, 2, yearly: [YearlyCount(year: 2019, count: 1, isApproximate: false),
-                                                           YearlyCount(year: 2020, count: 1, isApproximate: false)])], timezone: "UTC")
+        let a = snapshot(
+            "a", [type("A", 2, 1, 2, yearly: [YearlyCount(year: 2019, count: 2, isApproximate: false)])], timezone: "America/Los_Angeles")
+        let b = snapshot(
+            "b",
+            [
+                type(
+                    "A", 2, 1, 2,
+                    yearly: [
+                        YearlyCount(year: 2019, count: 1, isApproximate: false),
+                        YearlyCount(year: 2020, count: 1, isApproximate: false),
+                    ])
+            ], timezone: "UTC")
         let delta = DeltaBuilder.delta(id: "d", from: a, to: b, at: 0)
         let zoned = try #require(delta.types.first)
         #expect(zoned.yearly.map(\.delta) == [0, 0])
@@ -141,7 +159,12 @@ struct AnomalyTests {
     func detect(_ a: Snapshot, _ b: Snapshot, rules: AnomalyRules = AnomalyRules()) -> Detection {
         let delta = DeltaBuilder.delta(id: "delta-1", from: a, to: b, at: 0)
         var counter = 0
-        return AnomalyDetector.detect(previous: a, current: b, delta: delta, rules: rules, at: 0, newID: { counter += 1; return "anomaly-\(counter)" })
+        return AnomalyDetector.detect(
+            previous: a, current: b, delta: delta, rules: rules, at: 0,
+            newID: {
+                counter += 1
+                return "anomaly-\(counter)"
+            })
     }
 
     @Test("historical insertion: more samples with the earliest moved back, or the latest not moved")
@@ -165,7 +188,9 @@ struct AnomalyTests {
     func duplication() {
         let base = snapshot("a", [type("A", 10, 0, 10 * day)])
         #expect(detect(base, snapshot("b", [type("A", 16, 0, 10 * day + day / 2)])).anomalies.map(\.kind) == [.duplication])
-        #expect(detect(base, snapshot("b", [type("A", 15, 0, 10 * day)])).anomalies.map(\.kind) == [.historicalInsertion], "exactly 50% is not more than 50%")
+        #expect(
+            detect(base, snapshot("b", [type("A", 15, 0, 10 * day)])).anomalies.map(\.kind) == [.historicalInsertion],
+            "exactly 50% is not more than 50%")
         #expect(detect(base, snapshot("b", [type("A", 30, 0, 20 * day)])).anomalies.isEmpty)
     }
 
@@ -190,12 +215,14 @@ struct AnomalyTests {
     @Test("gates: the quality gate, the -1 guard, the registry gate")
     func gates() {
         let base = snapshot("a", [type("A", 100, 0, day), type("B", 100, 0, day)])
-        #expect(detect(base, snapshot("b", [type("A", 1, 0, day), type("B", -1, nil, nil, .failed)])).anomalies.isEmpty,
-                "a partial snapshot stops every rule")
+        #expect(
+            detect(base, snapshot("b", [type("A", 1, 0, day), type("B", -1, nil, nil, .failed)])).anomalies.isEmpty,
+            "a partial snapshot stops every rule")
         let registry = snapshot("b", [type("A", 100, 0, day)], registry: ["A"])
         #expect(detect(base, registry).anomalies.isEmpty, "B left the registry: its disappearance is not a deletion")
-        #expect(detect(base, snapshot("b", [type("A", 100, 0, day)])).anomalies.map(\.kind) == [.deletion],
-                "without a registry change, a type that disappears is a deletion")
+        #expect(
+            detect(base, snapshot("b", [type("A", 100, 0, day)])).anomalies.map(\.kind) == [.deletion],
+            "without a registry change, a type that disappears is a deletion")
     }
 
     @Test("post-restore suppression: the sync anomaly is suppressed once, and the token is used")
@@ -216,8 +243,12 @@ struct ExportHelperTests {
 
     @Test("the internal DTD is blanked with its newlines kept, even a malformed one, and its version noted")
     func head() {
-        let text = "<?xml version=\"1.0\"?>\n<!DOCTYPE HealthData [\n<!-- HealthKit Export Version: 12 -->\n<!ATTLIST X\n  a CDATA #IMPLIED\n<!ELEMENT Y EMPTY>\n>\n]>\n<HealthData/>"
-        guard case .done(let bytes, let version) = scan(text) else { Issue.record("not done"); return }
+        let text =
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE HealthData [\n<!-- HealthKit Export Version: 12 -->\n<!ATTLIST X\n  a CDATA #IMPLIED\n<!ELEMENT Y EMPTY>\n>\n]>\n<HealthData/>"
+        guard case .done(let bytes, let version) = scan(text) else {
+            Issue.record("not done")
+            return
+        }
         let out = String(decoding: bytes, as: UTF8.self)
         #expect(version == "12")
         #expect(out.filter { $0 == "\n" }.count == text.filter { $0 == "\n" }.count)
@@ -228,13 +259,17 @@ struct ExportHelperTests {
     @Test("a prolog cut short asks for more; no DTD passes through untouched")
     func partial() {
         #expect(scan("<?xml version=\"1.0\"?>\n<!DOCTYPE HealthData [\n<!ELEMENT", atEnd: false) == .needMore)
-        #expect(scan("<HealthData locale=\"en_US\">", atEnd: false) == .done(bytes: Array("<HealthData locale=\"en_US\">".utf8), exportVersion: nil))
+        #expect(
+            scan("<HealthData locale=\"en_US\">", atEnd: false)
+                == .done(bytes: Array("<HealthData locale=\"en_US\">".utf8), exportVersion: nil))
     }
 
     @Test("HealthKit's device description loses its memory address")
     func device() {
-        #expect(DeviceText.stripped("<<HKDevice: 0x3012772a0>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2>")
-            == "name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2")
+        #expect(
+            DeviceText.stripped(
+                "<<HKDevice: 0x3012772a0>, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2>")
+                == "name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,7, software:10.2")
         #expect(DeviceText.stripped("Pixel 8") == "Pixel 8")
     }
 

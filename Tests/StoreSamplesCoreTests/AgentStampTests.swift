@@ -1,6 +1,7 @@
 import Testing
-@testable import StoreSamplesCore
 import VitalsKit
+
+@testable import StoreSamplesCore
 
 @Suite("whose a received record is: one rule, decided by the store's own reader")
 struct AgentStampTests {
@@ -30,9 +31,13 @@ struct AgentStampTests {
         #expect(verdict(base + #","agent":"tokyo"}"#).0 == .asWritten)
         #expect(verdict(base + #","agent":"t\u006fkyo"}"#).0 == .asWritten, "the same agent written with an escape")
         #expect(verdict(base + #","agent":"paris"}"#).0 == .refused(#"the record names agent "paris"; this token is agent "tokyo""#))
-        #expect(verdict(base + #","agent":"tokyo\u0000"}"#).0 == .refused(#"the record names agent "tokyo\u0000"; this token is agent "tokyo""#))
+        #expect(
+            verdict(base + #","agent":"tokyo\u0000"}"#).0 == .refused(#"the record names agent "tokyo\u0000"; this token is agent "tokyo""#)
+        )
         #expect(verdict(base + #","agent":"tokyo","agent":"paris"}"#).0 == .refused("the record names 'agent' more than once"))
-        #expect(verdict(base + #","\u0061gent":"paris"}"#).0 == .refused(#"the record's 'agent' key is written with escapes; write it as "agent""#))
+        #expect(
+            verdict(base + #","\u0061gent":"paris"}"#).0
+                == .refused(#"the record's 'agent' key is written with escapes; write it as "agent""#))
         #expect(verdict(base + #","agent":"tokyo","\u0061gent":"paris"}"#).0 == .refused("the record names 'agent' more than once"))
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import StoreSamplesCore
 
 @Suite("metrics: numbers and label values written as Prometheus' text format reads them")

@@ -1,6 +1,7 @@
 import Testing
-@testable import StoreSamplesCore
 import VitalsKit
+
+@testable import StoreSamplesCore
 
 /// Reads a sample and hands it to `body` while its bytes are alive (a StorableSample points into them).
 func withSample<R>(_ text: String, _ body: (StorableSample) throws -> R) throws -> R {
@@ -19,33 +20,52 @@ func readSample(_ text: String) throws {
 struct StorableSampleTests {
     @Test("the stored columns are read from a probe-http sample")
     func columns() throws {
-        try withSample(#"{"type":"sample","monitor":"api","name":"A\"PI","kind":"https","target":"https://a/","at":"2026-01-27T10:30:00.123Z","method":"HEAD","status":"degraded","reason":"latency","message":"High latency: 312ms","code":200,"latency_ms":312.5,"tls_expiry_days":40,"agent":"office","check_interval":60}"#) { sample in
-        #expect(sample.monitor == "api")
-        #expect(sample.name == "A\"PI")
-        #expect(sample.at == 1_769_509_800_123)
-        #expect(sample.status == .degraded)
-        #expect(sample.reason == "latency")
-        #expect(sample.code == 200)
-        #expect(sample.latencyMs == 312.5)
-        #expect(sample.tlsExpiryDays == 40)
-        #expect(sample.agent == "office")
-        #expect(sample.checkInterval == 60)
-        #expect(sample.message == "High latency: 312ms")
+        try withSample(
+            #"{"type":"sample","monitor":"api","name":"A\"PI","kind":"https","target":"https://a/","at":"2026-01-27T10:30:00.123Z","method":"HEAD","status":"degraded","reason":"latency","message":"High latency: 312ms","code":200,"latency_ms":312.5,"tls_expiry_days":40,"agent":"office","check_interval":60}"#
+        ) { sample in
+            #expect(sample.monitor == "api")
+            #expect(sample.name == "A\"PI")
+            #expect(sample.at == 1_769_509_800_123)
+            #expect(sample.status == .degraded)
+            #expect(sample.reason == "latency")
+            #expect(sample.code == 200)
+            #expect(sample.latencyMs == 312.5)
+            #expect(sample.tlsExpiryDays == 40)
+            #expect(sample.agent == "office")
+            #expect(sample.checkInterval == 60)
+            #expect(sample.message == "High latency: 312ms")
         }
     }
 
-    @Test("what is not a storable sample says why, in the shared wording", arguments: [
-        (#"{"monitor":"a","at":"2026-01-27T10:30:00Z","status":"up"}"#, "record has no 'type'"),
-        (#"{"type":"sample","at":"2026-01-27T10:30:00Z","status":"up"}"#, "sample has no 'monitor'"),
-        (#"{"type":"sample","monitor":"a","status":"up"}"#, "sample has no 'at'"),
-        (#"{"type":"sample","monitor":"a","at":"yesterday","status":"up"}"#, #"sample 'at' is "yesterday"; expected an RFC 3339 time"#),
-        (#"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z"}"#, "sample has no 'status'"),
-        (#"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"healthy"}"#, #"sample 'status' is "healthy"; expected up, degraded, down, error or unknown"#),
-        (#"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","latency_ms":"fast"}"#, #"sample 'latency_ms' is "fast"; expected a number, 0 or more, or null"#),
-        (#"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","code":200.5}"#, "sample 'code' is 200.5; expected a whole number or null"),
-        (#"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","name":7}"#, "sample 'name' is 7; expected a string or null"),
-        (#"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","speed_mbps":-1}"#, "sample 'speed_mbps' is -1; expected a number, 0 or more, or null"),
-    ])
+    @Test(
+        "what is not a storable sample says why, in the shared wording",
+        arguments: [
+            (#"{"monitor":"a","at":"2026-01-27T10:30:00Z","status":"up"}"#, "record has no 'type'"),
+            (#"{"type":"sample","at":"2026-01-27T10:30:00Z","status":"up"}"#, "sample has no 'monitor'"),
+            (#"{"type":"sample","monitor":"a","status":"up"}"#, "sample has no 'at'"),
+            (#"{"type":"sample","monitor":"a","at":"yesterday","status":"up"}"#, #"sample 'at' is "yesterday"; expected an RFC 3339 time"#),
+            (#"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z"}"#, "sample has no 'status'"),
+            (
+                #"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"healthy"}"#,
+                #"sample 'status' is "healthy"; expected up, degraded, down, error or unknown"#
+            ),
+            (
+                #"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","latency_ms":"fast"}"#,
+                #"sample 'latency_ms' is "fast"; expected a number, 0 or more, or null"#
+            ),
+            (
+                #"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","code":200.5}"#,
+                "sample 'code' is 200.5; expected a whole number or null"
+            ),
+            (
+                #"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","name":7}"#,
+                "sample 'name' is 7; expected a string or null"
+            ),
+            (
+                #"{"type":"sample","monitor":"a","at":"2026-01-27T10:30:00Z","status":"up","speed_mbps":-1}"#,
+                "sample 'speed_mbps' is -1; expected a number, 0 or more, or null"
+            ),
+        ])
     func problems(line: String, message: String) {
         do {
             try readSample(line)

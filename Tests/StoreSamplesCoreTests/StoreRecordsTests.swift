@@ -1,24 +1,33 @@
 import Testing
-@testable import StoreSamplesCore
 import VitalsKit
+
+@testable import StoreSamplesCore
 
 @Suite("the stores' shared model: monitor metadata, agent admission, status codes")
 struct StoreRecordsTests {
     @Test("a sample's metadata replaces what it states and keeps what it leaves out or gives as null; unchanged says so")
     func metadataTake() throws {
         var metadata = MonitorMetadata()
-        let first = #"{"type":"sample","monitor":"api","at":"2026-01-27T10:30:00Z","status":"up","name":"A\"PI","kind":"https","target":"https://a/","check_interval":60,"config":{"method":"GET"},"enabled":false,"description":"Zürich"}"#
+        let first =
+            #"{"type":"sample","monitor":"api","at":"2026-01-27T10:30:00Z","status":"up","name":"A\"PI","kind":"https","target":"https://a/","check_interval":60,"config":{"method":"GET"},"enabled":false,"description":"Zürich"}"#
         #expect(try withSample(first) { metadata.take($0) })
-        #expect(metadata == MonitorMetadata(name: "A\"PI", kind: "https", target: "https://a/", agent: nil, description: "Zürich",
-                                            checkInterval: 60, config: #"{"method":"GET"}"#, enabled: false))
+        #expect(
+            metadata
+                == MonitorMetadata(
+                    name: "A\"PI", kind: "https", target: "https://a/", agent: nil, description: "Zürich",
+                    checkInterval: 60, config: #"{"method":"GET"}"#, enabled: false))
         #expect(try withSample(first) { metadata.take($0) } == false, "the same sample again changes nothing")
         // The name written with an escape it need not have is the same name.
         let escaped = #"{"type":"sample","monitor":"api","at":"2026-01-27T10:31:00Z","status":"up","name":"A\"P\u0049"}"#
         #expect(try withSample(escaped) { metadata.take($0) } == false)
-        let partial = #"{"type":"sample","monitor":"api","at":"2026-01-27T10:32:00Z","status":"up","name":null,"kind":"ping","agent":"paris","enabled":true}"#
+        let partial =
+            #"{"type":"sample","monitor":"api","at":"2026-01-27T10:32:00Z","status":"up","name":null,"kind":"ping","agent":"paris","enabled":true}"#
         #expect(try withSample(partial) { metadata.take($0) })
-        #expect(metadata == MonitorMetadata(name: "A\"PI", kind: "ping", target: "https://a/", agent: "paris", description: "Zürich",
-                                            checkInterval: 60, config: #"{"method":"GET"}"#, enabled: true))
+        #expect(
+            metadata
+                == MonitorMetadata(
+                    name: "A\"PI", kind: "ping", target: "https://a/", agent: "paris", description: "Zürich",
+                    checkInterval: 60, config: #"{"method":"GET"}"#, enabled: true))
         let interval = #"{"type":"sample","monitor":"api","at":"2026-01-27T10:33:00Z","status":"up","check_interval":59.6}"#
         #expect(try withSample(interval) { metadata.take($0) } == false, "59.6 s rounds to the 60 held")
         let longer = #"{"type":"sample","monitor":"api","at":"2026-01-27T10:34:00Z","status":"up","check_interval":300}"#
@@ -39,7 +48,9 @@ struct StoreRecordsTests {
         }
         let refused = try withSample(line) { sample in
             #expect(throws: StoreRefusal.self) { try remote.admit(sample, record: "monitor record") { _ in .rejected } }
-            do { _ = try remote.admit(sample, record: "monitor record") { _ in .rejected } } catch let error as StoreRefusal { return error.message }
+            do { _ = try remote.admit(sample, record: "monitor record") { _ in .rejected } } catch let error as StoreRefusal {
+                return error.message
+            }
             return ""
         }
         #expect(refused == "agent 'paris' is rejected: its monitor records are refused (store-samples agents approve paris lets them in)")

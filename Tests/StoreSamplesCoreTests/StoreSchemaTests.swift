@@ -1,5 +1,6 @@
 import SQLiteStore
 import Testing
+
 @testable import StoreSamplesCore
 
 @Suite("the stores' schemas and migrations")
@@ -17,8 +18,9 @@ struct StoreSchemaTests {
             columns.bind(name)
             var parts: [String] = []
             while try columns.step() {
-                parts.append([columns.text(0), columns.text(1), columns.int64(2) == 1 ? "NOT NULL" : nil, columns.text(3).map { "DEFAULT " + $0 }]
-                    .compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " "))
+                parts.append(
+                    [columns.text(0), columns.text(1), columns.int64(2) == 1 ? "NOT NULL" : nil, columns.text(3).map { "DEFAULT " + $0 }]
+                        .compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: " "))
             }
             lines.append("\(name): " + parts.joined(separator: ", "))
         }
@@ -33,29 +35,33 @@ struct StoreSchemaTests {
         try db.migrate(SQLiteSchema.migrations)
         #expect(try db.scalarInt("PRAGMA user_version") == 5)
         #expect(SQLiteSchema.version == 5)
-        #expect(try StoreSchemaTests.layout(db) == [
-            "agents: id TEXT, status TEXT NOT NULL DEFAULT 'approved', created_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, name TEXT",
-            "check_counts: monitor_id INTEGER NOT NULL, status INTEGER NOT NULL, checks INTEGER NOT NULL",
-            "check_counts_state: through_id INTEGER NOT NULL, deletions INTEGER NOT NULL",
-            "monitors: id INTEGER, monitor TEXT NOT NULL, name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, "
-                + "check_interval INTEGER, first_seen INTEGER NOT NULL, config TEXT, enabled INTEGER",
-            "samples: id INTEGER, monitor_id INTEGER NOT NULL, at INTEGER NOT NULL, status INTEGER NOT NULL, latency_ms REAL, reason TEXT, "
-                + "code INTEGER, message TEXT, tls_expiry_days INTEGER, speed_mbps REAL, record TEXT NOT NULL, "
-                + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT ''",
-            "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0",
-            "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0",
-            "CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1",
-            "CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent)",
-        ])
+        #expect(
+            try StoreSchemaTests.layout(db) == [
+                "agents: id TEXT, status TEXT NOT NULL DEFAULT 'approved', created_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, name TEXT",
+                "check_counts: monitor_id INTEGER NOT NULL, status INTEGER NOT NULL, checks INTEGER NOT NULL",
+                "check_counts_state: through_id INTEGER NOT NULL, deletions INTEGER NOT NULL",
+                "monitors: id INTEGER, monitor TEXT NOT NULL, name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, "
+                    + "check_interval INTEGER, first_seen INTEGER NOT NULL, config TEXT, enabled INTEGER",
+                "samples: id INTEGER, monitor_id INTEGER NOT NULL, at INTEGER NOT NULL, status INTEGER NOT NULL, latency_ms REAL, reason TEXT, "
+                    + "code INTEGER, message TEXT, tls_expiry_days INTEGER, speed_mbps REAL, record TEXT NOT NULL, "
+                    + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT ''",
+                "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0",
+                "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0",
+                "CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1",
+                "CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent)",
+            ])
         #expect(try db.scalarText("SELECT generation || ',' || deletions FROM store_state") == "1,1")
     }
 
-    @Test("a version-1 file with rows migrates to version 5: rows kept, a sample stored twice kept once (the first), the new columns at their defaults")
+    @Test(
+        "a version-1 file with rows migrates to version 5: rows kept, a sample stored twice kept once (the first), the new columns at their defaults"
+    )
     func sqliteFromVersionOne() throws {
         let db = try SQLiteConnection(path: ":memory:")
         try db.migrate(Array(SQLiteSchema.migrations.prefix(1)))
         #expect(try db.scalarInt("PRAGMA user_version") == 1)
-        try db.execute("""
+        try db.execute(
+            """
             INSERT INTO monitors (monitor, first_seen) VALUES ('api', 5);
             INSERT INTO samples (monitor_id, at, status, record) VALUES (1, 5, 0, '{"agent":"paris","n":1}');
             INSERT INTO samples (monitor_id, at, status, record) VALUES (1, 5, 0, '{"agent":"tokyo"}');
@@ -67,7 +73,9 @@ struct StoreSchemaTests {
         #expect(try db.scalarInt("PRAGMA user_version") == 5)
         let rows = try db.prepare("SELECT id, identity_agent, origin, coalesce(agent, 'null'), held FROM samples ORDER BY id")
         var seen: [String] = []
-        while try rows.step() { seen.append("\(rows.int64(0)) \(rows.text(1) ?? "?") \(rows.int64(2)) \(rows.text(3) ?? "?") \(rows.int64(4))") }
+        while try rows.step() {
+            seen.append("\(rows.int64(0)) \(rows.text(1) ?? "?") \(rows.int64(2)) \(rows.text(3) ?? "?") \(rows.int64(4))")
+        }
         #expect(seen == ["1 paris 0 null 0", "2 tokyo 0 null 0", "4  0 null 0"], "paris at 5 twice: the first kept; a number is no agent")
         #expect(try db.scalarText("SELECT status || ',' || coalesce(name, 'null') FROM agents") == "approved,null")
         #expect(try db.scalarText("SELECT coalesce(config, 'null') || ',' || coalesce(enabled, 'null') FROM monitors") == "null,null")
@@ -84,29 +92,36 @@ struct StoreSchemaTests {
 
     // MARK: - ClickHouse
 
-    @Test("one server: each table once, as MergeTree; a cluster: a local table and a Distributed one over it, ON CLUSTER without shard endpoints")
+    @Test(
+        "one server: each table once, as MergeTree; a cluster: a local table and a Distributed one over it, ON CLUSTER without shard endpoints"
+    )
     func clickHouseCreateStatements() throws {
         let resends = try #require(ClickHouseSchema.tables.first { $0.name == "resends" })
         let one = ClickHouseSchema.Placement(database: "vitals", cluster: nil, shardEndpoints: [])
-        #expect(ClickHouseSchema.createStatements(resends, one) == [
-            "CREATE TABLE IF NOT EXISTS vitals.resends (writer UInt64, first_id UInt64, at Int64) ENGINE = MergeTree() ORDER BY writer",
-        ])
+        #expect(
+            ClickHouseSchema.createStatements(resends, one) == [
+                "CREATE TABLE IF NOT EXISTS vitals.resends (writer UInt64, first_id UInt64, at Int64) ENGINE = MergeTree() ORDER BY writer"
+            ])
         let shards = ClickHouseSchema.Placement(database: "vitals", cluster: "pair", shardEndpoints: ["127.0.0.1:1", "127.0.0.1:2"])
-        #expect(ClickHouseSchema.createStatements(resends, shards) == [
-            "CREATE TABLE IF NOT EXISTS vitals.resends_local (writer UInt64, first_id UInt64, at Int64) ENGINE = MergeTree() ORDER BY writer",
-            "CREATE TABLE IF NOT EXISTS vitals.resends AS vitals.resends_local ENGINE = Distributed(pair, vitals, resends_local, cityHash64(writer))",
-        ])
+        #expect(
+            ClickHouseSchema.createStatements(resends, shards) == [
+                "CREATE TABLE IF NOT EXISTS vitals.resends_local (writer UInt64, first_id UInt64, at Int64) ENGINE = MergeTree() ORDER BY writer",
+                "CREATE TABLE IF NOT EXISTS vitals.resends AS vitals.resends_local ENGINE = Distributed(pair, vitals, resends_local, cityHash64(writer))",
+            ])
         let keeper = ClickHouseSchema.Placement(database: "vitals", cluster: "pair", shardEndpoints: [])
-        #expect(ClickHouseSchema.createStatements(resends, keeper) == [
-            "CREATE TABLE IF NOT EXISTS vitals.resends_local ON CLUSTER pair (writer UInt64, first_id UInt64, at Int64) "
-                + "ENGINE = MergeTree() ORDER BY writer",
-            "CREATE TABLE IF NOT EXISTS vitals.resends ON CLUSTER pair AS vitals.resends_local "
-                + "ENGINE = Distributed(pair, vitals, resends_local, cityHash64(writer))",
-        ])
+        #expect(
+            ClickHouseSchema.createStatements(resends, keeper) == [
+                "CREATE TABLE IF NOT EXISTS vitals.resends_local ON CLUSTER pair (writer UInt64, first_id UInt64, at Int64) "
+                    + "ENGINE = MergeTree() ORDER BY writer",
+                "CREATE TABLE IF NOT EXISTS vitals.resends ON CLUSTER pair AS vitals.resends_local "
+                    + "ENGINE = Distributed(pair, vitals, resends_local, cityHash64(writer))",
+            ])
         #expect(shards.table("samples") == "vitals.samples" && shards.localTable("samples") == "vitals.samples_local")
         #expect(one.localTable("samples") == "vitals.samples" && one.localName("samples") == "samples")
-        #expect(ClickHouseSchema.marksView(shards) == "CREATE MATERIALIZED VIEW IF NOT EXISTS vitals.samples_marks_local TO vitals.marks_local "
-                + "AS SELECT identity_agent, maxState(at) AS upto, maxState(id) AS last_id FROM vitals.samples_local GROUP BY identity_agent")
+        #expect(
+            ClickHouseSchema.marksView(shards) == "CREATE MATERIALIZED VIEW IF NOT EXISTS vitals.samples_marks_local TO vitals.marks_local "
+                + "AS SELECT identity_agent, maxState(at) AS upto, maxState(id) AS last_id FROM vitals.samples_local GROUP BY identity_agent"
+        )
     }
 
     @Test("opening: the current version does nothing, an older one upgrades (only when creating), a newer one is refused")
@@ -125,43 +140,54 @@ struct StoreSchemaTests {
     func clickHouseUpgrade() throws {
         let one = ClickHouseSchema.Placement(database: "v", cluster: nil, shardEndpoints: [])
         let fresh = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77))
-        #expect(fresh.map { $0.split(separator: " ").prefix(7).joined(separator: " ") } == [
-            "CREATE DATABASE IF NOT EXISTS v",
-            "CREATE TABLE IF NOT EXISTS v.store_samples_schema (version",
-            "CREATE TABLE IF NOT EXISTS v.samples (monitor",
-            "CREATE TABLE IF NOT EXISTS v.monitors (monitor",
-            "CREATE TABLE IF NOT EXISTS v.agents (id",
-            "CREATE TABLE IF NOT EXISTS v.marks (identity_agent",
-            "CREATE TABLE IF NOT EXISTS v.resends (writer",
-            "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_marks",
-            "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (3,",
-        ])
+        #expect(
+            fresh.map { $0.split(separator: " ").prefix(7).joined(separator: " ") } == [
+                "CREATE DATABASE IF NOT EXISTS v",
+                "CREATE TABLE IF NOT EXISTS v.store_samples_schema (version",
+                "CREATE TABLE IF NOT EXISTS v.samples (monitor",
+                "CREATE TABLE IF NOT EXISTS v.monitors (monitor",
+                "CREATE TABLE IF NOT EXISTS v.agents (id",
+                "CREATE TABLE IF NOT EXISTS v.marks (identity_agent",
+                "CREATE TABLE IF NOT EXISTS v.resends (writer",
+                "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_marks",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (3,",
+            ])
         #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (3, 77)")
         #expect(fresh[2].hasSuffix("ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024"))
         let older = try #require(ClickHouseSchema.upgrade(from: 2, one, appliedAt: 77))
-        #expect(Array(older[2...5]) == [
-            "DROP TABLE IF EXISTS v.samples_v2",
-            "DROP TABLE IF EXISTS v.samples_next",
-            "CREATE TABLE v.samples_next (\(ClickHouseSchema.samples.columns)) ENGINE = \(ClickHouseSchema.samples.engine)",
-            "INSERT INTO v.samples_next (monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, "
-                + "agent, held, record) SELECT monitor, at, visitParamExtractString(record, 'agent') AS identity_agent, id, status, latency_ms, "
-                + "message, tls_expiry_days, speed_mbps, origin, agent, held, record FROM v.samples ORDER BY id LIMIT 1 BY monitor, at, identity_agent",
-        ])
+        #expect(
+            Array(older[2...5]) == [
+                "DROP TABLE IF EXISTS v.samples_v2",
+                "DROP TABLE IF EXISTS v.samples_next",
+                "CREATE TABLE v.samples_next (\(ClickHouseSchema.samples.columns)) ENGINE = \(ClickHouseSchema.samples.engine)",
+                "INSERT INTO v.samples_next (monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, "
+                    + "agent, held, record) SELECT monitor, at, visitParamExtractString(record, 'agent') AS identity_agent, id, status, latency_ms, "
+                    + "message, tls_expiry_days, speed_mbps, origin, agent, held, record FROM v.samples ORDER BY id LIMIT 1 BY monitor, at, identity_agent",
+            ])
         #expect(older.contains("RENAME TABLE v.samples TO v.samples_v2, v.samples_next TO v.samples"))
-        #expect(older.firstIndex(of: "DROP TABLE IF EXISTS v.resends")! < older.firstIndex { $0.hasPrefix("CREATE TABLE IF NOT EXISTS v.resends") }!,
-                "the resends of the copied store are forgotten: the copy holds each sample once")
-        #expect(older.contains("INSERT INTO v.marks (identity_agent, upto, last_id) SELECT identity_agent, maxState(at), maxState(id) "
-                               + "FROM v.samples GROUP BY identity_agent"), "the marks of what was copied")
+        #expect(
+            older.firstIndex(of: "DROP TABLE IF EXISTS v.resends")! < older.firstIndex {
+                $0.hasPrefix("CREATE TABLE IF NOT EXISTS v.resends")
+            }!,
+            "the resends of the copied store are forgotten: the copy holds each sample once")
+        #expect(
+            older.contains(
+                "INSERT INTO v.marks (identity_agent, upto, last_id) SELECT identity_agent, maxState(at), maxState(id) "
+                    + "FROM v.samples GROUP BY identity_agent"), "the marks of what was copied")
         #expect(ClickHouseSchema.upgrade(from: 1, one, appliedAt: 77) == older)
         let shards = ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: ["h:1", "h:2"])
         let onShards = try #require(ClickHouseSchema.upgrade(from: 2, shards, appliedAt: 1))
         #expect(onShards.contains("RENAME TABLE v.samples_local TO v.samples_v2, v.samples_next TO v.samples_local"))
-        #expect(onShards.firstIndex(of: "DROP TABLE IF EXISTS v.samples")! < onShards.firstIndex { $0.hasPrefix("CREATE TABLE IF NOT EXISTS v.samples AS") }!,
-                "the Distributed table over the copied one is made again")
+        #expect(
+            onShards.firstIndex(of: "DROP TABLE IF EXISTS v.samples")! < onShards.firstIndex {
+                $0.hasPrefix("CREATE TABLE IF NOT EXISTS v.samples AS")
+            }!,
+            "the Distributed table over the copied one is made again")
         let keeper = ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: [])
         #expect(ClickHouseSchema.upgrade(from: 2, keeper, appliedAt: 1) == nil, "a copy needs each shard's endpoint")
-        #expect(try #require(ClickHouseSchema.upgrade(from: 0, keeper, appliedAt: 1)).allSatisfy {
-            $0.hasPrefix("INSERT") || $0.contains(" ON CLUSTER c ") || $0.hasSuffix(" ON CLUSTER c")
-        })
+        #expect(
+            try #require(ClickHouseSchema.upgrade(from: 0, keeper, appliedAt: 1)).allSatisfy {
+                $0.hasPrefix("INSERT") || $0.contains(" ON CLUSTER c ") || $0.hasSuffix(" ON CLUSTER c")
+            })
     }
 }

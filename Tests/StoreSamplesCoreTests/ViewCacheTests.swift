@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import StoreSamplesCore
 
 @Suite("answers kept between requests: exactly while they hold, computed once at a time")
@@ -9,10 +10,11 @@ struct ViewCacheTests {
         let cache = ViewCache()
         var computed = 0
         func ask(_ generation: Int64, _ now: Int64) throws -> String {
-            String(decoding: try cache.answer("overview", generation: generation, now: now) {
-                computed += 1
-                return ViewCache.Computed(body: Array("g\(generation)@\(now)".utf8), validUntil: 200)
-            }, as: UTF8.self)
+            String(
+                decoding: try cache.answer("overview", generation: generation, now: now) {
+                    computed += 1
+                    return ViewCache.Computed(body: Array("g\(generation)@\(now)".utf8), validUntil: 200)
+                }, as: UTF8.self)
         }
         #expect(try ask(1, 100) == "g1@100" && computed == 1)
         #expect(try ask(1, 150) == "g1@100" && computed == 1, "inside [100, 200): kept")
@@ -61,6 +63,14 @@ struct ViewCacheTests {
 final class Counter: @unchecked Sendable {
     private let lock = NSLock()
     private var count = 0
-    func add() { lock.lock(); count += 1; lock.unlock() }
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+    func add() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
 }

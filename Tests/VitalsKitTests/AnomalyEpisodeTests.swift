@@ -1,4 +1,5 @@
 import Testing
+
 @testable import VitalsKit
 
 @Suite("AnomalyEpisodeState: the state of a sample's anomaly.episode")
@@ -7,9 +8,10 @@ struct AnomalyEpisodeTests {
     func state(_ line: String) throws -> AnomalyEpisodeState? {
         let bytes = Array(line.utf8)
         return try bytes.withUnsafeBufferPointer { buffer in
-            let field = try #require(try JSONParser.scanObject(buffer).first { field in
-                String(decoding: buffer[field.keyStart..<field.keyEnd], as: UTF8.self) == "anomaly"
-            })
+            let field = try #require(
+                try JSONParser.scanObject(buffer).first { field in
+                    String(decoding: buffer[field.keyStart..<field.keyEnd], as: UTF8.self) == "anomaly"
+                })
             return AnomalyEpisodeState.read(buffer, field)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VitalsKit
 
 /// A fresh directory for one test, removed (with anything left in it) by `remove()`.
@@ -36,8 +37,10 @@ struct AtomicFileTests {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }
         let path = scratch.path + "/cache"
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: 0x78, count: 10_000),
-                                               attributes: [.posixPermissions: 0o644]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: path, contents: Data(repeating: 0x78, count: 10_000),
+                attributes: [.posixPermissions: 0o644]))
         try AtomicFile.write("short", to: path)
         try expectPrivateFile(path, holding: "short")
         #expect(scratch.entries() == ["cache"])

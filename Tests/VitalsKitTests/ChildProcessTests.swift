@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VitalsKit
 
 @Suite("Child processes")
@@ -67,7 +68,8 @@ struct ChildProcessTests {
     private func isAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 else { return false }
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return true }
+            let close = stat.lastIndex(of: ")")
+        else { return true }
         return !stat[close...].hasPrefix(") Z")
     }
 }

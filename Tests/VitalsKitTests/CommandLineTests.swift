@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VitalsKit
 
 let testSpec = CommandSpec(
@@ -25,14 +26,16 @@ struct CommandLineTests {
         #expect(try ArgumentParser.parse(["--conc", "3"], spec: testSpec).value("concurrency") == "3", "unique prefixes work")
     }
 
-    @Test("mistakes are usage errors with actionable words", arguments: [
-        (["--watsh"], "unknown option '--watsh' (did you mean '--watch'?)"),
-        (["--t", "1"], "option '--t' is ambiguous: --to, --timeout"),
-        (["-c"], "option '-c' needs a value (N)"),
-        (["--timeout"], "option '--timeout' needs a value (DURATION)"),
-        (["--watch=yes"], "option '--watch' takes no value"),
-        (["-x"], "unknown option '-x'"),
-    ])
+    @Test(
+        "mistakes are usage errors with actionable words",
+        arguments: [
+            (["--watsh"], "unknown option '--watsh' (did you mean '--watch'?)"),
+            (["--t", "1"], "option '--t' is ambiguous: --to, --timeout"),
+            (["-c"], "option '-c' needs a value (N)"),
+            (["--timeout"], "option '--timeout' needs a value (DURATION)"),
+            (["--watch=yes"], "option '--watch' takes no value"),
+            (["-x"], "unknown option '-x'"),
+        ])
     func mistakes(arguments: [String], message: String) {
         #expect(throws: UsageError(message)) { _ = try ArgumentParser.parse(arguments, spec: testSpec) }
     }
@@ -79,7 +82,9 @@ struct CommandLineTests {
         var buffer = [UInt8](repeating: 0, count: 200)
         let count = read(err[0], &buffer, 200)
         #expect(status == .usage)
-        #expect(String(decoding: buffer[0..<count], as: UTF8.self) == "tool: unknown option '--nope'\nTry 'tool --help' for more information.\n")
+        #expect(
+            String(decoding: buffer[0..<count], as: UTF8.self) == "tool: unknown option '--nope'\nTry 'tool --help' for more information.\n"
+        )
         #expect(Echo.execute([], streams: Streams(input: 0, output: out[1], error: err[1]), environment: [:]) == .success)
         close(out[1])
         let outCount = read(out[0], &buffer, 200)
@@ -125,27 +130,32 @@ struct CommandSpecTests {
         #expect(try parse(["-d", "x.db", "export"]).subcommand == "export", "global options may come first")
     }
 
-    @Test("too few or too many operands, and options that do not apply, are usage errors naming both", arguments: [
-        (["history"], "history wants ID, not none"),
-        (["history", "a", "b"], "history wants ID, not 'b'"),
-        (["diff", "a"], "diff wants A B, not only 1"),
-        (["export", "x"], "export wants no operands, not 'x'"),
-        (["export", "--hours", "3"], "--hours does not apply to export; it applies to history"),
-        (["history", "api", "--quiet"], "--quiet does not apply to history; it applies to ingest"),
-        (["history", "api", "--since", "2h"], "--since does not apply to history; it applies to export"),
-        (["history", "api", "--from", "2h"], "--since does not apply to history; it applies to export"),
-    ])
+    @Test(
+        "too few or too many operands, and options that do not apply, are usage errors naming both",
+        arguments: [
+            (["history"], "history wants ID, not none"),
+            (["history", "a", "b"], "history wants ID, not 'b'"),
+            (["diff", "a"], "diff wants A B, not only 1"),
+            (["export", "x"], "export wants no operands, not 'x'"),
+            (["export", "--hours", "3"], "--hours does not apply to export; it applies to history"),
+            (["history", "api", "--quiet"], "--quiet does not apply to history; it applies to ingest"),
+            (["history", "api", "--since", "2h"], "--since does not apply to history; it applies to export"),
+            (["history", "api", "--from", "2h"], "--since does not apply to history; it applies to export"),
+        ])
     func wrongUse(arguments: [String], message: String) {
         #expect(throws: UsageError(message)) { _ = try parse(arguments) }
     }
 
     @Test("a tool with no default subcommand asks for one, and suggests a near name")
     func noDefault() {
-        let spec = CommandSpec(name: "chain", summary: "", usage: [], description: "", options: [],
-                               subcommands: [SubcommandSpec("verify", summary: "check"), SubcommandSpec("list", summary: "list")],
-                               exitStatuses: [])
+        let spec = CommandSpec(
+            name: "chain", summary: "", usage: [], description: "", options: [],
+            subcommands: [SubcommandSpec("verify", summary: "check"), SubcommandSpec("list", summary: "list")],
+            exitStatuses: [])
         #expect(throws: UsageError("name a subcommand: verify, list")) { _ = try ArgumentParser.parse([], spec: spec) }
-        #expect(throws: UsageError("unknown subcommand 'verfy' (did you mean 'verify'?)")) { _ = try ArgumentParser.parse(["verfy"], spec: spec) }
+        #expect(throws: UsageError("unknown subcommand 'verfy' (did you mean 'verify'?)")) {
+            _ = try ArgumentParser.parse(["verfy"], spec: spec)
+        }
     }
 
     @Test("help per subcommand: its usage, its options and the global ones, not the others")
@@ -173,19 +183,23 @@ struct CommandSpecTests {
         #expect(throws: UsageError("--now wants an RFC 3339 time such as 2026-01-27T10:30:00Z, or 'now', not 'today'")) {
             _ = try parse(["export", "--now", "today"]).now()
         }
-        #expect(throws: UsageError("--since wants an RFC 3339 time such as 2026-01-27T10:30:00Z or a duration ago such as 24h, not 'yesterday'")) {
+        #expect(
+            throws: UsageError("--since wants an RFC 3339 time such as 2026-01-27T10:30:00Z or a duration ago such as 24h, not 'yesterday'")
+        ) {
             _ = try parse(["export", "--since", "yesterday"]).time("since", now: now)
         }
     }
 
-    @Test("a duration option has its default and its range", arguments: [
-        ([String](), Int64?(5000), String?.none),
-        (["-t", "250ms"], 250, nil),
-        (["--timeout", "1h"], 3_600_000, nil),
-        (["--timeout", "0s"], nil, "--timeout wants a duration from 1ms to 1h, not '0s'"),
-        (["--timeout", "2h"], nil, "--timeout wants a duration from 1ms to 1h, not '2h'"),
-        (["--timeout", "soon"], nil, "--timeout wants a duration such as 500ms, 30s, 5m, 24h or 7d, not 'soon'"),
-    ])
+    @Test(
+        "a duration option has its default and its range",
+        arguments: [
+            ([String](), Int64?(5000), String?.none),
+            (["-t", "250ms"], 250, nil),
+            (["--timeout", "1h"], 3_600_000, nil),
+            (["--timeout", "0s"], nil, "--timeout wants a duration from 1ms to 1h, not '0s'"),
+            (["--timeout", "2h"], nil, "--timeout wants a duration from 1ms to 1h, not '2h'"),
+            (["--timeout", "soon"], nil, "--timeout wants a duration such as 500ms, 30s, 5m, 24h or 7d, not 'soon'"),
+        ])
     func durations(arguments: [String], milliseconds: Int64?, message: String?) throws {
         let parsed = try parse(["export"] + arguments)
         if let message {
@@ -231,46 +245,60 @@ struct CommandSpecTests {
 @Suite("time and sizes")
 struct TimeTests {
     // Expected values computed independently: `date -u -d @SECONDS +%FT%TZ`.
-    @Test("RFC 3339 formatting", arguments: [
-        (Int64(0), "1970-01-01T00:00:00.000Z"),
-        (1_769_509_800_000, "2026-01-27T10:30:00.000Z"),
-        (951_782_400_123, "2000-02-29T00:00:00.123Z"),
-        (-1, "1969-12-31T23:59:59.999Z"),
-        (4_102_444_799_000, "2099-12-31T23:59:59.000Z"),
-    ])
+    @Test(
+        "RFC 3339 formatting",
+        arguments: [
+            (Int64(0), "1970-01-01T00:00:00.000Z"),
+            (1_769_509_800_000, "2026-01-27T10:30:00.000Z"),
+            (951_782_400_123, "2000-02-29T00:00:00.123Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+            (4_102_444_799_000, "2099-12-31T23:59:59.000Z"),
+        ])
     func format(milliseconds: Int64, text: String) {
         #expect(Timestamp.format(milliseconds: milliseconds) == text)
         #expect(Timestamp.parse(text) == milliseconds)
     }
 
-    @Test("parsing offsets, fractions and Apple Health's format", arguments: [
-        ("2026-01-27T10:30:00Z", Int64(1_769_509_800_000)),
-        ("2026-01-27T12:30:00+02:00", 1_769_509_800_000),
-        ("2026-01-27 03:30:00 -0700", 1_769_509_800_000),
-        ("2026-01-27T10:30:00.5Z", 1_769_509_800_500),
-        ("2026-01-27T10:30:00.123456789Z", 1_769_509_800_123),
-        ("2026-01-27t10:30:00z", 1_769_509_800_000),
-    ])
+    @Test(
+        "parsing offsets, fractions and Apple Health's format",
+        arguments: [
+            ("2026-01-27T10:30:00Z", Int64(1_769_509_800_000)),
+            ("2026-01-27T12:30:00+02:00", 1_769_509_800_000),
+            ("2026-01-27 03:30:00 -0700", 1_769_509_800_000),
+            ("2026-01-27T10:30:00.5Z", 1_769_509_800_500),
+            ("2026-01-27T10:30:00.123456789Z", 1_769_509_800_123),
+            ("2026-01-27t10:30:00z", 1_769_509_800_000),
+        ])
     func parse(text: String, milliseconds: Int64) {
         #expect(Timestamp.parse(text) == milliseconds)
     }
 
-    @Test("malformed timestamps are nil", arguments: ["", "2026-01-27", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",
-                                                      "2026-01-27T10:30:00", "2026-01-27T25:00:00Z", "2026-01-27T10:30:00Zjunk"])
+    @Test(
+        "malformed timestamps are nil",
+        arguments: [
+            "", "2026-01-27", "2026-13-01T00:00:00Z", "2026-02-30T00:00:00Z",
+            "2026-01-27T10:30:00", "2026-01-27T25:00:00Z", "2026-01-27T10:30:00Zjunk",
+        ])
     func malformed(text: String) {
         #expect(Timestamp.parse(text) == nil)
     }
 
-    @Test("durations", arguments: [
-        ("30s", Int64?(30_000)), ("5m", 300_000), ("24h", 86_400_000), ("7d", 604_800_000), ("250ms", 250),
-        ("1h30m", 5_400_000), ("1.5s", 1500), ("45", 45_000), ("2w", 1_209_600_000), ("", nil), ("5x", nil), ("s", nil), ("-5s", nil),
-    ])
+    @Test(
+        "durations",
+        arguments: [
+            ("30s", Int64?(30_000)), ("5m", 300_000), ("24h", 86_400_000), ("7d", 604_800_000), ("250ms", 250),
+            ("1h30m", 5_400_000), ("1.5s", 1500), ("45", 45_000), ("2w", 1_209_600_000), ("", nil), ("5x", nil), ("s", nil), ("-5s", nil),
+        ])
     func durations(text: String, milliseconds: Int64?) {
         #expect(DurationText.parseMilliseconds(text) == milliseconds)
     }
 
-    @Test("sizes", arguments: [("65536", Int?(65536)), ("512K", 524_288), ("1M", 1_048_576), ("1MiB", 1_048_576),
-                               ("2g", 2_147_483_648), ("1.5K", 1536), ("x", nil), ("-1", nil)])
+    @Test(
+        "sizes",
+        arguments: [
+            ("65536", Int?(65536)), ("512K", 524_288), ("1M", 1_048_576), ("1MiB", 1_048_576),
+            ("2g", 2_147_483_648), ("1.5K", 1536), ("x", nil), ("-1", nil),
+        ])
     func sizes(text: String, bytes: Int?) {
         #expect(SizeText.parseBytes(text) == bytes)
     }
@@ -278,14 +306,16 @@ struct TimeTests {
 
 @Suite("redaction")
 struct RedactionTests {
-    @Test("URL passwords and secret query values become ***", arguments: [
-        ("https://user:pw@host/x?token=abc&page=2", "https://user:***@host/x?token=***&page=2"),
-        ("https://host/x?API_KEY=1&Signature=2#frag", "https://host/x?API_KEY=***&Signature=***#frag"),
-        ("https://user@host/", "https://user@host/"),
-        ("https://host/hook?sign=github&sig=abc", "https://host/hook?sign=github&sig=***"),
-        ("http://host:8080/plain", "http://host:8080/plain"),
-        ("not a url", "not a url"),
-    ])
+    @Test(
+        "URL passwords and secret query values become ***",
+        arguments: [
+            ("https://user:pw@host/x?token=abc&page=2", "https://user:***@host/x?token=***&page=2"),
+            ("https://host/x?API_KEY=1&Signature=2#frag", "https://host/x?API_KEY=***&Signature=***#frag"),
+            ("https://user@host/", "https://user@host/"),
+            ("https://host/hook?sign=github&sig=abc", "https://host/hook?sign=github&sig=***"),
+            ("http://host:8080/plain", "http://host:8080/plain"),
+            ("not a url", "not a url"),
+        ])
     func redact(url: String, expected: String) {
         #expect(Redaction.url(url) == expected)
     }
@@ -293,19 +323,23 @@ struct RedactionTests {
 
 /// A tool whose subcommands take actions: one that also runs alone, one that needs one.
 let actionSpec = CommandSpec(
-    name: "keeper", summary: "Keeps agents and devices.", usage: ["[OPTIONS] agents [approve ID] | devices add TOKEN | count"], description: "",
+    name: "keeper", summary: "Keeps agents and devices.", usage: ["[OPTIONS] agents [approve ID] | devices add TOKEN | count"],
+    description: "",
     options: [
         OptionSpec("db", short: "d", value: "PATH", help: "the database"),
         OptionSpec("format", value: "FORMAT", help: "agents, agents approve: json or ndjson"),
         OptionSpec("platform", value: "NAME", default: "ios", help: "devices add: the platform"),
     ],
     subcommands: [
-        SubcommandSpec("agents", actions: [SubcommandAction("approve", operands: 1...1, "ID", options: ["format"], summary: "approve one")],
-                       requiresAction: false, options: ["format"], summary: "the agents"),
-        SubcommandSpec("devices", actions: [
-            SubcommandAction("add", operands: 1...1, "TOKEN", aliases: ["register"], options: ["platform"], summary: "add one"),
-            SubcommandAction("count", summary: "how many"),
-        ], requiresAction: true, summary: "the devices"),
+        SubcommandSpec(
+            "agents", actions: [SubcommandAction("approve", operands: 1...1, "ID", options: ["format"], summary: "approve one")],
+            requiresAction: false, options: ["format"], summary: "the agents"),
+        SubcommandSpec(
+            "devices",
+            actions: [
+                SubcommandAction("add", operands: 1...1, "TOKEN", aliases: ["register"], options: ["platform"], summary: "add one"),
+                SubcommandAction("count", summary: "how many"),
+            ], requiresAction: true, summary: "the devices"),
     ],
     exitStatuses: [(.success, "fine")])
 
@@ -324,17 +358,19 @@ struct ActionTests {
         #expect(try ArgumentParser.parse(["devices", "count"], spec: actionSpec).action(as: Device.self) == .count)
     }
 
-    @Test("an unknown, missing or misused action is a usage error saying what the subcommand takes", arguments: [
-        (["agents", "aprove", "x"], "unknown agents action 'aprove' (did you mean 'approve'?); agents takes [approve ID]"),
-        (["agents", "office"], "unknown agents action 'office'; agents takes [approve ID]"),
-        (["devices"], "devices wants an action: add TOKEN | count"),
-        (["devices", "ad", "x"], "unknown devices action 'ad' (did you mean 'add'?); devices takes add TOKEN | count"),
-        (["devices", "add"], "devices add wants TOKEN, not none"),
-        (["devices", "count", "x"], "devices count wants no operands, not 'x'"),
-        (["devices", "count", "--platform", "x"], "--platform does not apply to devices count; it applies to devices add"),
-        (["agents", "--platform", "x"], "--platform does not apply to agents; it applies to devices add"),
-        (["devices", "add", "x", "--format", "json"], "--format does not apply to devices add; it applies to agents, agents approve"),
-    ])
+    @Test(
+        "an unknown, missing or misused action is a usage error saying what the subcommand takes",
+        arguments: [
+            (["agents", "aprove", "x"], "unknown agents action 'aprove' (did you mean 'approve'?); agents takes [approve ID]"),
+            (["agents", "office"], "unknown agents action 'office'; agents takes [approve ID]"),
+            (["devices"], "devices wants an action: add TOKEN | count"),
+            (["devices", "ad", "x"], "unknown devices action 'ad' (did you mean 'add'?); devices takes add TOKEN | count"),
+            (["devices", "add"], "devices add wants TOKEN, not none"),
+            (["devices", "count", "x"], "devices count wants no operands, not 'x'"),
+            (["devices", "count", "--platform", "x"], "--platform does not apply to devices count; it applies to devices add"),
+            (["agents", "--platform", "x"], "--platform does not apply to agents; it applies to devices add"),
+            (["devices", "add", "x", "--format", "json"], "--format does not apply to devices add; it applies to agents, agents approve"),
+        ])
     func mistakes(arguments: [String], message: String) {
         #expect(throws: UsageError(message)) { _ = try ArgumentParser.parse(arguments, spec: actionSpec) }
     }
@@ -350,7 +386,9 @@ struct ActionTests {
         #expect(!count.contains("--platform"))
         let devices = Help.render(actionSpec, subcommand: "devices")
         #expect(devices.hasPrefix("Usage: keeper [OPTIONS] devices add TOKEN | count\n"))
-        #expect(devices.contains("Actions (keeper devices ACTION --help for each):\n  add TOKEN  add one (also register)\n  count      how many\n"))
+        #expect(
+            devices.contains(
+                "Actions (keeper devices ACTION --help for each):\n  add TOKEN  add one (also register)\n  count      how many\n"))
         #expect(devices.contains("--platform NAME"), "an action's option may follow the subcommand, so its help lists it")
         #expect(Help.render(actionSpec).contains("  agents [approve ID]"))
     }
@@ -376,8 +414,12 @@ struct QueryTests {
         #expect(try parse([]).page(limits) == Page(number: 1, size: 25))
         let third = try parse(["--page", "3", "--per-page", "7"]).page(limits)
         #expect(third == Page(number: 3, size: 7) && third.offset == 14)
-        #expect(throws: UsageError("--per-page wants a whole number from 1 to 100, not '101'")) { _ = try parse(["--per-page", "101"]).page(limits) }
-        #expect(throws: UsageError("--page wants a whole number from 1 to 2147483647, not '0'")) { _ = try parse(["--page", "0"]).page(limits) }
+        #expect(throws: UsageError("--per-page wants a whole number from 1 to 100, not '101'")) {
+            _ = try parse(["--per-page", "101"]).page(limits)
+        }
+        #expect(throws: UsageError("--page wants a whole number from 1 to 2147483647, not '0'")) {
+            _ = try parse(["--page", "0"]).page(limits)
+        }
         #expect(PageLimits.pages == 1...2_147_483_647)
     }
 
@@ -401,6 +443,7 @@ struct QueryTests {
             _ = try parse(["--since", "2026-01-27T12:00:00Z"]).lookback("since", now: now, lookback)
         }
         #expect(lookback.hours == 1...8760 && lookback.defaultHours == 72)
-        #expect(lookback.limitsText == "72h, at most 365d" && Lookback(defaultHours: 24, maxHours: 87_600).limitsText == "24h, at most 3650d")
+        #expect(
+            lookback.limitsText == "72h, at most 365d" && Lookback(defaultHours: 24, maxHours: 87_600).limitsText == "24h, at most 3650d")
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import VitalsKit
 
 @Suite("JSON values, parser and scanner")
@@ -23,17 +24,19 @@ struct JSONTests {
         #expect(try JSONParser.parse(#""\ud800""#) == .string("\u{FFFD}"), "a lone surrogate becomes U+FFFD")
     }
 
-    @Test("malformed input is an error with a column", arguments: [
-        ("{\"a\":}", "expected a value", 6),
-        ("{\"a\" 1}", "expected ':' after a field name", 6),
-        ("[1,2", "expected ',' or ']' in an array", 5),
-        ("{\"a\":01}", "invalid number (leading zero)", 7),
-        ("\"abc", "unterminated string", 5),
-        ("{\"a\":tru}", "unknown literal; expected true, false or null", 6),
-        ("{} x", "unexpected text after the JSON value", 4),
-        ("\"\\q\"", "invalid escape '\\q' in a string", 3),
-        ("\"a\tb\"", "control character in a string (escape it)", 3),
-    ])
+    @Test(
+        "malformed input is an error with a column",
+        arguments: [
+            ("{\"a\":}", "expected a value", 6),
+            ("{\"a\" 1}", "expected ':' after a field name", 6),
+            ("[1,2", "expected ',' or ']' in an array", 5),
+            ("{\"a\":01}", "invalid number (leading zero)", 7),
+            ("\"abc", "unterminated string", 5),
+            ("{\"a\":tru}", "unknown literal; expected true, false or null", 6),
+            ("{} x", "unexpected text after the JSON value", 4),
+            ("\"\\q\"", "invalid escape '\\q' in a string", 3),
+            ("\"a\tb\"", "control character in a string (escape it)", 3),
+        ])
     func errors(text: String, message: String, column: Int) {
         do {
             _ = try JSONParser.parse(text)
@@ -80,7 +83,11 @@ struct JSONTests {
             var fields: [FieldRange] = []
             do {
                 try line.withUnsafeBufferPointer { bytes throws(JSONSyntaxError) in
-                    if general { try JSONParser.scanAnyObject(bytes, into: &fields) } else { try JSONParser.scanObject(bytes, into: &fields) }
+                    if general {
+                        try JSONParser.scanAnyObject(bytes, into: &fields)
+                    } else {
+                        try JSONParser.scanObject(bytes, into: &fields)
+                    }
                 }
                 return fields.map { "\($0.keyStart),\($0.keyEnd),\($0.valueStart),\($0.valueEnd)" }.joined(separator: " ")
             } catch {
@@ -91,19 +98,23 @@ struct JSONTests {
             var fields: [FieldRange] = []
             return line.withUnsafeBufferPointer { JSONParser.scanCompactObject($0, into: &fields) }
         }
-        let base = Array(#"{"type":"sample","":"","monitor":"mon-0001","n":0,"m":-0.5,"e":1E+9,"f":-12e-3,"t":true,"u":false,"z":null,"long string value here":"cafe and more than eight bytes"}"#.utf8)
+        let base = Array(
+            #"{"type":"sample","":"","monitor":"mon-0001","n":0,"m":-0.5,"e":1E+9,"f":-12e-3,"t":true,"u":false,"z":null,"long string value here":"cafe and more than eight bytes"}"#
+                .utf8)
         #expect(isCompact(base), "the base line takes the fast path")
         // A string with a UTF-8 letter is the general scan's to check, with the same outcome.
         let accented = Array(#"{"type":"sample","name":"caf\#u{E9} and more than eight bytes"}"#.utf8)
         #expect(!isCompact(accented) && outcome(accented, general: false) == outcome(accented, general: true))
         #expect(outcome(base, general: false) == outcome(base, general: true))
         #expect(outcome(base, general: false).hasPrefix("2,6,8,16 18,18,20,22 "), "fields found where they are (worked by hand)")
-        var variants: [[UInt8]] = [Array("{}".utf8), Array("{} ".utf8), Array("{\"a\":1} ".utf8), Array("{\"a\":01}".utf8),
-                                   Array("{\"a\":1.}".utf8), Array("{\"a\":-}".utf8), Array("{\"a\":1e}".utf8), Array("{\"a\":nul}".utf8),
-                                   Array("{\"a\":\"x\\\"y\"}".utf8), Array("{\"a\":[1]}".utf8), Array("{\"a\":1,}".utf8), Array("{\"a\"}".utf8),
-                                   // more fields than the fast path gathers at a time (32)
-                                   Array(("{" + (0..<70).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}").utf8),
-                                   Array(("{" + (0..<70).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",}").utf8)]
+        var variants: [[UInt8]] = [
+            Array("{}".utf8), Array("{} ".utf8), Array("{\"a\":1} ".utf8), Array("{\"a\":01}".utf8),
+            Array("{\"a\":1.}".utf8), Array("{\"a\":-}".utf8), Array("{\"a\":1e}".utf8), Array("{\"a\":nul}".utf8),
+            Array("{\"a\":\"x\\\"y\"}".utf8), Array("{\"a\":[1]}".utf8), Array("{\"a\":1,}".utf8), Array("{\"a\"}".utf8),
+            // more fields than the fast path gathers at a time (32)
+            Array(("{" + (0..<70).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}").utf8),
+            Array(("{" + (0..<70).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",}").utf8),
+        ]
         for position in 0...base.count {
             variants.append(Array(base[..<position]))
             for byte in Array(" \"\\,:{}[0-e.xn\u{01}".utf8) {
@@ -161,7 +172,7 @@ struct JSONTests {
     func invalidUTF8EveryReader() throws {
         let cases: [(bytes: [UInt8], column: Int)] = [
             ([0xFF], 7), ([0xC3], 7), ([0xC0, 0xAF], 7), ([0xC1, 0xBF], 7),  // a stray byte, a cut letter, overlong forms of '/' and DEL
-            ([0xE0, 0x80, 0xAF], 7), ([0xED, 0xA0, 0x80], 7),                 // an overlong three-byte form, a surrogate
+            ([0xE0, 0x80, 0xAF], 7), ([0xED, 0xA0, 0x80], 7),  // an overlong three-byte form, a surrogate
             // past U+10FFFF; after the 8-byte scan
             ([0xF4, 0x90, 0x80, 0x80], 7), ([0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x80], 15),
         ]
@@ -195,10 +206,12 @@ struct JSONTests {
         #expect(ranges.map { String(decoding: text[$0], as: UTF8.self) } == [#"{"a":1}"#, #""x""#, "[2]"])
     }
 
-    @Test("fixed-point and integer output", arguments: [
-        (12.3456, 3, "12.346"), (0.0004, 3, "0"), (2.0, 3, "2"), (-1.25, 1, "-1.3"), (0.042, 3, "0.042"),
-        (1000.5, 0, "1001"), (99.999, 2, "100"), (-0.0001, 3, "0"),
-    ])
+    @Test(
+        "fixed-point and integer output",
+        arguments: [
+            (12.3456, 3, "12.346"), (0.0004, 3, "0"), (2.0, 3, "2"), (-1.25, 1, "-1.3"), (0.042, 3, "0.042"),
+            (1000.5, 0, "1001"), (99.999, 2, "100"), (-0.0001, 3, "0"),
+        ])
     func fixed(value: Double, decimals: Int, expected: String) {
         var out: [UInt8] = []
         JSONText.appendFixed(value, decimals: decimals, to: &out)
@@ -225,13 +238,16 @@ struct JSONTests {
         builder.fixed("latency_ms", 1.5)
         builder.bool("ok", true)
         builder.field("user \"field\"", .array([.integer(1)]))
-        #expect(String(decoding: builder.finish(), as: UTF8.self)
-            == #"{"type":"sample","code":null,"latency_ms":1.5,"ok":true,"user \"field\"":[1]}"#)
+        #expect(
+            String(decoding: builder.finish(), as: UTF8.self)
+                == #"{"type":"sample","code":null,"latency_ms":1.5,"ok":true,"user \"field\"":[1]}"#)
     }
 
-    @Test("number literals read from bytes give the standard library's Double", arguments: [
-        "0", "-3", "48.2", "1200.125", "0.1", "123456789012345", "1234567890123456789", "1e3", "-2.5E-2", "1e400",
-    ])
+    @Test(
+        "number literals read from bytes give the standard library's Double",
+        arguments: [
+            "0", "-3", "48.2", "1200.125", "0.1", "123456789012345", "1234567890123456789", "1e3", "-2.5E-2", "1e400",
+        ])
     func numbers(text: String) {
         let expected = Double(text)
         var bytes = text

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VitalsKit
 
 /// Feeds `bytes` through a pipe into a LineReader and collects what it yields.
@@ -55,8 +56,9 @@ struct LineReaderTests {
     @Test("a line over the limit is reported once, with its length, and reading goes on")
     func tooLong() {
         let long = String(repeating: "z", count: 5000)
-        #expect(readAll(Array("ok\n\(long)\nnext\n".utf8), maxLine: 1000, chunk: 128)
-            == ["1:ok", "2:TOO-LONG(5000)", "3:next"])
+        #expect(
+            readAll(Array("ok\n\(long)\nnext\n".utf8), maxLine: 1000, chunk: 128)
+                == ["1:ok", "2:TOO-LONG(5000)", "3:next"])
         #expect(readAll(Array("\(long)".utf8), maxLine: 1000, chunk: 128) == ["1:TOO-LONG(5000)"])
         #expect(readAll(Array("\(long)\r\nx".utf8), maxLine: 1000, chunk: 128) == ["1:TOO-LONG(5001)", "2:x"])
         let exact = String(repeating: "q", count: 1000)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import VitalsKit
 
 /// What one line reads as, with the values a test looks at (copied out while the bytes live).
@@ -61,7 +62,9 @@ private let atMs: Int64 = 1_769_509_800_123
 struct SampleLineTests {
     @Test("a probe's sample: the spine, read in place")
     func spine() {
-        let read = readSample(#"{"type":"sample","monitor":"api","name":"API",\#(at),"status":"degraded","reason":"latency","latency_ms":312.5,"agent":"office","team":"x"}"#)
+        let read = readSample(
+            #"{"type":"sample","monitor":"api","name":"API",\#(at),"status":"degraded","reason":"latency","latency_ms":312.5,"agent":"office","team":"x"}"#
+        )
         #expect(read.kind == .sample)
         #expect(read.monitor == "api")
         #expect(read.monitorIsPlain)
@@ -99,7 +102,9 @@ struct SampleLineTests {
 
     @Test("a key given twice counts by its last occurrence")
     func duplicates() {
-        let read = readSample(#"{"type":"anomaly","monitor":"a","status":"down",\#(at),"monitor":"b","status":"up","type":"sample","latency_ms":"x","latency_ms":3}"#)
+        let read = readSample(
+            #"{"type":"anomaly","monitor":"a","status":"down",\#(at),"monitor":"b","status":"up","type":"sample","latency_ms":"x","latency_ms":3}"#
+        )
         #expect(read.kind == .sample)
         #expect(read.monitor == "b")
         #expect(read.status == .up)
@@ -116,40 +121,61 @@ struct SampleLineTests {
         #expect(second.reason == nil && !second.reasonPresent && !second.latencyPresent)
     }
 
-    @Test("records of another type and blank lines are not problems", arguments: [
-        (#"{"type":"anomaly","monitor":5}"#, SampleLine.Kind.otherRecord),
-        (#"{"type":"notification","status":"sideways"}"#, .otherRecord),
-        (#"{"type":"digest"}"#, .otherRecord),
-        ("", .blank),
-        (" \t ", .blank),
-    ])
+    @Test(
+        "records of another type and blank lines are not problems",
+        arguments: [
+            (#"{"type":"anomaly","monitor":5}"#, SampleLine.Kind.otherRecord),
+            (#"{"type":"notification","status":"sideways"}"#, .otherRecord),
+            (#"{"type":"digest"}"#, .otherRecord),
+            ("", .blank),
+            (" \t ", .blank),
+        ])
     func notSamples(line: String, kind: SampleLine.Kind) {
         #expect(readSample(line).kind == kind)
     }
 
-    @Test("each problem has its one wording", arguments: [
-        ("hello", "not valid JSON: expected a JSON object at column 1"),
-        (#"{"type":"sample","#, "not valid JSON: unexpected end of line; expected a field name in double quotes at column 18"),
-        ("[1]", "not valid JSON: expected a JSON object at column 1"),
-        (#"{"monitor":"a","at":"2026-01-27T10:30:00Z","status":"up"}"#, "record has no 'type'"),
-        (#"{"type":5,"monitor":"a"}"#, "record has no 'type'"),
-        (#"{"type":null}"#, "record has no 'type'"),
-        (#"{"type":"sample",\#(at),"status":"up"}"#, "sample has no 'monitor'"),
-        (#"{"type":"sample","monitor":"",\#(at),"status":"up"}"#, #"sample 'monitor' is ""; expected a non-empty string"#),
-        (#"{"type":"sample","monitor":7,\#(at),"status":"up"}"#, "sample 'monitor' is 7; expected a non-empty string"),
-        (#"{"type":"sample","monitor":"a","status":"up"}"#, "sample has no 'at'"),
-        (#"{"type":"sample","monitor":"a","at":"yesterday","status":"up"}"#, #"sample 'at' is "yesterday"; expected an RFC 3339 time"#),
-        (#"{"type":"sample","monitor":"a","at":1769509800,"status":"up"}"#, "sample 'at' is 1769509800; expected an RFC 3339 time"),
-        (#"{"type":"sample","monitor":"a",\#(at)}"#, "sample has no 'status'"),
-        (#"{"type":"sample","monitor":"a",\#(at),"status":"healthy"}"#, #"sample 'status' is "healthy"; expected up, degraded, down, error or unknown"#),
-        (#"{"type":"sample","monitor":"a",\#(at),"status":null}"#, "sample 'status' is null; expected up, degraded, down, error or unknown"),
-        (#"{"type":"sample","monitor":"a",\#(at),"status":"up","reason":404}"#, "sample 'reason' is 404; expected a string or null"),
-        (#"{"type":"sample","monitor":"a",\#(at),"status":"up","latency_ms":"fast"}"#, #"sample 'latency_ms' is "fast"; expected a number, 0 or more, or null"#),
-        (#"{"type":"sample","monitor":"a",\#(at),"status":"up","latency_ms":-1.5}"#, "sample 'latency_ms' is -1.5; expected a number, 0 or more, or null"),
-        (#"{"type":"sample","monitor":"a",\#(at),"status":"up","agent":["x"]}"#, #"sample 'agent' is ["x"]; expected a string or null"#),
-        (#"{"type":"sample","monitor":"a",\#(at),"status":"0123456789012345678901234567890123456789xyz"}"#,
-         #"sample 'status' is "012345678901234567890123456789012345678...; expected up, degraded, down, error or unknown"#),
-    ])
+    @Test(
+        "each problem has its one wording",
+        arguments: [
+            ("hello", "not valid JSON: expected a JSON object at column 1"),
+            (#"{"type":"sample","#, "not valid JSON: unexpected end of line; expected a field name in double quotes at column 18"),
+            ("[1]", "not valid JSON: expected a JSON object at column 1"),
+            (#"{"monitor":"a","at":"2026-01-27T10:30:00Z","status":"up"}"#, "record has no 'type'"),
+            (#"{"type":5,"monitor":"a"}"#, "record has no 'type'"),
+            (#"{"type":null}"#, "record has no 'type'"),
+            (#"{"type":"sample",\#(at),"status":"up"}"#, "sample has no 'monitor'"),
+            (#"{"type":"sample","monitor":"",\#(at),"status":"up"}"#, #"sample 'monitor' is ""; expected a non-empty string"#),
+            (#"{"type":"sample","monitor":7,\#(at),"status":"up"}"#, "sample 'monitor' is 7; expected a non-empty string"),
+            (#"{"type":"sample","monitor":"a","status":"up"}"#, "sample has no 'at'"),
+            (#"{"type":"sample","monitor":"a","at":"yesterday","status":"up"}"#, #"sample 'at' is "yesterday"; expected an RFC 3339 time"#),
+            (#"{"type":"sample","monitor":"a","at":1769509800,"status":"up"}"#, "sample 'at' is 1769509800; expected an RFC 3339 time"),
+            (#"{"type":"sample","monitor":"a",\#(at)}"#, "sample has no 'status'"),
+            (
+                #"{"type":"sample","monitor":"a",\#(at),"status":"healthy"}"#,
+                #"sample 'status' is "healthy"; expected up, degraded, down, error or unknown"#
+            ),
+            (
+                #"{"type":"sample","monitor":"a",\#(at),"status":null}"#,
+                "sample 'status' is null; expected up, degraded, down, error or unknown"
+            ),
+            (#"{"type":"sample","monitor":"a",\#(at),"status":"up","reason":404}"#, "sample 'reason' is 404; expected a string or null"),
+            (
+                #"{"type":"sample","monitor":"a",\#(at),"status":"up","latency_ms":"fast"}"#,
+                #"sample 'latency_ms' is "fast"; expected a number, 0 or more, or null"#
+            ),
+            (
+                #"{"type":"sample","monitor":"a",\#(at),"status":"up","latency_ms":-1.5}"#,
+                "sample 'latency_ms' is -1.5; expected a number, 0 or more, or null"
+            ),
+            (
+                #"{"type":"sample","monitor":"a",\#(at),"status":"up","agent":["x"]}"#,
+                #"sample 'agent' is ["x"]; expected a string or null"#
+            ),
+            (
+                #"{"type":"sample","monitor":"a",\#(at),"status":"0123456789012345678901234567890123456789xyz"}"#,
+                #"sample 'status' is "012345678901234567890123456789012345678...; expected up, degraded, down, error or unknown"#
+            ),
+        ])
     func problems(line: String, message: String) {
         guard case .problem(let problem) = readSample(line).kind else {
             Issue.record("no problem found in \(line)")
@@ -181,7 +207,8 @@ struct SampleLineTests {
 
     @Test("a tool's own fields come in the same pass: every non-spine key, in order, duplicates too")
     func extraFields() {
-        let text = #"{"type":"sample","code":200,"monitor":"a","team":"x",\#(at),"status":"up","code":503,"agent":"o","latency_ms":2,"reason":null,"message":"m"}"#
+        let text =
+            #"{"type":"sample","code":200,"monitor":"a","team":"x",\#(at),"status":"up","code":503,"agent":"o","latency_ms":2,"reason":null,"message":"m"}"#
         let bytes = Array(text.utf8)
         bytes.withUnsafeBufferPointer { buffer in
             var reader = SampleLine()
@@ -194,7 +221,8 @@ struct SampleLineTests {
 
     @Test("CRLF line ends and a byte order mark, through the line reader")
     func crlfAndBOM() throws {
-        let text = "\u{FEFF}{\"type\":\"sample\",\"monitor\":\"a\",\(at),\"status\":\"up\"}\r\n"
+        let text =
+            "\u{FEFF}{\"type\":\"sample\",\"monitor\":\"a\",\(at),\"status\":\"up\"}\r\n"
             + "{\"type\":\"sample\",\"monitor\":\"b\",\(at),\"status\":\"down\",\"latency_ms\":4}\r\n"
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("sample-line-\(getpid()).ndjson")
         try Data(text.utf8).write(to: file)
@@ -209,21 +237,22 @@ struct SampleLineTests {
         #expect(monitors == ["a", "b"])
     }
 
-    @Test("the timestamps samples carry: the fixed-width form is read at its positions, anything off it is refused",
-          arguments: [
-        ("2026-01-27T10:30:00.123Z", Int64?(1_769_509_800_123)),
-        ("2026-01-27T10:30:00Z", 1_769_509_800_000),
-        ("2024-02-29T23:59:59.999Z", 1_709_251_199_999),
-        ("1969-12-31T23:59:59.999Z", -1),
-        ("2026-02-29T00:00:00.000Z", nil),
-        ("2026-01-27T10:3a:00.000Z", nil),
-        ("2026-01-27T10:30:00.0x0Z", nil),
-        ("2026-01-27T24:00:00.000Z", nil),
-        ("2026-00-27T10:30:00.000Z", nil),
-        ("2026-01-27T10:30:00.000+", nil),
-        ("2026-01-27X10:30:00.000Z", nil),
-        ("2026-01-27T10:30:00+0000", 1_769_509_800_000),
-    ])
+    @Test(
+        "the timestamps samples carry: the fixed-width form is read at its positions, anything off it is refused",
+        arguments: [
+            ("2026-01-27T10:30:00.123Z", Int64?(1_769_509_800_123)),
+            ("2026-01-27T10:30:00Z", 1_769_509_800_000),
+            ("2024-02-29T23:59:59.999Z", 1_709_251_199_999),
+            ("1969-12-31T23:59:59.999Z", -1),
+            ("2026-02-29T00:00:00.000Z", nil),
+            ("2026-01-27T10:3a:00.000Z", nil),
+            ("2026-01-27T10:30:00.0x0Z", nil),
+            ("2026-01-27T24:00:00.000Z", nil),
+            ("2026-00-27T10:30:00.000Z", nil),
+            ("2026-01-27T10:30:00.000+", nil),
+            ("2026-01-27X10:30:00.000Z", nil),
+            ("2026-01-27T10:30:00+0000", 1_769_509_800_000),
+        ])
     func timestamps(text: String, milliseconds: Int64?) {
         #expect(Timestamp.parse(text) == milliseconds)
     }

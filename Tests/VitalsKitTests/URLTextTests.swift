@@ -1,4 +1,5 @@
 import Testing
+
 @testable import VitalsKit
 
 @Suite("URL splitting")

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Unsafe pointers here are C interop (sockaddr, inet_pton(3) and inet_ntop(3) take raw pointers): kept.
@@ -134,7 +134,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         if family == .v4 {
             var address = sockaddr_in()
             #if canImport(Darwin)
-            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+                address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
             #endif
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
@@ -145,7 +145,7 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
         var address = sockaddr_in6()
         #if canImport(Darwin)
-        address.sin6_len = UInt8(MemoryLayout<sockaddr_in6>.size)
+            address.sin6_len = UInt8(MemoryLayout<sockaddr_in6>.size)
         #endif
         address.sin6_family = sa_family_t(AF_INET6)
         address.sin6_port = port.bigEndian

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import VitalsKit
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 // Unsafe pointers here are C interop (getifaddrs(3), ioctl(2) and sockaddr take raw pointers): kept.
 
@@ -36,9 +37,9 @@ public struct NetworkRoute: Sendable, Equatable {
 /// `SOCK_DGRAM` as the socket call wants it on this system.
 public let datagramSocketType: Int32 = {
     #if canImport(Glibc)
-    return Int32(SOCK_DGRAM.rawValue)
+        return Int32(SOCK_DGRAM.rawValue)
     #else
-    return SOCK_DGRAM
+        return SOCK_DGRAM
     #endif
 }()
 
@@ -66,7 +67,7 @@ public final class NetworkView {
     private var loadedAtMs: Int64 = .min
     private var links: [String: LinkType] = [:]
     #if os(macOS)
-    private var interfaceTypes: [String: UInt8] = [:]
+        private var interfaceTypes: [String: UInt8] = [:]
     #endif
 
     /// Creates a view reading link details under `sysfsRoot` (Linux), refreshed every `refreshAfterMs`.
@@ -121,9 +122,9 @@ public final class NetworkView {
         if let known = links[name] { return known }
         let link: LinkType
         #if os(macOS)
-        link = NetworkView.darwinLink(name: name, interfaceType: interfaceTypes[name])
+            link = NetworkView.darwinLink(name: name, interfaceType: interfaceTypes[name])
         #else
-        link = linuxLink(name)
+            link = linuxLink(name)
         #endif
         links[name] = link
         return link
@@ -153,17 +154,19 @@ public final class NetworkView {
     ///   - tun: a `tun_flags` entry exists (tun and tap devices).
     ///   - name: the interface name.
     static func classifyLinux(type: Int?, devtype: String?, wireless: Bool, tun: Bool, name: String) -> LinkType {
-        if type == 772 { return .loopback }                                   // ARPHRD_LOOPBACK
-        if wireless || devtype == "wlan" || (801...804).contains(type ?? 0) { return .wifi } // ARPHRD_IEEE80211*
-        if devtype == "wwan" || type == 519                                    // ARPHRD_RAWIP (qmi_wwan, rmnet)
-            || ["wwan", "rmnet", "ccmni"].contains(where: { name.hasPrefix($0) }) {
+        if type == 772 { return .loopback }  // ARPHRD_LOOPBACK
+        if wireless || devtype == "wlan" || (801...804).contains(type ?? 0) { return .wifi }  // ARPHRD_IEEE80211*
+        if devtype == "wwan" || type == 519  // ARPHRD_RAWIP (qmi_wwan, rmnet)
+            || ["wwan", "rmnet", "ccmni"].contains(where: { name.hasPrefix($0) })
+        {
             return .cellular
         }
         if tun || devtype == "wireguard"
-            || [65534, 768, 769, 776, 778, 823].contains(type ?? 0) {          // NONE, TUNNEL, TUNNEL6, SIT, IPGRE, IP6GRE
+            || [65534, 768, 769, 776, 778, 823].contains(type ?? 0)
+        {  // NONE, TUNNEL, TUNNEL6, SIT, IPGRE, IP6GRE
             return .vpn
         }
-        if type == 1 { return .ethernet }                                      // ARPHRD_ETHER
+        if type == 1 { return .ethernet }  // ARPHRD_ETHER
         return .unknown
     }
 
@@ -184,10 +187,10 @@ public final class NetworkView {
             guard let rawName = entry.pointee.ifa_name, let address = entry.pointee.ifa_addr else { continue }
             let name = String(cString: rawName)
             #if os(macOS)
-            if Int32(address.pointee.sa_family) == AF_LINK, let data = entry.pointee.ifa_data {
-                interfaceTypes[name] = data.assumingMemoryBound(to: if_data.self).pointee.ifi_type
-                continue
-            }
+                if Int32(address.pointee.sa_family) == AF_LINK, let data = entry.pointee.ifa_data {
+                    interfaceTypes[name] = data.assumingMemoryBound(to: if_data.self).pointee.ifi_type
+                    continue
+                }
             #endif
             guard let ip = IPAddress(address) else { continue }
             let prefix = entry.pointee.ifa_netmask.flatMap { IPAddress($0) }?.prefixLength ?? (ip.family == .v4 ? 32 : 128)
@@ -222,38 +225,38 @@ public final class NetworkView {
     }
 
     #if os(macOS)
-    /// macOS: loopback, cellular and tunnels from the interface type and name; Wi-Fi from the
-    /// functional type (`SIOCGIFFUNCTIONALTYPE`), since Wi-Fi and Ethernet share IFT_ETHER.
-    private static func darwinLink(name: String, interfaceType: UInt8?) -> LinkType {
-        switch interfaceType {
-        case 0x18?: return .loopback     // IFT_LOOP
-        case 0xFF?: return .cellular     // IFT_CELLULAR
-        default: break
+        /// macOS: loopback, cellular and tunnels from the interface type and name; Wi-Fi from the
+        /// functional type (`SIOCGIFFUNCTIONALTYPE`), since Wi-Fi and Ethernet share IFT_ETHER.
+        private static func darwinLink(name: String, interfaceType: UInt8?) -> LinkType {
+            switch interfaceType {
+            case 0x18?: return .loopback  // IFT_LOOP
+            case 0xFF?: return .cellular  // IFT_CELLULAR
+            default: break
+            }
+            if ["utun", "ipsec", "ppp", "tun", "tap", "wg"].contains(where: { name.hasPrefix($0) }) { return .vpn }
+            switch functionalType(name) {
+            case 1: return .loopback
+            case 2: return .ethernet
+            case 3, 4: return .wifi  // IFRTYPE_FUNCTIONAL_WIFI_INFRA, _WIFI_AWDL
+            case 5: return .cellular
+            default: break
+            }
+            return interfaceType == 0x06 ? .ethernet : .unknown  // IFT_ETHER
         }
-        if ["utun", "ipsec", "ppp", "tun", "tap", "wg"].contains(where: { name.hasPrefix($0) }) { return .vpn }
-        switch functionalType(name) {
-        case 1: return .loopback
-        case 2: return .ethernet
-        case 3, 4: return .wifi          // IFRTYPE_FUNCTIONAL_WIFI_INFRA, _WIFI_AWDL
-        case 5: return .cellular
-        default: break
-        }
-        return interfaceType == 0x06 ? .ethernet : .unknown  // IFT_ETHER
-    }
 
-    /// `ioctl(SIOCGIFFUNCTIONALTYPE)`: `_IOWR('i', 173, struct ifreq)`; the answer is a
-    /// UInt32 after the 16-byte name in the 32-byte `ifreq`.
-    private static func functionalType(_ name: String) -> UInt32 {
-        let fd = socket(AF_INET, SOCK_DGRAM, 0)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
-        let request = UnsafeMutableRawPointer.allocate(byteCount: 32, alignment: 8)
-        defer { request.deallocate() }
-        request.initializeMemory(as: UInt8.self, repeating: 0, count: 32)
-        let nameBytes = Array(name.utf8.prefix(15))
-        request.copyMemory(from: nameBytes, byteCount: nameBytes.count)
-        guard ioctl(fd, UInt(0xC020_69AD), request) == 0 else { return 0 }
-        return request.load(fromByteOffset: 16, as: UInt32.self)
-    }
+        /// `ioctl(SIOCGIFFUNCTIONALTYPE)`: `_IOWR('i', 173, struct ifreq)`; the answer is a
+        /// UInt32 after the 16-byte name in the 32-byte `ifreq`.
+        private static func functionalType(_ name: String) -> UInt32 {
+            let fd = socket(AF_INET, SOCK_DGRAM, 0)
+            guard fd >= 0 else { return 0 }
+            defer { close(fd) }
+            let request = UnsafeMutableRawPointer.allocate(byteCount: 32, alignment: 8)
+            defer { request.deallocate() }
+            request.initializeMemory(as: UInt8.self, repeating: 0, count: 32)
+            let nameBytes = Array(name.utf8.prefix(15))
+            request.copyMemory(from: nameBytes, byteCount: nameBytes.count)
+            guard ioctl(fd, UInt(0xC020_69AD), request) == 0 else { return 0 }
+            return request.load(fromByteOffset: 16, as: UInt32.self)
+        }
     #endif
 }

@@ -12,16 +12,20 @@ extension Run {
         let refusals: @Sendable () -> LineSink = {
             RefusalLog(archivePath: path, now: now, diagnostics: Diagnostics(tool: "snapshot-delta", fd: errorFD))
         }
-        return try Serve.run(options, context, what: "Health Sync (\(path))", limits: HealthSyncAPI.limits,
-                             lines: ("refusal-log", refusals)) {
+        return try Serve.run(
+            options, context, what: "Health Sync (\(path))", limits: HealthSyncAPI.limits,
+            lines: ("refusal-log", refusals)
+        ) {
             HealthSyncWorker(archivePath: path, now: now, errorFD: errorFD)
         }
     }
 
     func cgi() throws -> VitalsKit.ExitStatus {
         let diagnostics = context.diagnostics
-        return CGIAdapter.serve(environment: context.environment, input: context.streams.input, output: context.streams.output,
-                                maxBody: HealthSyncAPI.limits.maxBody) { request in
+        return CGIAdapter.serve(
+            environment: context.environment, input: context.streams.input, output: context.streams.output,
+            maxBody: HealthSyncAPI.limits.maxBody
+        ) { request in
             HealthSyncAPI.handle(request, archivePath: path, now: now, diagnostics: diagnostics)
         }
     }

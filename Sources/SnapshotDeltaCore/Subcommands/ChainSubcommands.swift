@@ -43,8 +43,9 @@ extension Run {
         let b = try archive.resolve(second)
         let time = now()
         let delta = DeltaBuilder.delta(id: UUID().uuidString.lowercased(), from: a, to: b, at: time)
-        let detection = AnomalyDetector.detect(previous: a, current: b, delta: delta, rules: rules, at: time,
-                                               newID: { UUID().uuidString.lowercased() })
+        let detection = AnomalyDetector.detect(
+            previous: a, current: b, delta: delta, rules: rules, at: time,
+            newID: { UUID().uuidString.lowercased() })
         if format == "text" {
             try writer.write(SnapshotText.delta(delta, anomalies: detection.anomalies))
         } else {

@@ -8,7 +8,10 @@ extension Run {
     func pair() throws -> VitalsKit.ExitStatus {
         let format = try options.choice("format")
         let ttl = try options.duration("ttl") ?? 600_000
-        guard let certificatePath = options.value("server-cert") ?? context.environment["VITALS_SERVER_CERT"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+        guard
+            let certificatePath = options.value("server-cert")
+                ?? context.environment["VITALS_SERVER_CERT"].flatMap({ $0.isEmpty ? nil : $0 })
+        else {
             throw UsageError("pair wants --server-cert FILE (the certificate nginx serves), or VITALS_SERVER_CERT")
         }
         let certificate = try readCertificate(certificatePath)
@@ -19,34 +22,39 @@ extension Run {
         let expires = time + ttl
         _ = try archive.issuePairingToken(sha256: PairingToken.hash(token), at: time, expiresAt: expires, diagnostics: context.diagnostics)
         let pairURL = base + HealthSyncAPI.pairPath
-        let payload = JSONValue.object(JSONObject([
-            JSONField("url", .string(pairURL)), JSONField("token", .string(token)),
-            JSONField("certificateFingerprint", .string(certificate.sha256Fingerprint)), JSONField("pin", .string(certificate.publicKeyPin)),
-        ])).jsonText
-        let curl = "curl --cert client.crt --key client.key --cacert server.crt --pinnedpubkey '\(certificate.publicKeyPin)' "
+        let payload = JSONValue.object(
+            JSONObject([
+                JSONField("url", .string(pairURL)), JSONField("token", .string(token)),
+                JSONField("certificateFingerprint", .string(certificate.sha256Fingerprint)),
+                JSONField("pin", .string(certificate.publicKeyPin)),
+            ])
+        ).jsonText
+        let curl =
+            "curl --cert client.crt --key client.key --cacert server.crt --pinnedpubkey '\(certificate.publicKeyPin)' "
             + "-H 'Content-Type: application/json' --data-binary '{\"token\":\"\(token)\"}' \(pairURL)"
         if format == "ndjson" {
-            try write(JSONObject([
-                JSONField("type", .string("pairing_token")), JSONField("token", .string(token)),
-                JSONField("expires_at", Records.time(expires)),
-                JSONField("server_certificate_sha256", .string(certificate.sha256Fingerprint)),
-                JSONField("server_public_key_pin", .string(certificate.publicKeyPin)),
-                JSONField("pair_url", .string(pairURL)), JSONField("qr_text", .string(payload)),
-            ]))
+            try write(
+                JSONObject([
+                    JSONField("type", .string("pairing_token")), JSONField("token", .string(token)),
+                    JSONField("expires_at", Records.time(expires)),
+                    JSONField("server_certificate_sha256", .string(certificate.sha256Fingerprint)),
+                    JSONField("server_public_key_pin", .string(certificate.publicKeyPin)),
+                    JSONField("pair_url", .string(pairURL)), JSONField("qr_text", .string(payload)),
+                ]))
             return .success
         }
         var text = """
-        Pairing token:        \(token)
-        Expires:              \(Timestamp.formatSeconds(milliseconds: expires)) (single use)
-        Server SHA-256:       \(Certificate.colonSeparated(certificate.sha256Fingerprint))
-        Server key pin:       \(certificate.publicKeyPin)
-        Pairing text:         \(payload)
+            Pairing token:        \(token)
+            Expires:              \(Timestamp.formatSeconds(milliseconds: expires)) (single use)
+            Server SHA-256:       \(Certificate.colonSeparated(certificate.sha256Fingerprint))
+            Server key pin:       \(certificate.publicKeyPin)
+            Pairing text:         \(payload)
 
-        On the client, give the pairing text (the QR code's) to healthsync scan, or with curl, its certificate
-        and key (snapshot-delta cert client) and a copy of server.crt:
-          \(curl)
+            On the client, give the pairing text (the QR code's) to healthsync scan, or with curl, its certificate
+            and key (snapshot-delta cert client) and a copy of server.crt:
+              \(curl)
 
-        """
+            """
         if let code = qrCode(payload) {
             text += "\nOr scan:\n" + code
         }
@@ -62,14 +70,17 @@ extension Run {
             if format == "text" {
                 let last = client.lastSeen.map { Timestamp.formatSeconds(milliseconds: $0) } ?? "never"
                 let state = client.deletedAt.map { "unpaired " + Timestamp.formatSeconds(milliseconds: $0) } ?? "paired"
-                try writer.write("\(client.certificateFingerprint)  paired \(Timestamp.formatSeconds(milliseconds: client.pairedAt))  last seen \(last)  \(state)")
+                try writer.write(
+                    "\(client.certificateFingerprint)  paired \(Timestamp.formatSeconds(milliseconds: client.pairedAt))  last seen \(last)  \(state)"
+                )
             } else {
-                try write(JSONObject([
-                    JSONField("type", .string("paired_client")), JSONField("id", .string(client.id)),
-                    JSONField("certificate_fingerprint", .string(client.certificateFingerprint)),
-                    JSONField("paired_at", Records.time(client.pairedAt)), JSONField("last_seen", Records.time(client.lastSeen)),
-                    JSONField("unpaired_at", Records.time(client.deletedAt)),
-                ]))
+                try write(
+                    JSONObject([
+                        JSONField("type", .string("paired_client")), JSONField("id", .string(client.id)),
+                        JSONField("certificate_fingerprint", .string(client.certificateFingerprint)),
+                        JSONField("paired_at", Records.time(client.pairedAt)), JSONField("last_seen", Records.time(client.lastSeen)),
+                        JSONField("unpaired_at", Records.time(client.deletedAt)),
+                    ]))
             }
         }
         return .success
@@ -78,7 +89,8 @@ extension Run {
     /// Unpairs a client by its certificate's SHA-256 fingerprint.
     func unpair(_ operand: String) throws -> VitalsKit.ExitStatus {
         guard let fingerprint = Certificate.normalizedFingerprint(operand) else {
-            throw UsageError("unpair wants the SHA-256 fingerprint of the client certificate (64 hex digits, colons allowed), as paired lists it")
+            throw UsageError(
+                "unpair wants the SHA-256 fingerprint of the client certificate (64 hex digits, colons allowed), as paired lists it")
         }
         let archive = try Archive(path: path, create: false)
         guard try archive.unpair(fingerprint, at: now(), diagnostics: context.diagnostics) != nil else {
@@ -106,22 +118,26 @@ extension Run {
                 throw ToolError("\(file) exists; name another --out, or --force to replace it")
             }
         }
-        try SelfSignedCertificate.make(certKind == .server ? .server : .client, names: names, days: days,
-                                       certificatePath: certificatePath, keyPath: keyPath)
+        try SelfSignedCertificate.make(
+            certKind == .server ? .server : .client, names: names, days: days,
+            certificatePath: certificatePath, keyPath: keyPath)
         let certificate = try readCertificate(certificatePath)
         if format == "ndjson" {
-            try write(JSONObject([
-                JSONField("type", .string("certificate")), JSONField("kind", .string(kind)),
-                JSONField("certificate", .string(certificatePath)), JSONField("key", .string(keyPath)),
-                JSONField("sha256", .string(certificate.sha256Fingerprint)), JSONField("public_key_pin", .string(certificate.publicKeyPin)),
-            ]))
+            try write(
+                JSONObject([
+                    JSONField("type", .string("certificate")), JSONField("kind", .string(kind)),
+                    JSONField("certificate", .string(certificatePath)), JSONField("key", .string(keyPath)),
+                    JSONField("sha256", .string(certificate.sha256Fingerprint)),
+                    JSONField("public_key_pin", .string(certificate.publicKeyPin)),
+                ]))
         } else {
-            try writer.write("""
-            Certificate:   \(certificatePath)
-            Key:           \(keyPath) (mode 0600; keep it private)
-            SHA-256:       \(Certificate.colonSeparated(certificate.sha256Fingerprint))
-            Key pin:       \(certificate.publicKeyPin)
-            """)
+            try writer.write(
+                """
+                Certificate:   \(certificatePath)
+                Key:           \(keyPath) (mode 0600; keep it private)
+                SHA-256:       \(Certificate.colonSeparated(certificate.sha256Fingerprint))
+                Key pin:       \(certificate.publicKeyPin)
+                """)
         }
         return .success
     }

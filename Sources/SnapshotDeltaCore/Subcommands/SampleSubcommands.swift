@@ -8,8 +8,9 @@ extension Run {
         let format = try options.choice("format")
         let time = now()
         let page = try options.page(SampleQuery.pages)
-        let query = SampleQuery(types: [type], from: try options.time("since", now: time), to: try options.time("until", now: time),
-                                offset: page.offset, limit: page.size)
+        let query = SampleQuery(
+            types: [type], from: try options.time("since", now: time), to: try options.time("until", now: time),
+            offset: page.offset, limit: page.size)
         let archive = try Archive(path: path, create: false)
         if format == "csv" { try writer.write(Records.csvColumns.joined(separator: ",")) }
         // The access is logged with what it returned (Health Sync's audit log); the API runs the same fetch.
@@ -32,9 +33,13 @@ extension Run {
         let returned = try archive.disappeared(from: a.seq, to: b.seq) { sample in
             if format == "csv" { try writer.write(Records.csvRow(sample)) } else { try write(Records.sample(sample)) }
         }
-        let detail = JSONObject([JSONField("from_snapshot_id", .string(a.id)), JSONField("to_snapshot_id", .string(b.id)),
-                                 JSONField("returned", .integer(returned))])
-        _ = try archive.withLoggedChange("disappeared", snapshotIDs: [a.id, b.id], at: now(), diagnostics: context.diagnostics) { ((), detail) }
+        let detail = JSONObject([
+            JSONField("from_snapshot_id", .string(a.id)), JSONField("to_snapshot_id", .string(b.id)),
+            JSONField("returned", .integer(returned)),
+        ])
+        _ = try archive.withLoggedChange("disappeared", snapshotIDs: [a.id, b.id], at: now(), diagnostics: context.diagnostics) {
+            ((), detail)
+        }
         return context.diagnostics.errorCount > 0 ? .failure : .success
     }
 }

@@ -9,12 +9,15 @@ extension Run {
         let all = options.has("all")
         let verb = share ? "share" : "unshare"
         guard all != !operands.isEmpty else {
-            throw UsageError(all ? "\(verb) --all takes no type" : "\(verb) wants type identifiers (such as HKQuantityTypeIdentifierHeartRate), or --all")
+            throw UsageError(
+                all ? "\(verb) --all takes no type" : "\(verb) wants type identifiers (such as HKQuantityTypeIdentifierHeartRate), or --all"
+            )
         }
         var types: [String] = []
         for type in operands where !types.contains(type) {
             guard HealthTypeIdentifier.isValid(type) else {
-                throw UsageError("'\(type)' is not a type identifier (letters, digits, '_', '.', '-'; such as HKQuantityTypeIdentifierHeartRate)")
+                throw UsageError(
+                    "'\(type)' is not a type identifier (letters, digits, '_', '.', '-'; such as HKQuantityTypeIdentifierHeartRate)")
             }
             types.append(type)
         }
@@ -27,7 +30,9 @@ extension Run {
         }
         let after = try archive.changeSharing(share: share, types: types, all: all, at: now(), diagnostics: context.diagnostics)
         if before.everything && !after.everything {
-            context.diagnostics.note("every type was shared by default; from now on only the types listed as shared are, and a type a later take brings is not shared until you share it")
+            context.diagnostics.note(
+                "every type was shared by default; from now on only the types listed as shared are, and a type a later take brings is not shared until you share it"
+            )
         }
         try listShared(archive, format: format)
         return context.diagnostics.errorCount > 0 ? .failure : .success
@@ -47,9 +52,10 @@ extension Run {
         for (type, count) in try archive.latestTypeCounts() { counts[type] = count }
         let types = Set(counts.keys).union(state.chosen).sorted()
         if format == "text" {
-            try writer.write(state.everything
-                ? "Every type is shared, including those later takes bring (the default, or share --all)."
-                : "Only the types marked shared are shared (\(state.chosen.count) of them).")
+            try writer.write(
+                state.everything
+                    ? "Every type is shared, including those later takes bring (the default, or share --all)."
+                    : "Only the types marked shared are shared (\(state.chosen.count) of them).")
             for type in types {
                 let count = counts[type].map { $0 < 0 ? "unavailable" : $0 == 1 ? "1 sample" : "\($0) samples" } ?? "in no snapshot"
                 let mark = state.allows(type) ? "shared    " : "not shared"
@@ -58,12 +64,13 @@ extension Run {
             return
         }
         for type in types {
-            try write(JSONObject([
-                JSONField("type", .string("shared_type")), JSONField("type_identifier", .string(type)),
-                JSONField("shared", .bool(state.allows(type))), JSONField("sharing", .string(state.word)),
-                JSONField("count", counts[type].map { .integer(Int($0)) } ?? .null),
-                JSONField("shared_at", Records.time(since[type])),
-            ]))
+            try write(
+                JSONObject([
+                    JSONField("type", .string("shared_type")), JSONField("type_identifier", .string(type)),
+                    JSONField("shared", .bool(state.allows(type))), JSONField("sharing", .string(state.word)),
+                    JSONField("count", counts[type].map { .integer(Int($0)) } ?? .null),
+                    JSONField("shared_at", Records.time(since[type])),
+                ]))
         }
     }
 }

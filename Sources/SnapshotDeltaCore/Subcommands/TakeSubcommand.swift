@@ -16,7 +16,8 @@ extension Run {
             throw UsageError("--tz wants a time zone name such as UTC or Europe/Paris, not '\(settings.timezone)'")
         }
         if let trigger = options.valueOrDefault("trigger") {
-            guard !trigger.isEmpty, trigger.utf8.count <= 64, trigger.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+            guard !trigger.isEmpty, trigger.utf8.count <= 64, trigger.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+            else {
                 throw UsageError("--trigger wants a word (letters, digits, _ and -), not '\(trigger)'")
             }
             settings.trigger = trigger
@@ -40,8 +41,9 @@ extension Run {
         do {
             taken = try taker.take(operands, stdin: context.streams.input)
         } catch let skip as TakeDebounced {
-            context.diagnostics.note("no snapshot taken: the latest, \(skip.latest.id) (\(skip.latest.trigger)), is younger than "
-                                     + "--debounce \(DefaultText.duration(milliseconds: skip.windowMs)); a manual take is never skipped")
+            context.diagnostics.note(
+                "no snapshot taken: the latest, \(skip.latest.id) (\(skip.latest.trigger)), is younger than "
+                    + "--debounce \(DefaultText.duration(milliseconds: skip.windowMs)); a manual take is never skipped")
             return .success
         }
         guard let result = taken else {
@@ -61,7 +63,8 @@ extension Run {
         }
         var names: [String] = []
         for line in String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
-            let name = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
+            let name =
+                line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
                 .trimmingCharacters(in: .whitespaces) ?? ""
             if !name.isEmpty, !names.contains(name) { names.append(name) }
         }

@@ -68,7 +68,9 @@ public struct ParsedOptions: Sendable {
     /// own words with their default, else the option's; absent, that default.
     public func choice(_ long: String) throws(UsageError) -> String {
         if let words = runChoices[long], let first = words.first { return try choice(long, of: words, default: first) }
-        guard let choices = table[long]?.choices, !choices.isEmpty else { preconditionFailure("--\(long) declares no choices in the option table") }
+        guard let choices = table[long]?.choices, !choices.isEmpty else {
+            preconditionFailure("--\(long) declares no choices in the option table")
+        }
         return try choice(long, of: choices, default: tableDefault(long))
     }
 
@@ -82,7 +84,8 @@ public struct ParsedOptions: Sendable {
         }
         guard range.contains(ms) else {
             let upper = range.upperBound >= Int64.max / 4 ? "" : " to \(DurationText.describe(milliseconds: range.upperBound))"
-            throw UsageError("--\(long) wants a duration from \(DurationText.describe(milliseconds: range.lowerBound))\(upper), not '\(text)'")
+            throw UsageError(
+                "--\(long) wants a duration from \(DurationText.describe(milliseconds: range.lowerBound))\(upper), not '\(text)'")
         }
         return ms
     }
@@ -144,7 +147,8 @@ public struct ParsedOptions: Sendable {
     public func number(_ long: String, default defaultValue: Double, in range: ClosedRange<Double>) throws(UsageError) -> Double {
         guard let text = value(long) else { return defaultValue }
         guard let number = Double(text), number.isFinite, range.contains(number) else {
-            throw UsageError("--\(long) wants a number from \(formatPlain(range.lowerBound)) to \(formatPlain(range.upperBound)), not '\(text)'")
+            throw UsageError(
+                "--\(long) wants a number from \(formatPlain(range.lowerBound)) to \(formatPlain(range.upperBound)), not '\(text)'")
         }
         return number
     }
@@ -170,8 +174,9 @@ public struct ParsedOptions: Sendable {
     /// One of the listed words, or `defaultValue` when absent.
     public func choice(_ long: String, of choices: [String], default defaultValue: String) throws(UsageError) -> String {
         // What a subcommand accepts is among what the table declares (and completions offer).
-        assert(table[long].map { $0.choices.isEmpty || Set(choices).isSubset(of: $0.choices) } ?? true,
-               "--\(long) accepts \(choices), beyond its table's choices")
+        assert(
+            table[long].map { $0.choices.isEmpty || Set(choices).isSubset(of: $0.choices) } ?? true,
+            "--\(long) accepts \(choices), beyond its table's choices")
         guard let text = value(long) else { return defaultValue }
         guard choices.contains(text) else {
             throw UsageError("--\(long) wants one of \(choices.joined(separator: ", ")), not '\(text)'")
@@ -194,12 +199,15 @@ public enum ArgumentParser {
         var index = 0
         var onlyOperands = false
         // Every spelling: the long names, then the aliases (with the value an alias may stand for).
-        let spellings: [(name: String, option: OptionSpec, meaning: String?)] = options.map { ($0.long, $0, nil) }
+        let spellings: [(name: String, option: OptionSpec, meaning: String?)] =
+            options.map { ($0.long, $0, nil) }
             + options.flatMap { option in option.aliases.map { ($0.name, option, $0.meaning) } }
         func lookupLong(_ name: String) throws(UsageError) -> (option: OptionSpec, meaning: String?) {
             if let exact = spellings.first(where: { $0.name == name }) { return (exact.option, exact.meaning) }
             let prefixed = spellings.filter { $0.name.hasPrefix(name) }
-            if prefixed.count == 1 || (prefixed.count > 1 && prefixed.allSatisfy({ $0.option == prefixed[0].option && $0.meaning == prefixed[0].meaning })) {
+            if prefixed.count == 1
+                || (prefixed.count > 1 && prefixed.allSatisfy({ $0.option == prefixed[0].option && $0.meaning == prefixed[0].meaning }))
+            {
                 return (prefixed[0].option, prefixed[0].meaning)
             }
             if prefixed.count > 1 {
@@ -210,7 +218,7 @@ public enum ArgumentParser {
         }
         func record(_ option: OptionSpec, _ value: String) throws(UsageError) {
             if !option.repeatable, result.has(option.long), option.value == nil {
-                return // a repeated flag is harmless
+                return  // a repeated flag is harmless
             }
             result.add(option.long, value)
         }
@@ -314,7 +322,8 @@ public enum ArgumentParser {
             } else if lenient {
                 return
             } else if let first = result.operands.first {
-                let near = closest(first, among: subcommand.actions.flatMap { [$0.name] + $0.aliases }).map { " (did you mean '\($0)'?)" } ?? ""
+                let near =
+                    closest(first, among: subcommand.actions.flatMap { [$0.name] + $0.aliases }).map { " (did you mean '\($0)'?)" } ?? ""
                 throw UsageError("unknown \(subcommand.name) action '\(first)'\(near); \(subcommand.name) takes \(subcommand.operandNames)")
             } else if subcommand.requiresAction {
                 throw UsageError("\(subcommand.name) wants an action: \(subcommand.operandNames)")
@@ -326,15 +335,19 @@ public enum ArgumentParser {
         }
         let applying = action?.options ?? subcommand.options
         for option in spec.options where result.has(option.long) && !spec.isGlobal(option.long) && !applying.contains(option.long) {
-            throw UsageError("--\(option.long) does not apply to \(subcommand.label(action)); it applies to \(spec.owners(of: option.long).joined(separator: ", "))")
+            throw UsageError(
+                "--\(option.long) does not apply to \(subcommand.label(action)); it applies to \(spec.owners(of: option.long).joined(separator: ", "))"
+            )
         }
         let count = result.operands.count
         let operands = action?.operands ?? subcommand.operands
         if !operands.contains(count) {
             let names = action?.operandNames ?? subcommand.operandNames
             let wanted = names.isEmpty ? "no operands" : names
-            throw UsageError("\(subcommand.label(action)) wants \(wanted)" + (count > operands.upperBound
-                ? ", not '\(result.operands[operands.upperBound])'" : ", not \(count == 0 ? "none" : "only \(count)")"))
+            throw UsageError(
+                "\(subcommand.label(action)) wants \(wanted)"
+                    + (count > operands.upperBound
+                        ? ", not '\(result.operands[operands.upperBound])'" : ", not \(count == 0 ? "none" : "only \(count)")"))
         }
     }
 

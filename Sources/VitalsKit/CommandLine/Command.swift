@@ -56,7 +56,8 @@ extension VitalsCommand {
         let environment = ProcessInfo.processInfo.environment
         var arguments = arguments
         if arguments.isEmpty, environment["GATEWAY_INTERFACE"]?.hasPrefix("CGI/") == true,
-           spec.subcommands.contains(where: { $0.name == "cgi" }) {
+            spec.subcommands.contains(where: { $0.name == "cgi" })
+        {
             arguments = ["cgi"]
         }
         let status = execute(arguments, streams: .standard, environment: environment)

@@ -3,7 +3,9 @@ public enum Help {
     /// The full help text, wrapped to `width` columns; with a subcommand, that subcommand's help (and
     /// with an action of it, that action's).
     public static func render(_ spec: CommandSpec, subcommand: String? = nil, action: String? = nil, width: Int = 80) -> String {
-        if let name = subcommand, let sub = spec.subcommand(name) { return render(spec, sub, action: action.flatMap(sub.action), width: width) }
+        if let name = subcommand, let sub = spec.subcommand(name) {
+            return render(spec, sub, action: action.flatMap(sub.action), width: width)
+        }
         var out = ""
         for (index, usage) in spec.usage.enumerated() {
             out += (index == 0 ? "Usage: " : "       ") + spec.name + (usage.isEmpty ? "" : " " + usage) + "\n"
@@ -16,7 +18,8 @@ public enum Help {
         }
         if !spec.subcommands.isEmpty {
             out += "\nSubcommands (" + spec.name + " SUBCOMMAND --help for each):\n"
-            out += table(spec.subcommands.map { ($0.name + ($0.operandNames.isEmpty ? "" : " " + $0.operandNames), $0.summary) }, width: width)
+            out += table(
+                spec.subcommands.map { ($0.name + ($0.operandNames.isEmpty ? "" : " " + $0.operandNames), $0.summary) }, width: width)
         }
         out += options(spec.allOptions, width: width)
         if !spec.examples.isEmpty {
@@ -26,7 +29,8 @@ public enum Help {
         out += "\nExit status:\n"
         for (status, meaning) in spec.exitStatuses {
             let label = "  " + String(status.rawValue)
-            out += label + String(repeating: " ", count: max(1, 8 - label.count))
+            out +=
+                label + String(repeating: " ", count: max(1, 8 - label.count))
                 + wrap(meaning, width: width, indent: 8).dropFirst(8) + "\n"
         }
         if !spec.seeAlso.isEmpty {
@@ -40,7 +44,9 @@ public enum Help {
         if let action {
             var out = "Usage: \(spec.name) [OPTIONS] \(sub.name) \(action.usage)\n"
             out += "\n" + wrap(action.summary, width: width, indent: 0) + "\n"
-            if !action.aliases.isEmpty { out += "\n" + wrap("Also spelt " + action.aliases.joined(separator: ", ") + ".", width: width, indent: 0) + "\n" }
+            if !action.aliases.isEmpty {
+                out += "\n" + wrap("Also spelt " + action.aliases.joined(separator: ", ") + ".", width: width, indent: 0) + "\n"
+            }
             out += options(spec.options(for: sub, action: action), width: width, here: { sub.choices($0, action: action) })
             out += "\nSee '\(spec.name) --help' for the exit statuses and examples.\n"
             return out
@@ -49,8 +55,11 @@ public enum Help {
         out += "\n" + wrap(sub.summary, width: width, indent: 0) + "\n"
         if !sub.actions.isEmpty {
             out += "\nActions (\(spec.name) \(sub.name) ACTION --help for each):\n"
-            out += table(sub.actions.map { ($0.usage, $0.summary + ($0.aliases.isEmpty ? "" : " (also " + $0.aliases.joined(separator: ", ") + ")")) },
-                         width: width)
+            out += table(
+                sub.actions.map {
+                    ($0.usage, $0.summary + ($0.aliases.isEmpty ? "" : " (also " + $0.aliases.joined(separator: ", ") + ")"))
+                },
+                width: width)
         }
         // Every option that may follow the subcommand (an action's too, its help line names the action).
         out += options(spec.options(for: sub), width: width, here: { sub.choices($0, action: nil) })
@@ -61,13 +70,18 @@ public enum Help {
     /// The "Options:" section; `here` gives the words an option takes where the help is for, if they
     /// depend on it (a subcommand's `--format`), and its line ends with them.
     static func options(_ options: [OptionSpec], width: Int, here: (String) -> [String]? = { _ in nil }) -> String {
-        "\nOptions:\n" + table(options.map { option in
-            guard let words = here(option.long), let first = words.first else { return (option.signature, option.fullHelp) }
-            let rest = words.dropFirst()
-            let list = rest.isEmpty ? first : first + " (default)" + (rest.count == 1 ? " or " : ", ")
-                + (rest.count == 1 ? rest[rest.startIndex] : rest.dropLast().joined(separator: ", ") + " or " + rest.last!)
-            return (option.signature, option.fullHelp + "; here " + list)
-        }, width: width)
+        "\nOptions:\n"
+            + table(
+                options.map { option in
+                    guard let words = here(option.long), let first = words.first else { return (option.signature, option.fullHelp) }
+                    let rest = words.dropFirst()
+                    let list =
+                        rest.isEmpty
+                        ? first
+                        : first + " (default)" + (rest.count == 1 ? " or " : ", ")
+                            + (rest.count == 1 ? rest[rest.startIndex] : rest.dropLast().joined(separator: ", ") + " or " + rest.last!)
+                    return (option.signature, option.fullHelp + "; here " + list)
+                }, width: width)
     }
 
     /// Two columns, the second wrapped: `  -c, --concurrency N   text`.
@@ -78,7 +92,8 @@ public enum Help {
             let signature = "  " + left
             let helpText = wrap(text, width: width, indent: column)
             if signature.count + 2 <= column {
-                out += signature + String(repeating: " ", count: column - signature.count)
+                out +=
+                    signature + String(repeating: " ", count: column - signature.count)
                     + helpText.dropFirst(column) + "\n"
             } else {
                 out += signature + "\n" + helpText + "\n"

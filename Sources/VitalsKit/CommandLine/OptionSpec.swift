@@ -44,8 +44,10 @@ public struct OptionSpec: Sendable, Equatable {
     public let choices: [String]
 
     /// Creates an option.
-    public init(_ long: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, default defaultValue: String? = nil,
-                aliases: [OptionAlias] = [], durationRange: ClosedRange<Int64>? = nil, choices: [String] = [], help: String) {
+    public init(
+        _ long: String, short: Character? = nil, value: String? = nil, repeatable: Bool = false, default defaultValue: String? = nil,
+        aliases: [OptionAlias] = [], durationRange: ClosedRange<Int64>? = nil, choices: [String] = [], help: String
+    ) {
         self.long = long
         self.short = short
         self.value = value
@@ -58,8 +60,10 @@ public struct OptionSpec: Sendable, Equatable {
     }
 
     /// A duration option (`DURATION`) with a default and a range: a value outside it is a usage error naming the range.
-    public static func duration(_ long: String, short: Character? = nil, default defaultValue: String? = nil,
-                                range: ClosedRange<Int64> = 1...Int64.max / 4, aliases: [OptionAlias] = [], help: String) -> OptionSpec {
+    public static func duration(
+        _ long: String, short: Character? = nil, default defaultValue: String? = nil,
+        range: ClosedRange<Int64> = 1...Int64.max / 4, aliases: [OptionAlias] = [], help: String
+    ) -> OptionSpec {
         OptionSpec(long, short: short, value: "DURATION", default: defaultValue, aliases: aliases, durationRange: range, help: help)
     }
 
@@ -86,9 +90,11 @@ public struct OptionSpec: Sendable, Equatable {
         var text = help
         if let defaultValue { text += " (default \(defaultValue))" }
         if !aliases.isEmpty {
-            text += "; also " + aliases.map { alias in
-                alias.meaning.map { "\(alias.signature) for --\(long) \($0)" } ?? alias.signature
-            }.joined(separator: ", ")
+            text +=
+                "; also "
+                + aliases.map { alias in
+                    alias.meaning.map { "\(alias.signature) for --\(long) \($0)" } ?? alias.signature
+                }.joined(separator: ", ")
         }
         return text
     }
@@ -103,8 +109,10 @@ public struct OptionSpec: Sendable, Equatable {
     /// terminal unless forced either way (read by `ProgressLine.wanted`).
     public static func progress(_ scope: String? = nil, _ what: String = "progress") -> [OptionSpec] {
         let prefix = scope.map { $0 + ": " } ?? ""
-        return [OptionSpec("progress", help: prefix + "show \(what) on standard error even when it is not a terminal"),
-                OptionSpec("no-progress", help: prefix + "show none (by default \(what) shows when standard error is a terminal)")]
+        return [
+            OptionSpec("progress", help: prefix + "show \(what) on standard error even when it is not a terminal"),
+            OptionSpec("no-progress", help: prefix + "show none (by default \(what) shows when standard error is a terminal)"),
+        ]
     }
 }
 
@@ -130,8 +138,10 @@ public struct SubcommandAction: Sendable, Equatable {
     public let choices: [String: [String]]
 
     /// Creates an action.
-    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", aliases: [String] = [],
-                options: Set<String> = [], choices: [String: [String]] = [:], summary: String) {
+    public init(
+        _ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", aliases: [String] = [],
+        options: Set<String> = [], choices: [String: [String]] = [:], summary: String
+    ) {
         self.name = name
         self.choices = choices
         self.aliases = aliases
@@ -171,8 +181,10 @@ public struct SubcommandSpec: Sendable, Equatable {
     public let choices: [String: [String]]
 
     /// Creates a subcommand.
-    public init(_ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", options: Set<String> = [],
-                choices: [String: [String]] = [:], summary: String) {
+    public init(
+        _ name: String, operands: ClosedRange<Int> = 0...0, _ operandNames: String = "", options: Set<String> = [],
+        choices: [String: [String]] = [:], summary: String
+    ) {
         self.name = name
         self.choices = choices
         self.operands = operands
@@ -185,8 +197,10 @@ public struct SubcommandSpec: Sendable, Equatable {
 
     /// Creates a subcommand whose first operand is an action. Without `requiresAction`, it also runs
     /// alone, without operands, with `options`.
-    public init(_ name: String, actions: [SubcommandAction], requiresAction: Bool, options: Set<String> = [],
-                choices: [String: [String]] = [:], summary: String) {
+    public init(
+        _ name: String, actions: [SubcommandAction], requiresAction: Bool, options: Set<String> = [],
+        choices: [String: [String]] = [:], summary: String
+    ) {
         self.name = name
         self.choices = choices
         self.operands = 0...0
@@ -238,9 +252,11 @@ public struct CommandSpec: Sendable {
     public let seeAlso: [String]
 
     /// Creates a command description.
-    public init(name: String, summary: String, usage: [String], description: String, options: [OptionSpec],
-                subcommands: [SubcommandSpec] = [], defaultSubcommand: String? = nil,
-                examples: [String] = [], exitStatuses: [(ExitStatus, String)], seeAlso: [String] = []) {
+    public init(
+        name: String, summary: String, usage: [String], description: String, options: [OptionSpec],
+        subcommands: [SubcommandSpec] = [], defaultSubcommand: String? = nil,
+        examples: [String] = [], exitStatuses: [(ExitStatus, String)], seeAlso: [String] = []
+    ) {
         self.name = name
         self.summary = summary
         self.usage = usage

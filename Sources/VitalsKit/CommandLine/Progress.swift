@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// One line of progress on standard error, redrawn in place (`\r`, then erase to the end of the line).
@@ -100,9 +100,9 @@ public final class ProgressLine {
     static func columns(_ fd: Int32) -> Int {
         var size = winsize()
         #if canImport(Glibc)
-        let request = UInt(TIOCGWINSZ)
+            let request = UInt(TIOCGWINSZ)
         #else
-        let request = TIOCGWINSZ
+            let request = TIOCGWINSZ
         #endif
         guard ioctl(fd, request, &size) == 0, size.ws_col > 0 else { return 80 }
         return Int(size.ws_col)

@@ -70,17 +70,21 @@ extension OptionSpec {
     /// `--page P` and `--per-page N` for a subcommand whose view pages (`scope: ` starts their help),
     /// with the default page size and the most from `limits`.
     public static func paging(_ scope: String, items noun: String, _ limits: PageLimits) -> [OptionSpec] {
-        [OptionSpec("page", value: "P", default: "1", help: "\(scope): the page, from 1"),
-         OptionSpec("per-page", value: "N", default: String(limits.defaultPerPage),
-                    help: "\(scope): \(noun) a page, at most \(limits.maxPerPage)")]
+        [
+            OptionSpec("page", value: "P", default: "1", help: "\(scope): the page, from 1"),
+            OptionSpec(
+                "per-page", value: "N", default: String(limits.defaultPerPage),
+                help: "\(scope): \(noun) a page, at most \(limits.maxPerPage)"),
+        ]
     }
 }
 
 extension ParsedOptions {
     /// `--page` and `--per-page` within `limits`; absent, the first page of the default size.
     public func page(_ limits: PageLimits) throws(UsageError) -> Page {
-        Page(number: try integer("page", default: 1, in: PageLimits.pages),
-             size: try integer("per-page", default: limits.defaultPerPage, in: limits.perPage))
+        Page(
+            number: try integer("page", default: 1, in: PageLimits.pages),
+            size: try integer("per-page", default: limits.defaultPerPage, in: limits.perPage))
     }
 
     /// A `WHEN` option that starts a view looking back from `now` (`--since 24h`, or an RFC 3339 time):
@@ -91,7 +95,8 @@ extension ParsedOptions {
         let span = now - from
         guard span > 0 else { throw UsageError("--\(long) wants a time before now (or a duration ago such as 24h), not '\(value(long)!)'") }
         guard span <= limits.maxMs else {
-            throw UsageError("--\(long) looks back at most \(DurationText.describe(milliseconds: limits.maxMs)) here, not '\(value(long)!)'")
+            throw UsageError(
+                "--\(long) looks back at most \(DurationText.describe(milliseconds: limits.maxMs)) here, not '\(value(long)!)'")
         }
         return span
     }

@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 private let pendingSignal = Atomic<Int32>(0)
 private let wakeWriteFD = Atomic<Int32>(-1)
@@ -38,12 +39,12 @@ public enum Signals {
         for number in [SIGINT, SIGTERM] {
             var action = sigaction()
             #if canImport(Glibc)
-            action.__sigaction_handler.sa_handler = handleStopSignal
+                action.__sigaction_handler.sa_handler = handleStopSignal
             #else
-            action.__sigaction_u.__sa_handler = handleStopSignal
+                action.__sigaction_u.__sa_handler = handleStopSignal
             #endif
             sigemptyset(&action.sa_mask)
-            action.sa_flags = 0 // no SA_RESTART: a blocking read returns EINTR so the loop can stop
+            action.sa_flags = 0  // no SA_RESTART: a blocking read returns EINTR so the loop can stop
             sigaction(number, &action, nil)
         }
         // A parent may have started us with these blocked (some test runners and process
@@ -93,7 +94,7 @@ public enum Signals {
 private func handleStopSignal(_ number: Int32) {
     let previous = pendingSignal.exchange(number, ordering: .sequentiallyConsistent)
     if previous == SIGINT && number == SIGINT {
-        _exit(130) // a second Ctrl-C: the user means it
+        _exit(130)  // a second Ctrl-C: the user means it
     }
     let fd = wakeWriteFD.load(ordering: .sequentiallyConsistent)
     if fd >= 0 {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Unsafe pointers here are C interop (mkstemp(3) and write(2)): kept.
@@ -40,7 +40,10 @@ public enum AtomicFile {
         // journal files: otherwise the owner could no longer read its own file.
         var existing = stat()
         if geteuid() == 0, lstat(path, &existing) == 0, existing.st_uid != 0 || existing.st_gid != 0,
-           fchown(fd, existing.st_uid, existing.st_gid) != 0 { throw abandon() }
+            fchown(fd, existing.st_uid, existing.st_gid) != 0
+        {
+            throw abandon()
+        }
         if !bytes.withUnsafeBytes({ Streams.writeAll(fd, $0) }) { throw abandon() }
         if fsync(fd) != 0 { throw abandon() }
         if close(fd) != 0 {
@@ -76,14 +79,16 @@ public enum AtomicFile {
     private static func syncDirectory(_ directory: String, of path: String) throws(ToolError) {
         let fd = open(directory, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
-            throw ToolError("\(path) was replaced, but its directory \(directory) could not be opened to make that durable: "
-                            + String(cString: strerror(errno)))
+            throw ToolError(
+                "\(path) was replaced, but its directory \(directory) could not be opened to make that durable: "
+                    + String(cString: strerror(errno)))
         }
         defer { close(fd) }
         // Some file systems cannot sync a directory (EINVAL): nothing more can be done there.
         if fsync(fd) != 0 && errno != EINVAL {
-            throw ToolError("\(path) was replaced, but its directory \(directory) could not be synced: "
-                            + String(cString: strerror(errno)))
+            throw ToolError(
+                "\(path) was replaced, but its directory \(directory) could not be synced: "
+                    + String(cString: strerror(errno)))
         }
     }
 

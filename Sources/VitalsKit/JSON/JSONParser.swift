@@ -167,8 +167,15 @@ public struct JSONParser {
                 elements.append(start..<parser.index)
                 parser.skipWhitespace()
                 let next = parser.peek()
-                if next == UInt8(ascii: ",") { parser.index += 1; parser.skipWhitespace(); continue }
-                if next == UInt8(ascii: "]") { parser.index += 1; break }
+                if next == UInt8(ascii: ",") {
+                    parser.index += 1
+                    parser.skipWhitespace()
+                    continue
+                }
+                if next == UInt8(ascii: "]") {
+                    parser.index += 1
+                    break
+                }
                 throw parser.error("expected ',' or ']' in an array")
             }
         }
@@ -213,7 +220,11 @@ public struct JSONParser {
             if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
             index += 1
             skipWhitespace()
-            if peek() == UInt8(ascii: "}") { index += 1; depth -= 1; return }
+            if peek() == UInt8(ascii: "}") {
+                index += 1
+                depth -= 1
+                return
+            }
             while true {
                 guard peek() == UInt8(ascii: "\"") else { throw error("expected a field name in double quotes") }
                 try skipString()
@@ -224,8 +235,15 @@ public struct JSONParser {
                 try skipValue()
                 skipWhitespace()
                 let next = peek()
-                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
-                if next == UInt8(ascii: "}") { index += 1; break }
+                if next == UInt8(ascii: ",") {
+                    index += 1
+                    skipWhitespace()
+                    continue
+                }
+                if next == UInt8(ascii: "}") {
+                    index += 1
+                    break
+                }
                 throw error("expected ',' or '}' in an object")
             }
             depth -= 1
@@ -234,13 +252,24 @@ public struct JSONParser {
             if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
             index += 1
             skipWhitespace()
-            if peek() == UInt8(ascii: "]") { index += 1; depth -= 1; return }
+            if peek() == UInt8(ascii: "]") {
+                index += 1
+                depth -= 1
+                return
+            }
             while true {
                 try skipValue()
                 skipWhitespace()
                 let next = peek()
-                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
-                if next == UInt8(ascii: "]") { index += 1; break }
+                if next == UInt8(ascii: ",") {
+                    index += 1
+                    skipWhitespace()
+                    continue
+                }
+                if next == UInt8(ascii: "]") {
+                    index += 1
+                    break
+                }
                 throw error("expected ',' or ']' in an array")
             }
             depth -= 1
@@ -259,13 +288,16 @@ public struct JSONParser {
             skipOrdinaryStringBytes()
             guard index < bytes.count else { break }
             let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") { index += 1; return }
+            if byte == UInt8(ascii: "\"") {
+                index += 1
+                return
+            }
             if byte == UInt8(ascii: "\\") {
                 index += 1
                 guard let escape = peek() else { break }
                 switch escape {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
-                     UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     index += 1
                 case UInt8(ascii: "u"):
                     index += 1
@@ -405,7 +437,10 @@ public struct JSONParser {
             index += 1
             skipWhitespace()
             var fields: [JSONField] = []
-            if peek() == UInt8(ascii: "}") { index += 1; return .object(JSONObject(fields)) }
+            if peek() == UInt8(ascii: "}") {
+                index += 1
+                return .object(JSONObject(fields))
+            }
             while true {
                 guard peek() == UInt8(ascii: "\"") else { throw error("expected a field name in double quotes") }
                 let key = try parseString()
@@ -417,8 +452,15 @@ public struct JSONParser {
                 fields.append(JSONField(key, value))
                 skipWhitespace()
                 let next = peek()
-                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
-                if next == UInt8(ascii: "}") { index += 1; break }
+                if next == UInt8(ascii: ",") {
+                    index += 1
+                    skipWhitespace()
+                    continue
+                }
+                if next == UInt8(ascii: "}") {
+                    index += 1
+                    break
+                }
                 throw error("expected ',' or '}' in an object")
             }
             return .object(JSONObject(fields))
@@ -429,19 +471,35 @@ public struct JSONParser {
             index += 1
             skipWhitespace()
             var items: [JSONValue] = []
-            if peek() == UInt8(ascii: "]") { index += 1; return .array(items) }
+            if peek() == UInt8(ascii: "]") {
+                index += 1
+                return .array(items)
+            }
             while true {
                 items.append(try parseValue())
                 skipWhitespace()
                 let next = peek()
-                if next == UInt8(ascii: ",") { index += 1; skipWhitespace(); continue }
-                if next == UInt8(ascii: "]") { index += 1; break }
+                if next == UInt8(ascii: ",") {
+                    index += 1
+                    skipWhitespace()
+                    continue
+                }
+                if next == UInt8(ascii: "]") {
+                    index += 1
+                    break
+                }
                 throw error("expected ',' or ']' in an array")
             }
             return .array(items)
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             let start = index
             try skipNumber()
@@ -486,7 +544,8 @@ public struct JSONParser {
             case UInt8(ascii: "u"):
                 var scalar = try cursor.readHex4()
                 if scalar >= 0xD800, scalar < 0xDC00,
-                   cursor.index + 6 <= raw.count, raw[cursor.index] == UInt8(ascii: "\\"), raw[cursor.index + 1] == UInt8(ascii: "u") {
+                    cursor.index + 6 <= raw.count, raw[cursor.index] == UInt8(ascii: "\\"), raw[cursor.index + 1] == UInt8(ascii: "u")
+                {
                     let save = cursor.index
                     cursor.index += 2
                     let low = try cursor.readHex4()

@@ -69,7 +69,10 @@ public enum JSONText {
 
     /// Appends an integer in decimal.
     public static func appendInt(_ value: Int64, to out: inout [UInt8]) {
-        if value == 0 { out.append(0x30); return }
+        if value == 0 {
+            out.append(0x30)
+            return
+        }
         var magnitude = value.magnitude
         if value < 0 { out.append(UInt8(ascii: "-")) }
         // The digits counted, room made for them, then written from the right. Safe code: the
@@ -97,7 +100,10 @@ public enum JSONText {
     /// Appends `value` rounded to `decimals` places, trailing zeros dropped (`12.5`, `3`, `0.042`);
     /// NaN and infinities become `null`.
     public static func appendFixed(_ value: Double, decimals: Int, to out: inout [UInt8]) {
-        guard value.isFinite else { appendLiteral("null", to: &out); return }
+        guard value.isFinite else {
+            appendLiteral("null", to: &out)
+            return
+        }
         var scale: Int64 = 1
         for _ in 0..<decimals { scale *= 10 }
         let scaled = (value * Double(scale)).rounded()

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Streams lines from a file descriptor with `read(2)` in large chunks.
@@ -60,8 +60,10 @@ public final class LineReader {
     private var atStreamStart = true
 
     /// Reads from an open descriptor; `ownsDescriptor` closes it when the reader goes away.
-    public init(fd: Int32, source: String, ownsDescriptor: Bool = false,
-                maxLineBytes: Int = LineReader.defaultMaxLineBytes, chunkSize: Int = 256 * 1024) {
+    public init(
+        fd: Int32, source: String, ownsDescriptor: Bool = false,
+        maxLineBytes: Int = LineReader.defaultMaxLineBytes, chunkSize: Int = 256 * 1024
+    ) {
         self.fd = fd
         self.source = source
         self.ownsDescriptor = ownsDescriptor

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // Unsafe pointers here are C interop (posix_spawn(3) takes C string arrays; read(2) and write(2) of the pipes): kept.
@@ -95,15 +95,20 @@ public final class ChildProcess {
     ///   - timeoutMs: from now until its process group is sent SIGTERM; nil for no limit.
     ///   - graceMs: from SIGTERM until SIGKILL.
     /// - Throws: `StartFailure` when it cannot be started (not found, not executable, no pipe).
-    public init(_ arguments: [String], environment: [String: String]? = nil, input: [UInt8]? = nil,
-                output: Output = .capture(limit: 1 << 20), error: Output = .capture(limit: 64 << 10),
-                timeoutMs: Int64? = nil, graceMs: Int64 = 2000) throws(StartFailure) {
+    public init(
+        _ arguments: [String], environment: [String: String]? = nil, input: [UInt8]? = nil,
+        output: Output = .capture(limit: 1 << 20), error: Output = .capture(limit: 64 << 10),
+        timeoutMs: Int64? = nil, graceMs: Int64 = 2000
+    ) throws(StartFailure) {
         guard let program = arguments.first, !program.isEmpty else { throw StartFailure(program: "", reason: "the command is empty") }
         // A command that stops reading must not end us with SIGPIPE: writes then fail with EPIPE.
         _ = ChildProcess.ignoreBrokenPipes
         var pipes: [(parent: Int32, child: Int32)?] = [nil, nil, nil]
         func closeAll() {
-            for case let pair? in pipes { close(pair.parent); close(pair.child) }
+            for case let pair? in pipes {
+                close(pair.parent)
+                close(pair.child)
+            }
         }
         func makePipe(_ stream: Int) throws(StartFailure) {
             var fds: [Int32] = [-1, -1]
@@ -123,11 +128,11 @@ public final class ChildProcess {
         if case .capture = error { try makePipe(2) }
 
         #if canImport(Darwin)
-        var actions: posix_spawn_file_actions_t?
-        var attributes: posix_spawnattr_t?
+            var actions: posix_spawn_file_actions_t?
+            var attributes: posix_spawnattr_t?
         #else
-        var actions = posix_spawn_file_actions_t()
-        var attributes = posix_spawnattr_t()
+            var actions = posix_spawn_file_actions_t()
+            var attributes = posix_spawnattr_t()
         #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -235,11 +240,15 @@ public final class ChildProcess {
     }
 
     /// Runs `arguments` to the end and returns how it went.
-    public static func run(_ arguments: [String], environment: [String: String]? = nil, input: [UInt8]? = nil,
-                           output: Output = .capture(limit: 1 << 20), error: Output = .capture(limit: 64 << 10),
-                           timeoutMs: Int64? = nil, graceMs: Int64 = 2000, interruptible: Bool = false) throws(StartFailure) -> Result {
-        try ChildProcess(arguments, environment: environment, input: input, output: output, error: error,
-                         timeoutMs: timeoutMs, graceMs: graceMs).wait(interruptible: interruptible)
+    public static func run(
+        _ arguments: [String], environment: [String: String]? = nil, input: [UInt8]? = nil,
+        output: Output = .capture(limit: 1 << 20), error: Output = .capture(limit: 64 << 10),
+        timeoutMs: Int64? = nil, graceMs: Int64 = 2000, interruptible: Bool = false
+    ) throws(StartFailure) -> Result {
+        try ChildProcess(
+            arguments, environment: environment, input: input, output: output, error: error,
+            timeoutMs: timeoutMs, graceMs: graceMs
+        ).wait(interruptible: interruptible)
     }
 
     // MARK: - Parts
@@ -248,10 +257,13 @@ public final class ChildProcess {
         guard inputFD >= 0 else { return }
         while written < input.count {
             let count = input.withUnsafeBytes { write(inputFD, $0.baseAddress! + written, input.count - written) }
-            if count > 0 { written += count; continue }
+            if count > 0 {
+                written += count
+                continue
+            }
             if count < 0 && errno == EINTR { continue }
             if count < 0 && errno == EAGAIN { return }
-            break // EPIPE: it stopped reading; it may still answer.
+            break  // EPIPE: it stopped reading; it may still answer.
         }
         closeInput()
     }
@@ -301,7 +313,7 @@ public final class ChildProcess {
     private func terminate() {
         terminatedAt = Clock.monotonicMilliseconds()
         kill(-pid, SIGTERM)
-        kill(-pid, SIGCONT) // a stopped group cannot act on SIGTERM
+        kill(-pid, SIGCONT)  // a stopped group cannot act on SIGTERM
     }
 
     /// Reaps it when it ended; what it wrote before it ended is read first.
@@ -319,8 +331,9 @@ public final class ChildProcess {
         outputFD = -1
         errorFD = -1
         let termination: Termination = status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signaled(status & 0x7F)
-        result = Result(termination: termination, output: output, error: error, outputTruncated: outputTruncated,
-                        errorTruncated: errorTruncated, timedOut: timedOut, stopped: stopped)
+        result = Result(
+            termination: termination, output: output, error: error, outputTruncated: outputTruncated,
+            errorTruncated: errorTruncated, timedOut: timedOut, stopped: stopped)
         return true
     }
 

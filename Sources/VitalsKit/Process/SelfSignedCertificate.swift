@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A self-signed certificate and its key (EC P-256) made with openssl(1): Health Sync's server
@@ -17,10 +17,12 @@ public enum SelfSignedCertificate {
     /// Whether `name` may go into a certificate: a host name or an address (letters, digits,
     /// `.`, `-`, `_`, `:`; ASCII; 1 to 253 bytes).
     public static func isName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.count <= 253 && name.utf8.allSatisfy { byte in
-            byte < 0x80 && ((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":"))
-        }
+        !name.isEmpty && name.utf8.count <= 253
+            && name.utf8.allSatisfy { byte in
+                byte < 0x80
+                    && ((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                        || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ":"))
+            }
     }
 
     /// Makes the certificate at `certificatePath` and its key at `keyPath` (both replaced when
@@ -31,10 +33,12 @@ public enum SelfSignedCertificate {
             name.contains(":") || name.allSatisfy({ $0.isNumber || $0 == "." }) ? "IP:\(name)" : "DNS:\(name)"
         }
         let usage = kind == .server ? "serverAuth" : "clientAuth"
-        let arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                         "-keyout", keyPath, "-out", certificatePath, "-days", String(days), "-subj", "/CN=\(first)",
-                         "-addext", "subjectAltName=" + subjectNames.joined(separator: ","),
-                         "-addext", "extendedKeyUsage=\(usage)"]
+        let arguments = [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", keyPath, "-out", certificatePath, "-days", String(days), "-subj", "/CN=\(first)",
+            "-addext", "subjectAltName=" + subjectNames.joined(separator: ","),
+            "-addext", "extendedKeyUsage=\(usage)",
+        ]
         let previousMask = umask(0o077)
         defer { umask(previousMask) }
         let result: ChildProcess.Result

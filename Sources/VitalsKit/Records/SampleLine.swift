@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What a field of a sample must hold, named in `SampleProblem.badValue`'s message.
@@ -72,8 +72,10 @@ public enum SampleProblem: Error, Equatable, Sendable {
     }
 
     /// A `badValue` for `field` of `line`, quoting at most 40 characters of its value.
-    public static func bad(_ key: String, _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange,
-                           expected: SampleValueKind) -> SampleProblem {
+    public static func bad(
+        _ key: String, _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange,
+        expected: SampleValueKind
+    ) -> SampleProblem {
         let text = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
         return .badValue(key: key, value: text.count > 40 ? String(text.prefix(40)) + "..." : text, expected: expected)
     }
@@ -200,8 +202,11 @@ public struct SampleLine {
         monitorIsPlain = !Self.hasEscape(base, monitor)
         guard let at else { return .problem(.missing("at")) }
         guard base[at.valueStart] == UInt8(ascii: "\""),
-              let milliseconds = Timestamp.parse(bytes: UnsafeBufferPointer(start: base + at.valueStart + 1,
-                                                                            count: at.valueEnd - at.valueStart - 2)) else {
+            let milliseconds = Timestamp.parse(
+                bytes: UnsafeBufferPointer(
+                    start: base + at.valueStart + 1,
+                    count: at.valueEnd - at.valueStart - 2))
+        else {
             return .problem(SampleProblem.bad("at", line, at, expected: .time))
         }
         atMs = milliseconds
@@ -347,7 +352,8 @@ public struct SampleLine {
     @usableFromInline
     static func escapedStatus(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> SampleStatus? {
         guard line[field.valueStart] == UInt8(ascii: "\""), hasEscape(line.baseAddress!, field),
-              let text = decodedString(line, field) else { return nil }
+            let text = decodedString(line, field)
+        else { return nil }
         return SampleStatus(rawValue: text)
     }
 

@@ -1,7 +1,9 @@
 /// Keeps secrets out of output: URL passwords and secret-looking query values become `***`.
 public enum Redaction {
     /// Query parameter names whose values are treated as secrets (matched case-insensitively, as substrings).
-    public static let secretParameterHints = ["token", "key", "secret", "password", "passwd", "pass", "signature", "auth", "credential", "session"]
+    public static let secretParameterHints = [
+        "token", "key", "secret", "password", "passwd", "pass", "signature", "auth", "credential", "session",
+    ]
 
     /// Whether a query parameter's value is treated as a secret: its name contains one of the
     /// hints, or is `sig` (a signature; `sign=github`, which names a scheme, is not one).

@@ -42,7 +42,8 @@ public struct URLText: Sendable, Equatable {
         var port: Int?
         var bracketEnd = hostStart
         if hostStart < authorityEnd, bytes[hostStart] == UInt8(ascii: "["),
-           let close = bytes[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]")) {
+            let close = bytes[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: "]"))
+        {
             bracketEnd = close
         }
         if let colon = bytes[bracketEnd..<authorityEnd].lastIndex(of: UInt8(ascii: ":")) {
@@ -81,10 +82,13 @@ public struct URLText: Sendable, Equatable {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: ":") {
-                return index + 2 < bytes.count && bytes[index + 1] == UInt8(ascii: "/") && bytes[index + 2] == UInt8(ascii: "/") ? index : nil
+                return index + 2 < bytes.count && bytes[index + 1] == UInt8(ascii: "/") && bytes[index + 2] == UInt8(ascii: "/")
+                    ? index : nil
             }
-            guard isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
-                    || byte == UInt8(ascii: ".") else { return nil }
+            guard
+                isLetter(byte) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
+                    || byte == UInt8(ascii: ".")
+            else { return nil }
             index += 1
         }
         return nil
@@ -134,7 +138,8 @@ extension URLText {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%"), index + 2 < bytes.count,
-               let high = hexDigitValue(bytes[index + 1]), let low = hexDigitValue(bytes[index + 2]) {
+                let high = hexDigitValue(bytes[index + 1]), let low = hexDigitValue(bytes[index + 2])
+            {
                 out.append(high << 4 | low)
                 index += 3
                 continue

@@ -3,8 +3,10 @@
 public enum DurationText {
     /// Milliseconds for `text`, or nil if it is not a duration (or is negative).
     public static func parseMilliseconds(_ text: String) -> Int64? {
-        let units: [(String, Double)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000),
-                                          ("d", 86_400_000), ("w", 604_800_000)]
+        let units: [(String, Double)] = [
+            ("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000),
+            ("d", 86_400_000), ("w", 604_800_000),
+        ]
         let bytes = Array(text.trimmingSpaces.utf8)
         guard !bytes.isEmpty else { return nil }
         var index = 0

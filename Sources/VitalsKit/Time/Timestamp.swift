@@ -56,14 +56,18 @@ public enum Timestamp {
         if let canonical = parseCanonical(bytes) { return canonical }
         var cursor = TimestampCursor(bytes: bytes)
         guard let year = cursor.digits(4), cursor.expect(UInt8(ascii: "-")), let month = cursor.digits(2),
-              cursor.expect(UInt8(ascii: "-")), let day = cursor.digits(2) else { return nil }
+            cursor.expect(UInt8(ascii: "-")), let day = cursor.digits(2)
+        else { return nil }
         guard let separator = cursor.peek(),
-              separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == 0x20 else { return nil }
+            separator == UInt8(ascii: "T") || separator == UInt8(ascii: "t") || separator == 0x20
+        else { return nil }
         cursor.index += 1
         guard let hour = cursor.digits(2), cursor.expect(UInt8(ascii: ":")), let minute = cursor.digits(2),
-              cursor.expect(UInt8(ascii: ":")), let second = cursor.digits(2) else { return nil }
+            cursor.expect(UInt8(ascii: ":")), let second = cursor.digits(2)
+        else { return nil }
         guard (1...12).contains(month), day >= 1, day <= daysInMonth(year: year, month: month),
-              hour < 24, minute < 60, second < 61 else { return nil }
+            hour < 24, minute < 60, second < 61
+        else { return nil }
         var milliseconds = 0
         if let mark = cursor.peek(), mark == UInt8(ascii: ".") || mark == UInt8(ascii: ",") {
             cursor.index += 1
@@ -103,12 +107,17 @@ public enum Timestamp {
     private static func parseCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         let count = bytes.count
         guard count == 24 || count == 20, bytes[count - 1] == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
-              bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
-              bytes[16] == UInt8(ascii: ":"), count == 20 || bytes[19] == UInt8(ascii: ".") else { return nil }
+            bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+            bytes[16] == UInt8(ascii: ":"), count == 20 || bytes[19] == UInt8(ascii: ".")
+        else { return nil }
         let base = bytes.baseAddress!
-        let year100 = twoDigits(base, 0), year1 = twoDigits(base, 2)
-        let month = twoDigits(base, 5), day = twoDigits(base, 8)
-        let hour = twoDigits(base, 11), minute = twoDigits(base, 14), second = twoDigits(base, 17)
+        let year100 = twoDigits(base, 0)
+        let year1 = twoDigits(base, 2)
+        let month = twoDigits(base, 5)
+        let day = twoDigits(base, 8)
+        let hour = twoDigits(base, 11)
+        let minute = twoDigits(base, 14)
+        let second = twoDigits(base, 17)
         var milliseconds = 0
         if count == 24 {
             let hundreds = Int(base[20]) &- 0x30
@@ -119,7 +128,8 @@ public enum Timestamp {
         guard year100 < 100, year1 < 100 else { return nil }
         let year = year100 * 100 + year1
         guard month >= 1, month <= 12, day >= 1, day <= daysInMonth(year: year, month: month),
-              hour < 24, minute < 60, second < 61 else { return nil }
+            hour < 24, minute < 60, second < 61
+        else { return nil }
         let seconds = Int64(days(fromCivil: year, month, day)) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59))
         return seconds * 1000 + Int64(milliseconds)
     }
