@@ -350,10 +350,11 @@ public enum StoreSamplesCommand: VitalsCommand {
         case .metrics:
             let exposition = try openViews().1.metrics()
             if let file = options.value("output") {
-                // Readable by node_exporter, which runs as another user, as a file made with > would be.
+                // Readable by node_exporter, which runs as another user, and writable by no one else
+                // even under umask 000: a file others can write is theirs to fill with metrics.
                 let mask = umask(0o022)
                 umask(mask)
-                try AtomicFile.write(exposition, to: file, mode: 0o666 & ~mask)
+                try AtomicFile.write(exposition, to: file, mode: 0o644 & ~mask)
             } else {
                 try writer.write(exposition.dropLast())  // the writer ends the last line
             }

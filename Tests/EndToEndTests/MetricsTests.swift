@@ -117,7 +117,12 @@ struct MetricsTests {
         let printed = try run("store-samples", ["--db", db, "metrics"])
         #expect(try String(contentsOfFile: file, encoding: .utf8) == printed.stdout)
         let attributes = try FileManager.default.attributesOfItem(atPath: file)
-        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o644, "0666 less the umask, as > makes it")
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o644, "0644 less the umask")
+        // Under umask 000 others still cannot write it (they could fill it with metrics of their own).
+        let open = try shell("umask 000; store-samples --db \"$DB\" metrics --output \"$OUT\"", environment: ["DB": db, "OUT": file])
+        #expect(open.status == 0, "\(open.stderr)")
+        let openMode = (try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(openMode == 0o644, "mode \(String(openMode ?? 0, radix: 8)) under umask 000")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder) == ["vitals.prom"], "no temporary file left beside it")
         let missing = try run("store-samples", ["--db", db, "metrics", "--output", scratch.path("no/such/folder/vitals.prom")])
         #expect(missing.status == 2 && missing.stderr.contains("cannot write") && missing.stdout.isEmpty, "\(missing.stderr)")
