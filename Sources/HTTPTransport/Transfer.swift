@@ -225,10 +225,13 @@ final class Transfer {
                 check(ccurl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, request.method), "method")
             }
             if let body = request.body {
-                let code = (body + [0]).withUnsafeBufferPointer { buffer in
-                    buffer.withMemoryRebound(to: CChar.self) { chars in
-                        ccurl_setopt_copy_postfields(handle, chars.baseAddress!, body.count)
-                    }
+                // libcurl copies exactly `body.count` bytes (POSTFIELDSIZE is set first): no
+                // terminator, and no copy of our own (`body + [0]` copied every ClickHouse batch
+                // byte by byte: 6% of an ingest's instructions under callgrind).
+                let code = body.withUnsafeBytes { raw in
+                    raw.isEmpty
+                        ? ccurl_setopt_copy_postfields(handle, "", 0)
+                        : ccurl_setopt_copy_postfields(handle, raw.baseAddress!.assumingMemoryBound(to: CChar.self), raw.count)
                 }
                 check(code, "request body")
                 if request.method != "POST" {

@@ -28,7 +28,10 @@ extension ClickHouseSampleStore {
     final class AgentTimes {
         let stored: Int64
         var added = Int64.min
-        var monitorsAtAdded: Set<String> = []
+        /// The monitors of the samples added at `added`: the first on its own, so that samples
+        /// of distinct times (the usual case) never hash a monitor into the set.
+        var firstAtAdded = ""
+        var othersAtAdded: Set<String> = []
 
         init(stored: Int64) { self.stored = stored }
     }
@@ -67,11 +70,12 @@ extension ClickHouseSampleStore {
         if at <= times.stored { return false }
         if at > times.added {
             times.added = at
-            times.monitorsAtAdded.removeAll(keepingCapacity: true)
-            times.monitorsAtAdded.insert(sample.monitor)
+            times.firstAtAdded = sample.monitor
+            if !times.othersAtAdded.isEmpty { times.othersAtAdded.removeAll(keepingCapacity: true) }
             return true
         }
-        return at == times.added && times.monitorsAtAdded.insert(sample.monitor).inserted
+        guard at == times.added, times.firstAtAdded != sample.monitor else { return false }
+        return times.othersAtAdded.insert(sample.monitor).inserted
     }
 
     private static func same(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

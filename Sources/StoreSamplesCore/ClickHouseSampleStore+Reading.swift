@@ -4,10 +4,14 @@ import VitalsKit
 /// monitor is answered from one query per question (latest samples, totals), kept in the
 /// unit's caches, and reads of samples dedup with `FINAL` only once a batch was ever resent.
 extension ClickHouseSampleStore {
+    /// The monitors table as stored, read once a unit of work (a view asks for it several times:
+    /// the list, the latest samples, the agents' monitor counts) and again after this unit wrote it.
     func readMonitors() throws -> [MonitorRecord] {
+        if let known = caches.monitorTable { return known }
         var reader = try rows("SELECT \(ClickHouseRows.monitorColumns) FROM \(placement.table("monitors")) FINAL ORDER BY id, monitor")
         var result: [MonitorRecord] = []
         while !reader.atEnd { result.append(try ClickHouseRows.monitor(&reader)) }
+        caches.monitorTable = result
         return result
     }
 

@@ -4,12 +4,6 @@ import VitalsKit
 /// while the next is read), monitors and agents as new versions of their rows, a resend marked
 /// before it is sent.
 extension ClickHouseSampleStore {
-    /// Up to 20,000 samples an INSERT (still at most 200 ms after the first, as on SQLite):
-    /// ClickHouse makes a part of each INSERT and merges parts in the background, and 18.16
-    /// slows inserts at 150 parts in a partition and refuses them at 300; its own advice is
-    /// fewer, larger inserts.
-    var batchRows: Int { 20_000 }
-
     /// A version for a monitor or agent row: newer than any this instance wrote, and than the clock's µs.
     func nextVersion() -> UInt64 {
         version = max(version + 1, UInt64(max(0, Clock.wallMilliseconds())) * 1000)
@@ -96,22 +90,23 @@ extension ClickHouseSampleStore {
     /// monitor's first sample of a unit of work).
     private func monitorID(for sample: StorableSample) throws -> Int64 {
         try loadMonitors()
-        // The rows are changed in place (`caches.monitors![...]`): a local copy of the table
-        // would copy every monitor's row on each sample.
-        if caches.monitors![sample.monitor] == nil {
-            caches.monitors![sample.monitor] = MonitorRow(
-                record: MonitorRecord(
-                    id: caches.nextMonitorID, monitor: sample.monitor,
-                    firstSeen: sample.at, lastSeen: sample.at),
+        let row: MonitorRow
+        if let known = caches.monitors![sample.monitor] {
+            row = known
+            if !row.touched, sample.at < row.record.firstSeen {
+                row.record.firstSeen = sample.at
+                row.dirty = true
+            }
+        } else {
+            row = MonitorRow(
+                record: MonitorRecord(id: caches.nextMonitorID, monitor: sample.monitor, firstSeen: sample.at, lastSeen: sample.at),
                 dirty: true)
+            caches.monitors![sample.monitor] = row
             caches.nextMonitorID += 1
-        } else if !caches.touched.contains(sample.monitor), sample.at < caches.monitors![sample.monitor]!.record.firstSeen {
-            caches.monitors![sample.monitor]!.record.firstSeen = sample.at
-            caches.monitors![sample.monitor]!.dirty = true
         }
-        caches.touched.insert(sample.monitor)
-        if caches.monitors![sample.monitor]!.record.metadata.take(sample) { caches.monitors![sample.monitor]!.dirty = true }
-        return caches.monitors![sample.monitor]!.record.id
+        row.touched = true
+        if row.record.metadata.take(sample) { row.dirty = true }
+        return row.record.id
     }
 
     @discardableResult
@@ -129,10 +124,10 @@ extension ClickHouseSampleStore {
         do {
             // Monitors first, so no sample is ever stored under a monitor the store does not list.
             var monitorRows = RowBinaryWriter()
-            var dirty: [String] = []
-            for (name, row) in caches.monitors ?? [:] where row.dirty {
+            var dirty: [MonitorRow] = []
+            for row in (caches.monitors ?? [:]).values where row.dirty {
                 ClickHouseRows.write(row.record, version: nextVersion(), to: &monitorRows)
-                dirty.append(name)
+                dirty.append(row)
             }
             if !dirty.isEmpty { try insert("monitors", ClickHouseRows.monitorColumns, monitorRows.bytes) }
             var agentRecords: [AgentRecord] = []
@@ -163,7 +158,7 @@ extension ClickHouseSampleStore {
                         data: batch.rows.bytes, settings: insertSettings)
                 inFlight = (pending, batch.firstID, batch.firstID + Int64(batch.count) - 1, outcome)
             }
-            for name in dirty { caches.monitors?[name]?.dirty = false }
+            for row in dirty { row.dirty = false }
             for record in agentRecords {
                 caches.agentsWritten[record.id, default: AgentSpan(record.createdAt)].widen(AgentSpan(record.createdAt, record.lastSeen))
             }
@@ -200,6 +195,7 @@ extension ClickHouseSampleStore {
     var insertSettings: [String: String] { isCluster ? ["insert_distributed_sync": "1"] : [:] }
 
     func insert(_ name: String, _ columns: String, _ rows: [UInt8]) throws {
+        if name == "monitors" { caches.monitorTable = nil }
         _ = try client.run("INSERT INTO \(placement.table(name)) (\(columns)) FORMAT RowBinary", data: rows, settings: insertSettings)
     }
 

@@ -30,12 +30,24 @@ final class ClickHouseSampleStore: SampleStore {
 
     // MARK: - State of one unit of work
 
-    /// A monitor as this unit of work knows it: the row it would write, and whether it must.
-    struct MonitorRow {
+    /// A monitor as this unit of work knows it: the row it would write, whether it must, and
+    /// whether a sample of it was seen (its first may take first_seen back). A reference,
+    /// changed in place: a sample costs one dictionary lookup (a struct in the dictionary took
+    /// six, a quarter of a ClickHouse ingest's instructions with the set of monitors seen).
+    final class MonitorRow {
         var record: MonitorRecord
-        var dirty = false
+        var dirty: Bool
+        var touched = false
+
+        init(record: MonitorRecord, dirty: Bool = false) {
+            self.record = record
+            self.dirty = dirty
+        }
     }
 
+    // `caches`, `batch` and `inFlight` are touched several times for every sample: exempt from
+    // dynamic exclusivity checks (a store is used from the thread that made it, one call at a
+    // time), they save 7% of a ClickHouse ingest's instructions on 100,000 bench lines (callgrind).
     /// What this instance learnt of the store and remembers for one unit of work (a command, or
     /// one request of a responder): replaced whole by `startRequest`, and by `abortBatch` (what
     /// the batch changed in memory was not stored).
@@ -44,8 +56,8 @@ final class ClickHouseSampleStore: SampleStore {
         var now: Int64
         /// Monitors by monitor id, as read and then changed by the samples written (nil: not read yet).
         var monitors: [String: MonitorRow]?
-        /// Monitors whose first sample of this unit was seen (first_seen may go back then only, as on SQLite).
-        var touched: Set<String> = []
+        /// The monitors table as `readMonitors` last read it (nil: not read since this unit began or wrote it).
+        var monitorTable: [MonitorRecord]?
         /// The integer id the next new monitor gets.
         var nextMonitorID: Int64 = 1
         /// Agents by id, as read and then written (nil: not read yet).
@@ -76,7 +88,7 @@ final class ClickHouseSampleStore: SampleStore {
         init(now: Int64) { self.now = now }
     }
 
-    var caches: UnitCaches
+    @exclusivity(unchecked) var caches: UnitCaches
 
     // MARK: - State of the open batch
 
@@ -107,10 +119,10 @@ final class ClickHouseSampleStore: SampleStore {
         }
     }
 
-    var batch = Batch()
+    @exclusivity(unchecked) var batch = Batch()
     /// The samples INSERT sent and not yet answered: its request, the sample numbers it holds,
     /// and which of the batch's samples were not sent, being stored already.
-    var inFlight: (pending: ClickHouseClient.Pending?, firstID: Int64, lastID: Int64, outcome: BatchOutcome)?
+    @exclusivity(unchecked) var inFlight: (pending: ClickHouseClient.Pending?, firstID: Int64, lastID: Int64, outcome: BatchOutcome)?
 
     /// Opens the store; with `create`, creates the database and tables or migrates them;
     /// without, a store that was never written is an error.

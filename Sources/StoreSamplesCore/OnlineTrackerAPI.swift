@@ -224,7 +224,6 @@ final class OnlineTrackerWorker: RequestAnswerer {
         let ingester = Ingester(
             store: store, retention: Retention(perMonitor: nil, days: Retention.defaultDays),
             output: RecordWriter(fd: devNull), passThrough: false, diagnostics: diagnostics, now: { now })
-        ingester.maxRows = store.batchRows
         ingester.agent = agent
         ingester.reportEachConflict = true
         api.writing.withLock { _ in _ = ingester.ingest(reader) }

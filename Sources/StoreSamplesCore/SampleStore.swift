@@ -98,9 +98,6 @@ protocol SampleStore: AnyObject {
     func export(
         from: Int64, until: Int64, monitorID: Int64?,
         _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
-    /// The most samples one batch holds: a commit costs SQLite little, while every INSERT
-    /// makes ClickHouse a new part to merge, so its batches are larger.
-    var batchRows: Int { get }
     /// A number that changes with every write to the store (samples, monitors, agents), for
     /// answers kept between requests (`ViewCache`); nil when the store keeps none.
     func generation() throws -> Int64?
@@ -130,7 +127,6 @@ extension SampleStore {
         try buckets.finish(visit)
     }
 
-    var batchRows: Int { 1000 }
     func generation() throws -> Int64? { nil }
     func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?) { (nil, nil) }
 }

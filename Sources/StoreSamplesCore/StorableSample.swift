@@ -38,7 +38,33 @@ struct StorableSample {
     var reasonRange: FieldRange?
     var messageRange: FieldRange?
     /// Monitor metadata, as raw value ranges: name, kind, target, agent, description.
-    var metaRanges: [FieldRange?] = [nil, nil, nil, nil, nil]
+    var metaRanges = MetaRanges()
+
+    /// Five ranges by position, held inline: as an array they were an allocation a sample.
+    struct MetaRanges {
+        private var ranges: (FieldRange?, FieldRange?, FieldRange?, FieldRange?, FieldRange?) = (nil, nil, nil, nil, nil)
+
+        subscript(position: Int) -> FieldRange? {
+            get {
+                switch position {
+                case 0: return ranges.0
+                case 1: return ranges.1
+                case 2: return ranges.2
+                case 3: return ranges.3
+                default: return ranges.4
+                }
+            }
+            set {
+                switch position {
+                case 0: ranges.0 = newValue
+                case 1: ranges.1 = newValue
+                case 2: ranges.2 = newValue
+                case 3: ranges.3 = newValue
+                default: ranges.4 = newValue
+                }
+            }
+        }
+    }
 
     /// The sample `reader` read last, with the store's own fields `own` read in its pass;
     /// throws when one of those has the wrong type.
@@ -232,6 +258,8 @@ struct StoredFields: SampleFieldReader {
     var config: FieldRange?
     var enabled: FieldRange?
     var agentName: FieldRange?
+    /// `monitor_id`: only looked for, so a line passed on that has one keeps it (see `Ingester.appendPassingOn`).
+    var monitorID: FieldRange?
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
@@ -245,6 +273,7 @@ struct StoredFields: SampleFieldReader {
         case 0xA_61 where SampleLine.key(key, is: "agent_name"): agentName = field
         case 0x7_6D where SampleLine.key(key, is: "message"): message = field
         case 0xA_73 where SampleLine.key(key, is: "speed_mbps"): speedMbps = field
+        case 0xA_6D where SampleLine.key(key, is: "monitor_id"): monitorID = field
         case 0xB_64 where SampleLine.key(key, is: "description"): description = field
         case 0xE_63 where SampleLine.key(key, is: "check_interval"): checkInterval = field
         case 0xF_74 where SampleLine.key(key, is: "tls_expiry_days"): tlsExpiryDays = field

@@ -254,7 +254,6 @@ public enum StoreSamplesCommand: VitalsCommand {
                 store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
                 output: context.output, passThrough: !options.has("quiet"),
                 diagnostics: context.diagnostics, now: clock)
-            ingester.maxRows = store.batchRows
             var keepGoing = true
             // Progress on a terminal for files (a stream from a probe is a pipe: its own tool shows how it goes).
             let inputs = Inputs(operands, stdin: context.streams.input)

@@ -15,7 +15,6 @@ func ingestInProcess(_ store: SampleStore, _ lines: [String], now: Int64, retent
     let ingester = Ingester(
         store: store, retention: retention, output: RecordWriter(fd: devNull), passThrough: false,
         diagnostics: diagnostics, now: { now })
-    ingester.maxRows = store.batchRows
     _ = ingester.ingest(LineReader(bytes: Array((lines.joined(separator: "\n") + "\n").utf8), source: "test"))
     if let failure = ingester.failure { throw failure }
     return (ingester.stored, diagnostics.lineErrors.map(\.message))

@@ -359,12 +359,13 @@ struct StoreSamplesTests {
 
     @Test("a full disk (a file size limit) stops with a clear error; what was passed on is stored, the file is intact")
     func fullDisk() throws {
-        let lines = (0..<20_000).map {
-            sample("m\($0 % 10)", minute: $0 / 60 % 120, second: $0 % 60, extra: #","pad":"\#(String(repeating: "p", count: 200))""#)
+        // About 420 bytes a stored sample: 40 MB hold some 20,000-sample transactions, not all 150,000 samples.
+        let lines = (0..<150_000).map {
+            sample("m\($0 % 100)", minute: $0 / 6000 % 120, second: $0 / 100 % 60, extra: #","pad":"\#(String(repeating: "p", count: 200))""#)
         }
         let input = try scratch.write("big.ndjson", lines.joined(separator: "\n") + "\n")
         let result = try shell(
-            "ulimit -f 4000; store-samples --db \"$DB\" \"$IN\" > passed.ndjson", environment: ["DB": db, "IN": input],
+            "ulimit -f 40000; store-samples --db \"$DB\" \"$IN\" > passed.ndjson", environment: ["DB": db, "IN": input],
             directory: scratch.url)
         #expect(result.status == 2)
         #expect(result.stderr.contains("the disk or file size limit is full"), "\(result.stderr)")
