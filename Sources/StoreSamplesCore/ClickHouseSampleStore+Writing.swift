@@ -80,7 +80,10 @@ extension ClickHouseSampleStore {
         batch.idOffsets.append(ClickHouseRows.write(sample, id: id, remote: policy.remote, agent: remoteAgent, held: held, to: &batch.rows))
         batch.count += 1
         // Keep the batch in flight moving while this one is read (an upload stalls otherwise).
-        if inFlight != nil, batch.count & 255 == 0 { client.pump() }
+        // Every 16 samples rather than every 256: the server then has the batch when this one is
+        // ready, and a million-sample ingest waited 2.4-2.7 s for answers instead of 3.7-4.0 s
+        // (4.5-4.9 s in all instead of 5.5-5.8 s, three runs each, in turn).
+        if inFlight != nil, batch.count & 15 == 0 { client.pump() }
         batch.agents.note(sample)
         return monitorID
     }
