@@ -26,7 +26,7 @@ enum ClickHouseRows {
     }
 
     /// A monitor row (its version read and dropped: 18.16 wants it selected for `FINAL` through a
-    /// `Distributed` table). `lastSeen` is `firstSeen` until the latest sample says otherwise.
+    /// `Distributed` table).
     static func monitor(_ reader: inout RowBinaryReader) throws -> MonitorRecord {
         let monitor = try reader.string()
         let id = try reader.uint64AsInt64()
@@ -36,7 +36,7 @@ enum ClickHouseRows {
             description: try reader.optionalString(),
             checkInterval: try reader.optionalInt64(), config: nil, enabled: nil)
         let firstSeen = try reader.int64()
-        var record = MonitorRecord(id: id, monitor: monitor, metadata: metadata, firstSeen: firstSeen, lastSeen: firstSeen)
+        var record = MonitorRecord(id: id, monitor: monitor, metadata: metadata, firstSeen: firstSeen)
         record.metadata.config = try reader.optionalString()
         record.metadata.enabled = try reader.optionalUInt8().map { $0 != 0 }
         _ = try reader.uint64()

@@ -34,11 +34,7 @@ extension ClickHouseSampleStore {
 
     func monitors() throws -> [MonitorRecord] {
         caches.listed = true
-        var records = try readMonitors()
-        let latest = try latestAll()
-        for index in records.indices {
-            if let sample = latest[records[index].monitor] { records[index].lastSeen = sample.at }
-        }
+        let records = try readMonitors()
         keepByID(records)
         return records
     }
@@ -46,40 +42,31 @@ extension ClickHouseSampleStore {
     func monitor(matching key: String) throws -> MonitorRecord? {
         let records = try readMonitors()
         keepByID(records)
-        guard var record = records.first(where: { $0.monitor == key }) ?? records.first(where: { String($0.id) == key }) else { return nil }
-        if let latest = try latest(monitorID: record.id) { record.lastSeen = latest.at }
-        return record
+        return records.first(where: { $0.monitor == key }) ?? records.first(where: { String($0.id) == key })
     }
 
     /// Every monitor's newest sample in two queries: those with one in the last 25 hours before
-    /// now (or after it), then, for the rest, over all time; each the newest by (time, number) of
-    /// a monitor in one pass (`argMax`), not by sorting the window.
+    /// now (or after it), then, for the rest, over all time. Each finds the newest time of every
+    /// monitor from two columns, then reads only the rows at those times (the newest number of
+    /// them): at 50 million samples over 10,000 monitors, 27-32 ms where one `argMax` of every
+    /// field over the window took 106-114 ms (160 ms and 376 ms read with FINAL), the very same
+    /// rows. The inner query reads each server's own table: a monitor's samples are all on one
+    /// shard, and a `Distributed` table may not be named there.
     private func latestAll() throws -> [String: StoredSample] {
         if let known = caches.latest { return known }
         var result: [String: StoredSample] = [:]
+        let from = try samplesTable()
+        let local = try samplesTable(local: true)
         func read(_ condition: String) throws {
-            // No Nullable in the tuple: 18.16 merges such argMax states from two shards into garbage.
             var reader = try rows(
                 """
-                SELECT monitor, argMax(tuple(id, at, status, isNull(latency_ms), ifNull(latency_ms, 0), isNull(message), ifNull(message, ''),
-                                             isNull(tls_expiry_days), ifNull(tls_expiry_days, 0)), tuple(at, id))
-                FROM \(try samplesTable()) WHERE held = 0 AND \(condition) GROUP BY monitor
+                SELECT monitor, \(ClickHouseRows.storedSampleColumns) FROM \(from)
+                PREWHERE (monitor, at) IN (SELECT monitor, max(at) FROM \(local) WHERE held = 0 AND \(condition) GROUP BY monitor)
+                WHERE held = 0 AND \(condition) ORDER BY monitor, id DESC LIMIT 1 BY monitor
                 """)
             while !reader.atEnd {
                 let monitor = try reader.string()
-                var sample = StoredSample(
-                    id: try reader.uint64AsInt64(), at: try reader.int64(),
-                    status: try SampleStatus(storeCode: Int64(try reader.uint8())))
-                let noLatency = try reader.uint8() != 0
-                let latency = try reader.float64()
-                let noMessage = try reader.uint8() != 0
-                let message = try reader.string()
-                let noExpiry = try reader.uint8() != 0
-                let expiry = try reader.int64()
-                sample.latencyMs = noLatency ? nil : latency
-                sample.message = noMessage ? nil : message
-                sample.tlsExpiryDays = noExpiry ? nil : expiry
-                result[monitor] = sample
+                result[monitor] = try ClickHouseRows.storedSample(&reader)
             }
         }
         try read(timeCondition(from: caches.now - 25 * 3_600_000, until: Int64.max / 2))
@@ -113,14 +100,14 @@ extension ClickHouseSampleStore {
     /// What the reads of samples say: the table, with `FINAL` only when some batch was ever sent
     /// again (a `resends` row is written before the second try). Without a resend no sample has
     /// a copy, and `FINAL` would only cost time: 18.16 merges every part of the range on one
-    /// thread (a year of one monitor: 0.25 s instead of 0.13 s). Asked once a unit of work.
-    func samplesTable() throws -> String {
-        if let known = caches.samplesFrom { return known }
-        var reader = try rows("SELECT toInt64(count()) FROM \(placement.table("resends"))")
-        let resent = try reader.int64() > 0
-        let from = placement.table("samples") + (resent ? " FINAL" : "")
-        caches.samplesFrom = from
-        return from
+    /// thread (a year of one monitor: 0.25 s instead of 0.13 s). Asked once a unit of work. With
+    /// `local`, the table on each server (the same on one server; `samples_local` in a cluster).
+    func samplesTable(local: Bool = false) throws -> String {
+        if caches.samplesResent == nil {
+            var reader = try rows("SELECT toInt64(count()) FROM \(placement.table("resends"))")
+            caches.samplesResent = try reader.int64() > 0
+        }
+        return (local ? placement.localTable("samples") : placement.table("samples")) + (caches.samplesResent! ? " FINAL" : "")
     }
 
     private func window(_ monitor: String, _ from: Int64, _ until: Int64) -> String {

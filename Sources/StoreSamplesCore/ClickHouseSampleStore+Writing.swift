@@ -102,7 +102,7 @@ extension ClickHouseSampleStore {
             }
         } else {
             row = MonitorRow(
-                record: MonitorRecord(id: caches.nextMonitorID, monitor: sample.monitor, firstSeen: sample.at, lastSeen: sample.at),
+                record: MonitorRecord(id: caches.nextMonitorID, monitor: sample.monitor, firstSeen: sample.at),
                 dirty: true)
             caches.monitors![sample.monitor] = row
             caches.nextMonitorID += 1
@@ -210,7 +210,7 @@ extension ClickHouseSampleStore {
         marker.uint64(UInt64(max(0, firstID)))
         marker.int64(Clock.wallMilliseconds())
         try insert("resends", "writer, first_id, at", marker.bytes)
-        caches.samplesFrom = nil
+        caches.samplesResent = nil
     }
 
     func writeAgents(_ records: [AgentRecord]) throws {

@@ -82,8 +82,8 @@ final class ClickHouseSampleStore: SampleStore {
         var latest: [String: StoredSample]?
         /// Totals of every monitor, by window (`"from until"`).
         var totals: [String: [String: SampleTotals]] = [:]
-        /// `samplesTable()`'s answer, once asked.
-        var samplesFrom: String?
+        /// Whether some batch was ever sent again (`samplesTable()` then reads with FINAL), once asked.
+        var samplesResent: Bool?
 
         init(now: Int64) { self.now = now }
     }

@@ -6,8 +6,7 @@ import VitalsKit
 extension SQLiteSampleStore {
     /// The columns of a monitor row (`monitorRecord` reads them).
     private static let monitorColumns = """
-        SELECT m.id, m.monitor, m.first_seen, (SELECT max(at) FROM samples s WHERE s.held = 0 AND s.monitor_id = m.id),
-               m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.config, m.enabled
+        SELECT m.id, m.monitor, m.first_seen, m.name, m.kind, m.target, m.agent, m.description, m.check_interval, m.config, m.enabled
         FROM monitors m
         """
 
@@ -37,8 +36,7 @@ extension SQLiteSampleStore {
 
     private func monitorRecord(_ row: SQLiteStatement) -> MonitorRecord {
         MonitorRecord(
-            id: row.int64(0), monitor: row.text(1) ?? "", metadata: SQLiteSampleStore.metadata(row, from: 4),
-            firstSeen: row.int64(2), lastSeen: row.optionalInt64(3) ?? row.int64(2))
+            id: row.int64(0), monitor: row.text(1) ?? "", metadata: SQLiteSampleStore.metadata(row, from: 3), firstSeen: row.int64(2))
     }
 
     func latest(monitorID: Int64) throws -> StoredSample? {

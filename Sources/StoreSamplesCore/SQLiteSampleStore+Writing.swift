@@ -207,7 +207,7 @@ extension SQLiteSampleStore {
         guard try select.step() else { throw ToolError("monitor \(sample.monitor) vanished while registering it") }
         var record = MonitorRecord(
             id: select.int64(0), monitor: sample.monitor, metadata: SQLiteSampleStore.metadata(select, from: 2),
-            firstSeen: select.int64(1), lastSeen: select.int64(1))
+            firstSeen: select.int64(1))
         if record.metadata.take(sample) { try refresh(record.id, sample) }
         if sample.at < record.firstSeen {
             let update = try db.prepare("UPDATE monitors SET first_seen = ? WHERE id = ? AND first_seen > ?")

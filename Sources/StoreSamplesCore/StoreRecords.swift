@@ -75,9 +75,9 @@ struct MonitorRecord: Sendable {
     /// The monitor id of the samples.
     var monitor: String
     var metadata = MonitorMetadata()
-    /// First and last sample times, ms since the epoch.
+    /// The time of its first sample, ms since the epoch (no view shows when its last was: the
+    /// views that do ask for its latest sample).
     var firstSeen: Int64
-    var lastSeen: Int64
 }
 
 /// One stored sample's columns.

@@ -361,7 +361,8 @@ struct StoreSamplesTests {
     func fullDisk() throws {
         // About 420 bytes a stored sample: 40 MB hold some 20,000-sample transactions, not all 150,000 samples.
         let lines = (0..<150_000).map {
-            sample("m\($0 % 100)", minute: $0 / 6000 % 120, second: $0 / 100 % 60, extra: #","pad":"\#(String(repeating: "p", count: 200))""#)
+            sample(
+                "m\($0 % 100)", minute: $0 / 6000 % 120, second: $0 / 100 % 60, extra: #","pad":"\#(String(repeating: "p", count: 200))""#)
         }
         let input = try scratch.write("big.ndjson", lines.joined(separator: "\n") + "\n")
         let result = try shell(

@@ -24,11 +24,11 @@ struct RowBinaryTests {
                 name: "API", kind: "https", target: "https://api.example/",
                 agent: nil, description: "the \"main\" one — Zürich", checkInterval: 60,
                 config: #"{"method":"GET"}"#, enabled: true),
-            firstSeen: 1_769_644_800_000, lastSeen: 1_769_644_800_000),
-        MonitorRecord(id: 2, monitor: "web", firstSeen: 1_769_644_801_000, lastSeen: 1_769_644_801_000),
+            firstSeen: 1_769_644_800_000),
+        MonitorRecord(id: 2, monitor: "web", firstSeen: 1_769_644_801_000),
         MonitorRecord(
             id: 300, monitor: String(repeating: "m", count: 200), metadata: MonitorMetadata(enabled: false),
-            firstSeen: -5, lastSeen: -5),
+            firstSeen: -5),
     ]
 
     static func encodedMonitors() -> (bytes: [UInt8], rowEnds: [Int]) {
@@ -51,7 +51,7 @@ struct RowBinaryTests {
         a.count == b.count
             && zip(a, b).allSatisfy {
                 $0.id == $1.id && $0.monitor == $1.monitor && $0.metadata == $1.metadata
-                    && $0.firstSeen == $1.firstSeen && $0.lastSeen == $1.lastSeen
+                    && $0.firstSeen == $1.firstSeen
             }
     }
 
