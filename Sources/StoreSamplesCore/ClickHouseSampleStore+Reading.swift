@@ -71,8 +71,14 @@ extension ClickHouseSampleStore {
         }
         try read(timeCondition(from: caches.now - 25 * 3_600_000, until: Int64.max / 2))
         let names = try readMonitors().map(\.monitor).filter { result[$0] == nil }
-        for start in stride(from: 0, to: names.count, by: 1000) {
-            try read("monitor IN (\(names[start..<min(names.count, start + 1000)].map(clickHouseLiteral).joined(separator: ", ")))")
+        if names.count > 1000 {
+            // Most monitors quiet for a day (a store read long after its samples): one pass over
+            // all time, where each 1,000 names also read two columns of every sample (at 50 M
+            // samples 0.45 s instead of ten queries of 0.1 s). A monitor found above is found again,
+            // with the same sample.
+            try read("1")
+        } else if !names.isEmpty {
+            try read("monitor IN (\(names.map(clickHouseLiteral).joined(separator: ", ")))")
         }
         caches.latest = result
         return result

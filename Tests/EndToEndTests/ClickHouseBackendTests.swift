@@ -171,6 +171,55 @@ struct ClickHouseBackendTests {
                 == "['202601','202602']", "partitioned by month")
     }
 
+    @Test(
+        "more than 1,000 monitors quiet for a day: their latest samples found over all time, as SQLite finds them, ties to the newest stored"
+    )
+    func manyQuietMonitors() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
+        let server = try ClickHouseServer()
+        try server.start()
+        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        // 1,200 monitors last checked two or three days before --now (2026-02-01T12:00Z), each
+        // twice; "busy" checked within the hour, twice at one time by two agents (the second
+        // stored is the latest); "mixed" within the hour and days before.
+        var lines: [String] = []
+        for day in [29, 30] {
+            for index in 0..<1_200 {
+                let status = (index + day) % 7 == 0 ? "down" : "up"
+                lines.append(
+                    #"{"type":"sample","monitor":"q\#(index)","at":"2026-01-\#(day)T10:\#(String(format: "%02d", index % 60)):00.000Z","status":"\#(status)","latency_ms":\#(index % 97).25,"message":"day \#(day)"}"#
+                )
+            }
+        }
+        lines += [
+            #"{"type":"sample","monitor":"mixed","at":"2026-01-29T08:00:00.000Z","status":"down","latency_ms":9.5}"#,
+            #"{"type":"sample","monitor":"mixed","at":"2026-02-01T11:30:00.000Z","status":"up","latency_ms":3.5}"#,
+            #"{"type":"sample","monitor":"busy","at":"2026-02-01T11:45:00.000Z","status":"up","latency_ms":1.5,"agent":"a"}"#,
+            #"{"type":"sample","monitor":"busy","at":"2026-02-01T11:45:00.000Z","status":"degraded","latency_ms":2.5,"agent":"b","message":"second"}"#,
+        ]
+        try ingestBoth(url, lines.joined(separator: "\n") + "\n")
+        for view in [["overview"], ["monitors", "--ndjson"], ["metrics"], ["monitor", "q1199"], ["monitor", "busy"]] {
+            let lite = try run("store-samples", ["--db", sqliteDB, "--now", BackendCorpus.now] + view)
+            let house = try run("store-samples", ["--db", url, "--now", BackendCorpus.now] + view)
+            #expect(lite.status == 0 && house.status == 0, "\(view): \(lite.stderr) \(house.stderr)")
+            #expect(house.stdout == lite.stdout, "\(view) differs")
+        }
+        // Worked by hand: q1199 was last checked on the 30th at 10:59 (1199 % 60 = 59), up
+        // ((1199 + 30) % 7 = 4), in 35.25 ms (1199 % 97 = 35); busy's latest is the second stored of 11:45.
+        let q = try run("store-samples", ["--db", url, "--now", BackendCorpus.now, "monitor", "q1199"])
+        #expect(
+            q.stdout.contains(
+                #""latest_status":{"status":"up","response_time_ms":35,"checked_at":"2026-01-30T10:59:00Z","details":"day 30""#),
+            "\(q.stdout)")
+        let busy = try run("store-samples", ["--db", url, "--now", BackendCorpus.now, "monitor", "busy"])
+        #expect(
+            busy.stdout.contains(
+                #""latest_status":{"status":"degraded","response_time_ms":3,"checked_at":"2026-02-01T11:45:00Z","details":"second""#),
+            "\(busy.stdout)")
+    }
+
     @Test("two shards on loopback: Distributed tables over local ones, sharded by cityHash64(monitor), answer every view as SQLite does")
     func twoShards() throws {
         guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
