@@ -81,7 +81,7 @@ enum ClickHouseRows {
     {
         rows.string(sample.monitor)
         rows.int64(sample.at)
-        sample.withText(sample.metaRanges[3]) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
+        sample.withText(sample.agentRange) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
         let idOffset = rows.bytes.count
         rows.uint64(UInt64(max(0, id)))
         rows.uint8(sample.status.storeCode)

@@ -57,7 +57,7 @@ extension ClickHouseSampleStore {
 
     /// Whether `sample` cannot be stored already (see the type's notes); notes it as added.
     func isNew(_ sample: StorableSample) -> Bool {
-        let times: AgentTimes = sample.withText(sample.metaRanges[3]) { bytes in
+        let times: AgentTimes = sample.withText(sample.agentRange) { bytes in
             let bytes = bytes ?? UnsafeBufferPointer(start: nil, count: 0)
             if let last = caches.lastAgent, Self.same(last.name, bytes) { return last.times }
             let name = String(decoding: bytes, as: UTF8.self)

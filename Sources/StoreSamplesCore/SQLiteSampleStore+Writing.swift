@@ -95,7 +95,7 @@ extension SQLiteSampleStore {
             let monitorID = try monitorID(for: sample)
             sample.withText(sample.reasonRange) { reason in
                 sample.withText(sample.messageRange) { message in
-                    sample.withText(sample.metaRanges[3]) { agent in
+                    sample.withText(sample.agentRange) { agent in
                         insert.bind(
                             monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code, message,
                             sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held,
@@ -133,7 +133,7 @@ extension SQLiteSampleStore {
     /// Whether the sample stored with `sample`'s identity has its very bytes.
     private func storedRecord(_ sample: StorableSample, monitorID: Int64) throws -> Bool {
         try db.withCached("SELECT record FROM samples WHERE at = ? AND monitor_id = ? AND identity_agent = ?") { select in
-            sample.withText(sample.metaRanges[3]) { agent in select.bind(sample.at, monitorID, agent ?? SQLiteSampleStore.noAgent) }
+            sample.withText(sample.agentRange) { agent in select.bind(sample.at, monitorID, agent ?? SQLiteSampleStore.noAgent) }
             guard try select.step() else { throw ToolError("a sample vanished while its copy was being stored") }
             let stored = select.textBytes(0)
             return stored.count == sample.line.count

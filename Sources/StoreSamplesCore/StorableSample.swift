@@ -37,34 +37,12 @@ struct StorableSample {
     /// Raw value ranges of the text fields (strings or null).
     var reasonRange: FieldRange?
     var messageRange: FieldRange?
-    /// Monitor metadata, as raw value ranges: name, kind, target, agent, description.
-    var metaRanges = MetaRanges()
-
-    /// Five ranges by position, held inline: as an array they were an allocation a sample.
-    struct MetaRanges {
-        private var ranges: (FieldRange?, FieldRange?, FieldRange?, FieldRange?, FieldRange?) = (nil, nil, nil, nil, nil)
-
-        subscript(position: Int) -> FieldRange? {
-            get {
-                switch position {
-                case 0: return ranges.0
-                case 1: return ranges.1
-                case 2: return ranges.2
-                case 3: return ranges.3
-                default: return ranges.4
-                }
-            }
-            set {
-                switch position {
-                case 0: ranges.0 = newValue
-                case 1: ranges.1 = newValue
-                case 2: ranges.2 = newValue
-                case 3: ranges.3 = newValue
-                default: ranges.4 = newValue
-                }
-            }
-        }
-    }
+    /// Monitor metadata, as raw value ranges (strings or null).
+    var nameRange: FieldRange?
+    var kindRange: FieldRange?
+    var targetRange: FieldRange?
+    var agentRange: FieldRange?
+    var descriptionRange: FieldRange?
 
     /// The sample `reader` read last, with the store's own fields `own` read in its pass;
     /// throws when one of those has the wrong type.
@@ -109,16 +87,16 @@ struct StorableSample {
         self.at = at
         self.status = status
         self.latencyMs = latencyMs
-        metaRanges[3] = Self.stringOnly(line, agent)
+        agentRange = Self.stringOnly(line, agent)
         code = try Self.integer(line, own.code, "code")
         tlsExpiryDays = try Self.integer(line, own.tlsExpiryDays, "tls_expiry_days")
         speedMbps = try Self.number(line, own.speedMbps, "speed_mbps", .nonNegativeNumber)
         checkInterval = try Self.number(line, own.checkInterval, "check_interval", .number).map { Int64($0.rounded()) }
         messageRange = try Self.text(line, own.message, "message")
-        metaRanges[0] = try Self.text(line, own.name, "name")
-        metaRanges[1] = try Self.text(line, own.kind, "kind")
-        metaRanges[2] = try Self.text(line, own.target, "target")
-        metaRanges[4] = try Self.text(line, own.description, "description")
+        nameRange = try Self.text(line, own.name, "name")
+        kindRange = try Self.text(line, own.kind, "kind")
+        targetRange = try Self.text(line, own.target, "target")
+        descriptionRange = try Self.text(line, own.description, "description")
         agentNameRange = try Self.text(line, own.agentName, "agent_name")
         if let field = own.config, !Self.isNull(line, field) {
             guard line[field.valueStart] == UInt8(ascii: "{") else {
@@ -164,15 +142,15 @@ struct StorableSample {
     /// The message.
     var message: String? { text(messageRange) }
     /// The name the sample gives its monitor.
-    var name: String? { text(metaRanges[0]) }
+    var name: String? { text(nameRange) }
     /// The kind.
-    var kind: String? { text(metaRanges[1]) }
+    var kind: String? { text(kindRange) }
     /// The target.
-    var target: String? { text(metaRanges[2]) }
+    var target: String? { text(targetRange) }
     /// The agent.
-    var agent: String? { text(metaRanges[3]) }
+    var agent: String? { text(agentRange) }
     /// The description.
-    var description: String? { text(metaRanges[4]) }
+    var description: String? { text(descriptionRange) }
     /// The agent's name, apart from its id.
     var agentName: String? { text(agentNameRange) }
 

@@ -26,12 +26,11 @@ struct MonitorMetadata: Equatable, Sendable {
     /// the common case, no decoding), so a sample that changes nothing allocates nothing.
     mutating func take(_ sample: StorableSample) -> Bool {
         var changed = false
-        let ranges = sample.metaRanges
-        if Self.take(sample, ranges[0], into: &name) { changed = true }
-        if Self.take(sample, ranges[1], into: &kind) { changed = true }
-        if Self.take(sample, ranges[2], into: &target) { changed = true }
-        if Self.take(sample, ranges[3], into: &agent) { changed = true }
-        if Self.take(sample, ranges[4], into: &description) { changed = true }
+        if Self.take(sample, sample.nameRange, into: &name) { changed = true }
+        if Self.take(sample, sample.kindRange, into: &kind) { changed = true }
+        if Self.take(sample, sample.targetRange, into: &target) { changed = true }
+        if Self.take(sample, sample.agentRange, into: &agent) { changed = true }
+        if Self.take(sample, sample.descriptionRange, into: &description) { changed = true }
         if let raw = sample.raw(sample.configRange), !Self.same(config, raw) {
             config = String(decoding: raw, as: UTF8.self)
             changed = true
@@ -226,7 +225,7 @@ struct AgentSightings {
 
     /// Notes the agent a sample names, if any.
     mutating func note(_ sample: StorableSample) {
-        guard sample.metaRanges[3] != nil, let agent = sample.agent else { return }
+        guard sample.agentRange != nil, let agent = sample.agent else { return }
         spans[agent, default: AgentSpan(sample.at)].widen(sample.at)
         if let name = sample.agentName { names[agent] = name }
     }
