@@ -91,10 +91,10 @@ final class SQLiteSampleStore: SampleStore {
         if !create, access(path, F_OK) != 0 {
             throw ToolError("no database at \(path) (store samples in it first, or name another with --db or VITALS_DB)")
         }
-        // Commits come every 20,000 rows at most (`Ingester.maxRows`), so the same index pages are
-        // written to the WAL again and again: a larger cache keeps them from being read back, and a larger checkpoint
-        // interval copies each page to the database once instead of many times. Queries read the
-        // file through a memory map instead of copying each page.
+        // Commits come every 20,000 rows at most (`Ingester.maxRows`), so the same index pages
+        // are written to the WAL again and again: a larger cache keeps them from being read back,
+        // and a larger checkpoint interval copies each page to the database once instead of many
+        // times. Queries read the file through a memory map instead of copying each page.
         let pragmas =
             (create ? ["PRAGMA journal_mode=WAL"] : []) + [
                 "PRAGMA synchronous=NORMAL", "PRAGMA cache_size=-\(SQLiteSampleStore.cacheKiB)",
