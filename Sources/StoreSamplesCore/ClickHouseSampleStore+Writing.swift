@@ -60,14 +60,14 @@ extension ClickHouseSampleStore {
     }
 
     @discardableResult
-    func note(_ monitor: StorableSample) throws -> Int64 {
+    func note(_ monitor: StorableSample) throws -> Int64? {
         _ = try policy.admit(monitor, record: "monitor record", status: status(ofAgent:))
         batch.open = true
         return try monitorID(for: monitor)
     }
 
     @discardableResult
-    func add(_ sample: StorableSample) throws -> Int64 {
+    func add(_ sample: StorableSample) throws -> Int64? {
         let (remoteAgent, held) = try policy.admit(sample, record: "sample", status: status(ofAgent:))
         batch.open = true
         let monitorID = try monitorID(for: sample)

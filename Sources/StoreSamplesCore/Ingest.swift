@@ -7,7 +7,7 @@ import VitalsKit
 /// `maxWaitMs`, or when the input pauses; so a streaming pipeline never waits long, and a
 /// bulk load gets large transactions.
 final class Ingester {
-    let store: SampleStore
+    let store: SampleWriter
     let retention: Retention
     let output: RecordWriter
     private(set) var passThrough: Bool
@@ -58,7 +58,7 @@ final class Ingester {
     private(set) var conflicts = 0
 
     init(
-        store: SampleStore, retention: Retention, output: RecordWriter, passThrough: Bool,
+        store: SampleWriter, retention: Retention, output: RecordWriter, passThrough: Bool,
         diagnostics: Diagnostics, now: @escaping () -> Int64
     ) {
         self.store = store
@@ -160,7 +160,7 @@ final class Ingester {
     private func keep(_ line: UnsafeBufferPointer<UInt8>, _ own: StoredFields, _ reader: LineReader, monitorRecord: Bool) {
         do {
             if batchCount == 0 && batchNotes == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }
-            let monitorID: Int64
+            let monitorID: Int64?
             if monitorRecord {
                 monitorID = try store.note(try StorableSample.monitorRecord(sampleReader, own))
                 batchNotes += 1
@@ -206,6 +206,7 @@ final class Ingester {
     /// Keeps a record to pass on after the open batch commits, in input order (samples, and
     /// the records that are not samples, which filters keep).
     /// A sample goes on with its `monitorID` added (see `appendPassingOn`).
+    /// A store that numbers no monitors (a remote store) gives no `monitorID`: the line goes on as it is.
     private func passOn(_ line: UnsafeBufferPointer<UInt8>, monitorID: Int64? = nil, hasMonitorID: Bool = false) {
         guard passThrough else { return }
         if batchCount == 0 && pending.isEmpty { batchStartedMs = Clock.monotonicMilliseconds() }

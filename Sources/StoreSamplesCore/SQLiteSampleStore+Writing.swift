@@ -73,7 +73,7 @@ extension SQLiteSampleStore {
     }
 
     @discardableResult
-    func note(_ monitor: StorableSample) throws -> Int64 {
+    func note(_ monitor: StorableSample) throws -> Int64? {
         _ = try admit(monitor, record: "monitor record")
         do {
             if !db.inTransaction { try db.beginImmediate() }
@@ -85,7 +85,7 @@ extension SQLiteSampleStore {
     }
 
     @discardableResult
-    func add(_ sample: StorableSample) throws -> Int64 {
+    func add(_ sample: StorableSample) throws -> Int64? {
         // A remote sample names its agent; a rejected agent's are refused (a line error, the
         // batch goes on); a pending agent's are stored but held out of every view.
         let (remoteAgent, held) = try admit(sample, record: "sample")

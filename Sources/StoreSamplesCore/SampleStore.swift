@@ -28,27 +28,25 @@ extension SampleStatus {
     }
 }
 
-/// The storage the views are written against. SQLite is the embedded default; a second
-/// backend (a distributed engine, for agents in many places) implements this protocol and
-/// every view works unchanged.
-protocol SampleStore: AnyObject {
+/// The writing side of a store: all an ingest needs (`Ingester`). Every store writes; a store that
+/// only writes (the remote store an agent sends its samples through, which has nothing to
+/// answer a view with) implements this alone.
+protocol SampleWriter: AnyObject {
     /// Adds one sample (and its line, kept whole for export) to the open batch, opening one
     /// when none is open. Nothing is visible to readers until `commitBatch`. Returns the
-    /// monitor's integer id, the `id` the views show.
+    /// monitor's integer id, the `id` the views show, or nil from a store that gives none (a
+    /// remote store: the server numbers the monitors).
     ///
     /// A sample is identified by its monitor, its own `agent` (none when it names none) and its
     /// time in ms: one that is stored already is not stored again. The batch's outcome says which
     /// of its samples were (`BatchOutcome`).
     @discardableResult
-    func add(_ sample: StorableSample) throws -> Int64
+    func add(_ sample: StorableSample) throws -> Int64?
     /// Registers or refreshes a monitor from a `monitor` record (see
     /// `StorableSample.monitorRecord`), in the open batch, opening one when none is open; no
-    /// sample is stored. Returns the monitor's integer id.
+    /// sample is stored. Returns the monitor's integer id (nil as for `add`).
     @discardableResult
-    func note(_ monitor: StorableSample) throws -> Int64
-    /// Approves the agents the ingest policy lists (`--approve-agents`), counting the samples
-    /// they had held, before ingesting.
-    func approveListedAgents(now: Int64) throws
+    func note(_ monitor: StorableSample) throws -> Int64?
     /// Applies retention to the monitors the batch touched and commits it atomically; says which
     /// of its samples were stored already.
     @discardableResult
@@ -62,6 +60,16 @@ protocol SampleStore: AnyObject {
     func awaitSubmitted() throws -> BatchOutcome
     /// Drops the open batch, if any.
     func abortBatch()
+}
+
+/// The storage the views are written against: a writer that also answers queries and keeps
+/// itself (retention, clear, agents). SQLite is the embedded default; a second backend (a
+/// distributed engine, for agents in many places) implements this protocol and every view
+/// works unchanged.
+protocol SampleStore: SampleWriter {
+    /// Approves the agents the ingest policy lists (`--approve-agents`), counting the samples
+    /// they had held, before ingesting.
+    func approveListedAgents(now: Int64) throws
     /// Every monitor, by id.
     func monitors() throws -> [MonitorRecord]
     /// The monitor with integer id or monitor id `key`.

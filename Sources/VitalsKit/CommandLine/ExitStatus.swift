@@ -8,6 +8,10 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case failure = 2
     /// The command line was wrong; nothing was done.
     case usage = 64
+    /// Nothing was lost, but not everything is done yet: kept to be finished by a later run
+    /// (sysexits' EX_TEMPFAIL, as a mail queue says of mail it holds). store-samples says so of
+    /// samples safely spooled for a server it could not reach.
+    case deferred = 75
     /// Stopped by SIGINT.
     case interrupted = 130
     /// Stopped by SIGTERM.
@@ -19,10 +23,11 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
             switch status {
             case .success: return 0
             case .verdict: return 1
-            case .failure: return 2
-            case .usage: return 3
-            case .terminated: return 4
-            case .interrupted: return 5
+            case .deferred: return 2
+            case .failure: return 3
+            case .usage: return 4
+            case .terminated: return 5
+            case .interrupted: return 6
             }
         }
         return rank(other) > rank(self) ? other : self
