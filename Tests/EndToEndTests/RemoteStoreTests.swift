@@ -176,28 +176,41 @@ final class RemoteStoreTests {
         #expect(posts(handle).allSatisfy { $0 == "200" })
     }
 
+    /// Starts Fixtures/clickhouse/cut_proxy.py in front of nginx (TLS on both sides), cutting the
+    /// first POST /api/samples as `environment` says (detached: the shell that starts it exits at
+    /// once); returns its port, its log and its pid.
+    func startProxy(upstream port: Int, environment: String = "") throws -> (port: Int, log: String, pid: pid_t) {
+        let script = Binaries.fixtures.appendingPathComponent("clickhouse/cut_proxy.py").path
+        let (portFile, log) = (agentScratch.path("proxy.port"), agentScratch.path("proxy.log"))
+        let started = try shell(
+            "\(environment) python3 '\(script)' \(port) '\(portFile)' '\(log)' 'POST /api/samples' '\(server.cert)' '\(server.key)' '\(ca)' "
+                + "</dev/null >/dev/null 2>'\(agentScratch.path("proxy.err"))' & echo $!")
+        let pid = pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        var proxyPort = 0
+        try waitFor("the proxy's port") {
+            proxyPort = Int((try? String(contentsOfFile: portFile, encoding: .utf8)) ?? "") ?? 0
+            return proxyPort > 0
+        }
+        return (proxyPort, log, pid)
+    }
+
+    /// The request lines a proxy logged.
+    func proxyLog(_ log: String) -> [Substring] {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+    }
+
     @Test("an answer lost after the server stored the batch: the batch is sent again and changes nothing")
     func lostAnswer() throws {
         guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
         let token = try tokenFile("lisbon")
         let handle = try serve()
-        // A proxy in front of nginx forwards the first POST whole, waits for nginx's answer, and drops it.
-        let script = Binaries.fixtures.appendingPathComponent("clickhouse/cut_proxy.py").path
-        let started = try shell(
-            "python3 '\(script)' \(handle.port) '\(agentScratch.path("proxy.port"))' '\(agentScratch.path("proxy.log"))' "
-                + "'POST /api/samples' '\(server.cert)' '\(server.key)' '\(ca)' </dev/null >/dev/null 2>'\(agentScratch.path("proxy.err"))' & echo $!"
-        )
-        let proxyPID = pid_t(started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-        defer { kill(proxyPID, SIGKILL) }
-        var proxyPort = 0
-        try waitFor("the proxy's port") {
-            proxyPort = Int((try? String(contentsOfFile: agentScratch.path("proxy.port"), encoding: .utf8)) ?? "") ?? 0
-            return proxyPort > 0
-        }
+        // The first POST is forwarded whole, nginx's answer awaited, and dropped.
+        let proxy = try startProxy(upstream: handle.port)
+        defer { kill(proxy.pid, SIGKILL) }
         let input = RemoteStoreTests.samples(0..<2_500)
-        let result = try agent(input, port: proxyPort, token: token)
+        let result = try agent(input, port: proxy.port, token: token)
         #expect(result.status == 0, "\(result.stderr)")
-        let log = try String(contentsOfFile: agentScratch.path("proxy.log"), encoding: .utf8).split(separator: "\n")
+        let log = proxyLog(proxy.log)
         #expect(log.count >= 2 && log.first?.hasSuffix(" CUT") == true, "\(log)")
         #expect(posts(handle).count == log.count, "nginx stored the batch whose answer was lost: \(posts(handle))")
         #expect(try stored("lisbon") == 2_500, "the batch sent twice is stored once")
@@ -206,42 +219,55 @@ final class RemoteStoreTests {
         #expect(try stored("lisbon") == 2_500)
     }
 
-    @Test("kill -9 while the agent sends, then a rerun: every sample it passed on is stored, each once")
+    @Test("kill -9 while the agent waits for the server's answer, then a rerun: every sample it spooled is stored, each once")
     func killedWhileSending() throws {
         guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
         let token = try tokenFile("oslo")
         let handle = try serve()
-        let input = RemoteStoreTests.samples(0..<40_000, pad: 100)
-        let inputFile = try agentScratch.write("oslo.ndjson", input.joined(separator: "\n") + "\n")
+        // The first POST goes through; the second is held on the wire, never forwarded nor answered.
+        let proxy = try startProxy(upstream: handle.port, environment: "CUT_PROXY_SKIP=1 CUT_PROXY_HOLD=1")
+        defer { kill(proxy.pid, SIGKILL) }
         let outFile = agentScratch.path("oslo.out")
-        let errFile = agentScratch.path("oslo.err")
+        var input: [Int32] = [-1, -1]
+        guard let pipe2 = GlibcExtras.pipe2, pipe2(&input, O_CLOEXEC) == 0 else { throw TestFailure("pipe2: \(errno)") }
         let out = open(outFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        let err = open(errFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        let err = open(agentScratch.path("oslo.err"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         let pid = try spawnClean(
-            [Binaries.path("store-samples"), "--db", url(handle.port, token), "--spool", spool, inputFile],
-            environment: toolEnvironment(), descriptors: (null, out, err))
-        for fd in [out, err, null] { close(fd) }
-        try waitFor("the agent's first batch delivered, and another waiting") { posts(handle).count >= 1 && !waiting(spool).isEmpty }
+            [Binaries.path("store-samples"), "--db", url(proxy.port, token), "--spool", spool],
+            environment: toolEnvironment(), descriptors: (input[0], out, err))
+        for fd in [input[0], out, err] { close(fd) }
+        defer { close(input[1]) }
+        /// Writes a round of samples (its end commits it) into the agent's input.
+        func feed(_ round: [String], _ name: String) {
+            let text = (round + [#"{"type":"round_end","round":"\#(name)"}"#]).joined(separator: "\n") + "\n"
+            _ = text.utf8CString.withUnsafeBytes { Streams.writeAll(input[1], UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
+        }
+        let first = RemoteStoreTests.samples(0..<1_000, pad: 100)
+        let second = RemoteStoreTests.samples(1_000..<5_000, pad: 100)
+        feed(first, "r1")
+        try waitFor("the first round delivered and passed on") {
+            ((try? String(contentsOfFile: outFile, encoding: .utf8)) ?? "").split(separator: "\n").count == 1_001
+        }
+        #expect(try stored("oslo") == 1_000)
+        feed(second, "r2")
+        try waitFor("the second round spooled, its first request held on the wire") {
+            let spooled = try waitingLines(spool).count
+            return proxyLog(proxy.log).contains { $0.hasSuffix(" HELD") } && spooled == second.count
+        }
         kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
-        let before = try stored("oslo")
-        #expect(before < 40_000, "killed while it still had samples to send")
+        #expect(try stored("oslo") == 1_000, "the held request reached nothing")
         let passedOn = try String(contentsOfFile: outFile, encoding: .utf8).split(separator: "\n")
-        let spooled = try waitingLines(spool)
-        #expect(!spooled.isEmpty, "killed with batches in the spool")
-        let expected = Set(try identities("oslo")).union(spooled.compactMap { RemoteStoreTests.identity($0) })
-        let rerun = try agent([], port: handle.port, token: token)
+        let rerun = try agent([], port: proxy.port, token: token)
         #expect(rerun.status == 0, "\(rerun.stderr)")
         let after = try identities("oslo")
-        #expect(
-            after.count == Set(after).count && Set(after) == expected, "the spool delivered, nothing doubled: \(before) then \(after.count)"
-        )
+        #expect(after == (first + second).compactMap { RemoteStoreTests.identity($0[...]) }, "every sample spooled, once, in order")
         #expect(Set(passedOn.compactMap { RemoteStoreTests.identity($0) }).isSubset(of: Set(after)), "what went downstream is stored")
-        // The whole input again (cron running the job once more): every sample, once.
-        #expect(try run("store-samples", ["--db", url(handle.port, token), "--spool", spool, "-q", inputFile]).status == 0)
-        #expect(try stored("oslo") == 40_000)
+        #expect(waiting(spool).isEmpty)
+        // Both rounds again (cron running the job once more): each sample still once.
+        #expect(try agent(first + second, port: handle.port, token: token, ["-q"]).status == 0)
+        #expect(try stored("oslo") == 5_000)
     }
 
     @Test("a revoked token: the agent stops sending, says why (no token shown), keeps its spool and exits 2; a new token delivers it")

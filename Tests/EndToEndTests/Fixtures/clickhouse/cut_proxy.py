@@ -9,6 +9,9 @@ client's connection is closed without a byte of it: a timeout after the server s
 Every request line is appended to LOG_FILE, with " CUT" after the one whose answer was dropped.
 With CERT, KEY and CA, both sides speak TLS: the proxy shows CERT (and KEY) to its clients and
 trusts CA for the upstream server (an agent's HTTPS in front of nginx).
+With CUT_PROXY_SKIP=N in the environment the first N requests with CUT_MARK pass untouched; with
+CUT_PROXY_HOLD=1 the request cut is never forwarded: its connection is held open, unanswered, so
+the client is caught in the middle of a request ("HELD" in the log).
 """
 import os
 import socket
@@ -30,6 +33,8 @@ if len(sys.argv) > 7:
     upstream_tls = ssl.create_default_context(cafile=sys.argv[7])
 lock = threading.Lock()
 cut_done = False
+skip = int(os.environ.get("CUT_PROXY_SKIP", "0"))
+hold = os.environ.get("CUT_PROXY_HOLD") == "1"
 
 
 def read_request(client):
@@ -57,17 +62,22 @@ def read_request(client):
 
 
 def handle(client):
-    global cut_done
+    global cut_done, skip
     try:
         if client_tls:
             client = client_tls.wrap_socket(client, server_side=True)
         request = read_request(client)
         line = request.split(b"\r\n", 1)[0]
         with lock:
-            cut = not cut_done and mark in line
+            cut = not cut_done and mark in line and skip == 0
+            if mark in line and skip > 0:
+                skip -= 1
             cut_done = cut_done or cut
             with open(log_file, "ab") as log:
-                log.write(line + (b" CUT" if cut else b"") + b"\n")
+                log.write(line + ((b" HELD" if hold else b" CUT") if cut else b"") + b"\n")
+        if cut and hold:
+            threading.Event().wait()  # never forwarded, never answered
+
         server = socket.create_connection(("127.0.0.1", upstream_port))
         if upstream_tls:
             server = upstream_tls.wrap_socket(server, server_hostname="127.0.0.1")
