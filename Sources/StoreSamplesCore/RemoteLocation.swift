@@ -72,6 +72,10 @@ struct RemoteLocation: Sendable, Equatable {
         let host = url.host.contains(":") ? "[\(url.host)]" : url.host
         let port = url.port ?? 443
         endpoint = "https://\(host):\(port)\(path)/api/samples"
+        // A CA file that cannot be read would fail every request as a certificate not trusted.
+        if let caFile, access(caFile, R_OK) != 0 {
+            throw ToolError("--db \(display): cannot read the CA file \(caFile) (cacert=): \(String(cString: strerror(errno)))")
+        }
         self.caFile = caFile
         spoolName = RemoteLocation.folderName(url.host + "_\(port)" + (path.isEmpty ? "" : "_" + path.dropFirst()))
         if let tokenFile {

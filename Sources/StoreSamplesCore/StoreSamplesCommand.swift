@@ -295,11 +295,12 @@ public enum StoreSamplesCommand: VitalsCommand {
                 if let failure = ingester.failure { context.diagnostics.error("\(failure)") }
             }
             if let remote {
+                // The spool's age goes by the clock: --now moves the views' windows, not the files' age.
                 let spoolBytes = try options.size("spool-size", default: RemoteSampleWriter.defaultSpoolBytes)
                 guard spoolBytes >= 1 << 20 else { throw UsageError("--spool-size wants 1M or more (a batch is up to 512K)") }
                 let writer = try RemoteSampleWriter(
                     location: remote, spoolFolder: try options.value("spool") ?? defaultSpoolFolder(context.environment),
-                    maxBytes: Int64(spoolBytes), maxAgeMs: try options.duration("spool-age")!, now: now,
+                    maxBytes: Int64(spoolBytes), maxAgeMs: try options.duration("spool-age")!, now: Clock.wallMilliseconds(),
                     diagnostics: context.diagnostics)
                 feed(
                     Ingester(

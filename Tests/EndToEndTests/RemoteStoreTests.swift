@@ -520,6 +520,8 @@ final class RemoteStoreTests {
             #expect(result.status == 64 && result.stderr.contains(words), "\(arguments): \(result.stderr)")
             #expect(!result.stderr.contains("hunter2"))
         }
+        let noCA = try run("store-samples", ["--db", url + "-missing", "--spool", spool], stdin: "")
+        #expect(noCA.status == 2 && noCA.stderr.contains("cannot read the CA file \(ca)-missing"), "\(noCA.stderr)")
         // The token from the environment, when the URL names no file.
         let fromEnvironment = try run(
             "store-samples", ["--db", "https://127.0.0.1:\(try unusedPort())/", "--spool", spool, "--wait", "1ms"],
