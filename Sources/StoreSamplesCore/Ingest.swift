@@ -105,7 +105,7 @@ final class Ingester {
                 } else {
                     handle(kind, line, own, reader)
                 }
-                if batchCount >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
+                if batchCount >= maxRows || store.batchIsFull || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     // More input is waiting: send this batch and read the next while it is stored.
                     commit(waiting: false)
                 }

@@ -170,7 +170,8 @@ final class RemoteSender {
         spool.sending = delivery.entry.seq
         var request = HTTPRequest(
             url: location.endpoint, method: "POST", timeoutMs: requestTimeoutMs, userAgent: "vitals-store-samples/\(Vitals.version)")
-        request.body = Array(delivery.bytes[piece.range])
+        // The whole batch (the usual case) goes without a copy of our own.
+        request.body = piece.range == delivery.bytes.indices ? delivery.bytes : Array(delivery.bytes[piece.range])
         request.headers = ["Authorization: Bearer \(location.token)", "Content-Type: application/x-ndjson", "Expect:"]
         request.bodyPolicy = .collect(limit: RemoteSender.maxAnswerBytes)
         request.maxRedirects = 0

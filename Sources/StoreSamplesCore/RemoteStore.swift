@@ -14,6 +14,11 @@ final class RemoteSampleWriter: SampleWriter {
     static let defaultWaitMs: Int64 = 10_000
     /// The spool's limit by default (`--spool-size`): some days of a few hundred monitors a minute.
     static let defaultSpoolBytes = 512 << 20
+    /// How far below the largest request body a batch counts as full (`batchIsFull`): the ingester
+    /// then commits it, so what it keeps to pass on is one request's worth, not 20,000 samples (a
+    /// 100,000-sample input passed on peaked at 63 MB of resident memory with 20,000-sample
+    /// batches, at 31 MB with these; the runtime and libraries alone take 26 MB).
+    static let fullMarginBytes = 64 << 10
     /// How long a commit may spend sending what is due, ms: a stream's round goes on after that,
     /// and the rest is sent at the next commit or the end.
     static let commitBudgetMs: Int64 = 1_000
@@ -69,6 +74,8 @@ final class RemoteSampleWriter: SampleWriter {
         sender.settle()
         return BatchOutcome()
     }
+
+    var batchIsFull: Bool { open.count >= RemoteSender.maxBodyBytes - RemoteSampleWriter.fullMarginBytes }
 
     func abortBatch() {
         open.removeAll(keepingCapacity: true)
