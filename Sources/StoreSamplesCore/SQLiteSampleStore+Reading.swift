@@ -72,9 +72,13 @@ extension SQLiteSampleStore {
         }
     }
 
-    /// Binds a selection's place, if it names one, after the other parameters.
-    private static func bindPlace(_ statement: SQLiteStatement, _ selection: SampleSelection, at index: Int32) {
-        if case .place(let place) = selection { place.bind(to: statement, at: index) }
+    /// Binds a window of a monitor's samples, and the selection's place when it names one.
+    private static func bindWindow(_ statement: SQLiteStatement, _ monitorID: Int64, _ from: Int64, _ until: Int64, _ selection: SampleSelection) {
+        if case .place(let place) = selection {
+            statement.bind(monitorID, from, until, place)
+        } else {
+            statement.bind(monitorID, from, until)
+        }
     }
 
     func forEachSample(
@@ -86,8 +90,7 @@ extension SQLiteSampleStore {
             SELECT at, \(terms.status), latency_ms FROM samples INDEXED BY samples_by_monitor_time
             WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place) ORDER BY at
             """)
-        statement.bind(monitorID, from, until)
-        Self.bindPlace(statement, selection, at: 4)
+        Self.bindWindow(statement, monitorID, from, until, selection)
         while try statement.step() {
             try visit(statement.int64(0), try SampleStatus(storeCode: statement.int64(1)), statement.optionalDouble(2))
         }
@@ -103,8 +106,11 @@ extension SQLiteSampleStore {
                          ORDER BY at DESC, id DESC LIMIT ?4 OFFSET ?5)
             ORDER BY at DESC, id DESC
             """)
-        statement.bind(monitorID, from, until, limit, offset)
-        Self.bindPlace(statement, selection, at: 6)
+        if case .place(let place) = selection {
+            statement.bind(monitorID, from, until, limit, offset, place)
+        } else {
+            statement.bind(monitorID, from, until, limit, offset)
+        }
         var result: [StoredSample] = []
         while try statement.step() { result.append(try storedSample(statement)) }
         return result
@@ -120,8 +126,7 @@ extension SQLiteSampleStore {
             FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place)
             """
         ) { statement in
-            statement.bind(monitorID, from, until)
-            Self.bindPlace(statement, selection, at: 4)
+            Self.bindWindow(statement, monitorID, from, until, selection)
             try statement.step()
             totals.checks = Int(statement.int64(0))
             totals.good = Int(statement.optionalInt64(1) ?? 0)
@@ -135,8 +140,7 @@ extension SQLiteSampleStore {
                 SELECT sum(speed_mbps), count(speed_mbps) FROM samples INDEXED BY samples_by_monitor_time
                 WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place)
                 """)
-            speed.bind(monitorID, from, until)
-            Self.bindPlace(speed, selection, at: 4)
+            Self.bindWindow(speed, monitorID, from, until, selection)
             try speed.step()
             totals.speedSum = speed.optionalDouble(0) ?? 0
             totals.speedCount = Int(speed.int64(1))
@@ -151,8 +155,7 @@ extension SQLiteSampleStore {
             SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time
             WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place)
             """)
-        statement.bind(monitorID, from, until)
-        Self.bindPlace(statement, selection, at: 4)
+        Self.bindWindow(statement, monitorID, from, until, selection)
         try statement.step()
         return Int(statement.int64(0))
     }
