@@ -89,6 +89,43 @@ public enum PlaceRule {
             quorumNeeded: needed)
     }
 
+    /// A sample of one of a monitor's places, as judging at a moment reads it.
+    public struct Vote: Equatable, Sendable {
+        /// The place: its agent, '' for samples that name none (local).
+        public var place: String
+        public var at: Int64
+        public var status: SampleStatus
+
+        /// A vote.
+        public init(place: String, at: Int64, status: SampleStatus) {
+            self.place = place
+            self.at = at
+            self.status = status
+        }
+    }
+
+    /// The oldest time a vote may have to count beside a sample at `at`.
+    public static func windowStart(_ at: Int64, intervalMs: Int64) -> Int64 { at &- freshIntervals &* intervalMs }
+
+    /// The monitor's status at the moment of one sample (`at`, `status`, from `place`): the rule
+    /// applied to that sample and each other place's latest vote among `others` at or before `at`
+    /// and from `windowStart` on (any order; votes of `place` itself, or outside the window, are
+    /// ignored). store-samples stores it with each sample; digest counts time by it.
+    public static func status(
+        place: String, at: Int64, status: SampleStatus, others: [Vote], intervalMs: Int64, quorum: Quorum
+    ) -> SampleStatus {
+        let start = windowStart(at, intervalMs: intervalMs)
+        var latest: [String: Vote] = [:]
+        for vote in others where vote.place != place && vote.at <= at && vote.at >= start && severity(vote.status) != nil {
+            if let known = latest[vote.place], known.at >= vote.at { continue }
+            latest[vote.place] = vote
+        }
+        if latest.isEmpty { return status }
+        var reports = [PlaceReport(agent: place.isEmpty ? nil : place, at: at, status: status)]
+        for vote in latest.values { reports.append(PlaceReport(agent: vote.place.isEmpty ? nil : vote.place, at: vote.at, status: vote.status)) }
+        return judge(reports, intervalMs: intervalMs, quorum: quorum).status
+    }
+
     /// The reason of a monitor that fewer than a quorum of its places see failing.
     public static let partialReason = "partial"
 
