@@ -512,6 +512,7 @@ final class RemoteStoreTests {
             (["--db", url + "&compress=1"], "'compress' is not an option of a remote store"),
             (["--db", url, "--keep", "30d"], "--keep is the server's to apply"),
             (["--db", url, "--remote"], "--remote is the server's to apply"),
+            (["--db", url, "--quorum", "all"], "--quorum is the server's to apply"),
             (["--db", url, "--spool-size", "64K"], "--spool-size wants 1M or more"),
             (["--db", scratch.path("local.db"), "--spool", "x"], "--spool applies to a remote store"),
         ]
