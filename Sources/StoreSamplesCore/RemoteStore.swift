@@ -107,6 +107,10 @@ final class RemoteSampleWriter: SampleWriter {
     /// limit), a line refused, or sending stopped for a reason a person must see to.
     func finish(waitMs: Int64) -> ExitStatus {
         sender.drain(waitMs: waitMs)
+        if sender.refusedLines > RemoteSender.refusalsShown {
+            diagnostics.note(
+                "\(Spool.count(sender.refusedLines, "line", "lines")) refused in all, each kept in \(spool.refusedPath) with its reason")
+        }
         var status = ExitStatus.success
         if sender.halted != nil || sender.refusedLines > 0 || spool.droppedSamples > 0 { status = .failure }
         let waiting = spool.entries

@@ -318,6 +318,14 @@ final class RemoteStoreTests {
         let requests = posts(handle).count
         #expect(try agent([], port: handle.port, token: token).status == 0)
         #expect(posts(handle).count == requests, "nothing sent again")
+        // Many refused: the first ten named, then how many in all.
+        let many = RemoteStoreTests.samples(100..<112).map { $0.replacingOccurrences(of: #""status""#, with: #""agent":"paris","status""#) }
+        let refusedMany = try agent(many, port: handle.port, token: token)
+        #expect(refusedMany.status == 2)
+        #expect(refusedMany.stderr.contains("-1.ndjson:10: refused by"))
+        #expect(!refusedMany.stderr.contains("-1.ndjson:11: refused by"), "\(refusedMany.stderr)")
+        #expect(refusedMany.stderr.contains("12 lines refused in all, each kept in \(folder)"), "\(refusedMany.stderr)")
+        #expect(try String(contentsOfFile: folder + "/0000000000000002-1.ndjson", encoding: .utf8) == many.joined(separator: "\n") + "\n")
     }
 
     /// A scripted stand-in for the API (tls_server.py --post-answers) with `answers`, and its log.
