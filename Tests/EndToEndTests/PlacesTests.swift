@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VitalsKit
 
 /// The issue's trace: six rounds, a minute apart, in which agent tokyo sees `web` down and agent
 /// paris sees it up, tokyo reporting first in each round (at :00) and paris last (at :20).
@@ -169,5 +170,46 @@ struct PlacesStoreTests {
         let house = try views(url)
         try check(house)
         #expect(house == (try views(db)))
+    }
+
+    @Test("the API through nginx: ?agent= narrows each view as --agent does, places decode in the app's models, a bad agent is a 400")
+    func api() throws {
+        guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
+        let db = scratch.path("api.db")
+        // The trace, ending a few minutes ago (whole minutes: the views hold still while the test runs).
+        let end = Int(Date().timeIntervalSince1970) / 60 * 60 - 300
+        let lines = (0..<6).flatMap { round -> [String] in
+            let base = end - (5 - round) * 60
+            return [("tokyo", "down", 0), ("paris", "up", 20)].map { agent, status, offset in
+                let at = Timestamp.format(milliseconds: Int64(base + offset) * 1000)
+                return
+                    #"{"type":"sample","monitor":"web","name":"Web","kind":"https","at":"\#(at)","status":"\#(status)","latency_ms":40,"agent":"\#(agent)"}"#
+            }
+        }
+        #expect(try run("store-samples", ["--db", db, "-q"], stdin: lines.joined(separator: "\n") + "\n").status == 0)
+        let certificates = try TestCertificates()
+        let server = try certificates.server(named: "api", daysLeft: 30)
+        let handle = try ServeHandle(site: "onlinetracker", ["--cert", server.cert, "--key", server.key, "--db", db], scratch: scratch)
+        func get(_ path: String) throws -> HTTPAnswer {
+            try fetch("https://127.0.0.1:\(handle.port)\(path)", caFile: certificates.path("ca.pem"))
+        }
+        for (path, command) in [
+            ("/api/status/overview", ["overview"]), ("/api/status/overview?agent=tokyo", ["overview", "--agent", "tokyo"]),
+            ("/api/monitors?agent=paris", ["monitors", "--agent", "paris"]), ("/api/monitors/web", ["monitor", "web"]),
+            ("/api/monitors/web?agent=tokyo", ["monitor", "web", "--agent", "tokyo"]),
+            ("/api/monitors/web/history?hours=2&agent=paris", ["history", "web", "--since", "2h", "--agent", "paris"]),
+            ("/api/monitors/web/results?agent=tokyo", ["results", "web", "--agent", "tokyo"]),
+        ] {
+            let answer = try get(path)
+            #expect(answer.status == 200, "\(path): \(answer.body)")
+            #expect(answer.body == (try run("store-samples", ["--db", db] + command)).stdout, "\(path)")
+        }
+        let monitor = try decode(OTMonitor.self, try get("/api/monitors/web").body)
+        #expect(monitor.latestStatus?.status == .degraded && monitor.agentId == nil)
+        #expect(try decode(OTStatusOverview.self, try get("/api/status/overview?agent=tokyo").body).monitorsDown == 1)
+        #expect(try decode(OTStatusOverview.self, try get("/api/status/overview?agent=paris").body).monitorsUp == 1)
+        let bad = try get("/api/status/overview?agent=")
+        #expect(bad.status == 400 && bad.body.contains(#""reason":"bad_parameter""#), "\(bad.body)")
+        #expect(handle.stop() == 143 << 8)
     }
 }
