@@ -395,12 +395,13 @@ struct ProbeHTTPTests {
         #expect(none.stderr.contains("Try 'probe-http --help'"))
     }
 
-    @Test("--simulate-latency adds to the latency, marks the sample simulated and says so")
+    // Seed 000, 6.1: "Append simulation hint to message (`+<N>ms simulated`) when relevant".
+    @Test("--simulate-latency adds to the latency, marks the sample simulated and says so in isitup's words (+500ms simulated)")
     func simulateLatency() throws {
         let (sample, _) = try probeOne(url("/ok"), ["--simulate-latency", "500"])
         #expect((sample.double("latency_ms") ?? 0) >= 500)
         #expect(sample["simulated"] == .bool(true))
-        #expect(sample.string("message")?.hasSuffix("+500 ms simulated") == true)
+        #expect(sample.string("message")?.hasSuffix(" +500ms simulated") == true, "\(sample.string("message") ?? "")")
         let (thresholded, _) = try probeOne(#"{"url":"\#(url("/ok"))","http_ok_threshold_ms":300}"#, ["--simulate-latency", "500"])
         #expect(thresholded.string("status") == "degraded")
     }
