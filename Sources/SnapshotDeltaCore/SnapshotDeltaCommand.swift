@@ -11,7 +11,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             "Integrity snapshots of health records: a hash chain of per-type counts, deltas, anomaly rules and the samples themselves.",
         usage: [
             "[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | verify | log",
-            "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID",
+            "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved | --counts] | anomalies resolve ID",
             "[OPTIONS] samples --type TYPE | disappeared A B",
             "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT",
             "[OPTIONS] share TYPE... | unshare TYPE... | shared", "[OPTIONS] cert server|client --out DIR",
@@ -34,7 +34,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec(
                 "format", short: "f", value: "FORMAT", choices: ["auto", "apple-health", "ndjson", "text", "csv"],
                 help:
-                    "take: auto (default), apple-health or ndjson; list, show, diff, paired, shared, share, unshare: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"
+                    "take: auto (default), apple-health or ndjson; list, show, diff, anomalies, paired, shared, share, unshare: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"
             ),
             OptionSpec(
                 "registry", short: "r", value: "FILE",
@@ -57,6 +57,9 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         ] + OptionSpec.progress("take") + [
             .now(),
             OptionSpec("unresolved", help: "anomalies: only those not resolved yet"),
+            OptionSpec(
+                "counts",
+                help: "anomalies: the seed's dashboard instead: how many are unresolved, by severity (critical, warning, info)"),
             OptionSpec("preview", help: "delete: say what deleting would do, change nothing"),
             OptionSpec("force", help: "delete: delete even when the chain will not verify afterwards; cert: replace existing files"),
             OptionSpec("type", value: "TYPE", help: "samples: the type identifier (required)"),
@@ -131,8 +134,8 @@ public enum SnapshotDeltaCommand: VitalsCommand {
                     SubcommandAction(
                         AnomalyAction.resolve.rawValue, operands: 1...1, "ID",
                         summary: "mark one anomaly resolved (the seed's dashboard button)")
-                ], requiresAction: false, options: ["unresolved"],
-                summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
+                ], requiresAction: false, options: ["unresolved", "counts", "format"], choices: ["format": recordsOrText],
+                summary: "the anomalies found, critical first, or the dashboard's counts of unresolved ones; resolve one"),
             SubcommandSpec(
                 "samples", options: ["type", "since", "until", "page", "per-page", "format"], choices: ["format": recordsOrCSV],
                 summary: "the archived samples of one type"),

@@ -87,6 +87,37 @@ struct SnapshotDeltaFidelityTests {
         #expect(try archive.run(["anomalies", "forget", id]).status == 64)
     }
 
+    // Seed 004, DashboardView: "Anomaly summary section: Counts unresolved anomalies by severity
+    // (critical/warning); Shows only if unresolved anomalies exist".
+    @Test("the dashboard's counts: unresolved anomalies by severity, as a record and in text; the list in text")
+    func dashboardCountsOfUnresolvedAnomalies() throws {
+        try archive.take(five.flatMap { HealthLines.records($0, 10) })
+        let none = try archive.run(["anomalies", "--counts"])
+        #expect(none.status == 0, "\(none.stderr)")
+        #expect(none.stdout == #"{"type":"anomaly_counts","unresolved":0,"critical":0,"warning":0,"info":0}"# + "\n")
+        #expect(try archive.run(["anomalies", "--counts", "--format", "text"]).stdout == "no unresolved anomalies\n")
+        // As above: A loses 50% (critical), B 20% and C 10% (warnings).
+        try archive.take(zip(five, [5, 8, 9, 10, 10]).flatMap { HealthLines.records($0.0, $0.1) })
+        let counts = try archive.run(["anomalies", "--counts"])
+        try expectDocumented(try counts.records())
+        #expect(counts.stdout == #"{"type":"anomaly_counts","unresolved":3,"critical":1,"warning":2,"info":0}"# + "\n")
+        let text = try archive.run(["anomalies", "--counts", "--format", "text"])
+        #expect(text.stdout == "3 unresolved anomalies: 1 critical, 2 warning, 0 info\n", "\(text.stdout)")
+        // The list in text: a header, then critical first, each by the id prefix resolve takes.
+        let listed = try archive.run(["anomalies", "--format", "text"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let rows = listed.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(rows.count == 4 && rows[0].prefix(3) == ["ID", "SEVERITY", "KIND"], "\(listed.stdout)")
+        #expect(rows.dropFirst().map { String($0[1]) } == ["critical", "warning", "warning"])
+        #expect(rows.dropFirst().map { String($0[3]) } == [five[0], five[1], five[2]])
+        // Resolved, the critical one leaves the counts (and stays in the list, with its time).
+        #expect(try archive.run(["anomalies", "resolve", String(rows[1][0]), "--now", "2026-02-02T09:00:00Z"]).status == 0)
+        #expect(
+            try archive.run(["anomalies", "--counts", "-f", "text"]).stdout == "2 unresolved anomalies: 0 critical, 2 warning, 0 info\n")
+        #expect(try archive.run(["anomalies", "--format", "text"]).stdout.contains("2026-02-02T09:00:00Z"))
+        #expect(try archive.run(["anomalies", "--counts", "--unresolved"]).status == 64)
+    }
+
     @Test("per-sample metadata entries of the export are archived as JSON")
     func metadataEntriesArchivedAsJSON() throws {
         // A heart-rate record with HealthKit's motion context and a user-entered flag, and one
