@@ -52,6 +52,9 @@ public enum NotifyCommand: VitalsCommand {
             OptionSpec("success-threshold", value: "N", default: "1", help: "consecutive better samples before a monitor is recovered"),
             .duration("repeat-interval", help: "re-send a still-open outage this often (default: never)"),
             OptionSpec(
+                "no-recoveries",
+                help: "do not tell a monitor back up (isitup's rule; by default recoveries are told, as OnlineTracker does)"),
+            OptionSpec(
                 "baseline",
                 help:
                     "take each monitor's first sample as its baseline, not news (default: a monitor first seen down, error or degraded is notified)"
@@ -78,7 +81,7 @@ public enum NotifyCommand: VitalsCommand {
                 "deliver", operands: 0...Int.max, "[FILE...]",
                 options: [
                     "to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
-                    "repeat-interval", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
+                    "repeat-interval", "no-recoveries", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
                     "exit-status", "summary",
                 ],
                 summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
@@ -247,6 +250,7 @@ public enum NotifyCommand: VitalsCommand {
         policy.successThreshold = try options.integer("success-threshold", in: 1...100_000)
         if let repeatMs = try options.duration("repeat-interval") { policy.repeatIntervalMs = repeatMs }
         policy.firstSampleIsBaseline = options.has("baseline")
+        policy.tellsRecoveries = !options.has("no-recoveries")
         var specs = options.all("mute").map { ($0, "--mute") }
         if let path = options.value("mute-file") {
             guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read the mute file \(path)") }

@@ -29,6 +29,9 @@ struct Policy {
     var firstSampleIsBaseline = false
     /// Maintenance windows.
     var mutes: [MuteWindow] = []
+    /// Tell recoveries, as OnlineTracker does (the default); isitup told failures and
+    /// degradations only (`--no-recoveries`).
+    var tellsRecoveries = true
 
     /// The window muting `monitor` at `at`, if any.
     func mute(for monitor: String, at: Int64) -> MuteWindow? {

@@ -60,6 +60,38 @@ extension NotifyDecisionTests {
         #expect(!result.stdout.contains("(new:"))
     }
 
+    // Seed 000, 6.3: checkAll "collects transition outcomes: transitioned to failure (down/error),
+    // transitioned to degrading" and notifies those, never a service back to healthy; seed 001's
+    // server pushes "when monitors go down or recover". OnlineTracker's rule stays the default.
+    @Test("--no-recoveries: isitup's rule, failures and degradations told, recoveries never; the next failure is still news")
+    func noRecoveriesLikeIsitup() throws {
+        let trace = [
+            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"),
+            sampleLine("a", 10, "down"), sampleLine("b", 10.1, "down"),  // grouped outage (groupedOutage at 10.1)
+            sampleLine("a", 20, "up"), sampleLine("b", 20.1, "up"),  // both back: isitup says nothing
+            sampleLine("a", 100, "degraded"),  // a up -> degraded: told (key a.degrading)
+            sampleLine("a", 110, "up"),  // back: nothing
+            sampleLine("a", 200, "down"),  // a up -> down: news (key a, never used: the group's key was)
+        ]
+        let isitup = try notify(trace, ["--no-recoveries"])
+        #expect(isitup.status == 0, "\(isitup.stderr)")
+        #expect(
+            try isitup.events() == ["down a,b \(traceTime(10.1))", "degraded a \(traceTime(100))", "down a \(traceTime(200))"])
+        // OnlineTracker's default tells the recoveries too.
+        #expect(
+            try notify(trace).events() == [
+                "down a,b \(traceTime(10.1))", "recovered a,b \(traceTime(20.1))", "degraded a \(traceTime(100))",
+                "recovered a \(traceTime(110))", "down a \(traceTime(200))",
+            ])
+        // Kept in the state between runs: a recovery in a later run is not told either.
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        #expect(
+            try notify([sampleLine("c", 0, "up"), sampleLine("c", 10, "down")], ["--state", state, "--no-recoveries"]).events().count == 1)
+        #expect(try notify([sampleLine("c", 20, "up")], ["--state", state, "--no-recoveries"]).events().isEmpty)
+        #expect(try notify([sampleLine("c", 100, "down")], ["--state", state, "--no-recoveries"]).events() == ["down c \(traceTime(100))"])
+    }
+
     @Test("cooldown: isitup drops a notification its cooldown blocks; --cooldown-mode defer sends it later if it still holds")
     func cooldownDropsLikeIsitup() throws {
         let trace = [
