@@ -63,6 +63,11 @@ public enum NotifyCommand: VitalsCommand {
                 "mute", value: "SPEC", repeatable: true, help: "mute MONITOR[,MONITOR...]@START/DURATION (a maintenance window); repeatable"
             ),
             OptionSpec("mute-file", value: "FILE", help: "read mutes from FILE, one SPEC a line"),
+            OptionSpec(
+                "db", value: "PATH|URL",
+                help:
+                    "store-samples' store, asked for the integer monitor ids Apple pushes carry when the samples came without them (notify before store-samples, or without it)"
+            ),
             OptionSpec("dry-run", help: "decide and print notifications; deliver nothing and change no state"),
             .duration(
                 "deliver-timeout", default: "30s",
@@ -81,7 +86,8 @@ public enum NotifyCommand: VitalsCommand {
                 "deliver", operands: 0...Int.max, "[FILE...]",
                 options: [
                     "to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
-                    "repeat-interval", "no-recoveries", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
+                    "repeat-interval", "no-recoveries", "baseline", "mute", "mute-file", "db", "dry-run", "deliver-timeout",
+                    "give-up-after",
                     "exit-status", "summary",
                 ],
                 summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
@@ -174,6 +180,8 @@ public enum NotifyCommand: VitalsCommand {
         let policy = try readPolicy(options)
         let dryRun = options.has("dry-run")
         let channels = try readChannels(options, context)
+        let ids = MonitorIDs(database: options.value("db"), environment: context.environment, diagnostics: context.diagnostics)
+        for case let push as APNsChannel in channels { push.monitorIDs = ids }
         let budget = try options.duration("deliver-timeout")!
         let giveUp = try options.duration("give-up-after")!
 

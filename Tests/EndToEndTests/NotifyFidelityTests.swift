@@ -210,6 +210,53 @@ extension NotifyPushTests {
     }
 }
 
+extension NotifyPushTests {
+    // Seed 001: the app opens a monitor with `userInfo["monitor_id"] as? Int`, the id of GET
+    // /api/monitors. Before store-samples in a pipe (or without it) the samples carry no such id:
+    // notify --db asks the store, and a push that still has none says why.
+    @Test("Apple push before store-samples: --db gives each push the store's integer id; without it, a warning says why there is none")
+    func pushIDsFromTheStore() throws {
+        let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])
+        let server = try FixtureServer()
+        let db = fake.scratch.path("vitals.db")
+        let targets = try fake.scratch.write(
+            "targets.ndjson",
+            """
+            {"id":"web","name":"Web shop","url":"\(server.baseURL)/ok"}
+            {"id":"api","name":"Payments API","url":"\(server.baseURL)/status/500"}
+            """)
+        // An earlier run stored the monitors; this one tells before anything is stored, as a
+        // notify upstream of store-samples (or beside it) does: its samples carry no monitor_id.
+        #expect(
+            try shell("probe-http \"$TARGETS\" | store-samples --db \"$DB\" --quiet", environment: ["TARGETS": targets, "DB": db]).status
+                == 0)
+        let listed = try #require(try JSONParser.parse(try run("store-samples", ["--db", db, "monitors"]).stdout).arrayValue)
+        let apiID = try #require(listed.compactMap(\.objectValue).first { $0.string("monitor") == "api" }?.int("id"))
+        let piped = try shell(
+            "probe-http \"$TARGETS\" | notify --state \"$STATE\" --to \"$CHANNEL\" --db \"$DB\"",
+            environment: ["TARGETS": targets, "DB": db, "STATE": fake.state, "CHANNEL": fake.channel])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(!piped.stderr.contains("carries no monitor_id"), "\(piped.stderr)")
+        let pushed = try #require(try fake.server.log().first?.string("body"))
+        let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(pushed.utf8)) as? [AnyHashable: Any])
+        #expect(userInfo["monitor_name"] as? String == "Payments API")
+        #expect(userInfo["monitor_id"] as? Int == apiID, "\(pushed)")
+
+        // Without --db: the push goes, with no id, and notify says why.
+        let other = try fakeAPNs(devices: [NotifyPushTests.deviceA])
+        let blind = try shell(
+            "probe-http \"$TARGETS\" | notify --state \"$STATE\" --to \"$CHANNEL\"",
+            environment: ["TARGETS": targets, "STATE": other.state, "CHANNEL": other.channel])
+        #expect(blind.status == 0, "\(blind.stderr)")
+        let bare = try #require(try other.server.log().first?.string("body"))
+        let bareInfo = try #require(try JSONSerialization.jsonObject(with: Data(bare.utf8)) as? [AnyHashable: Any])
+        #expect(bareInfo["monitor_id"] as? Int == nil && bareInfo["monitor_name"] as? String == "Payments API")
+        #expect(
+            blind.stderr.contains("the Apple push for monitor 'api' carries no monitor_id")
+                && blind.stderr.contains("did not pass through store-samples"), "\(blind.stderr)")
+    }
+}
+
 extension NotifyDesktopTests {
     /// Whether the installed notify-send offers actions (libnotify 0.7.10 and later).
     func notifySendOffersActions() throws -> Bool {
