@@ -182,11 +182,13 @@ struct Client {
         throw ToolError("--discover: no service naming the paired certificate showed it (\(failures.joined(separator: ", ")))")
     }
 
-    /// The types the server shares (the seed's `GET /api/v1/health/types`).
-    func sharedTypes(_ connection: SyncConnection) throws -> [String] {
-        let answer = try connection.request("GET", "/api/v1/health/types")
-        guard answer.status == 200 else { throw SyncConnection.refusal(answer, server: connection.server) }
-        guard let list = answer.object["enabledTypes"]?.arrayValue else { throw ToolError("\(connection.server) answered no enabledTypes") }
+    /// The seed's `GET /api/v1/health/types`.
+    static let typesPath = "/api/v1/health/types"
+
+    /// The types the server shares, from its answer to `typesPath`.
+    func sharedTypes(_ answer: SyncConnection.Answer, server: String) throws -> [String] {
+        guard answer.status == 200 else { throw SyncConnection.refusal(answer, server: server) }
+        guard let list = answer.object["enabledTypes"]?.arrayValue else { throw ToolError("\(server) answered no enabledTypes") }
         return list.compactMap(\.stringValue)
     }
 
@@ -194,8 +196,11 @@ struct Client {
 
     func types() throws -> VitalsKit.ExitStatus {
         let format = try options.choice("format")
+        let policy = RetryPolicy(retries: try options.integer("retries", default: Client.defaultRetries, in: 0...100))
         let (_, connection) = try pairedConnection()
-        for type in try sharedTypes(connection) {
+        var tally = RetryTally()
+        let answer = try patiently(connection, "GET", Client.typesPath, what: "the shared types", policy: policy, tally: &tally)
+        for type in try sharedTypes(answer, server: connection.server) {
             if format == "text" {
                 try writer.write(type)
             } else {
