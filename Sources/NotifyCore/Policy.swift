@@ -32,6 +32,8 @@ struct Policy {
     /// Tell recoveries, as OnlineTracker does (the default); isitup told failures and
     /// degradations only (`--no-recoveries`).
     var tellsRecoveries = true
+    /// How many of a monitor's fresh places must agree on its status (`PlaceRule`, --quorum).
+    var quorum = Quorum.majority
 
     /// The window muting `monitor` at `at`, if any.
     func mute(for monitor: String, at: Int64) -> MuteWindow? {

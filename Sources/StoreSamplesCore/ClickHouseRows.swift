@@ -71,7 +71,8 @@ enum ClickHouseRows {
 
     /// The samples table's columns, as rows are written.
     static let sampleColumns =
-        "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
+        "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record, reason, "
+        + "consensus"
 
     /// Appends a sample's row: its number `id` in the store, its origin (`remote`), the agent a
     /// remote sample came from, and whether it is held. Returns where the number's 8 bytes are
@@ -93,7 +94,31 @@ enum ClickHouseRows {
         rows.optionalString(agent)
         rows.uint8(held ? 1 : 0)
         rows.string(sample.line)
+        sample.withText(sample.reasonRange) { rows.optionalBytes($0) }
+        // The consensus, the row's last byte: the sample's own status until the batch is judged
+        // (`ClickHouseSampleStore.judgeBatch`).
+        rows.uint8(sample.status.storeCode)
         return idOffset
+    }
+
+    /// What judging needs of a sample row written by `write` at `start`: its monitor, time,
+    /// identity agent, status and whether it is held.
+    static func vote(ofRowAt start: Int, in rows: [UInt8]) throws -> (
+        monitor: Range<Int>, at: Int64, place: Range<Int>, status: UInt8, held: Bool
+    ) {
+        var reader = RowBinaryReader(rows, at: start)
+        let monitor = try reader.stringBytesRange()
+        let at = try reader.int64()
+        let place = try reader.stringBytesRange()
+        _ = try reader.uint64()
+        let status = try reader.uint8()
+        _ = try reader.optionalFloat64()
+        _ = try reader.isNull() ? nil : try reader.stringBytesRange()
+        _ = try reader.optionalInt64()
+        _ = try reader.optionalFloat64()
+        _ = try reader.uint8()
+        _ = try reader.isNull() ? nil : try reader.stringBytesRange()
+        return (monitor, at, place, status, try reader.uint8() != 0)
     }
 
     /// A sample row's identity (monitor, time, identity agent) and record, read back from the
@@ -118,12 +143,13 @@ enum ClickHouseRows {
     }
 
     /// The columns of a `StoredSample`, as queries select them.
-    static let storedSampleColumns = "id, at, status, latency_ms, message, tls_expiry_days"
+    static let storedSampleColumns = "id, at, status, latency_ms, message, tls_expiry_days, identity_agent, reason"
 
     static func storedSample(_ reader: inout RowBinaryReader) throws -> StoredSample {
         StoredSample(
             id: try reader.uint64AsInt64(), at: try reader.int64(),
             status: try SampleStatus(storeCode: Int64(try reader.uint8())), latencyMs: try reader.optionalFloat64(),
-            message: try reader.optionalString(), tlsExpiryDays: try reader.optionalInt64())
+            message: try reader.optionalString(), tlsExpiryDays: try reader.optionalInt64(), place: try reader.string(),
+            reason: try reader.optionalString())
     }
 }

@@ -23,7 +23,8 @@ enum ClickHouseSchema {
         columns: """
             monitor String, at Int64, identity_agent String, id UInt64, status UInt8, latency_ms Nullable(Float64), \
             message Nullable(String), tls_expiry_days Nullable(Int64), speed_mbps Nullable(Float64), origin UInt8, \
-            agent Nullable(String), held UInt8, record String
+            agent Nullable(String), held UInt8, record String, consensus UInt8 DEFAULT status, \
+            reason Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), '')
             """,
         engine: "ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) "
             + "ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024",
@@ -37,9 +38,27 @@ enum ClickHouseSchema {
         columns: "identity_agent String, upto AggregateFunction(max, Int64), last_id AggregateFunction(max, UInt64)",
         engine: "AggregatingMergeTree() ORDER BY identity_agent", shardingKey: "cityHash64(identity_agent)")
 
+    /// Each monitor's places (identity agents, '' for samples that name none) and the time of each
+    /// one's newest counted sample, kept by a materialized view as samples are inserted (and by
+    /// hand when held samples come to count, or samples are cleared).
+    static let places = Table(
+        name: "places",
+        columns: "monitor String, identity_agent String, last_at AggregateFunction(max, Int64)",
+        engine: "AggregatingMergeTree() ORDER BY (monitor, identity_agent)", shardingKey: "cityHash64(monitor)")
+
+    /// Columns added to a table after it was made, by the version that added them: an older store
+    /// gets each one its table lacks (18.16 has no `ADD COLUMN IF NOT EXISTS`, so the store asks
+    /// `system.columns` first). Version 4 keeps each sample's consensus (`StoredConsensus`; older
+    /// samples: their own status) and its reason (older samples: the record's).
+    static let addedColumns: [(version: Int64, table: String, column: String, type: String)] = [
+        (4, "samples", "consensus", "UInt8 DEFAULT status"),
+        (4, "samples", "reason", "Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), '')"),
+    ]
+
     /// Every table of this version.
     static let tables = [
         samples,
+        places,
         Table(
             name: "monitors",
             columns: """
@@ -63,8 +82,9 @@ enum ClickHouseSchema {
 
     /// The schema version this build writes (the `store_samples_schema` table holds it). Version 1
     /// had samples keyed by writer and number, monitors, agents and writers; version 2 added
-    /// resends; version 3 keys samples by their identity and adds marks.
-    static let version: Int64 = 3
+    /// resends; version 3 keys samples by their identity and adds marks; version 4 adds places and
+    /// each sample's consensus and reason.
+    static let version: Int64 = 4
 
     /// Where a store's tables are: its database, and the cluster of a `Distributed` table over
     /// local ones (nil for one server). `onCluster` is ` ON CLUSTER NAME` when DDL goes to the
@@ -116,6 +136,32 @@ enum ClickHouseSchema {
             + "FROM \(placement.localTable("samples")) GROUP BY identity_agent"
     }
 
+    /// The view that keeps `places` as counted samples are inserted, on every server's local tables.
+    static func placesView(_ placement: Placement) -> String {
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS \(placement.localTable("samples_places"))\(placement.onCluster) "
+            + "TO \(placement.localTable("places")) AS SELECT monitor, identity_agent, maxState(at) AS last_at "
+            + "FROM \(placement.localTable("samples")) WHERE held = 0 GROUP BY monitor, identity_agent"
+    }
+
+    /// Fills a server's `places` from its own counted samples (a store older than version 4, or
+    /// one whose samples were cleared), given the table's local name on that server.
+    /// In a cluster whose DDL goes through one server (`ON CLUSTER`), through the `Distributed`
+    /// tables, which put each monitor's places on the shard of its samples.
+    static func placesRecount(_ placement: Placement, where condition: String = "1") -> String {
+        let through = placement.cluster != nil && !placement.onCluster.isEmpty
+        let (into, from) =
+            through
+            ? (placement.table("places"), placement.table("samples")) : (placement.localTable("places"), placement.localTable("samples"))
+        return "INSERT INTO \(into) (monitor, identity_agent, last_at) "
+            + "SELECT monitor, identity_agent, maxState(at) FROM \(from) WHERE held = 0 AND \(condition) GROUP BY monitor, identity_agent"
+    }
+
+    /// The tables on a server that carry `table`'s columns: its local table, and in a cluster its
+    /// `Distributed` table too, each as (database, name).
+    static func columnHolders(_ table: String, _ placement: Placement) -> [String] {
+        placement.cluster == nil ? [table] : [placement.localName(table), table]
+    }
+
     /// What opening a store whose version table says `stored` (0: no tables) must do.
     enum Plan: Equatable {
         /// Nothing: the store is this build's version.
@@ -149,16 +195,21 @@ enum ClickHouseSchema {
             "CREATE TABLE IF NOT EXISTS \(database).\(versionTable)\(onCluster) (version UInt32, applied_at Int64) "
                 + "ENGINE = MergeTree() ORDER BY version",
         ]
-        if stored > 0 {
+        if stored > 0, stored < 3 {
             guard placement.cluster == nil || onCluster.isEmpty else { return nil }
             statements += identityCopy(placement)
         }
         for table in tables { statements += createStatements(table, placement) }
         statements.append(marksView(placement))
-        if stored > 0 {
+        statements.append(placesView(placement))
+        if stored > 0, stored < 3 {
             statements.append(
                 "INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
                     + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent")
+        }
+        if stored > 0, stored < 4 {
+            // From the samples (maxima: a rerun after an interruption changes nothing).
+            statements.append(placesRecount(placement))
         }
         statements.append("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(version), \(appliedAt))")
         return statements

@@ -29,12 +29,12 @@ struct StoreSchemaTests {
         return lines
     }
 
-    @Test("a new file gets version 5: these tables, columns and indexes (written out by hand from store-samples(1))")
+    @Test("a new file gets version 6: these tables, columns and indexes (written out by hand from store-samples(1))")
     func sqliteFresh() throws {
         let db = try SQLiteConnection(path: ":memory:")
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 5)
-        #expect(SQLiteSchema.version == 5)
+        #expect(try db.scalarInt("PRAGMA user_version") == 6)
+        #expect(SQLiteSchema.version == 6)
         #expect(
             try StoreSchemaTests.layout(db) == [
                 "agents: id TEXT, status TEXT NOT NULL DEFAULT 'approved', created_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, name TEXT",
@@ -42,19 +42,21 @@ struct StoreSchemaTests {
                 "check_counts_state: through_id INTEGER NOT NULL, deletions INTEGER NOT NULL",
                 "monitors: id INTEGER, monitor TEXT NOT NULL, name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, "
                     + "check_interval INTEGER, first_seen INTEGER NOT NULL, config TEXT, enabled INTEGER",
+                "places: monitor_id INTEGER NOT NULL, agent TEXT NOT NULL, last_at INTEGER NOT NULL",
                 "samples: id INTEGER, monitor_id INTEGER NOT NULL, at INTEGER NOT NULL, status INTEGER NOT NULL, latency_ms REAL, reason TEXT, "
                     + "code INTEGER, message TEXT, tls_expiry_days INTEGER, speed_mbps REAL, record TEXT NOT NULL, "
-                    + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT ''",
+                    + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT '', "
+                    + "consensus INTEGER",
                 "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0",
-                "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0",
+                "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms, consensus, identity_agent) WHERE held = 0",
                 "CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1",
                 "CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent)",
             ])
-        #expect(try db.scalarText("SELECT generation || ',' || deletions FROM store_state") == "1,1")
+        #expect(try db.scalarText("SELECT generation || ',' || deletions FROM store_state") == "2,1", "versions 5 and 6 each count one")
     }
 
     @Test(
-        "a version-1 file with rows migrates to version 5: rows kept, a sample stored twice kept once (the first), the new columns at their defaults"
+        "a version-1 file with rows migrates to version 6: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, the places found"
     )
     func sqliteFromVersionOne() throws {
         let db = try SQLiteConnection(path: ":memory:")
@@ -70,7 +72,12 @@ struct StoreSchemaTests {
             INSERT INTO agents (id, created_at, last_seen) VALUES ('paris', 5, 6);
             """)
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 5)
+        #expect(try db.scalarInt("PRAGMA user_version") == 6)
+        // The three samples kept are three places of api (paris, tokyo, and none), each newest at 5; none judged.
+        #expect(
+            try db.scalarText("SELECT group_concat(agent || ':' || last_at, ',') FROM (SELECT * FROM places ORDER BY agent)")
+                == ":5,paris:5,tokyo:5")
+        #expect(try db.scalarInt("SELECT count(*) FROM samples WHERE consensus IS NOT NULL") == 0)
         let rows = try db.prepare("SELECT id, identity_agent, origin, coalesce(agent, 'null'), held FROM samples ORDER BY id")
         var seen: [String] = []
         while try rows.step() {
@@ -126,17 +133,19 @@ struct StoreSchemaTests {
 
     @Test("opening: the current version does nothing, an older one upgrades (only when creating), a newer one is refused")
     func clickHousePlan() {
-        #expect(ClickHouseSchema.version == 3)
-        #expect(ClickHouseSchema.plan(stored: 3, create: true) == .current)
-        #expect(ClickHouseSchema.plan(stored: 3, create: false) == .current)
+        #expect(ClickHouseSchema.version == 4)
+        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .current)
+        #expect(ClickHouseSchema.plan(stored: 4, create: false) == .current)
         #expect(ClickHouseSchema.plan(stored: 0, create: true) == .upgrade(from: 0))
-        #expect(ClickHouseSchema.plan(stored: 2, create: true) == .upgrade(from: 2))
+        #expect(ClickHouseSchema.plan(stored: 3, create: true) == .upgrade(from: 3))
         #expect(ClickHouseSchema.plan(stored: 0, create: false) == .missing)
-        #expect(ClickHouseSchema.plan(stored: 2, create: false) == .missing)
-        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .refuseNewer(4))
+        #expect(ClickHouseSchema.plan(stored: 3, create: false) == .missing)
+        #expect(ClickHouseSchema.plan(stored: 5, create: true) == .refuseNewer(5))
     }
 
-    @Test("a new store gets every table, the marks view and version 3; an older one has its samples copied by identity first")
+    @Test(
+        "a new store gets every table, the marks and places views and version 4; a version-3 one gains the places; an older one has its samples copied by identity first"
+    )
     func clickHouseUpgrade() throws {
         let one = ClickHouseSchema.Placement(database: "v", cluster: nil, shardEndpoints: [])
         let fresh = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77))
@@ -145,15 +154,28 @@ struct StoreSchemaTests {
                 "CREATE DATABASE IF NOT EXISTS v",
                 "CREATE TABLE IF NOT EXISTS v.store_samples_schema (version",
                 "CREATE TABLE IF NOT EXISTS v.samples (monitor",
+                "CREATE TABLE IF NOT EXISTS v.places (monitor",
                 "CREATE TABLE IF NOT EXISTS v.monitors (monitor",
                 "CREATE TABLE IF NOT EXISTS v.agents (id",
                 "CREATE TABLE IF NOT EXISTS v.marks (identity_agent",
                 "CREATE TABLE IF NOT EXISTS v.resends (writer",
                 "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_marks",
-                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (3,",
+                "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_places",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4,",
             ])
-        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (3, 77)")
+        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4, 77)")
         #expect(fresh[2].hasSuffix("ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024"))
+        // Version 3 to 4: nothing copied; the places table and view, then the places of the samples stored.
+        let three = try #require(ClickHouseSchema.upgrade(from: 3, one, appliedAt: 77))
+        #expect(!three.contains { $0.contains("samples_next") || $0.hasPrefix("INSERT INTO v.marks") })
+        #expect(
+            Array(three.suffix(2)) == [
+                "INSERT INTO v.places (monitor, identity_agent, last_at) SELECT monitor, identity_agent, maxState(at) FROM v.samples "
+                    + "WHERE held = 0 AND 1 GROUP BY monitor, identity_agent",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4, 77)",
+            ])
+        #expect(
+            ClickHouseSchema.addedColumns.map { "\($0.version) \($0.table).\($0.column)" } == ["4 samples.consensus", "4 samples.reason"])
         let older = try #require(ClickHouseSchema.upgrade(from: 2, one, appliedAt: 77))
         #expect(
             Array(older[2...5]) == [
