@@ -77,11 +77,15 @@ final class DesktopChannel: Channel {
     }
 
     /// isitup's notification category: `SERVICE_DOWN` for one monitor down, in error or degraded
-    /// (or still so), `GROUP_OUTAGE` for several; for a recovery, which isitup never tells,
-    /// `SERVICE_RECOVERED` or `GROUP_RECOVERED`.
+    /// (or still so), `GROUP_OUTAGE` for several; for what isitup never tells, in its style, a
+    /// recovery `SERVICE_RECOVERED` or `GROUP_RECOVERED`, and an agent's news `PLACE_CUT_OFF`,
+    /// `PLACE_SILENT` or `PLACE_BACK`.
     static func category(_ notification: Notification) -> String {
-        if notification.event == .recovered { return notification.grouped ? "GROUP_RECOVERED" : "SERVICE_RECOVERED" }
-        return notification.grouped ? "GROUP_OUTAGE" : "SERVICE_DOWN"
+        switch notification.event {
+        case .recovered: return notification.grouped ? "GROUP_RECOVERED" : "SERVICE_RECOVERED"
+        case .placeCutOff, .placeSilent, .placeBack: return notification.event.rawValue.uppercased()
+        case .down, .degraded, .stillDown, .stillDegraded: return notification.grouped ? "GROUP_OUTAGE" : "SERVICE_DOWN"
+        }
     }
 
     /// An action's words with `{monitor}` and `{target}` replaced; in a grouped notification a
