@@ -114,16 +114,27 @@ public enum PlaceRule {
     public static func status(
         place: String, at: Int64, status: SampleStatus, others: [Vote], intervalMs: Int64, quorum: Quorum
     ) -> SampleStatus {
+        verdict(place: place, at: at, status: status, others: others, intervalMs: intervalMs, quorum: quorum)?.status ?? status
+    }
+
+    /// The whole verdict behind `status(place:at:status:others:intervalMs:quorum:)` (whether it is
+    /// partial, and the places' words); nil when no other place votes beside the sample, whose own
+    /// status is then the monitor's.
+    public static func verdict(
+        place: String, at: Int64, status: SampleStatus, others: [Vote], intervalMs: Int64, quorum: Quorum
+    ) -> PlaceVerdict? {
         let start = windowStart(at, intervalMs: intervalMs)
         var latest: [String: Vote] = [:]
         for vote in others where vote.place != place && vote.at <= at && vote.at >= start && severity(vote.status) != nil {
             if let known = latest[vote.place], known.at >= vote.at { continue }
             latest[vote.place] = vote
         }
-        if latest.isEmpty { return status }
+        if latest.isEmpty { return nil }
         var reports = [PlaceReport(agent: place.isEmpty ? nil : place, at: at, status: status)]
-        for vote in latest.values { reports.append(PlaceReport(agent: vote.place.isEmpty ? nil : vote.place, at: vote.at, status: vote.status)) }
-        return judge(reports, intervalMs: intervalMs, quorum: quorum).status
+        for vote in latest.values {
+            reports.append(PlaceReport(agent: vote.place.isEmpty ? nil : vote.place, at: vote.at, status: vote.status))
+        }
+        return judge(reports, intervalMs: intervalMs, quorum: quorum)
     }
 
     /// The reason of a monitor that fewer than a quorum of its places see failing.
