@@ -86,7 +86,7 @@ struct Aggregate {
 ///
 /// The window ends at `--now`, or at the newest sample, which is known only at the end. So the
 /// first pass keeps the samples no older than the newest so far minus the window, feeding each
-/// service's accumulator in arrival order, and writes them, 40 bytes each, to an unlinked
+/// service's accumulator in arrival order, and writes them, 48 bytes each, to an unlinked
 /// temporary file. At the end, if every kept sample is inside the final window and every
 /// service's samples came in time order (the usual case: `store-samples export`, or
 /// probe-http's output), the result stands. Otherwise the kept samples are read back from the
@@ -97,6 +97,8 @@ final class Aggregator {
     let now: Int64?
     let trendSamples: Int
     let bucket: Int64
+    /// How many of a monitor's fresh places must agree (`--quorum`).
+    let quorum: Quorum
     /// The monitors seen, shared with the scanner.
     let services: ServiceTable
 
@@ -113,8 +115,12 @@ final class Aggregator {
     private var spoolProblem: String?
 
     /// Creates an aggregator for a window of `window` ms ending at `now` (or the newest sample).
-    init(services: ServiceTable, window: Int64, now: Int64?, trendSamples: Int, bucket: Int64, temporaryDirectory: String? = nil) {
+    init(
+        services: ServiceTable, window: Int64, now: Int64?, trendSamples: Int, bucket: Int64, quorum: Quorum = .majority,
+        temporaryDirectory: String? = nil
+    ) {
         self.services = services
+        self.quorum = quorum
         self.window = window
         self.now = now
         self.trendSamples = trendSamples
@@ -170,8 +176,8 @@ final class Aggregator {
         if service >= accumulators.count {
             accumulators.append(contentsOf: repeatElement(nil, count: service - accumulators.count + 1))
         }
-        if accumulators[service] == nil { accumulators[service] = ServiceAccumulator(trendSamples: trendSamples) }
-        if accumulators[service]!.add(row, binStep: scale.step) {
+        if accumulators[service] == nil { accumulators[service] = ServiceAccumulator(trendSamples: trendSamples, quorum: quorum) }
+        if accumulators[service]!.add(row, binStep: scale.step, placeKey: { services.placeKey(row.service, Int(row.place)) }) {
             correlation.note(service: row.service, at: row.at)
         }
     }
