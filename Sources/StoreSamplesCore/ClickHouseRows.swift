@@ -103,7 +103,9 @@ enum ClickHouseRows {
 
     /// What judging needs of a sample row written by `write` at `start`: its monitor, time,
     /// identity agent, status and whether it is held.
-    static func vote(ofRowAt start: Int, in rows: [UInt8]) throws -> (monitor: Range<Int>, at: Int64, place: Range<Int>, status: UInt8, held: Bool) {
+    static func vote(ofRowAt start: Int, in rows: [UInt8]) throws -> (
+        monitor: Range<Int>, at: Int64, place: Range<Int>, status: UInt8, held: Bool
+    ) {
         var reader = RowBinaryReader(rows, at: start)
         let monitor = try reader.stringBytesRange()
         let at = try reader.int64()

@@ -84,11 +84,14 @@ extension ClickHouseSampleStore {
 
     /// Reads the sample of each (monitor, place) at its newest time, a thousand at a time, on the
     /// days of those times only.
-    private func readNewest(_ wanted: [(monitor: String, place: String, at: Int64)], _ visit: (String, StoredSample) throws -> Void) throws {
+    private func readNewest(_ wanted: [(monitor: String, place: String, at: Int64)], _ visit: (String, StoredSample) throws -> Void) throws
+    {
         for start in stride(from: 0, to: wanted.count, by: 1000) {
             let chunk = wanted[start..<min(wanted.count, start + 1000)]
-            let days = Set(chunk.map { $0.at >= 0 ? $0.at / 86_400_000 : ($0.at - 86_399_999) / 86_400_000 }).sorted().map(String.init).joined(separator: ", ")
-            let tuples = chunk.map { "(\(clickHouseLiteral($0.monitor)), \(clickHouseLiteral($0.place)), \($0.at))" }.joined(separator: ", ")
+            let days = Set(chunk.map { $0.at >= 0 ? $0.at / 86_400_000 : ($0.at - 86_399_999) / 86_400_000 }).sorted().map(String.init)
+                .joined(separator: ", ")
+            let tuples = chunk.map { "(\(clickHouseLiteral($0.monitor)), \(clickHouseLiteral($0.place)), \($0.at))" }.joined(
+                separator: ", ")
             var reader = try rows(
                 """
                 SELECT monitor, \(ClickHouseRows.storedSampleColumns) FROM \(try samplesTable())

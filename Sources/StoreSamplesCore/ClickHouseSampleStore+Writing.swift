@@ -195,7 +195,8 @@ extension ClickHouseSampleStore {
             from = min(from, StoredConsensus.windowStart(row.at, intervalMs: interval))
             until = max(until, row.at)
             parsed.append(
-                (monitor, row.at, String(decoding: rows[row.place], as: UTF8.self), try SampleStatus(storeCode: Int64(row.status)), end - 1))
+                (monitor, row.at, String(decoding: rows[row.place], as: UTF8.self), try SampleStatus(storeCode: Int64(row.status)), end - 1)
+            )
         }
         guard !parsed.isEmpty else { return }
         var history: [String: [StoredConsensus.Vote]] = [:]

@@ -183,7 +183,8 @@ final class ClickHouseSampleStore: SampleStore {
                 for table in ClickHouseSchema.columnHolders(addition.table, placement) {
                     var present = try rows(
                         "SELECT count() FROM system.columns WHERE database = \(clickHouseLiteral(location.database)) "
-                            + "AND table = \(clickHouseLiteral(table)) AND name = \(clickHouseLiteral(addition.column))", endpoint: endpoint)
+                            + "AND table = \(clickHouseLiteral(table)) AND name = \(clickHouseLiteral(addition.column))", endpoint: endpoint
+                    )
                     guard try present.uint64() == 0 else { continue }
                     try client.execute(
                         "ALTER TABLE \(location.database).\(table)\(placement.onCluster) ADD COLUMN \(addition.column) \(addition.type)",

@@ -150,7 +150,8 @@ enum ClickHouseSchema {
     static func placesRecount(_ placement: Placement, where condition: String = "1") -> String {
         let through = placement.cluster != nil && !placement.onCluster.isEmpty
         let (into, from) =
-            through ? (placement.table("places"), placement.table("samples")) : (placement.localTable("places"), placement.localTable("samples"))
+            through
+            ? (placement.table("places"), placement.table("samples")) : (placement.localTable("places"), placement.localTable("samples"))
         return "INSERT INTO \(into) (monitor, identity_agent, last_at) "
             + "SELECT monitor, identity_agent, maxState(at) FROM \(from) WHERE held = 0 AND \(condition) GROUP BY monitor, identity_agent"
     }

@@ -104,7 +104,8 @@ enum MetricsExposition {
                 }
             }
         }
-        let placed = zip(monitors, labels).flatMap { monitor, labels in monitor.places.map { (place: $0, labels: placeLabels(labels, $0)) } }
+        let placed = zip(monitors, labels).flatMap { monitor, labels in monitor.places.map { (place: $0, labels: placeLabels(labels, $0)) }
+        }
         guard !placed.isEmpty else { return out }
         family("vitals_place_up", "gauge", "Per place: 1 when its latest check of the monitor was up or degraded, 0 when down or error.") {
             for (place, labels) in placed {
@@ -117,11 +118,14 @@ enum MetricsExposition {
         }
         family("vitals_place_latency_seconds", "gauge", "Per place: the latency of its latest check of the monitor.") {
             for (place, labels) in placed {
-                if let latency = place.latencyMs, latency.isFinite { series("vitals_place_latency_seconds", labels, seconds(milliseconds: latency)) }
+                if let latency = place.latencyMs, latency.isFinite {
+                    series("vitals_place_latency_seconds", labels, seconds(milliseconds: latency))
+                }
             }
         }
         family(
-            "vitals_place_last_check_timestamp_seconds", "gauge", "Per place: when its latest check of the monitor was made, seconds since the epoch."
+            "vitals_place_last_check_timestamp_seconds", "gauge",
+            "Per place: when its latest check of the monitor was made, seconds since the epoch."
         ) {
             for (place, labels) in placed { series("vitals_place_last_check_timestamp_seconds", labels, seconds(milliseconds: place.at)) }
         }

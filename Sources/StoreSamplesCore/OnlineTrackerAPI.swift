@@ -157,11 +157,13 @@ final class OnlineTrackerWorker: RequestAnswerer {
         let now = self.now
         let body = try api.kept.answer(key, generation: generation, now: now) {
             let body = try compute()
-            guard let window else { return ViewCache.Computed(body: body, validUntil: Int64.max) }
+            // A heartbeat going silent changes the answer with nothing written.
+            let silence = try views.nextSilence() ?? Int64.max
+            guard let window else { return ViewCache.Computed(body: body, validUntil: silence) }
             // The window [now - window, now] holds the same samples until its oldest one leaves
             // it or a sample from the future enters it (judged over the whole store: never later).
             let (oldest, next) = try views.store.firstTimes(from: now - window, after: now)
-            var until = Int64.max
+            var until = silence
             if let oldest, oldest < Int64.max - window - 1 { until = min(until, oldest + window + 1) }
             if let next { until = min(until, next) }
             return ViewCache.Computed(body: body, validUntil: until)

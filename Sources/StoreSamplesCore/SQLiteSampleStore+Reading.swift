@@ -73,7 +73,9 @@ extension SQLiteSampleStore {
     }
 
     /// Binds a window of a monitor's samples, and the selection's place when it names one.
-    private static func bindWindow(_ statement: SQLiteStatement, _ monitorID: Int64, _ from: Int64, _ until: Int64, _ selection: SampleSelection) {
+    private static func bindWindow(
+        _ statement: SQLiteStatement, _ monitorID: Int64, _ from: Int64, _ until: Int64, _ selection: SampleSelection
+    ) {
         if case .place(let place) = selection {
             statement.bind(monitorID, from, until, place)
         } else {

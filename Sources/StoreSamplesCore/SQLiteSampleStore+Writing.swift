@@ -238,7 +238,8 @@ extension SQLiteSampleStore {
             var votes: [StoredConsensus.Vote] = []
             while try select.step() {
                 votes.append(
-                    StoredConsensus.Vote(place: select.text(0) ?? "", at: select.int64(1), status: try SampleStatus(storeCode: select.int64(2))))
+                    StoredConsensus.Vote(
+                        place: select.text(0) ?? "", at: select.int64(1), status: try SampleStatus(storeCode: select.int64(2))))
             }
             return votes
         }

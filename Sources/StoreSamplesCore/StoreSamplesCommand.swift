@@ -81,7 +81,9 @@ public enum StoreSamplesCommand: VitalsCommand {
             ),
             OptionSpec(
                 "agent", value: "NAME",
-                help: "overview, monitors, monitor, history, results, stats: only the samples of this place (an agent, or local for samples that name none), with their own statuses"),
+                help:
+                    "overview, monitors, monitor, history, results, stats: only the samples of this place (an agent, or local for samples that name none), with their own statuses"
+            ),
             OptionSpec(
                 "tokens", value: "FILE",
                 help:
@@ -97,13 +99,18 @@ public enum StoreSamplesCommand: VitalsCommand {
         subcommands: [
             SubcommandSpec(
                 "ingest", operands: 0...Int.max, "[FILE...]",
-                options: ["quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "quorum", "progress", "no-progress"],
+                options: [
+                    "quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "quorum", "progress", "no-progress",
+                ],
                 summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec(
-                "overview", options: ["sort", "quorum", "agent"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
+                "overview", options: ["sort", "quorum", "agent"],
+                summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
             SubcommandSpec(
-                "monitors", options: ["format", "sort", "quorum", "agent"], choices: ["format": listFormats], summary: "the monitors stored"),
-            SubcommandSpec("monitor", operands: 1...1, "ID", options: ["quorum", "agent"], summary: "one monitor, with each place's latest check"),
+                "monitors", options: ["format", "sort", "quorum", "agent"], choices: ["format": listFormats], summary: "the monitors stored"
+            ),
+            SubcommandSpec(
+                "monitor", operands: 1...1, "ID", options: ["quorum", "agent"], summary: "one monitor, with each place's latest check"),
             SubcommandSpec(
                 "history", operands: 1...1, "ID", options: ["since", "format", "agent"], choices: ["format": listFormats],
                 summary: "one monitor's 15-minute buckets"),

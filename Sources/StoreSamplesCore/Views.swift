@@ -25,7 +25,8 @@ struct Views {
     static let overviewWindowMs: Int64 = 86_400_000
 
     /// Creates views over a store.
-    init(store: SampleStore, now: Int64, order: MonitorOrder = .status, quorum: Quorum = .majority, selection: SampleSelection = .consensus) {
+    init(store: SampleStore, now: Int64, order: MonitorOrder = .status, quorum: Quorum = .majority, selection: SampleSelection = .consensus)
+    {
         self.store = store
         self.now = now
         self.order = order
@@ -55,10 +56,31 @@ struct Views {
         if case .place(let place) = selection { places = places.filter { $0.place == place } }
         guard !places.isEmpty else { return nil }
         let interval = PlaceRule.intervalMs(checkIntervalSeconds: record.metadata.checkInterval)
-        let verdict = PlaceRule.judge(places.map(\.report), intervalMs: interval, quorum: quorum)
+        var verdict = PlaceRule.judge(places.map(\.report), intervalMs: interval, quorum: quorum)
         let voting = places.filter { PlaceRule.severity($0.status) != nil }
         let newest = (voting.isEmpty ? places : voting).max { ($0.at, $1.place) < ($1.at, $0.place) }
+        if record.metadata.kind == PlaceRule.heartbeatKind, let lastAt = places.map(\.at).max(),
+            PlaceRule.isSilent(lastAt: lastAt, now: now, intervalMs: interval)
+        {
+            // A heartbeat that stopped: down, whatever its last sample said (notify tells the same).
+            verdict.status = .down
+            verdict.reason = PlaceRule.silentReason
+            verdict.message = PlaceRule.silentWords(lastAt: lastAt, intervalMs: interval)
+        }
         return MonitorState(places: places, verdict: verdict, newest: newest)
+    }
+
+    /// The first moment after now at which a heartbeat monitor (kind `heartbeat`) goes silent, if
+    /// any will: what the views say changes then, though nothing is written.
+    func nextSilence() throws -> Int64? {
+        var next: Int64?
+        for record in try store.monitors() where record.metadata.kind == PlaceRule.heartbeatKind {
+            guard let lastAt = try store.places(monitorID: record.id).map(\.at).max() else { continue }
+            let interval = PlaceRule.intervalMs(checkIntervalSeconds: record.metadata.checkInterval)
+            let silentAt = lastAt &+ PlaceRule.silentIntervals &* interval &+ 1
+            if silentAt > now { next = min(next ?? silentAt, silentAt) }
+        }
+        return next
     }
 
     /// Where a client status goes in the app's grouped list.

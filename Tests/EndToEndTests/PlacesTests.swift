@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VitalsKit
 
 /// The issue's trace: six rounds, a minute apart, in which agent tokyo sees `web` down and agent
 /// paris sees it up, tokyo reporting first in each round (at :00) and paris last (at :20).
@@ -82,13 +83,15 @@ struct PlacesStoreTests {
         #expect(metrics.contains(#"vitals_monitor_status{monitor="web",name="Web",kind="https",status="degraded"} 1"#))
         #expect(metrics.contains(#"vitals_place_up{monitor="web",name="Web",kind="https",agent="paris"} 1"#))
         #expect(metrics.contains(#"vitals_place_up{monitor="web",name="Web",kind="https",agent="tokyo"} 0"#))
-        #expect(metrics.contains(#"vitals_place_last_check_timestamp_seconds{monitor="web",name="Web",kind="https",agent="tokyo"} 1769508300"#))
+        #expect(
+            metrics.contains(#"vitals_place_last_check_timestamp_seconds{monitor="web",name="Web",kind="https",agent="tokyo"} 1769508300"#))
         // --quorum any: the worst any place sees, in tokyo's words (uptime is the consensus stored, still 0.0).
         let any = try decode(OTStatusOverview.self, views["any"]!)
         #expect(any.monitorsDown == 1)
         // One place at a time: its own statuses.
         let tokyo = try decode(OTStatusOverview.self, views["tokyo"]!)
-        #expect(tokyo.monitorsDown == 1 && tokyo.monitors.first?.uptime24h == 0.0 && tokyo.monitors.first?.lastCheck == "2026-01-27T10:05:00Z")
+        #expect(
+            tokyo.monitorsDown == 1 && tokyo.monitors.first?.uptime24h == 0.0 && tokyo.monitors.first?.lastCheck == "2026-01-27T10:05:00Z")
         let paris = try decode(OTStatusOverview.self, views["paris"]!)
         #expect(paris.monitorsUp == 1 && paris.monitors.first?.uptime24h == 100.0)
         let tokyoHistory = try decode([OTStatusHistoryPoint].self, views["tokyo-history"]!)
@@ -102,7 +105,8 @@ struct PlacesStoreTests {
         #expect(stored.status == 0, "\(stored.stderr)")
         // The consensus stored with each sample, as sqlite3 reads it: NULL is the sample's own status.
         #expect(
-            try sqlite(db, "SELECT group_concat(coalesce(consensus, status), '') FROM (SELECT * FROM samples ORDER BY at)") == "211111111111",
+            try sqlite(db, "SELECT group_concat(coalesce(consensus, status), '') FROM (SELECT * FROM samples ORDER BY at)")
+                == "211111111111",
             "down, then eleven degraded")
         try check(try views(db))
         // After each round the views agree with the rule at that moment: after round 0's tokyo
@@ -111,10 +115,35 @@ struct PlacesStoreTests {
         var seen: [String] = []
         for line in TwoPlaceTrace.lines {
             _ = try run("store-samples", ["--db", step, "--quiet"], stdin: line + "\n")
-            seen.append(try decode(OTStatusOverview.self, try run("store-samples", ["--db", step, "--now", TwoPlaceTrace.now, "overview"]).stdout)
-                .monitors[0].status.rawValue)
+            seen.append(
+                try decode(OTStatusOverview.self, try run("store-samples", ["--db", step, "--now", TwoPlaceTrace.now, "overview"]).stdout)
+                    .monitors[0].status.rawValue)
         }
         #expect(seen == ["down"] + Array(repeating: "degraded", count: 11))
+    }
+
+    @Test("a heartbeat monitor that stopped is down, reason silent, once three of its intervals passed with no sample")
+    func heartbeat() throws {
+        let db = scratch.path("beat.db")
+        let beat = { (minute: Int) in
+            #"{"type":"sample","monitor":"backup","kind":"heartbeat","check_interval":60,"at":"2026-01-27T10:0\#(minute):00.000Z","status":"up","message":"backup done"}"#
+        }
+        #expect(try run("store-samples", ["--db", db, "--quiet"], stdin: beat(0) + "\n" + beat(1) + "\n").status == 0)
+        func overview(_ now: String) throws -> OTStatusOverview {
+            try decode(OTStatusOverview.self, try run("store-samples", ["--db", db, "--now", now, "overview"]).stdout)
+        }
+        // 10:04:00 is 3 min after the last sample: not more than three intervals: still up.
+        #expect(try overview("2026-01-27T10:04:00Z").monitorsUp == 1)
+        // 10:04:01: silent. Down, with notify's words for it.
+        #expect(try overview("2026-01-27T10:04:01Z").monitorsDown == 1)
+        let monitor = try run("store-samples", ["--db", db, "--now", "2026-01-27T10:04:01Z", "monitor", "backup"]).stdout
+        #expect(
+            monitor.contains(
+                #""status":"down","response_time_ms":null,"checked_at":"2026-01-27T10:01:00Z","details":"no sample since 2026-01-27T10:01:00Z (one is expected every 1m)","ssl_expiry_days":null,"reason":"silent"}"#
+            ),
+            "\(monitor)")
+        let metrics = try run("store-samples", ["--db", db, "--now", "2026-01-27T10:04:01Z", "metrics"]).stdout
+        #expect(metrics.contains(#"vitals_monitor_up{monitor="backup",name="backup",kind="heartbeat"} 0"#), "\(metrics)")
     }
 
     @Test("the two-place trace on ClickHouse: the same bytes in every view")
@@ -134,9 +163,53 @@ struct PlacesStoreTests {
                 #expect(stored.status == 0, "\(stored.stderr)")
             }
         }
-        #expect(try server.query("SELECT arrayStringConcat(groupArray(toString(consensus)), '') FROM (SELECT consensus FROM vitals.samples ORDER BY at)") == "211111111111")
+        #expect(
+            try server.query(
+                "SELECT arrayStringConcat(groupArray(toString(consensus)), '') FROM (SELECT consensus FROM vitals.samples ORDER BY at)")
+                == "211111111111")
         let house = try views(url)
         try check(house)
         #expect(house == (try views(db)))
+    }
+
+    @Test("the API through nginx: ?agent= narrows each view as --agent does, places decode in the app's models, a bad agent is a 400")
+    func api() throws {
+        guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
+        let db = scratch.path("api.db")
+        // The trace, ending a few minutes ago (whole minutes: the views hold still while the test runs).
+        let end = Int(Date().timeIntervalSince1970) / 60 * 60 - 300
+        let lines = (0..<6).flatMap { round -> [String] in
+            let base = end - (5 - round) * 60
+            return [("tokyo", "down", 0), ("paris", "up", 20)].map { agent, status, offset in
+                let at = Timestamp.format(milliseconds: Int64(base + offset) * 1000)
+                return
+                    #"{"type":"sample","monitor":"web","name":"Web","kind":"https","at":"\#(at)","status":"\#(status)","latency_ms":40,"agent":"\#(agent)"}"#
+            }
+        }
+        #expect(try run("store-samples", ["--db", db, "-q"], stdin: lines.joined(separator: "\n") + "\n").status == 0)
+        let certificates = try TestCertificates()
+        let server = try certificates.server(named: "api", daysLeft: 30)
+        let handle = try ServeHandle(site: "onlinetracker", ["--cert", server.cert, "--key", server.key, "--db", db], scratch: scratch)
+        func get(_ path: String) throws -> HTTPAnswer {
+            try fetch("https://127.0.0.1:\(handle.port)\(path)", caFile: certificates.path("ca.pem"))
+        }
+        for (path, command) in [
+            ("/api/status/overview", ["overview"]), ("/api/status/overview?agent=tokyo", ["overview", "--agent", "tokyo"]),
+            ("/api/monitors?agent=paris", ["monitors", "--agent", "paris"]), ("/api/monitors/web", ["monitor", "web"]),
+            ("/api/monitors/web?agent=tokyo", ["monitor", "web", "--agent", "tokyo"]),
+            ("/api/monitors/web/history?hours=2&agent=paris", ["history", "web", "--since", "2h", "--agent", "paris"]),
+            ("/api/monitors/web/results?agent=tokyo", ["results", "web", "--agent", "tokyo"]),
+        ] {
+            let answer = try get(path)
+            #expect(answer.status == 200, "\(path): \(answer.body)")
+            #expect(answer.body == (try run("store-samples", ["--db", db] + command)).stdout, "\(path)")
+        }
+        let monitor = try decode(OTMonitor.self, try get("/api/monitors/web").body)
+        #expect(monitor.latestStatus?.status == .degraded && monitor.agentId == nil)
+        #expect(try decode(OTStatusOverview.self, try get("/api/status/overview?agent=tokyo").body).monitorsDown == 1)
+        #expect(try decode(OTStatusOverview.self, try get("/api/status/overview?agent=paris").body).monitorsUp == 1)
+        let bad = try get("/api/status/overview?agent=")
+        #expect(bad.status == 400 && bad.body.contains(#""reason":"bad_parameter""#), "\(bad.body)")
+        #expect(handle.stop() == 143 << 8)
     }
 }

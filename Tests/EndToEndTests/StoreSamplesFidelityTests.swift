@@ -46,7 +46,9 @@ struct StoreSamplesFidelityTests {
         // (agent_id null, not whichever reported last), and its own view lists both.
         #expect(try decode([OTMonitor].self, try run("store-samples", ["--db", db, "monitors"]).stdout).first?.agentId == nil)
         let detail = try run("store-samples", ["--db", db, "monitor", "dns"]).stdout
-        #expect(detail.contains(#""places":[{"agent":null,"status":"up","#) && detail.contains(#"{"agent":"office","status":"up","#), "\(detail)")
+        #expect(
+            detail.contains(#""places":[{"agent":null,"status":"up","#) && detail.contains(#"{"agent":"office","status":"up","#),
+            "\(detail)")
     }
 
     @Test("uptime counts only up: the seed's degraded bucket at 75.0; overall is the mean of the monitors")

@@ -50,7 +50,10 @@ struct PlaceRuleTests {
     @Test("three places: two failing make a majority (down), one failing is partial; error only when every failing place errs")
     func threePlaces() {
         let twoDown = PlaceRule.judge(
-            [report("tokyo", 0, .down, "http_status", "HTTP 503"), report("nyc", 2_000, .error, "timeout", "timed out"), report("paris", 1_000, .up)],
+            [
+                report("tokyo", 0, .down, "http_status", "HTTP 503"), report("nyc", 2_000, .error, "timeout", "timed out"),
+                report("paris", 1_000, .up),
+            ],
             intervalMs: minute, quorum: .majority)
         // Severities 2, 2, 0: the second worst is 2, a failure; tokyo says down, so down, not error.
         #expect(twoDown.status == .down)
@@ -90,7 +93,10 @@ struct PlaceRuleTests {
         #expect(slowQuorum.status == .degraded && slowQuorum.reason == "latency" && slowQuorum.message == "slower")
         #expect(!slowQuorum.isPartial)
         let slowMinority = PlaceRule.judge(
-            [report("tokyo", 0, .degraded, "latency"), report("paris", 0, .up, nil, "HTTP 200"), report("nyc", 5, .up, nil, "HTTP 200 late")],
+            [
+                report("tokyo", 0, .degraded, "latency"), report("paris", 0, .up, nil, "HTTP 200"),
+                report("nyc", 5, .up, nil, "HTTP 200 late"),
+            ],
             intervalMs: minute, quorum: .majority)
         #expect(slowMinority.status == .up && slowMinority.reason == nil && slowMinority.message == "HTTP 200 late")
     }
@@ -104,10 +110,12 @@ struct PlaceRuleTests {
         let edge = PlaceRule.judge([report("tokyo", 0, .down), report("paris", 2 * minute, .up)], intervalMs: minute, quorum: .majority)
         #expect(edge.status == .degraded && edge.isPartial)
         // One millisecond more: stale.
-        let past = PlaceRule.judge([report("tokyo", 0, .down), report("paris", 2 * minute + 1, .up)], intervalMs: minute, quorum: .majority)
+        let past = PlaceRule.judge(
+            [report("tokyo", 0, .down), report("paris", 2 * minute + 1, .up)], intervalMs: minute, quorum: .majority)
         #expect(past.status == .up)
         // A 5-minute interval keeps tokyo fresh at 3 minutes.
-        let slow = PlaceRule.judge([report("tokyo", 0, .down), report("paris", 3 * minute, .up)], intervalMs: 5 * minute, quorum: .majority)
+        let slow = PlaceRule.judge(
+            [report("tokyo", 0, .down), report("paris", 3 * minute, .up)], intervalMs: 5 * minute, quorum: .majority)
         #expect(slow.isPartial)
     }
 

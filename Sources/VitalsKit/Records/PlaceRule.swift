@@ -140,6 +140,25 @@ public enum PlaceRule {
     /// The reason of a monitor that fewer than a quorum of its places see failing.
     public static let partialReason = "partial"
 
+    /// The kind of a monitor expected to send a sample every check interval (a job that reports
+    /// when it runs): its absence is news.
+    public static let heartbeatKind = "heartbeat"
+    /// An agent, or a heartbeat monitor, is silent after this many of its intervals without a sample.
+    public static let silentIntervals: Int64 = 3
+    /// The reason of a heartbeat monitor that is silent.
+    public static let silentReason = "silent"
+
+    /// Whether a heartbeat monitor whose newest sample is at `lastAt` is silent at `now`.
+    public static func isSilent(lastAt: Int64, now: Int64, intervalMs: Int64) -> Bool { now &- lastAt > silentIntervals &* intervalMs }
+
+    /// When a silent heartbeat monitor's outage began: one interval after its newest sample.
+    public static func silentSince(lastAt: Int64, intervalMs: Int64) -> Int64 { lastAt &+ intervalMs }
+
+    /// The words of a silent heartbeat monitor.
+    public static func silentWords(lastAt: Int64, intervalMs: Int64) -> String {
+        "no sample since \(Timestamp.formatSeconds(milliseconds: lastAt)) (one is expected every \(DurationText.describe(milliseconds: intervalMs)))"
+    }
+
     /// The places' words, by status from the worst, each status's places by name: "down from tokyo;
     /// up from nyc, paris".
     public static func words(_ reports: [PlaceReport]) -> String {
