@@ -110,7 +110,11 @@ final class Aggregator {
     private var outOfOrder = false
     private var samplesRead = 0
     private var maxAt = Int64.min
-    private var minAccepted = Int64.max
+    /// The oldest sample counted (in the window as it stood then).
+    private var minCounted = Int64.max
+    /// The longest check interval a sample stated (ms), at least the default: how far before the
+    /// window a sample may still vote is two of them (`voteMargin`).
+    private var longestIntervalMs = PlaceRule.defaultIntervalMs
     private var spool: Spool?
     private var spoolProblem: String?
 
@@ -133,16 +137,21 @@ final class Aggregator {
         }
     }
 
-    /// Takes one valid sample.
+    /// How far before the window's start a sample still votes for the checks in it: two of the
+    /// longest check intervals stated (a year at most).
+    private var voteMargin: Int64 { PlaceRule.freshIntervals * min(longestIntervalMs, 366 * 86_400_000) }
+
+    /// Takes one valid sample: counted when in the window (as it stands), a vote only when just
+    /// before it (`voteMargin`), else left out.
     func add(_ row: SampleRow) {
         samplesRead += 1
         if row.at > maxAt { maxAt = row.at }
-        if let now {
-            if row.at > now || row.at < now - window { return }
-        } else if row.at < maxAt - window {
-            return
-        }
-        if row.at < minAccepted { minAccepted = row.at }
+        if row.intervalMs > longestIntervalMs { longestIntervalMs = row.intervalMs }
+        if let now, row.at > now { return }
+        let start = (now ?? maxAt) - window
+        if row.at < start - voteMargin { return }
+        let counted = row.at >= start
+        if counted && row.at < minCounted { minCounted = row.at }
         let service = Int(row.service)
         if service >= lastAccepted.count {
             lastAccepted.append(contentsOf: repeatElement(Int64.min, count: service - lastAccepted.count + 1))
@@ -163,7 +172,17 @@ final class Aggregator {
                 spool = nil
             }
         }
-        if fastPathValid { feed(row) }
+        if fastPathValid { counted ? feed(row) : feedVote(row) }
+    }
+
+    /// Gives a sample from before the window to its service's place rule, as a vote only.
+    private func feedVote(_ row: SampleRow) {
+        let service = Int(row.service)
+        if service >= accumulators.count {
+            accumulators.append(contentsOf: repeatElement(nil, count: service - accumulators.count + 1))
+        }
+        if accumulators[service] == nil { accumulators[service] = ServiceAccumulator(trendSamples: trendSamples, quorum: quorum) }
+        accumulators[service]!.vote(row, placeKey: { services.placeKey(row.service, Int(row.place)) })
     }
 
     private func feed(_ row: SampleRow) {
@@ -187,7 +206,7 @@ final class Aggregator {
         let end = now ?? (samplesRead > 0 ? maxAt : nil)
         let start = end.map { $0 - window }
         var secondPass = false
-        if let start, !fastPathValid || minAccepted < start {
+        if let start, !fastPathValid || minCounted < start {
             secondPass = true
             guard var spool else {
                 throw ToolError("cannot keep samples on disk for a second pass: \(spoolProblem ?? "no temporary file")")
@@ -197,18 +216,23 @@ final class Aggregator {
             correlation = CorrelationBuckets(bucket: bucket)
             fastPathValid = true
             let end = end!
+            let votesFrom = start - voteMargin
             if outOfOrder {
                 var rows: [SampleRow] = []
                 try spool.readBack { row in
-                    if row.at >= start && row.at <= end { rows.append(row) }
+                    if row.at >= votesFrom && row.at <= end { rows.append(row) }
                 }
                 rows.sort { a, b in
                     a.service != b.service ? a.service < b.service : (a.at != b.at ? a.at < b.at : a.sequence < b.sequence)
                 }
-                for row in rows { feed(row) }
+                for row in rows { row.at >= start ? feed(row) : feedVote(row) }
             } else {
                 try spool.readBack { row in
-                    if row.at >= start && row.at <= end { feed(row) }
+                    if row.at >= start && row.at <= end {
+                        feed(row)
+                    } else if row.at >= votesFrom && row.at < start {
+                        feedVote(row)
+                    }
                 }
             }
         }

@@ -95,10 +95,7 @@ struct PlaceSweep {
     /// check intervals (the row's `check_interval` when stated, else the last stated, else 60 s),
     /// the sample voting for its place; then keeps its vote. `key` names the place when it is new.
     mutating func judge(_ row: SampleRow, key: () -> String, quorum: Quorum) -> (consensus: SampleStatus, partial: Bool) {
-        let place = Int(row.place)
-        if row.intervalMs > 0 { statedIntervalMs = row.intervalMs }
-        if place >= votes.count { votes.append(contentsOf: repeatElement(Vote(), count: place - votes.count + 1)) }
-        if votes[place].key == nil { votes[place].key = key() }
+        let place = meet(row, key: key)
         let status = row.sampleStatus
         var judged = (consensus: status, partial: false)
         if votes.count > 1 {
@@ -115,10 +112,26 @@ struct PlaceSweep {
                 if verdict.isPartial { partialWords = verdict.message }
             }
         }
-        if PlaceRule.severity(status) != nil {
-            votes[place].at = row.at
-            votes[place].status = status
-        }
+        keep(row, place: place)
         return judged
+    }
+
+    /// Keeps the vote of a sample that is no check (one from before the window).
+    mutating func vote(_ row: SampleRow, key: () -> String) { keep(row, place: meet(row, key: key)) }
+
+    /// Notes the row's stated interval and its place (named by `key` when new); returns the place.
+    private mutating func meet(_ row: SampleRow, key: () -> String) -> Int {
+        let place = Int(row.place)
+        if row.intervalMs > 0 { statedIntervalMs = row.intervalMs }
+        if place >= votes.count { votes.append(contentsOf: repeatElement(Vote(), count: place - votes.count + 1)) }
+        if votes[place].key == nil { votes[place].key = key() }
+        return place
+    }
+
+    /// Keeps the row's vote as its place's newest (unknown does not vote).
+    private mutating func keep(_ row: SampleRow, place: Int) {
+        guard PlaceRule.severity(row.sampleStatus) != nil else { return }
+        votes[place].at = row.at
+        votes[place].status = row.sampleStatus
     }
 }

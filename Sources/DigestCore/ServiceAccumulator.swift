@@ -179,6 +179,9 @@ struct ServiceAccumulator {
         if let start = openPartialStart { partialTotal += max(0, end - start) }
     }
 
+    /// Takes a sample from before the window as a vote for the place rule only: it is no check.
+    mutating func vote(_ row: SampleRow, placeKey: () -> String) { sweep.vote(row, key: placeKey) }
+
     /// Re-bins the chart when the step grows `factor` times (steps divide each other, bins stay aligned).
     mutating func rebin(factor: Int64) {
         var merged: [ChartBin] = []

@@ -211,6 +211,25 @@ struct PlacesTests {
         #expect(pay.outages == 2 && pay.outageMs == 180_000 && pay.status == .degraded && pay.places.isEmpty)
     }
 
+    @Test("samples just before the window vote for the checks at its start: no outage made up where the window cuts")
+    func windowStart() throws {
+        // The window: 200 s to 10:05:20, from 10:02:00, tokyo's down. paris's up of 10:01:20, before
+        // the window but 40 s before it (within two intervals), votes: partial, not an outage. So 8
+        // checks (10:02:00 to 10:05:20), all partial: 0% up, no outage, one partial outage from
+        // 10:02:00 to 10:05:20: 200 s. (Judged alone, 10:02:00 would be down: an outage of 20 s.)
+        let end = DigestInput.at("10:05:20")
+        let cut = try DigestInput.facts(Self.twoPlaces, now: end, window: 200_000)
+        let web = try DigestInput.service(cut, "web")
+        #expect(cut.samplesInWindow == 8 && web.counts == [.degraded: 8] && web.uptimePercent == 0)
+        #expect(web.outages == 0 && web.partialOutages == 1 && web.partialMs == 200_000)
+        #expect(web.partialSince == DigestInput.at("10:02:00"))
+        #expect(Self.text(cut).contains("web has been partly unreachable since 10:02 (0% up; down from tokyo; up from paris)."))
+        // The same without --now (the window ends at the newest sample, found at the end: a second
+        // pass), and out of time order (sorted first).
+        #expect(try DigestInput.facts(Self.twoPlaces, window: 200_000).services == cut.services)
+        #expect(try DigestInput.facts(Self.twoPlaces.reversed(), window: 200_000).services == cut.services)
+    }
+
     @Test("input out of time order is judged as sorted input is: places' files one after the other, or reversed")
     func anyOrder() throws {
         let sorted = try DigestInput.facts(Self.twoPlaces)
