@@ -38,6 +38,17 @@ struct PlaceRuleVerdictTests {
         #expect(PlaceRule.verdict(place: "paris", at: 20_000, status: .down, others: others, intervalMs: minute, quorum: .majority) == nil)
         #expect(PlaceRule.verdict(place: "paris", at: 20_000, status: .down, others: [], intervalMs: minute, quorum: .majority) == nil)
         #expect(PlaceRule.status(place: "paris", at: 20_000, status: .down, others: others, intervalMs: minute, quorum: .majority) == .down)
+        // Votes that all say what the sample says: its own status, nothing to judge; one older
+        // disagreeing vote of a place (tokyo's down before its up) is judged, and its newest counts.
+        let agreeing = [PlaceRule.Vote(place: "tokyo", at: 0, status: .down), PlaceRule.Vote(place: "nyc", at: 1_000, status: .down)]
+        #expect(PlaceRule.verdict(place: "paris", at: 20_000, status: .down, others: agreeing, intervalMs: minute, quorum: .any) == nil)
+        let changed = [PlaceRule.Vote(place: "tokyo", at: 0, status: .down), PlaceRule.Vote(place: "tokyo", at: 10_000, status: .up)]
+        #expect(
+            PlaceRule.verdict(place: "paris", at: 20_000, status: .up, others: changed, intervalMs: minute, quorum: .majority)?.status
+                == .up)
+        #expect(
+            PlaceRule.verdict(place: "paris", at: 20_000, status: .down, others: changed, intervalMs: minute, quorum: .majority)?.isPartial
+                == true)
         // Exactly two intervals before it still votes: local, up, so partial.
         let edge = PlaceRule.verdict(
             place: "paris", at: 20_000, status: .down, others: [PlaceRule.Vote(place: "", at: 20_000 - 2 * minute, status: .up)],
