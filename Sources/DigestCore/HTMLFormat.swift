@@ -97,6 +97,11 @@ enum HTMLFormat {
         html +=
             "<li>Outages: \(Words.grouped(overall.outages))"
             + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : "") + "</li>\n"
+        if overall.hasPlaces {
+            html +=
+                "<li>Partial outages: \(Words.grouped(overall.partialOutages))"
+                + (overall.partialOutages > 0 ? ", \(Words.outage(overall.partialMs)) in total" : "") + "</li>\n"
+        }
         if overall.anomalies > 0 { html += "<li>Latency anomalies: \(Words.grouped(overall.anomalies))</li>\n" }
         html +=
             "<li>Worst service: "
