@@ -349,16 +349,18 @@ extension SQLiteSampleStore {
     /// Writes what `sample` states of monitor `id`: each field it gives replaces the stored one,
     /// the others stay (another writer may have set them meanwhile).
     private func refresh(_ id: Int64, _ sample: StorableSample) throws {
-        let update = try db.prepare(
+        try db.withCached(
             """
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
-                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
+                agent = coalesce(agent, ?), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
                 config = coalesce(?, config), enabled = coalesce(?, enabled)
             WHERE id = ?
-            """)
-        update.bind(
-            sample.name, sample.kind, sample.target, sample.agent, sample.description, sample.checkInterval,
-            sample.raw(sample.configRange), sample.enabled, id)
-        try update.step()
+            """
+        ) { update in
+            update.bind(
+                sample.name, sample.kind, sample.target, sample.agent, sample.description, sample.checkInterval,
+                sample.raw(sample.configRange), sample.enabled, id)
+            try update.step()
+        }
     }
 }
