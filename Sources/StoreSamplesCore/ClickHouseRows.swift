@@ -71,14 +71,21 @@ enum ClickHouseRows {
 
     /// The samples table's columns, as rows are written.
     static let sampleColumns =
-        "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record"
+        "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record, "
+        + "batch, received_ms"
+
+    /// The bytes at the end of a sample's row that say when its INSERT was sent (`received_ms`),
+    /// written as 0 by `write` and set by `stampReceived` once the batch is sent.
+    static let receivedBytes = 8
 
     /// Appends a sample's row: its number `id` in the store, its origin (`remote`), the agent a
-    /// remote sample came from, and whether it is held. Returns where the number's 8 bytes are
-    /// (a batch numbers its samples again when it drops one stored already).
+    /// remote sample came from, whether it is held, and the INSERT's `batch` number (0 for a held
+    /// sample: a follower never writes it). Returns where the number's 8 bytes are (a batch numbers
+    /// its samples again when it drops one stored already).
     @discardableResult
-    static func write(_ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, to rows: inout RowBinaryWriter) -> Int
-    {
+    static func write(
+        _ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, batch: UInt64, to rows: inout RowBinaryWriter
+    ) -> Int {
         rows.string(sample.monitor)
         rows.int64(sample.at)
         sample.withText(sample.agentRange) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
@@ -93,7 +100,19 @@ enum ClickHouseRows {
         rows.optionalString(agent)
         rows.uint8(held ? 1 : 0)
         rows.string(sample.line)
+        rows.uint64(held ? 0 : batch)
+        rows.int64(0)
         return idOffset
+    }
+
+    /// Sets `received_ms` of each row ending at the offsets `ends` (each the start of the next row,
+    /// or the end of the bytes).
+    static func stampReceived(_ milliseconds: Int64, rowEnds ends: [Int], in rows: inout [UInt8]) {
+        withUnsafeBytes(of: milliseconds.littleEndian) { stamp in
+            for end in ends {
+                for index in 0..<receivedBytes { rows[end - receivedBytes + index] = stamp[index] }
+            }
+        }
     }
 
     /// A sample row's identity (monitor, time, identity agent) and record, read back from the

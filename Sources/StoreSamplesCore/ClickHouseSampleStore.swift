@@ -106,6 +106,12 @@ final class ClickHouseSampleStore: SampleStore {
         /// Whether a sample or monitor record was added since the last commit.
         var open = false
         var agents = AgentSightings()
+        /// The number of the INSERT the batch is sent as (the samples' `batch`): random, so writers
+        /// that insert at once need not agree on one; a new one for each batch.
+        var number = Batch.newNumber()
+
+        /// A batch number: any but 0, which marks the samples a follower never writes.
+        static func newNumber() -> UInt64 { UInt64.random(in: 1...UInt64.max) }
 
         /// Empties the batch, keeping its buffer for the next.
         mutating func clear() {
@@ -116,6 +122,7 @@ final class ClickHouseSampleStore: SampleStore {
             uncertain.removeAll(keepingCapacity: true)
             open = false
             agents.removeAll()
+            number = Batch.newNumber()
         }
     }
 
@@ -158,7 +165,11 @@ final class ClickHouseSampleStore: SampleStore {
                 "\(location.display) holds store-samples schema version \(version), newer than this build's "
                     + "\(ClickHouseSchema.version): use a newer store-samples")
         case .missing:
-            throw ToolError("no store-samples tables in \(location.display) (store samples in it first, or name another with --db)")
+            throw StoreMissing(
+                description: stored == 0
+                    ? "no store-samples tables in \(location.display) (store samples in it first, or name another with --db)"
+                    : "\(location.display) holds store-samples schema version \(stored), older than this build's "
+                        + "\(ClickHouseSchema.version): storing samples in it upgrades it")
         case .upgrade(let from):
             guard let statements = ClickHouseSchema.upgrade(from: from, placement, appliedAt: Clock.wallMilliseconds()) else {
                 throw ToolError(
@@ -166,7 +177,15 @@ final class ClickHouseSampleStore: SampleStore {
                         + "so name every shard's HTTP endpoint with shards=HOST:PORT,... (see store-samples(1), CLICKHOUSE)")
             }
             for statement in statements {
-                for endpoint in ddlEndpoints { try client.execute(statement, endpoint: endpoint) }
+                for endpoint in ddlEndpoints {
+                    if let (table, column) = statement.adds {
+                        var present = try rows(
+                            "SELECT count() FROM system.columns WHERE database = \(clickHouseLiteral(location.database)) "
+                                + "AND table = \(clickHouseLiteral(table)) AND name = \(clickHouseLiteral(column))", endpoint: endpoint)
+                        if try present.uint64() > 0 { continue }
+                    }
+                    try client.execute(statement.sql, endpoint: endpoint)
+                }
             }
         }
     }

@@ -17,17 +17,25 @@ enum ClickHouseSchema {
     /// own agent; '' for none) behind the day of its time, partitioned by month. The day first
     /// keeps every read by time to the days it asks for (the last day's overview reads one day
     /// whatever the store holds); a monitor's samples of a day lie together, in time order, and
-    /// granules of 1,024 rows keep one monitor's year to about its own rows.
+    /// granules of 1,024 rows keep one monitor's year to about its own rows. `batch` and
+    /// `received_ms` (version 4) are `followColumns`.
     static let samples = Table(
         name: "samples",
         columns: """
             monitor String, at Int64, identity_agent String, id UInt64, status UInt8, latency_ms Nullable(Float64), \
             message Nullable(String), tls_expiry_days Nullable(Int64), speed_mbps Nullable(Float64), origin UInt8, \
-            agent Nullable(String), held UInt8, record String
+            agent Nullable(String), held UInt8, record String, \(followColumns.map { "\($0.name) \($0.type)" }.joined(separator: ", "))
             """,
         engine: "ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) "
             + "ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024",
         shardingKey: "cityHash64(monitor)")
+
+    /// Version 4's columns of the samples, for `follow` (storage order, which ClickHouse has no rowid
+    /// for, and several writers and shards insert at once): `batch`, a random number given each
+    /// INSERT (0 for a sample held from a pending agent, and for those stored before version 4:
+    /// samples a follower never writes), and `received_ms`, the writer's clock when it sent the
+    /// INSERT. Added at the end of the row, so a store of version 3 gains them by `ADD COLUMN`.
+    static let followColumns: [(name: String, type: String)] = [("batch", "UInt64"), ("received_ms", "Int64")]
 
     /// For each identity agent, the latest sample time and the largest sample number stored, kept
     /// by a materialized view as samples are inserted (so they are true exactly when the samples
@@ -63,8 +71,9 @@ enum ClickHouseSchema {
 
     /// The schema version this build writes (the `store_samples_schema` table holds it). Version 1
     /// had samples keyed by writer and number, monitors, agents and writers; version 2 added
-    /// resends; version 3 keys samples by their identity and adds marks.
-    static let version: Int64 = 3
+    /// resends; version 3 keys samples by their identity and adds marks; version 4 adds the
+    /// samples' `followColumns`.
+    static let version: Int64 = 4
 
     /// Where a store's tables are: its database, and the cluster of a `Distributed` table over
     /// local ones (nil for one server). `onCluster` is ` ON CLUSTER NAME` when DDL goes to the
@@ -135,32 +144,66 @@ enum ClickHouseSchema {
         return create ? .upgrade(from: stored) : .missing
     }
 
+    /// One statement of an upgrade: its SQL, and for an `ADD COLUMN` the table and column it adds,
+    /// which the statement is run only without (18.16 has no `ADD COLUMN IF NOT EXISTS`), so that
+    /// every statement of an upgrade can be run again.
+    struct Statement: Equatable, ExpressibleByStringLiteral {
+        let sql: String
+        /// The table (its name in the database) and column an `ADD COLUMN` adds, else nil.
+        var adds: (table: String, column: String)?
+
+        init(_ sql: String, adds: (table: String, column: String)? = nil) {
+            self.sql = sql
+            self.adds = adds
+        }
+
+        init(stringLiteral sql: String) { self.init(sql) }
+
+        static func == (left: Statement, right: Statement) -> Bool {
+            left.sql == right.sql && left.adds?.table == right.adds?.table && left.adds?.column == right.adds?.column
+        }
+    }
+
     /// The statements, in order, that take a store from version `stored` to this build's, each
     /// to be run on every server that holds tables (each shard endpoint, or the one server); nil
     /// when the store's samples must be copied and the cluster names no shard endpoints (the copy
-    /// runs on each shard's local tables). A new store gets this version's tables. An older one
-    /// gets its samples copied into a table keyed by identity, the first stored of each identity
-    /// kept, then swapped in; each statement can be run again, so an interrupted upgrade is
-    /// finished by the next run. `appliedAt` is the time recorded beside the version.
-    static func upgrade(from stored: Int64, _ placement: Placement, appliedAt: Int64) -> [String]? {
+    /// runs on each shard's local tables). A new store gets this version's tables. One older than
+    /// version 3 gets its samples copied into a table keyed by identity, the first stored of each
+    /// identity kept, then swapped in; one of version 3 gets the `followColumns` added to its
+    /// samples tables (the local ones and the `Distributed` one). Each statement can be run
+    /// again, so an interrupted upgrade is finished by the next run. `appliedAt` is the time
+    /// recorded beside the version.
+    static func upgrade(from stored: Int64, _ placement: Placement, appliedAt: Int64) -> [Statement]? {
         let (database, onCluster) = (placement.database, placement.onCluster)
-        var statements = [
-            "CREATE DATABASE IF NOT EXISTS \(database)\(onCluster)",
-            "CREATE TABLE IF NOT EXISTS \(database).\(versionTable)\(onCluster) (version UInt32, applied_at Int64) "
-                + "ENGINE = MergeTree() ORDER BY version",
+        var statements: [Statement] = [
+            Statement("CREATE DATABASE IF NOT EXISTS \(database)\(onCluster)"),
+            Statement(
+                "CREATE TABLE IF NOT EXISTS \(database).\(versionTable)\(onCluster) (version UInt32, applied_at Int64) "
+                    + "ENGINE = MergeTree() ORDER BY version"),
         ]
-        if stored > 0 {
+        if stored > 0 && stored < 3 {
             guard placement.cluster == nil || onCluster.isEmpty else { return nil }
-            statements += identityCopy(placement)
+            statements += identityCopy(placement).map { Statement($0) }
         }
-        for table in tables { statements += createStatements(table, placement) }
-        statements.append(marksView(placement))
-        if stored > 0 {
+        for table in tables { statements += createStatements(table, placement).map { Statement($0) } }
+        // A table made above has the columns already (the statement is then skipped); one of version 3 gains them.
+        for name in placement.cluster == nil ? ["samples"] : ["samples_local", "samples"] {
+            for column in followColumns {
+                statements.append(
+                    Statement(
+                        "ALTER TABLE \(database).\(name)\(onCluster) ADD COLUMN \(column.name) \(column.type)",
+                        adds: (name, column.name)))
+            }
+        }
+        statements.append(Statement(marksView(placement)))
+        if stored > 0 && stored < 3 {
             statements.append(
-                "INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
-                    + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent")
+                Statement(
+                    "INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
+                        + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent"
+                ))
         }
-        statements.append("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(version), \(appliedAt))")
+        statements.append(Statement("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(version), \(appliedAt))"))
         return statements
     }
 

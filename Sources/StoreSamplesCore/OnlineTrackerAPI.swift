@@ -114,7 +114,7 @@ final class OnlineTrackerWorker: RequestAnswerer {
             opened.startRequest(now: now)
             store = opened
             return opened
-        } catch is ToolError {
+        } catch let error where error is ToolError || error is StoreMissing {
             throw APIError(
                 status: 503, reason: "no_store",
                 message: create

@@ -10,7 +10,7 @@ struct SQLiteVersionTests {
 
     let heart = "HKQuantityTypeIdentifierHeartRate"
     /// The schema version each tool writes today.
-    let versions = ["store-samples": 5, "snapshot-delta": 5]
+    let versions = ["store-samples": 6, "snapshot-delta": 5]
 
     func storeSamples(_ db: String) throws -> RunResult {
         try run("store-samples", ["--db", db], stdin: sample("a") + "\n")
@@ -62,16 +62,16 @@ struct SQLiteVersionTests {
     }
 
     @Test(
-        "a version-1 store-samples file gains the monitors' config and enabled, the agent model, the generation and the identity key, keeping its samples"
+        "a version-1 store-samples file gains the monitors' config and enabled, the agent model, the generation, the identity key and the storage order, keeping its samples"
     )
     func storeSamplesVersionOne() throws {
         let db = scratch.path("v1.db")
         #expect(try storeSamples(db).status == 0)
-        // Back to version 1's tables: what versions 2 to 5 added, taken away again.
+        // Back to version 1's tables: what versions 2 to 6 added, taken away again.
         _ = try sqlite(
             db,
             """
-            DROP TABLE check_counts; DROP TABLE check_counts_state; DROP INDEX samples_identity; ALTER TABLE samples DROP COLUMN identity_agent;
+            ALTER TABLE samples DROP COLUMN batch; DROP TABLE check_counts; DROP TABLE check_counts_state; DROP INDEX samples_identity; ALTER TABLE samples DROP COLUMN identity_agent;
             CREATE INDEX samples_by_time ON samples(at);
             DROP TABLE store_state; DROP INDEX samples_held_by_agent; DROP INDEX samples_by_monitor_time;
             ALTER TABLE samples DROP COLUMN held; ALTER TABLE samples DROP COLUMN agent; ALTER TABLE samples DROP COLUMN origin;
@@ -83,8 +83,12 @@ struct SQLiteVersionTests {
         #expect(later.status == 0, "\(later.stderr)")
         #expect(
             try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM samples; SELECT config, enabled FROM monitors")
-                == "5\n2\n{\"ping_count\":5}|0")
+                == "6\n2\n{\"ping_count\":5}|0")
         #expect(try sqlite(db, "SELECT generation FROM store_state") == "2", "version 5's migration and one write since version 4")
+        #expect(
+            try sqlite(db, "SELECT group_concat(id || ':' || batch, ' ') FROM samples; SELECT last_sample_id FROM store_state")
+                == "1:0 2:2\n2",
+            "the sample stored before version 6 is never followed; the new one numbered on, in the batch of its commit")
         #expect(try sqlite(db, "SELECT sum(held), sum(origin) FROM samples") == "0|0", "what was stored is the user's own and counts")
     }
 

@@ -29,12 +29,12 @@ struct StoreSchemaTests {
         return lines
     }
 
-    @Test("a new file gets version 5: these tables, columns and indexes (written out by hand from store-samples(1))")
+    @Test("a new file gets version 6: these tables, columns and indexes (written out by hand from store-samples(1))")
     func sqliteFresh() throws {
         let db = try SQLiteConnection(path: ":memory:")
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 5)
-        #expect(SQLiteSchema.version == 5)
+        #expect(try db.scalarInt("PRAGMA user_version") == 6)
+        #expect(SQLiteSchema.version == 6)
         #expect(
             try StoreSchemaTests.layout(db) == [
                 "agents: id TEXT, status TEXT NOT NULL DEFAULT 'approved', created_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, name TEXT",
@@ -44,8 +44,9 @@ struct StoreSchemaTests {
                     + "check_interval INTEGER, first_seen INTEGER NOT NULL, config TEXT, enabled INTEGER",
                 "samples: id INTEGER, monitor_id INTEGER NOT NULL, at INTEGER NOT NULL, status INTEGER NOT NULL, latency_ms REAL, reason TEXT, "
                     + "code INTEGER, message TEXT, tls_expiry_days INTEGER, speed_mbps REAL, record TEXT NOT NULL, "
-                    + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT ''",
-                "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0",
+                    + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT '', "
+                    + "batch INTEGER NOT NULL DEFAULT 0",
+                "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0, last_sample_id INTEGER NOT NULL DEFAULT 0",
                 "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0",
                 "CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1",
                 "CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent)",
@@ -54,7 +55,7 @@ struct StoreSchemaTests {
     }
 
     @Test(
-        "a version-1 file with rows migrates to version 5: rows kept, a sample stored twice kept once (the first), the new columns at their defaults"
+        "a version-1 file with rows migrates to version 6: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, ids given on from the largest"
     )
     func sqliteFromVersionOne() throws {
         let db = try SQLiteConnection(path: ":memory:")
@@ -70,7 +71,10 @@ struct StoreSchemaTests {
             INSERT INTO agents (id, created_at, last_seen) VALUES ('paris', 5, 6);
             """)
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 5)
+        #expect(try db.scalarInt("PRAGMA user_version") == 6)
+        #expect(try db.scalarInt("SELECT last_sample_id FROM store_state") == 4, "the next sample is numbered 5")
+        #expect(
+            try db.scalarInt("SELECT count(*) FROM samples WHERE batch != 0") == 0, "samples stored before version 6 are never followed")
         let rows = try db.prepare("SELECT id, identity_agent, origin, coalesce(agent, 'null'), held FROM samples ORDER BY id")
         var seen: [String] = []
         while try rows.step() {
@@ -126,20 +130,24 @@ struct StoreSchemaTests {
 
     @Test("opening: the current version does nothing, an older one upgrades (only when creating), a newer one is refused")
     func clickHousePlan() {
-        #expect(ClickHouseSchema.version == 3)
-        #expect(ClickHouseSchema.plan(stored: 3, create: true) == .current)
-        #expect(ClickHouseSchema.plan(stored: 3, create: false) == .current)
+        #expect(ClickHouseSchema.version == 4)
+        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .current)
+        #expect(ClickHouseSchema.plan(stored: 4, create: false) == .current)
+        #expect(ClickHouseSchema.plan(stored: 3, create: true) == .upgrade(from: 3))
+        #expect(ClickHouseSchema.plan(stored: 3, create: false) == .missing)
         #expect(ClickHouseSchema.plan(stored: 0, create: true) == .upgrade(from: 0))
         #expect(ClickHouseSchema.plan(stored: 2, create: true) == .upgrade(from: 2))
         #expect(ClickHouseSchema.plan(stored: 0, create: false) == .missing)
         #expect(ClickHouseSchema.plan(stored: 2, create: false) == .missing)
-        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .refuseNewer(4))
+        #expect(ClickHouseSchema.plan(stored: 5, create: true) == .refuseNewer(5))
     }
 
-    @Test("a new store gets every table, the marks view and version 3; an older one has its samples copied by identity first")
+    @Test(
+        "a new store gets every table, the marks view and version 4; one of version 3 gains batch and received_ms; an older one has its samples copied by identity first"
+    )
     func clickHouseUpgrade() throws {
         let one = ClickHouseSchema.Placement(database: "v", cluster: nil, shardEndpoints: [])
-        let fresh = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77))
+        let fresh = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77)).map(\.sql)
         #expect(
             fresh.map { $0.split(separator: " ").prefix(7).joined(separator: " ") } == [
                 "CREATE DATABASE IF NOT EXISTS v",
@@ -149,12 +157,28 @@ struct StoreSchemaTests {
                 "CREATE TABLE IF NOT EXISTS v.agents (id",
                 "CREATE TABLE IF NOT EXISTS v.marks (identity_agent",
                 "CREATE TABLE IF NOT EXISTS v.resends (writer",
+                "ALTER TABLE v.samples ADD COLUMN batch UInt64",
+                "ALTER TABLE v.samples ADD COLUMN received_ms Int64",
                 "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_marks",
-                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (3,",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4,",
             ])
-        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (3, 77)")
+        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4, 77)")
         #expect(fresh[2].hasSuffix("ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024"))
-        let older = try #require(ClickHouseSchema.upgrade(from: 2, one, appliedAt: 77))
+        #expect(
+            fresh[2].contains(" held UInt8, record String, batch UInt64, received_ms Int64) "),
+            "the new columns last, as ADD COLUMN puts them")
+        // Each ADD COLUMN runs only where the column is not there yet: a table made above has it, one of version 3 gains it.
+        let adds = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77)).compactMap(\.adds).map { "\($0.table).\($0.column)" }
+        #expect(adds == ["samples.batch", "samples.received_ms"])
+        let three = try #require(ClickHouseSchema.upgrade(from: 3, one, appliedAt: 77)).map(\.sql)
+        #expect(!three.contains { $0.contains("samples_next") || $0.hasPrefix("INSERT INTO v.marks") }, "no copy, no recount of the marks")
+        let threeOnShards = try #require(
+            ClickHouseSchema.upgrade(from: 3, ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: []), appliedAt: 1))
+        #expect(
+            threeOnShards.compactMap(\.adds).map { "\($0.table).\($0.column)" } == [
+                "samples_local.batch", "samples_local.received_ms", "samples.batch", "samples.received_ms",
+            ], "the local tables and the Distributed one over them; ON CLUSTER needs no copy")
+        let older = try #require(ClickHouseSchema.upgrade(from: 2, one, appliedAt: 77)).map(\.sql)
         #expect(
             Array(older[2...5]) == [
                 "DROP TABLE IF EXISTS v.samples_v2",
@@ -174,9 +198,9 @@ struct StoreSchemaTests {
             older.contains(
                 "INSERT INTO v.marks (identity_agent, upto, last_id) SELECT identity_agent, maxState(at), maxState(id) "
                     + "FROM v.samples GROUP BY identity_agent"), "the marks of what was copied")
-        #expect(ClickHouseSchema.upgrade(from: 1, one, appliedAt: 77) == older)
+        #expect(ClickHouseSchema.upgrade(from: 1, one, appliedAt: 77)?.map(\.sql) == older)
         let shards = ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: ["h:1", "h:2"])
-        let onShards = try #require(ClickHouseSchema.upgrade(from: 2, shards, appliedAt: 1))
+        let onShards = try #require(ClickHouseSchema.upgrade(from: 2, shards, appliedAt: 1)).map(\.sql)
         #expect(onShards.contains("RENAME TABLE v.samples_local TO v.samples_v2, v.samples_next TO v.samples_local"))
         #expect(
             onShards.firstIndex(of: "DROP TABLE IF EXISTS v.samples")! < onShards.firstIndex {
@@ -186,7 +210,7 @@ struct StoreSchemaTests {
         let keeper = ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: [])
         #expect(ClickHouseSchema.upgrade(from: 2, keeper, appliedAt: 1) == nil, "a copy needs each shard's endpoint")
         #expect(
-            try #require(ClickHouseSchema.upgrade(from: 0, keeper, appliedAt: 1)).allSatisfy {
+            try #require(ClickHouseSchema.upgrade(from: 0, keeper, appliedAt: 1)).map(\.sql).allSatisfy {
                 $0.hasPrefix("INSERT") || $0.contains(" ON CLUSTER c ") || $0.hasSuffix(" ON CLUSTER c")
             })
     }
