@@ -41,8 +41,10 @@ protocol FollowFeed: AnyObject {
 final class Follower {
     /// What the loop is given: where and how to read, and how often.
     struct Settings {
-        /// Opens the feed; throws `StoreMissing` while there is no store to read yet.
-        var openFeed: (_ start: FollowPosition?) throws -> FollowFeed
+        /// Opens the feed at the cursor's position, else where `--from` says, or at the store's start
+        /// when it appeared after the follower began (`appeared`: all of it was stored since); throws
+        /// `StoreMissing` while there is no store to read yet.
+        var openFeed: (_ start: FollowPosition?, _ appeared: Bool) throws -> FollowFeed
         /// The cursor file, if any.
         var cursor: FollowCursor?
         /// Read once, write what is new, save the cursor and end.
@@ -85,7 +87,7 @@ final class Follower {
 
     /// How many lines may be written before the cursor is saved within a pass (at a batch's end):
     /// what a kill -9 during a long catch-up can make a follower write again.
-    static let saveEveryLines = 50_000
+    static let saveEveryLines = 10_000
 
     init(_ settings: Settings, output: RecordWriter, outputFD: Int32, diagnostics: Diagnostics) {
         self.settings = settings
@@ -125,7 +127,7 @@ final class Follower {
     /// missing, says so once (a long-lived follower waits for it) or, with `once`, fails.
     private func openFeed(_ start: FollowPosition?) throws {
         do {
-            feed = try settings.openFeed(start)
+            feed = try settings.openFeed(start, saidWaiting)
             if saidWaiting { diagnostics.note("the store is there now; following it") }
         } catch let missing as StoreMissing {
             if settings.once { throw ToolError(missing.description) }

@@ -262,13 +262,13 @@ public enum StoreSamplesCommand: VitalsCommand {
             try cursor?.checkPlace()
             let diagnostics = context.diagnostics
             let settings = Follower.Settings(
-                openFeed: { start in
+                openFeed: { start, appeared in
                     if let clickHouse {
                         let store = try ClickHouseSampleStore(location: clickHouse, waitMs: waitMs, create: false, now: clock())
-                        return try ClickHouseFollowFeed(store, start: start, fromStart: fromStart, lagMs: lagMs, now: clock())
+                        return try ClickHouseFollowFeed(store, start: start, fromStart: fromStart || appeared, lagMs: lagMs, now: clock())
                     }
                     let store = try SQLiteSampleStore(path: database, create: false)
-                    return try SQLiteFollowFeed(store, start: start, fromStart: fromStart, diagnostics: diagnostics)
+                    return try SQLiteFollowFeed(store, start: start, fromStart: fromStart || appeared, diagnostics: diagnostics)
                 },
                 cursor: cursor, once: options.has("once"), tickMs: tickMs,
                 pollMs: clickHouse == nil ? Follower.sqlitePollMs : Follower.clickHousePollMs, clock: clock)
