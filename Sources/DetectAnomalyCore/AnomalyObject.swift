@@ -8,6 +8,18 @@ protocol AnomalyReport {
     var score: Double { get }
     /// Appends the detector's own fields (after `verdict` and `detector`, before `score`).
     func appendFields(to object: inout AnomalyObject)
+    /// Each channel's evidence, which the user's verdicts are matched by; nil for a detector without channels.
+    var channels: ChannelEvidence? { get }
+    /// Sets the sample's own verdict (degrading when `over`, else stable) and score, as the monitor's
+    /// sensitivity or the user's verdicts decide.
+    mutating func rejudge(over: Bool, score: Double)
+}
+
+extension AnomalyReport {
+    /// No channels: the user's verdicts and sensitivities do not apply.
+    var channels: ChannelEvidence? { nil }
+    /// Never called: only a report with channels is judged again.
+    mutating func rejudge(over: Bool, score: Double) {}
 }
 
 /// The field names of one run: value fields carry the judged field's unit suffix

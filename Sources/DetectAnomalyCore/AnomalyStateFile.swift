@@ -19,6 +19,12 @@ final class MonitorTable<Detector: MonitorDetector> {
     @exclusivity(unchecked) private(set) var detectors: [Detector] = []
     /// Each monitor's episodes, beside its detector.
     @exclusivity(unchecked) private(set) var episodes: [EpisodeTracker] = []
+    /// Each monitor's memory for the user's verdicts (envelope only: the detector with channels).
+    @exclusivity(unchecked) private(set) var memories: [FeedbackMemory] = []
+    /// Each monitor's sensitivity factor (1 unless the feedback file sets one).
+    @exclusivity(unchecked) private var sensitivities: [Double] = []
+    /// The sensitivities the feedback file sets, by monitor, for monitors not seen yet.
+    private var pendingSensitivities: [String: Double] = [:]
     @exclusivity(unchecked) private var keys: [[UInt8]] = []
     /// Positions in `names` + 1, 0 for an empty slot; the count is a power of two, at most half full.
     @exclusivity(unchecked) private var slots = [Int32](repeating: 0, count: 64)
@@ -50,21 +56,45 @@ final class MonitorTable<Detector: MonitorDetector> {
             judged[position] = true
             judgedCount += 1
         }
-        let report = detectors[position].judge(observation, settings: settings)
+        var report = detectors[position].judge(observation, settings: settings)
         guard report.verdict != .unknown else { return (report, nil) }
-        let mark = episodes[position].advance(
-            over: report.verdict == .degrading, score: report.score, atMs: atMs,
-            endAfter: settings.detector.episodeEnd)
+        var over = report.verdict == .degrading
+        guard var channels = report.channels else {
+            let mark = episodes[position].advance(over: over, score: report.score, atMs: atMs, endAfter: settings.detector.episodeEnd)
+            return (report, mark)
+        }
+        // The monitor's sensitivity scales the evidence (a sample over the limit by isitup's simulated
+        // rules alone, with no channel over it, stays over).
+        let factor = sensitivities[position]
+        if factor != 1 {
+            let simulatedOver = over && channels.max() <= 1
+            channels *= factor
+            let evidence = max(0, channels.max())
+            over = evidence > 1 || simulatedOver
+            if !simulatedOver { report.rejudge(over: over, score: evidenceScore(evidence, scale: 1)) }
+        }
+        // An onset like an episode the user called normal is not raised: stable, half its score.
+        if over, !episodes[position].isOpen, memories[position].mutes(channels) {
+            report.rejudge(over: false, score: report.score / 2)
+            over = false
+        }
+        let mark = episodes[position].advance(over: over, score: report.score, atMs: atMs, endAfter: settings.detector.episodeEnd)
+        if let mark { memories[position].record(mark, channels) }
         return (report, mark)
     }
 
     /// Adds a monitor (from a state file); it must not be present.
-    func add(_ monitor: String, _ detector: Detector, episodes tracker: EpisodeTracker = EpisodeTracker()) {
+    func add(
+        _ monitor: String, _ detector: Detector, episodes tracker: EpisodeTracker = EpisodeTracker(),
+        memory: FeedbackMemory = FeedbackMemory()
+    ) {
         var name = monitor
         let key = name.withUTF8 { Array($0) }
         names.append(monitor)
         detectors.append(detector)
         episodes.append(tracker)
+        memories.append(memory)
+        sensitivities.append(pendingSensitivities[monitor] ?? 1)
         judged.append(false)
         keys.append(key)
         if names.count * 2 > slots.count { grow() }
@@ -72,9 +102,25 @@ final class MonitorTable<Detector: MonitorDetector> {
     }
 
     /// Whether `monitor` is present.
-    func contains(_ monitor: String) -> Bool {
+    func contains(_ monitor: String) -> Bool { position(of: monitor) != nil }
+
+    /// The position of `monitor`, when present.
+    func position(of monitor: String) -> Int? {
         var name = monitor
-        return name.withUTF8 { if case .found = find($0) { return true } else { return false } }
+        return name.withUTF8 { if case .found(let position) = find($0) { return position } else { return nil } }
+    }
+
+    /// Sets a monitor's sensitivity, now or when it first comes.
+    func setSensitivity(_ sensitivity: Sensitivity, of monitor: String) {
+        pendingSensitivities[monitor] = sensitivity.factor
+        if let position = position(of: monitor) { sensitivities[position] = sensitivity.factor }
+    }
+
+    /// Uses a verdict on an episode of the monitor at `position` (see `FeedbackMemory.take`).
+    func take(
+        _ verdict: EpisodeVerdict, id: Int64?, startedAtMs: Int64?, at position: Int
+    ) -> FeedbackMemory.Outcome {
+        memories[position].take(verdict, id: id, startedAtMs: startedAtMs, started: episodes[position].count)
     }
 
     private enum Lookup {
@@ -127,8 +173,10 @@ final class MonitorTable<Detector: MonitorDetector> {
 enum AnomalyStateFile {
     /// The `format` every state file names.
     static let format = "vitals detect-anomaly state"
-    /// The version this build reads and writes.
-    static let version = 4
+    /// The version this build writes.
+    static let version = 5
+    /// The versions it reads: 4 is 5 without the monitors' memory for verdicts.
+    static let readable = 4...5
 
     /// Reads the monitors saved in `path`; a file that does not exist yet gives none.
     static func load<Detector: MonitorDetector>(
@@ -179,9 +227,9 @@ enum AnomalyStateFile {
             throw fail("not a detect-anomaly state file (no \"format\": \"\(format)\")")
         }
         guard let fileVersion = object["version"]?.intValue else { throw fail("no version number") }
-        guard fileVersion == version else {
+        guard readable.contains(fileVersion) else {
             throw ToolError(
-                "state file \(path) is version \(fileVersion); this detect-anomaly reads version \(version) "
+                "state file \(path) is version \(fileVersion); this detect-anomaly reads versions \(readable.lowerBound) and \(readable.upperBound) "
                     + "(use the detect-anomaly that wrote it, or name another --state file)")
         }
         for (key, expected) in settingsFields(settings) where object[key] != expected {
@@ -204,11 +252,37 @@ enum AnomalyStateFile {
             do {
                 table.add(
                     name, try Detector(state: state, settings: settings),
-                    episodes: try EpisodeTracker(state: state, endAfter: settings.detector.episodeEnd))
+                    episodes: try EpisodeTracker(state: state, endAfter: settings.detector.episodeEnd),
+                    memory: try FeedbackMemory(state: state))
             } catch {
                 throw fail("monitor '\(name)': \(error.message)")
             }
         }
+    }
+
+    /// The episodes a state file remembers of `monitor` (for `feedback add`), whatever the options it
+    /// was written with; none when the monitor or the file is not there.
+    static func episodes(_ path: String, of monitor: String) throws(ToolError) -> [EpisodeSignature] {
+        let bytes: [UInt8]
+        switch readFile(path) {
+        case .missing: return []
+        case .failure(let reason): throw ToolError("cannot read state file \(path): \(reason)")
+        case .contents(let contents): bytes = contents
+        }
+        guard let root = (try? JSONParser.parse(bytes))?.objectValue, root["format"]?.stringValue == format,
+            let monitors = root["monitors"]?.arrayValue
+        else {
+            throw ToolError("state file \(path): not a detect-anomaly state file")
+        }
+        for entry in monitors {
+            guard let state = entry.objectValue, state["monitor"]?.stringValue == monitor else { continue }
+            do {
+                return try FeedbackMemory(state: state).episodes
+            } catch {
+                throw ToolError("state file \(path): monitor '\(monitor)': \(error.message)")
+            }
+        }
+        return []
     }
 
     /// Writes the monitors to `path` atomically.
@@ -235,6 +309,7 @@ enum AnomalyStateFile {
             JSONText.appendString(name, to: &out)
             table.detectors[position].encodeState(to: &out)
             table.episodes[position].encodeState(to: &out)
+            if settings.detector == .envelope { table.memories[position].encodeState(to: &out) }
             out.append(UInt8(ascii: "}"))
         }
         JSONText.appendLiteral("\n]}\n", to: &out)
@@ -261,13 +336,15 @@ enum AnomalyStateFile {
 
     // MARK: - Files
 
-    private enum ReadResult {
+    /// A file's bytes, or why there are none.
+    enum ReadResult {
         case missing
         case failure(String)
         case contents([UInt8])
     }
 
-    private static func readFile(_ path: String) -> ReadResult {
+    /// Reads a whole file.
+    static func readFile(_ path: String) -> ReadResult {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             return errno == ENOENT ? .missing : .failure(String(cString: strerror(errno)))

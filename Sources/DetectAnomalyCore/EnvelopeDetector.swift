@@ -157,6 +157,17 @@ struct EnvelopeDetector: MonitorDetector {
         /// The sample's robust z-score against the median (signed).
         var z: Double?
         var score: Double
+        /// Each channel's evidence, each side apart (zero when the sample was not judged by them).
+        var evidence = ChannelEvidence(repeating: 0)
+
+        /// The channels' evidence, for the user's verdicts and sensitivities.
+        var channels: ChannelEvidence? { evidence }
+
+        /// Sets the verdict and score a sensitivity or a verdict decided.
+        mutating func rejudge(over: Bool, score: Double) {
+            verdict = over ? .degrading : .stable
+            self.score = score
+        }
 
         func appendFields(to object: inout AnomalyObject) {
             object.int("baseline_n", baselineCount)
@@ -196,9 +207,11 @@ struct EnvelopeDetector: MonitorDetector {
             let spread = max(high - low, scale)
             let k = settings.threshold
             let margin = Self.envelopeMargin * spread
-            var evidence = 0.0
-            if settings.direction.judgesHigh { evidence = max(evidence, min(z / k, (x - high) / margin)) }
-            if settings.direction.judgesLow { evidence = max(evidence, min(-z / k, (low - x) / margin)) }
+            // Each channel's evidence on each side: lanes 0-3 high (value, change, profile, repeat),
+            // 4-7 low; the sample's evidence is the largest.
+            var lanes = ChannelEvidence(repeating: 0)
+            if settings.direction.judgesHigh { lanes[0] = min(z / k, (x - high) / margin) }
+            if settings.direction.judgesLow { lanes[4] = min(-z / k, (low - x) / margin) }
             // The change channel: the step from the last value against the steps seen before.
             if let rise = changeUpper, let fall = changeLower, changeWeights > 0 {
                 let change = x - window.newest
@@ -206,8 +219,8 @@ struct EnvelopeDetector: MonitorDetector {
                 let zc = change / changeScale
                 let kc = Self.changeThresholdFactor * k
                 let changeMargin = Self.changeMargin * max(rise - fall, changeScale)
-                if settings.direction.judgesHigh { evidence = max(evidence, min(zc / kc, (change - rise) / changeMargin)) }
-                if settings.direction.judgesLow { evidence = max(evidence, min(-zc / kc, (fall - change) / changeMargin)) }
+                if settings.direction.judgesHigh { lanes[1] = min(zc / kc, (change - rise) / changeMargin) }
+                if settings.direction.judgesLow { lanes[5] = min(-zc / kc, (fall - change) / changeMargin) }
             }
             // The daily profile: the value against the median plus its phase's usual offset. A
             // window that is mostly one value (MAD 0) has no profile to speak of.
@@ -220,8 +233,8 @@ struct EnvelopeDetector: MonitorDetector {
                 if deviationWeights > 0 { deviation = max(deviation, Self.profileFloor * deviationSum / deviationWeights) }
                 if deviation > 0 {
                     let residual = (x - (median + profile[base] / weight)) / (Self.profileThresholdFactor * k * deviation)
-                    if settings.direction.judgesHigh { evidence = max(evidence, residual) }
-                    if settings.direction.judgesLow { evidence = max(evidence, -residual) }
+                    if settings.direction.judgesHigh { lanes[2] = residual }
+                    if settings.direction.judgesLow { lanes[6] = -residual }
                 }
             }
             // The repeat channel: a value stuck on one number, on a series that seldom repeats
@@ -230,8 +243,10 @@ struct EnvelopeDetector: MonitorDetector {
             if settings.direction == .both, window.ring.isFull, x == window.newest,
                 (Self.stuckRepeats...Self.stuckLongest).contains(repeats + 1), repeatRate < Self.stuckRate
             {
-                evidence = max(evidence, min(Self.stuckCeiling, Double(repeats + 1) / Self.stuckDivisor))
+                lanes[3] = min(Self.stuckCeiling, Double(repeats + 1) / Self.stuckDivisor)
             }
+            let evidence = max(0, lanes.max())
+            report.evidence = lanes
             let over = evidence > 1 || simulatedOver
             report.verdict = over ? .degrading : .stable
             report.z = z

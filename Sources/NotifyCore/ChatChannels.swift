@@ -87,9 +87,9 @@ final class NtfyChannel: Channel {
             self.priority
             ?? {
                 switch notification.event {
-                case .down, .stillDown: return "5"
+                case .down, .stillDown, .placeCutOff, .placeSilent: return "5"
                 case .degraded, .stillDegraded: return "4"
-                case .recovered: return "3"
+                case .recovered, .placeBack: return "3"
                 }
             }()
         let emoji: String

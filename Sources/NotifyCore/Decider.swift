@@ -28,6 +28,35 @@ struct MonitorTrack: Codable, Equatable {
     var target: String?
     /// The integer id store-samples gave the monitor, from its latest sample that had one.
     var monitorID: Int?
+    /// A monitor seen from places (samples naming an `agent`): each place's own track, by place
+    /// ('' for samples that name none), whose confirmed statuses the place rule (`PlaceRule`)
+    /// turns into this track's. Nil for a monitor only ever seen from the local place, whose track
+    /// is its place's.
+    var places: [String: MonitorTrack]? = nil
+    /// A monitor first seen from an agent is told once its places had a check interval to report
+    /// (or a second place reported, or the input ended): nothing before this event time.
+    var settleUntil: Int64? = nil
+    /// The check interval its samples stated, ms (nil: the default).
+    var intervalMs: Int64? = nil
+    /// The monitor's kind as its samples stated it (`heartbeat`: expected every interval).
+    var kind: String? = nil
+}
+
+/// What notify knows of an agent (a named place) across its monitors: when it last reported, how
+/// often it does, and whether it was told silent or cut off. Kept in the state file.
+struct PlaceClock: Codable, Equatable {
+    /// The newest sample time from it.
+    var lastAt: Int64
+    /// How often it reports: its monitors' stated check interval, or the last gap seen between two
+    /// of one monitor's samples from it, whichever is longer (ms).
+    var intervalMs: Int64
+    /// Whether that is known (stated by its samples, or seen as a gap): silence is judged only then,
+    /// so an agent run every few minutes by cron is not told silent before its cadence is learnt.
+    var intervalKnown = false
+    /// Told silent: the time of its last sample before it went quiet (nil: it is not silent).
+    var silentSince: Int64? = nil
+    /// When it was told cut off (nil: it is not).
+    var cutOffSince: Int64? = nil
 }
 
 /// What one channel has been told about each monitor, and its cooldowns.
@@ -72,20 +101,50 @@ final class Decider {
     /// Samples skipped because their monitor already had a sample as late (replays overlap).
     private(set) var staleSamples = 0
 
+    /// Each agent (a named place): when it last reported, how often it does, and whether it was
+    /// told silent or cut off.
+    private(set) var agents: [String: PlaceClock]
+    /// The newest event time seen: a sample's `at`, or a `tick` record's (time passing with no samples).
+    private(set) var clock = Int64.min
+
     private var roundStart: Int64?
     private var roundOrder: [String] = []
     /// The confirmed status of each monitor of the round before the round (nil: first seen).
     private var roundBefore: [String: String?] = [:]
     private var roundLastAt: [String: Int64] = [:]
+    /// The agents that sent samples in the open round, each with the monitors it reported, in order.
+    private var roundAgents: [String: [String]] = [:]
+    private var roundAgentOrder: [String] = []
+    /// What the open round found of places (cut off, silent, back), told to every channel.
+    private var placeNews: [Notification] = []
+    /// The monitors waiting to be told until their places reported (`MonitorTrack.settleUntil`), and
+    /// those expected every interval (`heartbeat`): the few each round's end looks at.
+    private var settling: Set<String> = []
+    private var heartbeats: Set<String> = []
 
-    init(policy: Policy, channels: [String], ungrouped: Set<String> = [], monitors: [String: MonitorTrack], views: [String: ChannelView]) {
+    init(
+        policy: Policy, channels: [String], ungrouped: Set<String> = [], monitors: [String: MonitorTrack], views: [String: ChannelView],
+        agents: [String: PlaceClock] = [:]
+    ) {
         self.policy = policy
         self.channels = channels
         self.ungrouped = ungrouped
         self.monitors = monitors
         self.views = views
+        self.agents = agents
         for channel in channels where self.views[channel] == nil { self.views[channel] = ChannelView() }
+        for (monitor, track) in monitors {
+            if track.settleUntil != nil { settling.insert(monitor) }
+            if track.kind == Decider.heartbeatKind { heartbeats.insert(monitor) }
+            clock = max(clock, track.lastAt)
+        }
+        for agent in agents.values { clock = max(clock, agent.lastAt) }
     }
+
+    /// The kind of a monitor that is expected to send a sample every check interval.
+    static let heartbeatKind = PlaceRule.heartbeatKind
+    /// An agent, or a heartbeat monitor, is silent after this many of its intervals without a sample.
+    static let silentIntervals = PlaceRule.silentIntervals
 
     /// Whether a round is open.
     var roundOpen: Bool { roundStart != nil }
@@ -94,7 +153,7 @@ final class Decider {
     /// `roundByTime` (input without round marks), a sample whose `at` lies --group-wait or more
     /// from the open round's first closes that round first; otherwise only `closeRound` does.
     func add(_ sample: SampleEvent, roundByTime: Bool = true) -> [Decision] {
-        if let track = monitors[sample.monitor], sample.at <= track.lastAt {
+        if isStale(sample) {
             // Already seen (an overlapping replay): it neither counts nor moves the rounds.
             staleSamples += 1
             return []
@@ -108,22 +167,156 @@ final class Decider {
             return decided
         }
         if roundStart == nil { roundStart = sample.at }
+        clock = max(clock, sample.at)
         if roundBefore[sample.monitor] == nil {
             roundOrder.append(sample.monitor)
-            roundBefore[sample.monitor] = .some(monitors[sample.monitor]?.confirmed)
+            // A monitor still waiting for its places was never told anything: first seen, as far as channels know.
+            let track = monitors[sample.monitor]
+            roundBefore[sample.monitor] = .some(track?.settleUntil != nil ? nil : track?.confirmed)
         }
         roundLastAt[sample.monitor] = sample.at
+        if let agent = sample.agent {
+            if roundAgents[agent] == nil { roundAgentOrder.append(agent) }
+            roundAgents[agent, default: []].append(sample.monitor)
+        }
         take(sample)
         return decided
     }
 
+    /// Whether a sample is no newer than its place's latest (an overlapping replay).
+    private func isStale(_ sample: SampleEvent) -> Bool {
+        guard let track = monitors[sample.monitor] else { return false }
+        if let places = track.places { return places[sample.agent ?? ""].map { sample.at <= $0.lastAt } ?? false }
+        return sample.agent == nil && sample.at <= track.lastAt
+    }
+
+    /// A track for a monitor or place first seen with `sample`.
+    private func newTrack(_ sample: SampleEvent) -> MonitorTrack {
+        MonitorTrack(name: sample.name, confirmed: policy.firstSampleIsBaseline ? sample.status.rawValue : "new", lastAt: sample.at)
+    }
+
+    /// Takes a sample: a monitor only ever seen from the local place is its place's track, exactly
+    /// as before places existed; a sample from an agent (or of a monitor agents report) moves its
+    /// place's track, and the monitor's is what the place rule says of them (`judge`).
     private func take(_ sample: SampleEvent) {
+        if sample.agent == nil, monitors[sample.monitor]?.places == nil {
+            let existing = monitors[sample.monitor]
+            var track = existing ?? newTrack(sample)
+            advance(&track, sample, isNew: existing == nil)
+            note(sample, in: &track)
+            monitors[sample.monitor] = track
+            return
+        }
+        let place = sample.agent ?? ""
+        let existing = monitors[sample.monitor]
+        var track = existing ?? newTrack(sample)
+        var places = track.places ?? [:]
+        if let existing, existing.places == nil {
+            // Seen from the local place alone until now: that history is the local place's.
+            places[""] = existing
+        }
+        let known = places[place]
+        var own = known ?? newTrack(sample)
+        let previousAt = known?.lastAt
+        advance(&own, sample, isNew: known == nil)
+        places[place] = own
+        track.places = places
+        note(sample, in: &track)
+        track.lastAt = max(track.lastAt, sample.at)
+        if existing == nil, sample.agent != nil, !policy.firstSampleIsBaseline {
+            track.settleUntil = sample.at &+ (track.intervalMs ?? PlaceRule.defaultIntervalMs)
+            settling.insert(sample.monitor)
+        }
+        monitors[sample.monitor] = track
+        if let agent = sample.agent {
+            noteAgent(
+                agent, at: sample.at, previousAt: previousAt,
+                stated: sample.checkIntervalSeconds.map { PlaceRule.intervalMs(checkIntervalSeconds: $0) })
+        }
+        judge(sample.monitor)
+    }
+
+    /// What a sample says of its monitor beyond its status: its stated interval and kind.
+    private func note(_ sample: SampleEvent, in track: inout MonitorTrack) {
+        track.name = sample.name
+        if let id = sample.monitorID { track.monitorID = id }
+        if let target = sample.target { track.target = target }
+        if let seconds = sample.checkIntervalSeconds { track.intervalMs = PlaceRule.intervalMs(checkIntervalSeconds: seconds) }
+        if let kind = sample.kind {
+            track.kind = kind
+            if kind == Decider.heartbeatKind { heartbeats.insert(sample.monitor) } else { heartbeats.remove(sample.monitor) }
+        }
+    }
+
+    /// An agent reported: its clock moves on, and its cadence is learnt from the gap since its last
+    /// sample of the same monitor (unless it was silent meanwhile).
+    private func noteAgent(_ agent: String, at: Int64, previousAt: Int64?, stated: Int64?) {
+        var known = agents[agent] ?? PlaceClock(lastAt: at, intervalMs: stated ?? PlaceRule.defaultIntervalMs)
+        if let stated {
+            known.intervalMs = max(known.intervalKnown ? known.intervalMs : 0, stated)
+            known.intervalKnown = true
+        }
+        if let previousAt, known.silentSince == nil, at > previousAt,
+            !known.intervalKnown || at - previousAt <= Decider.silentIntervals * known.intervalMs
+        {
+            known.intervalMs = max(stated ?? 0, at - previousAt)
+            known.intervalKnown = true
+        }
+        known.lastAt = max(known.lastAt, at)
+        agents[agent] = known
+    }
+
+    /// Whether an agent is told cut off (its votes do not count until it is back).
+    private func isCutOff(_ place: String) -> Bool { !place.isEmpty && agents[place]?.cutOffSince != nil }
+
+    /// Makes a monitor seen from places what the place rule (`PlaceRule.judge`, with --quorum) says
+    /// of its places' confirmed statuses; places told cut off do not vote. With one voting place the
+    /// monitor is that place's track: its status, words, and when its episode began.
+    private func judge(_ monitor: String) {
+        guard var track = monitors[monitor], let places = track.places else { return }
+        var reports: [PlaceReport] = []
+        for (place, own) in places where own.confirmed != "new" && !isCutOff(place) {
+            reports.append(
+                PlaceReport(
+                    agent: place.isEmpty ? nil : place, at: own.lastAt, status: SampleStatus(rawValue: own.confirmed) ?? .unknown,
+                    reason: own.reason, message: own.message))
+        }
+        if track.settleUntil != nil, places.count > 1 {
+            track.settleUntil = nil
+            settling.remove(monitor)
+        }
+        defer { monitors[monitor] = track }
+        guard !reports.isEmpty else { return }
+        let verdict = PlaceRule.judge(reports, intervalMs: track.intervalMs ?? PlaceRule.defaultIntervalMs, quorum: policy.quorum)
+        if verdict.fresh.count == 1, let only = places[verdict.fresh[0].agent ?? ""] {
+            track.confirmed = only.confirmed
+            track.since = only.since
+            track.endedSince = only.endedSince
+            track.message = only.message
+            track.reason = only.reason
+            if let target = only.target { track.target = target }
+            return
+        }
+        let status = verdict.status.rawValue
+        let before = Decider.severity(track.confirmed)
+        let after = Decider.severity(status)
+        if after > 0, before == 0 {
+            // The episode began when the earliest of the places now not up began theirs.
+            let starts = verdict.fresh.filter { $0.status != .up }.compactMap { places[$0.agent ?? ""]?.since }
+            track.since = starts.min() ?? verdict.fresh.map(\.at).max()
+        } else if after == 0, before > 0 {
+            track.endedSince = track.since
+            track.since = nil
+        }
+        track.confirmed = status
+        track.message = verdict.message
+        track.reason = verdict.reason
+    }
+
+    /// Moves a track with one of its samples: streaks, thresholds, episodes (a monitor's, or one
+    /// place's of it). `isNew`: the track was made for this sample.
+    private func advance(_ track: inout MonitorTrack, _ sample: SampleEvent, isNew: Bool) {
         let status = sample.status.rawValue
-        var track =
-            monitors[sample.monitor]
-            ?? MonitorTrack(
-                name: sample.name, confirmed: policy.firstSampleIsBaseline ? status : "new",
-                lastAt: sample.at)
         track.name = sample.name
         track.lastAt = sample.at
         track.message = sample.message
@@ -152,8 +345,6 @@ final class Decider {
         case .unknown:
             return
         }
-        let isNew = monitors[sample.monitor] == nil
-        defer { monitors[sample.monitor] = track }
         if isNew && policy.firstSampleIsBaseline {
             // --baseline: the first sample is what the monitor is, not a change.
             if sample.status != .up { track.since = sample.at }
@@ -212,11 +403,15 @@ final class Decider {
             roundOrder.removeAll()
             roundBefore.removeAll()
             roundLastAt.removeAll()
+            roundAgents.removeAll()
+            roundAgentOrder.removeAll()
+            placeNews.removeAll()
         }
         guard roundStart != nil else { return [] }
+        judgePlaces()
         var merged: [Decision] = []
         for channel in channels {
-            for notification in decide(for: channel) {
+            for notification in decide(for: channel) + placeNews {
                 if let index = merged.firstIndex(where: { $0.notification == notification }) {
                     merged[index].channels.append(channel)
                 } else {
@@ -225,6 +420,150 @@ final class Decider {
             }
         }
         return merged
+    }
+
+    /// Time passed with no sample (a `tick` record's `at`, or the end of the input's clock): agents
+    /// and heartbeat monitors that went silent, and monitors whose places had their interval to
+    /// report, are decided in a round of their own. Returns its notifications.
+    func advanceClock(to at: Int64) -> [Decision] {
+        var decided: [Decision] = []
+        if roundOpen, !roundAgents.isEmpty || !roundOrder.isEmpty { decided = closeRound() }
+        clock = max(clock, at)
+        roundStart = clock
+        return decided + closeRound()
+    }
+
+    /// The input ended: every monitor still waiting for its places is told now, as it stands.
+    func endOfInput() {
+        for monitor in settling.sorted() {
+            guard var track = monitors[monitor] else { continue }
+            track.settleUntil = nil
+            monitors[monitor] = track
+            joinRound(monitor, before: nil)
+        }
+        settling.removeAll()
+    }
+
+    /// Adds a monitor to the open round (opening one at the clock), as a sample of it would.
+    private func joinRound(_ monitor: String, before: String?) {
+        if roundStart == nil { roundStart = clock }
+        if roundBefore[monitor] == nil {
+            roundOrder.append(monitor)
+            roundBefore[monitor] = .some(before)
+        }
+        roundLastAt[monitor] = max(roundLastAt[monitor] ?? Int64.min, monitors[monitor]?.lastAt ?? clock)
+    }
+
+    /// What the round's end finds of places, in this order: agents cut off or back (their monitors
+    /// judged again without or with their votes), agents silent or reporting again, heartbeat
+    /// monitors silent, monitors whose places had their interval to report.
+    private func judgePlaces() {
+        for agent in roundAgentOrder { judgeCutOff(agent) }
+        for agent in agents.keys.sorted() { judgeSilence(agent) }
+        for monitor in heartbeats.sorted() { judgeHeartbeat(monitor) }
+        for monitor in settling.sorted() {
+            guard var track = monitors[monitor], let until = track.settleUntil, clock >= until else { continue }
+            track.settleUntil = nil
+            monitors[monitor] = track
+            settling.remove(monitor)
+            joinRound(monitor, before: nil)
+        }
+    }
+
+    /// An agent whose round shows at least two monitors, and more than half of those another fresh
+    /// place also checks, failing from it while every other fresh place sees them not failing, is
+    /// cut off (notify(1), PLACES); one told cut off whose round no longer shows that is back.
+    private func judgeCutOff(_ agent: String) {
+        guard var known = agents[agent], let reported = roundAgents[agent] else { return }
+        var seen = 0
+        var failing: [String] = []
+        for monitor in Set(reported).sorted() {
+            guard let track = monitors[monitor], let places = track.places, let own = places[agent], own.confirmed != "new" else {
+                continue
+            }
+            let interval = track.intervalMs ?? PlaceRule.defaultIntervalMs
+            let others = places.filter { place, other in
+                place != agent && other.confirmed != "new" && !isCutOff(place)
+                    && PlaceRule.isFresh(other.lastAt, newest: own.lastAt, intervalMs: interval)
+            }
+            guard !others.isEmpty else { continue }
+            seen += 1
+            if Decider.severity(own.confirmed) == 2, others.values.allSatisfy({ Decider.severity($0.confirmed) < 2 }) {
+                failing.append(monitor)
+            }
+        }
+        let cut = failing.count >= 2 && failing.count * 2 > seen
+        let at = reported.compactMap { monitors[$0]?.places?[agent]?.lastAt }.max() ?? clock
+        if cut, known.cutOffSince == nil {
+            known.cutOffSince = at
+            agents[agent] = known
+            let changes = failing.map { monitor -> MonitorChange in
+                let own = monitors[monitor]!.places![agent]!
+                return MonitorChange(
+                    monitor: monitor, name: monitors[monitor]!.name, status: own.confirmed, previousStatus: nil, since: own.since,
+                    message: own.message, reason: own.reason, target: monitors[monitor]!.target, monitorID: monitors[monitor]!.monitorID)
+            }
+            placeNews.append(
+                Notification(
+                    place: agent, event: .placeCutOff, key: "place.\(agent).cut_off", at: at, monitors: changes, title: "Agent CUT OFF",
+                    body: "\(agent) is cut off: \(failing.count) of \(seen) monitors fail from there and not from other places"))
+        } else if !cut, seen > 0, let since = known.cutOffSince {
+            known.cutOffSince = nil
+            agents[agent] = known
+            placeNews.append(
+                Notification(
+                    place: agent, event: .placeBack, key: "place.\(agent).cut_off", at: at, monitors: [], title: "Agent BACK",
+                    body: "\(agent) reaches its monitors again after \(DurationText.describe(milliseconds: max(0, at - since)))"))
+        } else {
+            return
+        }
+        // Its votes count again, or no longer: its monitors judged anew.
+        for monitor in Set(reported).sorted() {
+            judge(monitor)
+            joinRound(monitor, before: roundBefore[monitor] ?? nil)
+        }
+    }
+
+    /// An agent that sent nothing for three of its intervals (by the clock) is told silent, once;
+    /// one told silent that reported in this round is told back.
+    private func judgeSilence(_ agent: String) {
+        guard var known = agents[agent] else { return }
+        if let since = known.silentSince {
+            guard roundAgents[agent] != nil else { return }
+            known.silentSince = nil
+            agents[agent] = known
+            placeNews.append(
+                Notification(
+                    place: agent, event: .placeBack, key: "place.\(agent).silent", at: known.lastAt, monitors: [], title: "Agent BACK",
+                    body: "\(agent) reports again after \(DurationText.describe(milliseconds: max(0, known.lastAt - since)))"))
+            return
+        }
+        guard known.intervalKnown, clock - known.lastAt > Decider.silentIntervals * known.intervalMs else { return }
+        known.silentSince = known.lastAt
+        agents[agent] = known
+        placeNews.append(
+            Notification(
+                place: agent, event: .placeSilent, key: "place.\(agent).silent", at: clock, monitors: [], title: "Agent SILENT",
+                body: "\(agent) has sent nothing for \(DurationText.describe(milliseconds: clock - known.lastAt)) "
+                    + "(it reports every \(DurationText.describe(milliseconds: known.intervalMs)))"))
+    }
+
+    /// A heartbeat monitor (kind `heartbeat`) with no sample for three of its intervals is down,
+    /// reason `silent`, from one interval after its last sample; its next sample decides it again.
+    private func judgeHeartbeat(_ monitor: String) {
+        guard var track = monitors[monitor], track.kind == Decider.heartbeatKind, Decider.severity(track.confirmed) < 2 else { return }
+        let interval = track.intervalMs ?? PlaceRule.defaultIntervalMs
+        guard PlaceRule.isSilent(lastAt: track.lastAt, now: clock, intervalMs: interval) else { return }
+        let before = track.settleUntil != nil ? nil : track.confirmed
+        track.settleUntil = nil
+        settling.remove(monitor)
+        if Decider.severity(track.confirmed) == 0 { track.since = PlaceRule.silentSince(lastAt: track.lastAt, intervalMs: interval) }
+        track.confirmed = "down"
+        track.reason = PlaceRule.silentReason
+        track.message = PlaceRule.silentWords(lastAt: track.lastAt, intervalMs: interval)
+        monitors[monitor] = track
+        joinRound(monitor, before: before)
+        roundLastAt[monitor] = clock
     }
 
     /// Records that `channel` accepted `notification`: its cooldown key starts now (event time).
@@ -258,7 +597,7 @@ final class Decider {
         var stillDegraded: [String] = []
         var told: [String: Told] = [:]
         for monitor in roundOrder {
-            guard let track = monitors[monitor], track.confirmed != "new" else { continue }
+            guard let track = monitors[monitor], track.confirmed != "new", track.settleUntil == nil else { continue }
             let at = roundLastAt[monitor] ?? track.lastAt
             let before = roundBefore[monitor] ?? nil
             // A channel that has not been told about the monitor knows what it was before this

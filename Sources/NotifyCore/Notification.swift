@@ -13,6 +13,16 @@ enum NotificationEvent: String, Codable, Sendable {
     case stillDown = "still_down"
     /// Still degraded after the repeat interval.
     case stillDegraded = "still_degraded"
+    /// An agent sees most of its monitors fail while other places see them up: it is cut off, and
+    /// its votes do not count until it is back.
+    case placeCutOff = "place_cut_off"
+    /// An agent sent nothing for three of its intervals.
+    case placeSilent = "place_silent"
+    /// An agent told cut off or silent reaches its monitors, or reports, again.
+    case placeBack = "place_back"
+
+    /// Whether the event is about a place (an agent), not about monitors.
+    var isPlace: Bool { self == .placeCutOff || self == .placeSilent || self == .placeBack }
 }
 
 /// One monitor's part in a notification.
@@ -50,6 +60,8 @@ struct Notification: Codable, Equatable, Sendable {
     var title: String
     /// OnlineTracker's alert body: "Google DNS is not responding".
     var body: String
+    /// The agent a place event is about (nil for a monitor's notification).
+    var place: String? = nil
 
     /// Builds a notification, its words and its id.
     init(event: NotificationEvent, grouped: Bool, key: String, at: Int64, monitors: [MonitorChange]) {
@@ -67,10 +79,28 @@ struct Notification: Codable, Equatable, Sendable {
         id = "n_" + String(SHA256.hexDigest(Array(identity.utf8)).prefix(20))
     }
 
+    /// A notification about a place (`NotificationEvent.isPlace`): grouped, under the key
+    /// `place.AGENT.cut_off` or `place.AGENT.silent` (a `place_back` has the key of what ended), with
+    /// the monitors it concerns (those a cut-off place sees failing; none for silence) and words given.
+    init(place: String, event: NotificationEvent, key: String, at: Int64, monitors: [MonitorChange], title: String, body: String) {
+        self.event = event
+        grouped = true
+        self.key = key
+        self.at = at
+        self.monitors = monitors
+        self.title = title
+        self.body = body
+        self.place = place
+        var identity = "\(event.rawValue)|\(key)|\(at)|\(place)"
+        for change in monitors { identity += "|" + change.monitor }
+        id = "n_" + String(SHA256.hexDigest(Array(identity.utf8)).prefix(20))
+    }
+
     /// The status the notification reports: down, error, degraded or up.
     var status: String {
         switch event {
-        case .recovered: return "up"
+        case .placeCutOff, .placeSilent: return "down"
+        case .recovered, .placeBack: return "up"
         case .degraded, .stillDegraded: return "degraded"
         case .down, .stillDown:
             return monitors.count == 1 ? monitors[0].status : "down"
@@ -87,7 +117,7 @@ struct Notification: Codable, Equatable, Sendable {
     }
 
     /// Severity for channels that rank messages.
-    var isBad: Bool { event != .recovered }
+    var isBad: Bool { event != .recovered && event != .placeBack }
 
     private static func words(event: NotificationEvent, grouped: Bool, monitors: [MonitorChange], at: Int64)
         -> (String, String)
@@ -101,6 +131,7 @@ struct Notification: Codable, Equatable, Sendable {
             case .recovered: title = "\(count) services recovered"
             case .stillDown: title = "\(count) services still down"
             case .stillDegraded: title = "\(count) services still degraded"
+            case .placeCutOff, .placeSilent, .placeBack: title = ""
             }
             return (title, nameList(monitors.map(\.name)))
         }
@@ -122,6 +153,8 @@ struct Notification: Codable, Equatable, Sendable {
         case .stillDegraded:
             let length = change.since.map { " for " + DurationText.describe(milliseconds: max(0, at - $0)) } ?? ""
             return ("Monitor still DEGRADED", "\(name) has been degraded\(length)")
+        case .placeCutOff, .placeSilent, .placeBack:
+            return ("", "")  // a place's words are given with it (`init(place:...)`)
         }
     }
 

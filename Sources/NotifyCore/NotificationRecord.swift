@@ -70,6 +70,7 @@ enum NotificationRecord {
         builder.string("status", notification.status)
         builder.string("title", notification.title)
         builder.string("body", notification.body)
+        if let place = notification.place { builder.string("place", place) }
         if let single = notification.single {
             builder.string("monitor", single.monitor)
             builder.string("name", single.name)

@@ -50,6 +50,9 @@ public enum NotifyCommand: VitalsCommand {
                 help: "for input without round marks: the length of a round, by the samples' times, and the pause in input that ends one"),
             OptionSpec("failure-threshold", value: "N", default: "1", help: "consecutive failing samples before a monitor is down"),
             OptionSpec("success-threshold", value: "N", default: "1", help: "consecutive better samples before a monitor is recovered"),
+            OptionSpec(
+                "quorum", value: "N", default: "majority",
+                help: "how many of a monitor's fresh places (agents) must agree on its status: majority, all, any, or a number"),
             .duration("repeat-interval", help: "re-send a still-open outage this often (default: never)"),
             OptionSpec(
                 "baseline",
@@ -78,6 +81,7 @@ public enum NotifyCommand: VitalsCommand {
                 "deliver", operands: 0...Int.max, "[FILE...]",
                 options: [
                     "to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
+                    "quorum",
                     "repeat-interval", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
                     "exit-status", "summary",
                 ],
@@ -190,7 +194,7 @@ public enum NotifyCommand: VitalsCommand {
         let decider = Decider(
             policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id),
             ungrouped: Set(channels.filter { !$0.groupsMonitors }.map(\.id)),
-            monitors: loaded.monitors, views: loaded.channels)
+            monitors: loaded.monitors, views: loaded.channels, agents: loaded.agents ?? [:])
         let dispatcher = Dispatcher(
             channels: channelByID, state: box, environment: context.environment,
             budgetMs: budget, giveUpMs: giveUp, wallClock: wallClock)
@@ -245,6 +249,11 @@ public enum NotifyCommand: VitalsCommand {
         policy.groupWaitMs = try options.duration("group-wait")!
         policy.failureThreshold = try options.integer("failure-threshold", in: 1...100_000)
         policy.successThreshold = try options.integer("success-threshold", in: 1...100_000)
+        let quorum = options.value("quorum") ?? "majority"
+        guard let parsed = Quorum(quorum) else {
+            throw UsageError("--quorum takes majority, all, any or a number of places from 1, not '\(quorum)'")
+        }
+        policy.quorum = parsed
         if let repeatMs = try options.duration("repeat-interval") { policy.repeatIntervalMs = repeatMs }
         policy.firstSampleIsBaseline = options.has("baseline")
         var specs = options.all("mute").map { ($0, "--mute") }

@@ -63,7 +63,14 @@ final class NotifyRun {
                     let decisions = decider.add(SampleEvent(sampleReader, own), roundByTime: rounds.byTime)
                     if !decisions.isEmpty { handle(decisions) }
                 case .otherRecord:
-                    if let mark = RoundMark(sampleReader) { take(mark, line: bytes) }
+                    if let mark = RoundMark(sampleReader) {
+                        take(mark, line: bytes)
+                    } else if let type = sampleReader.field(named: "type"), sampleReader.text(type) == "tick",
+                        let field = sampleReader.field(named: "at"), let at = sampleReader.text(field).flatMap(Timestamp.parse)
+                    {
+                        // Time passing with no samples (store-samples follow): silence is judged by it.
+                        if !rounds.marked { handle(decider.advanceClock(to: at), save: true) }
+                    }
                 case .blank:
                     continue
                 case .problem(let problem):
@@ -111,8 +118,10 @@ final class NotifyRun {
         if rounds.inputEnded() { handle(decider.closeRound(), save: true) }
     }
 
-    /// The input ended: close the last round, deliver, save.
+    /// The input ended: close the last round (monitors still waiting for their places told as they
+    /// stand), deliver, save.
     func finish() throws {
+        decider.endOfInput()
         handle(decider.closeRound(), save: true)
         if let writeProblem { throw writeProblem }
         pendingAtEnd = dispatcher.unresolved.count
@@ -210,6 +219,7 @@ final class NotifyRun {
     func save() throws {
         guard let stateFile, !dryRun else { return }
         box.state.monitors = decider.monitors
+        box.state.agents = decider.agents.isEmpty ? nil : decider.agents
         box.state.channels = decider.views
         box.state.pending = orphans + dispatcher.pending
         try stateFile.save(box.state)

@@ -11,8 +11,11 @@ import VitalsKit
 struct NotifyState: Codable, Equatable {
     /// The format version; a newer file is refused rather than misread.
     var version = NotifyState.currentVersion
-    /// Per monitor: its confirmed status and streaks.
+    /// Per monitor: its confirmed status and streaks (and its places').
     var monitors: [String: MonitorTrack] = [:]
+    /// Per agent: when it last reported, its cadence, whether it was told silent or cut off (nil
+    /// in a state written before places).
+    var agents: [String: PlaceClock]? = nil
     /// Per channel: what it was told, its cooldowns per key, its open groups.
     var channels: [String: ChannelView] = [:]
     /// Deliveries not yet accepted, oldest first.

@@ -29,6 +29,8 @@ struct Policy {
     var firstSampleIsBaseline = false
     /// Maintenance windows.
     var mutes: [MuteWindow] = []
+    /// How many of a monitor's fresh places must agree on its status (`PlaceRule`, --quorum).
+    var quorum = Quorum.majority
 
     /// The window muting `monitor` at `at`, if any.
     func mute(for monitor: String, at: Int64) -> MuteWindow? {

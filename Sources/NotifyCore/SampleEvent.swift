@@ -20,6 +20,12 @@ struct SampleEvent: Equatable {
     var monitorID: Int? = nil
     /// Where the sample stands in detect-anomaly's episodes (`anomaly.episode.state`), if it has one.
     var episode: AnomalyEpisodeState? = nil
+    /// The place it was taken from: its `agent`, nil for samples that name none (the local place).
+    var agent: String? = nil
+    /// The monitor's `check_interval`, seconds, when the sample states one.
+    var checkIntervalSeconds: Int64? = nil
+    /// The monitor's kind (`heartbeat`: a sample is expected every check interval).
+    var kind: String? = nil
 }
 
 extension SampleEvent {
@@ -35,6 +41,11 @@ extension SampleEvent {
         target = reader.text(own.target)
         monitorID = own.monitorID.flatMap { Int(String(decoding: reader.raw($0), as: UTF8.self)) }
         episode = own.anomaly.flatMap { AnomalyEpisodeState.read(reader.line, $0) }
+        agent = reader.agent.flatMap { $0.isEmpty ? nil : $0 }
+        checkIntervalSeconds = own.checkInterval.flatMap { JSONNumber.value(reader.raw($0)) }.flatMap {
+            $0.isFinite && $0 >= 1 && $0 < 1e12 ? Int64($0) : nil
+        }
+        kind = reader.text(own.kind)
     }
 }
 
@@ -45,10 +56,14 @@ struct NotifyFields: SampleFieldReader {
     var target: FieldRange?
     var monitorID: FieldRange?
     var anomaly: FieldRange?
+    var checkInterval: FieldRange?
+    var kind: FieldRange?
 
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch (count, key[0]) {
         case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
+        case (4, UInt8(ascii: "k")) where SampleLine.key(key, is: "kind"): kind = field
+        case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
         case (6, UInt8(ascii: "t")) where SampleLine.key(key, is: "target"): target = field
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
         case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field

@@ -128,9 +128,9 @@ final class WebhookChannel: Channel {
 /// Alertmanager's webhook body, version 4: one alert per monitor, firing or resolved.
 enum AlertmanagerBody {
     static func encode(_ notification: Notification) -> [UInt8] {
-        let resolved = notification.event == .recovered
+        let resolved = notification.event == .recovered || notification.event == .placeBack
         let severity = notification.status == "degraded" ? "warning" : "critical"
-        let alerts: [JSONValue] = notification.monitors.map { change in
+        var alerts: [JSONValue] = notification.monitors.map { change in
             var labels = JSONObject()
             labels["alertname"] = .string(alertName(notification))
             labels["monitor"] = .string(change.monitor)
@@ -149,6 +149,24 @@ enum AlertmanagerBody {
             alert["fingerprint"] = .string(
                 String(SHA256.hexDigest(Array((alertName(notification) + "|" + change.monitor).utf8)).prefix(16)))
             return .object(alert)
+        }
+        if let place = notification.place {
+            // One alert for the place, whatever monitors it concerns.
+            var labels = JSONObject()
+            labels["alertname"] = .string(alertName(notification))
+            labels["agent"] = .string(place)
+            labels["severity"] = .string(severity)
+            var annotations = JSONObject()
+            annotations["summary"] = .string(notification.body)
+            var alert = JSONObject()
+            alert["status"] = .string(resolved ? "resolved" : "firing")
+            alert["labels"] = .object(labels)
+            alert["annotations"] = .object(annotations)
+            alert["startsAt"] = .string(Timestamp.format(milliseconds: notification.at))
+            alert["endsAt"] = .string(resolved ? Timestamp.format(milliseconds: notification.at) : "0001-01-01T00:00:00Z")
+            alert["generatorURL"] = .string("")
+            alert["fingerprint"] = .string(String(SHA256.hexDigest(Array((alertName(notification) + "|" + place).utf8)).prefix(16)))
+            alerts = [.object(alert)]
         }
         var groupLabels = JSONObject()
         groupLabels["alertname"] = .string(alertName(notification))
@@ -175,8 +193,10 @@ enum AlertmanagerBody {
         return JSONValue.object(body).encoded()
     }
 
-    /// MonitorDown or MonitorDegraded (a recovery resolves the alert that fired).
+    /// MonitorDown or MonitorDegraded (a recovery resolves the alert that fired); PlaceCutOff or
+    /// PlaceSilent for an agent (its `place_back` resolves the one its key names).
     static func alertName(_ notification: Notification) -> String {
+        if notification.event.isPlace { return notification.key.hasSuffix(".silent") ? "PlaceSilent" : "PlaceCutOff" }
         switch notification.event {
         case .degraded, .stillDegraded: return "MonitorDegraded"
         case .recovered:

@@ -71,17 +71,17 @@ enum ClickHouseRows {
 
     /// The samples table's columns, as rows are written.
     static let sampleColumns =
-        "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record, "
-        + "batch, received_ms"
+        "monitor, at, identity_agent, id, batch, received_ms, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, "
+        + "held, record, reason, consensus"
 
-    /// The bytes at the end of a sample's row that say when its INSERT was sent (`received_ms`),
-    /// written as 0 by `write` and set by `stampReceived` once the batch is sent.
-    static let receivedBytes = 8
+    /// Where a row's `received_ms` is, from where its number is (`batch` lies between them).
+    static let receivedAfterID = 16
 
-    /// Appends a sample's row: its number `id` in the store, its origin (`remote`), the agent a
-    /// remote sample came from, whether it is held, and the INSERT's `batch` number (0 for a held
-    /// sample: a follower never writes it). Returns where the number's 8 bytes are (a batch numbers
-    /// its samples again when it drops one stored already).
+    /// Appends a sample's row: its number `id` in the store, the INSERT's `batch` number (0 for a
+    /// held sample: a follower never writes it), its origin (`remote`), the agent a remote sample
+    /// came from, and whether it is held; `received_ms` is 0 until `stampReceived` sets it when
+    /// the batch is sent. Returns where the number's 8 bytes are (a batch numbers its samples
+    /// again when it drops one stored already).
     @discardableResult
     static func write(
         _ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, batch: UInt64, to rows: inout RowBinaryWriter
@@ -91,6 +91,8 @@ enum ClickHouseRows {
         sample.withText(sample.agentRange) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
         let idOffset = rows.bytes.count
         rows.uint64(UInt64(max(0, id)))
+        rows.uint64(held ? 0 : batch)
+        rows.int64(0)
         rows.uint8(sample.status.storeCode)
         rows.optionalFloat64(sample.latencyMs)
         sample.withText(sample.messageRange) { rows.optionalBytes($0) }
@@ -100,19 +102,42 @@ enum ClickHouseRows {
         rows.optionalString(agent)
         rows.uint8(held ? 1 : 0)
         rows.string(sample.line)
-        rows.uint64(held ? 0 : batch)
-        rows.int64(0)
+        sample.withText(sample.reasonRange) { rows.optionalBytes($0) }
+        // The consensus, the row's last byte: the sample's own status until the batch is judged
+        // (`ClickHouseSampleStore.judgeBatch`).
+        rows.uint8(sample.status.storeCode)
         return idOffset
     }
 
-    /// Sets `received_ms` of each row ending at the offsets `ends` (each the start of the next row,
-    /// or the end of the bytes).
-    static func stampReceived(_ milliseconds: Int64, rowEnds ends: [Int], in rows: inout [UInt8]) {
+    /// Sets `received_ms` of the rows whose numbers are at `idOffsets`.
+    static func stampReceived(_ milliseconds: Int64, idOffsets: [Int], in rows: inout [UInt8]) {
         withUnsafeBytes(of: milliseconds.littleEndian) { stamp in
-            for end in ends {
-                for index in 0..<receivedBytes { rows[end - receivedBytes + index] = stamp[index] }
+            for offset in idOffsets {
+                for index in 0..<8 { rows[offset + receivedAfterID + index] = stamp[index] }
             }
         }
+    }
+
+    /// What judging needs of a sample row written by `write` at `start`: its monitor, time,
+    /// identity agent, status and whether it is held.
+    static func vote(ofRowAt start: Int, in rows: [UInt8]) throws -> (
+        monitor: Range<Int>, at: Int64, place: Range<Int>, status: UInt8, held: Bool
+    ) {
+        var reader = RowBinaryReader(rows, at: start)
+        let monitor = try reader.stringBytesRange()
+        let at = try reader.int64()
+        let place = try reader.stringBytesRange()
+        _ = try reader.uint64()
+        _ = try reader.uint64()
+        _ = try reader.int64()
+        let status = try reader.uint8()
+        _ = try reader.optionalFloat64()
+        _ = try reader.isNull() ? nil : try reader.stringBytesRange()
+        _ = try reader.optionalInt64()
+        _ = try reader.optionalFloat64()
+        _ = try reader.uint8()
+        _ = try reader.isNull() ? nil : try reader.stringBytesRange()
+        return (monitor, at, place, status, try reader.uint8() != 0)
     }
 
     /// A sample row's identity (monitor, time, identity agent) and record, read back from the
@@ -125,6 +150,8 @@ enum ClickHouseRows {
         let at = try reader.int64()
         let agent = try reader.stringBytesRange()
         _ = try reader.uint64()
+        _ = try reader.uint64()
+        _ = try reader.int64()
         _ = try reader.uint8()
         _ = try reader.optionalFloat64()
         _ = try reader.isNull() ? nil : try reader.stringBytesRange()
@@ -137,12 +164,13 @@ enum ClickHouseRows {
     }
 
     /// The columns of a `StoredSample`, as queries select them.
-    static let storedSampleColumns = "id, at, status, latency_ms, message, tls_expiry_days"
+    static let storedSampleColumns = "id, at, status, latency_ms, message, tls_expiry_days, identity_agent, reason"
 
     static func storedSample(_ reader: inout RowBinaryReader) throws -> StoredSample {
         StoredSample(
             id: try reader.uint64AsInt64(), at: try reader.int64(),
             status: try SampleStatus(storeCode: Int64(try reader.uint8())), latencyMs: try reader.optionalFloat64(),
-            message: try reader.optionalString(), tlsExpiryDays: try reader.optionalInt64())
+            message: try reader.optionalString(), tlsExpiryDays: try reader.optionalInt64(), place: try reader.string(),
+            reason: try reader.optionalString())
     }
 }

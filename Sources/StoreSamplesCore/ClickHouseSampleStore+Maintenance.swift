@@ -43,9 +43,18 @@ extension ClickHouseSampleStore {
         try waitForMutations(on: "samples")
     }
 
-    /// Counts the held samples of an approved agent.
+    /// Counts the held samples of an approved agent (each with its own status as the monitor's
+    /// consensus, as on SQLite), and makes its places known.
     func release(_ agent: String) throws {
         try mutate("UPDATE held = 0 WHERE agent = \(clickHouseLiteral(agent)) AND held = 1")
+        try recountPlaces(where: "agent = \(clickHouseLiteral(agent))")
+    }
+
+    /// Adds to `places` the places of the counted samples `condition` selects, on each server.
+    func recountPlaces(where condition: String) throws {
+        for endpoint in location.shards.isEmpty ? [nil] : location.shards.map({ Optional($0) }) {
+            try client.execute(ClickHouseSchema.placesRecount(placement, where: condition), endpoint: endpoint)
+        }
     }
 
     /// Waits until every server finished the mutations of table `name` (5 minutes at most).
@@ -98,7 +107,13 @@ extension ClickHouseSampleStore {
                         + recount.replacingOccurrences(of: "%@", with: placement.localTable("samples")), endpoint: endpoint)
             }
         }
-        caches.latest = nil
+        // So do the places: a place whose samples all went is forgotten, one whose newest went has an older newest.
+        for endpoint in ddlEndpoints {
+            try client.execute("ALTER TABLE \(placement.localTable("places"))\(placement.onCluster) DELETE WHERE 1", endpoint: endpoint)
+        }
+        try waitForMutations(on: "places")
+        try recountPlaces(where: "1")
+        caches.places = nil
         caches.totals.removeAll()
         caches.nextSampleID = nil
         caches.agentTimes = nil

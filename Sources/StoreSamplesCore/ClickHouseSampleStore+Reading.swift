@@ -45,62 +45,77 @@ extension ClickHouseSampleStore {
         return records.first(where: { $0.monitor == key }) ?? records.first(where: { String($0.id) == key })
     }
 
-    /// Every monitor's newest sample in two queries: those with one in the last 25 hours before
-    /// now (or after it), then, for the rest, over all time. Each finds the newest time of every
-    /// monitor from two columns, then reads only the rows at those times (the newest number of
-    /// them): at 50 million samples over 10,000 monitors, 27-32 ms where one `argMax` of every
-    /// field over the window took 106-114 ms (160 ms and 376 ms read with FINAL), the very same
-    /// rows. The inner query reads each server's own table: a monitor's samples are all on one
+    /// Every place's newest sample of every monitor, by monitor, each monitor's by place: first
+    /// those of the last 25 hours before now (or after it), each place's newest time found from
+    /// three columns and then only the rows at those times read (at 50 million samples over 10,000
+    /// monitors, 27-32 ms where one `argMax` of every field over the window took 106-114 ms); then
+    /// the places `places` knows that were quiet longer, read by their newest times on the days of
+    /// them. The inner query reads each server's own table: a monitor's samples are all on one
     /// shard, and a `Distributed` table may not be named there.
-    private func latestAll() throws -> [String: StoredSample] {
-        if let known = caches.latest { return known }
-        var result: [String: StoredSample] = [:]
+    private func placesAll() throws -> [String: [StoredSample]] {
+        if let known = caches.places { return known }
+        var result: [String: [StoredSample]] = [:]
         let from = try samplesTable()
         let local = try samplesTable(local: true)
-        func read(_ condition: String) throws {
-            var reader = try rows(
-                """
-                SELECT monitor, \(ClickHouseRows.storedSampleColumns) FROM \(from)
-                PREWHERE (monitor, at) IN (SELECT monitor, max(at) FROM \(local) WHERE held = 0 AND \(condition) GROUP BY monitor)
-                WHERE held = 0 AND \(condition) ORDER BY monitor, id DESC LIMIT 1 BY monitor
-                """)
-            while !reader.atEnd {
-                let monitor = try reader.string()
-                result[monitor] = try ClickHouseRows.storedSample(&reader)
-            }
+        let condition = timeCondition(from: caches.now - 25 * 3_600_000, until: Int64.max / 2)
+        var reader = try rows(
+            """
+            SELECT monitor, \(ClickHouseRows.storedSampleColumns) FROM \(from)
+            PREWHERE (monitor, identity_agent, at) IN (
+                SELECT monitor, identity_agent, max(at) FROM \(local) WHERE held = 0 AND \(condition) GROUP BY monitor, identity_agent)
+            WHERE held = 0 AND \(condition) ORDER BY monitor, identity_agent, id DESC LIMIT 1 BY monitor, identity_agent
+            """)
+        while !reader.atEnd {
+            let monitor = try reader.string()
+            result[monitor, default: []].append(try ClickHouseRows.storedSample(&reader))
         }
-        try read(timeCondition(from: caches.now - 25 * 3_600_000, until: Int64.max / 2))
-        let names = try readMonitors().map(\.monitor).filter { result[$0] == nil }
-        if names.count > 1000 {
-            // Most monitors quiet for a day (a store read long after its samples): one pass over
-            // all time, where each 1,000 names also read two columns of every sample (at 50 M
-            // samples 0.45 s instead of ten queries of 0.1 s). A monitor found above is found again,
-            // with the same sample.
-            try read("1")
-        } else if !names.isEmpty {
-            try read("monitor IN (\(names.map(clickHouseLiteral).joined(separator: ", ")))")
+        var quiet: [(monitor: String, place: String, at: Int64)] = []
+        var known = try rows(
+            "SELECT monitor, identity_agent, maxMerge(last_at) FROM \(placement.table("places")) GROUP BY monitor, identity_agent")
+        while !known.atEnd {
+            let (monitor, place, at) = (try known.string(), try known.string(), try known.int64())
+            if !(result[monitor]?.contains { $0.place == place } ?? false) { quiet.append((monitor, place, at)) }
         }
-        caches.latest = result
+        try readNewest(quiet) { monitor, sample in result[monitor, default: []].append(sample) }
+        for monitor in result.keys { result[monitor]!.sort { $0.place.utf8.lexicographicallyPrecedes($1.place.utf8) } }
+        caches.places = result
         return result
     }
 
-    func latest(monitorID: Int64) throws -> StoredSample? {
-        guard let monitor = try monitorName(monitorID) else { return nil }
-        if let cached = caches.latest { return cached[monitor] }
-        if caches.listed { return try latestAll()[monitor] }
-        // The newest time first, without FINAL (a resent copy has the same time), so the
-        // query that dedups reads only the last granule instead of the monitor's whole history.
-        var newest = try rows(
-            "SELECT toInt64(count()), max(at) FROM \(placement.table("samples")) "
-                + "WHERE held = 0 AND monitor = \(clickHouseLiteral(monitor))")
-        guard try newest.int64() > 0 else { return nil }
-        let at = try newest.int64()
-        var reader = try rows(
-            """
-            SELECT \(ClickHouseRows.storedSampleColumns) FROM \(try samplesTable())
-            WHERE \(window(monitor, at, at + 1)) ORDER BY at DESC, id DESC LIMIT 1
-            """)
-        return reader.atEnd ? nil : try ClickHouseRows.storedSample(&reader)
+    /// Reads the sample of each (monitor, place) at its newest time, a thousand at a time, on the
+    /// days of those times only.
+    private func readNewest(_ wanted: [(monitor: String, place: String, at: Int64)], _ visit: (String, StoredSample) throws -> Void) throws
+    {
+        for start in stride(from: 0, to: wanted.count, by: 1000) {
+            let chunk = wanted[start..<min(wanted.count, start + 1000)]
+            let days = Set(chunk.map { $0.at >= 0 ? $0.at / 86_400_000 : ($0.at - 86_399_999) / 86_400_000 }).sorted().map(String.init)
+                .joined(separator: ", ")
+            let tuples = chunk.map { "(\(clickHouseLiteral($0.monitor)), \(clickHouseLiteral($0.place)), \($0.at))" }.joined(
+                separator: ", ")
+            var reader = try rows(
+                """
+                SELECT monitor, \(ClickHouseRows.storedSampleColumns) FROM \(try samplesTable())
+                WHERE held = 0 AND intDiv(at, 86400000) IN (\(days)) AND (monitor, identity_agent, at) IN (\(tuples))
+                ORDER BY monitor, identity_agent, id DESC LIMIT 1 BY monitor, identity_agent
+                """)
+            while !reader.atEnd {
+                let monitor = try reader.string()
+                try visit(monitor, try ClickHouseRows.storedSample(&reader))
+            }
+        }
+    }
+
+    func places(monitorID: Int64) throws -> [StoredSample] {
+        guard let monitor = try monitorName(monitorID) else { return [] }
+        if caches.listed || caches.places != nil { return try placesAll()[monitor] ?? [] }
+        var known = try rows(
+            "SELECT identity_agent, maxMerge(last_at) FROM \(placement.table("places")) "
+                + "WHERE monitor = \(clickHouseLiteral(monitor)) GROUP BY identity_agent")
+        var wanted: [(monitor: String, place: String, at: Int64)] = []
+        while !known.atEnd { wanted.append((monitor, try known.string(), try known.int64())) }
+        var result: [StoredSample] = []
+        try readNewest(wanted) { _, sample in result.append(sample) }
+        return result.sorted { $0.place.utf8.lexicographicallyPrecedes($1.place.utf8) }
     }
 
     /// What the reads of samples say: the table, with `FINAL` only when some batch was ever sent
@@ -116,24 +131,36 @@ extension ClickHouseSampleStore {
         return (local ? placement.localTable("samples") : placement.table("samples")) + (caches.samplesResent! ? " FINAL" : "")
     }
 
-    private func window(_ monitor: String, _ from: Int64, _ until: Int64) -> String {
-        "held = 0 AND monitor = \(clickHouseLiteral(monitor)) AND \(timeCondition(from: from, until: until))"
+    private func window(_ monitor: String, _ from: Int64, _ until: Int64, _ selection: SampleSelection = .consensus) -> String {
+        "held = 0 AND monitor = \(clickHouseLiteral(monitor)) AND \(timeCondition(from: from, until: until))" + placeCondition(selection)
     }
+
+    /// The condition that keeps one place's samples, if the selection names one.
+    private func placeCondition(_ selection: SampleSelection) -> String {
+        if case .place(let place) = selection { return " AND identity_agent = \(clickHouseLiteral(place))" }
+        return ""
+    }
+
+    /// The status column a read counts under `selection`: the consensus stored with each sample, or its own.
+    private static func statusColumn(_ selection: SampleSelection) -> String { selection == .consensus ? "consensus" : "status" }
 
     /// The buckets aggregated by the server, with the very figures and arithmetic `HistoryBuckets`
     /// has (the latencies sorted, summed in that order, ranked by ceil(q × n)); only the sum's
     /// average is rounded here. A year of one monitor is 35,040 rows instead of 525,600.
-    func forEachBucket(monitorID: Int64, from: Int64, until: Int64, _ visit: (HistoryBucket) throws -> Void) throws {
+    func forEachBucket(
+        monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, _ visit: (HistoryBucket) throws -> Void
+    ) throws {
         guard let monitor = try monitorName(monitorID) else { return }
         let width = Views.bucketMs
+        let status = Self.statusColumn(selection)
         func rank(_ q: String) -> String { "if(n = 0, 0, l[least(n, greatest(toUInt64(1), toUInt64(ceil(\(q) * n))))])" }
         var reader = try rows(
             """
             SELECT b, c, g, w, n, arraySum(l), \(rank("0.5")), \(rank("0.95")), \(rank("0.99")) FROM (
-                SELECT at - ((at % \(width)) + \(width)) % \(width) AS b, toInt64(count()) AS c, toInt64(countIf(status = 0)) AS g,
-                       toInt64(max(multiIf(status IN (2, 3), 2, status = 1, 1, status = 0, 0, -1))) AS w,
+                SELECT at - ((at % \(width)) + \(width)) % \(width) AS b, toInt64(count()) AS c, toInt64(countIf(\(status) = 0)) AS g,
+                       toInt64(max(multiIf(\(status) IN (2, 3), 2, \(status) = 1, 1, \(status) = 0, 0, -1))) AS w,
                        arraySort(groupArray(latency_ms)) AS l, length(l) AS n
-                FROM \(try samplesTable()) WHERE \(window(monitor, from, until)) GROUP BY b
+                FROM \(try samplesTable()) WHERE \(window(monitor, from, until, selection)) GROUP BY b
             ) ORDER BY b
             """)
         while !reader.atEnd {
@@ -150,23 +177,26 @@ extension ClickHouseSampleStore {
         }
     }
 
-    func forEachSample(monitorID: Int64, from: Int64, until: Int64, _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws {
+    func forEachSample(
+        monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, _ visit: (Int64, SampleStatus, Double?) throws -> Void
+    ) throws {
         guard let monitor = try monitorName(monitorID) else { return }
+        let status = Self.statusColumn(selection)
         var reader = try rows(
             """
-            SELECT at, status, latency_ms FROM \(try samplesTable()) WHERE \(window(monitor, from, until))
-            ORDER BY at, status, latency_ms
+            SELECT at, \(status), latency_ms FROM \(try samplesTable()) WHERE \(window(monitor, from, until, selection))
+            ORDER BY at, \(status), latency_ms
             """)
         while !reader.atEnd {
             try visit(try reader.int64(), try SampleStatus(storeCode: Int64(try reader.uint8())), try reader.optionalFloat64())
         }
     }
 
-    func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample] {
+    func page(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, offset: Int, limit: Int) throws -> [StoredSample] {
         guard let monitor = try monitorName(monitorID) else { return [] }
         var reader = try rows(
             """
-            SELECT \(ClickHouseRows.storedSampleColumns) FROM \(try samplesTable()) WHERE \(window(monitor, from, until))
+            SELECT \(ClickHouseRows.storedSampleColumns) FROM \(try samplesTable()) WHERE \(window(monitor, from, until, selection))
             ORDER BY at DESC, id DESC LIMIT \(max(0, offset)), \(max(0, limit))
             """)
         var result: [StoredSample] = []
@@ -175,16 +205,17 @@ extension ClickHouseSampleStore {
     }
 
     /// Totals of every monitor over a window in one query (the views ask monitor by monitor).
-    func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
+    func totals(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, withSpeed: Bool) throws -> SampleTotals {
         guard let monitor = try monitorName(monitorID) else { return SampleTotals() }
-        let key = "\(from) \(until)"
+        let key = "\(from) \(until) \(selection)"
         if caches.totals[key] == nil {
             var all: [String: SampleTotals] = [:]
             var reader = try rows(
                 """
-                SELECT monitor, toInt64(count()), toInt64(countIf(status = 0)), sum(latency_ms), toInt64(count(latency_ms)), max(at),
-                       sum(speed_mbps), toInt64(count(speed_mbps))
-                FROM \(try samplesTable()) WHERE held = 0 AND \(timeCondition(from: from, until: until)) GROUP BY monitor
+                SELECT monitor, toInt64(count()), toInt64(countIf(\(Self.statusColumn(selection)) = 0)), sum(latency_ms),
+                       toInt64(count(latency_ms)), max(at), sum(speed_mbps), toInt64(count(speed_mbps))
+                FROM \(try samplesTable()) WHERE held = 0 AND \(timeCondition(from: from, until: until))\(placeCondition(selection))
+                GROUP BY monitor
                 """)
             while !reader.atEnd {
                 let name = try reader.string()
@@ -208,9 +239,9 @@ extension ClickHouseSampleStore {
         return totals
     }
 
-    func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
+    func count(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection) throws -> Int {
         guard let monitor = try monitorName(monitorID) else { return 0 }
-        var reader = try rows("SELECT toInt64(count()) FROM \(try samplesTable()) WHERE \(window(monitor, from, until))")
+        var reader = try rows("SELECT toInt64(count()) FROM \(try samplesTable()) WHERE \(window(monitor, from, until, selection))")
         return Int(try reader.int64())
     }
 
@@ -230,8 +261,12 @@ extension ClickHouseSampleStore {
     }
 
     func agents() throws -> [AgentRecord] {
+        // Each agent's monitors: the monitors it is a place of (see `places`).
         var perAgent: [String: Int] = [:]
-        for monitor in try readMonitors() { if let agent = monitor.metadata.agent { perAgent[agent, default: 0] += 1 } }
+        var reader = try rows(
+            "SELECT identity_agent, toInt64(count()) FROM (SELECT monitor, identity_agent FROM \(placement.table("places")) "
+                + "GROUP BY monitor, identity_agent) GROUP BY identity_agent")
+        while !reader.atEnd { perAgent[try reader.string()] = Int(try reader.int64()) }
         return try readAgents().map { agent in
             var agent = agent
             agent.monitorCount = perAgent[agent.id] ?? 0

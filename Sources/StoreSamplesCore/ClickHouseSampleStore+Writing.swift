@@ -155,10 +155,10 @@ extension ClickHouseSampleStore {
             try writeAgents(agentRecords)
             if batch.count > 0 {
                 let outcome = try settleUncertain()
+                try judgeBatch()
                 // When the INSERT is sent, by this writer's clock: a follower reads a batch once it is
                 // `--lag` old (see `ClickHouseSampleStore+Follow`).
-                let ends = batch.rowStarts.isEmpty ? [] : Array(batch.rowStarts.dropFirst()) + [batch.rows.bytes.count]
-                ClickHouseRows.stampReceived(Clock.wallMilliseconds(), rowEnds: ends, in: &batch.rows.bytes)
+                ClickHouseRows.stampReceived(Clock.wallMilliseconds(), idOffsets: batch.idOffsets, in: &batch.rows.bytes)
                 let pending =
                     batch.count == 0
                     ? nil
@@ -176,6 +176,59 @@ extension ClickHouseSampleStore {
         } catch {
             abortBatch()
             throw error
+        }
+    }
+
+    /// Judges each counted sample of the batch (`StoredConsensus`), in the batch's order, from the
+    /// samples the store holds of its monitor's other places in the two intervals before it and the
+    /// batch's earlier ones, and writes the consensus into the row's last byte.
+    func judgeBatch() throws {
+        let rows = batch.rows.bytes
+        var parsed: [(monitor: String, at: Int64, place: String, status: SampleStatus, consensusAt: Int)] = []
+        var from = Int64.max
+        var until = Int64.min
+        var intervals: [String: Int64] = [:]
+        for position in batch.rowStarts.indices {
+            let row = try ClickHouseRows.vote(ofRowAt: batch.rowStarts[position], in: rows)
+            guard !row.held else { continue }
+            let monitor = String(decoding: rows[row.monitor], as: UTF8.self)
+            let end = position + 1 < batch.rowStarts.count ? batch.rowStarts[position + 1] : rows.count
+            let interval =
+                intervals[monitor]
+                ?? PlaceRule.intervalMs(checkIntervalSeconds: caches.monitors?[monitor]?.record.metadata.checkInterval)
+            intervals[monitor] = interval
+            from = min(from, StoredConsensus.windowStart(row.at, intervalMs: interval))
+            until = max(until, row.at)
+            parsed.append(
+                (monitor, row.at, String(decoding: rows[row.place], as: UTF8.self), try SampleStatus(storeCode: Int64(row.status)), end - 1)
+            )
+        }
+        guard !parsed.isEmpty else { return }
+        var history: [String: [StoredConsensus.Vote]] = [:]
+        let monitors = intervals.keys.sorted()
+        for start in stride(from: 0, to: monitors.count, by: 1000) {
+            let names = monitors[start..<min(monitors.count, start + 1000)].map(clickHouseLiteral).joined(separator: ", ")
+            var reader = try self.rows(
+                """
+                SELECT monitor, identity_agent, at, status FROM \(placement.table("samples"))
+                WHERE held = 0 AND \(timeCondition(from: from, until: until + 1)) AND monitor IN (\(names))
+                """)
+            while !reader.atEnd {
+                let monitor = try reader.string()
+                let vote = StoredConsensus.Vote(
+                    place: try reader.string(), at: try reader.int64(), status: try SampleStatus(storeCode: Int64(try reader.uint8())))
+                history[monitor, default: []].append(vote)
+            }
+        }
+        for row in parsed {
+            let others = history[row.monitor] ?? []
+            if others.contains(where: { $0.place != row.place }) {
+                let consensus = StoredConsensus.judge(
+                    place: row.place, at: row.at, status: row.status, others: others, intervalMs: intervals[row.monitor]!,
+                    quorum: policy.quorum)
+                batch.rows.bytes[row.consensusAt] = consensus.storeCode
+            }
+            history[row.monitor, default: []].append(StoredConsensus.Vote(place: row.place, at: row.at, status: row.status))
         }
     }
 

@@ -78,8 +78,8 @@ final class ClickHouseSampleStore: SampleStore {
         /// Whether a view listed every monitor (it then asks each one's latest sample and totals:
         /// answered from one query each).
         var listed = false
-        /// Every monitor's newest sample, once asked for all.
-        var latest: [String: StoredSample]?
+        /// Every monitor's places' newest samples, once asked for all.
+        var places: [String: [StoredSample]]?
         /// Totals of every monitor, by window (`"from until"`).
         var totals: [String: [String: SampleTotals]] = [:]
         /// Whether some batch was ever sent again (`samplesTable()` then reads with FINAL), once asked.
@@ -176,15 +176,30 @@ final class ClickHouseSampleStore: SampleStore {
                     "\(location.display) holds store-samples schema version \(from): upgrading it copies each shard's samples, "
                         + "so name every shard's HTTP endpoint with shards=HOST:PORT,... (see store-samples(1), CLICKHOUSE)")
             }
+            if from > 0 { try addColumns(since: from) }
             for statement in statements {
-                for endpoint in ddlEndpoints {
-                    if let (table, column) = statement.adds {
-                        var present = try rows(
-                            "SELECT count() FROM system.columns WHERE database = \(clickHouseLiteral(location.database)) "
-                                + "AND table = \(clickHouseLiteral(table)) AND name = \(clickHouseLiteral(column))", endpoint: endpoint)
-                        if try present.uint64() > 0 { continue }
-                    }
-                    try client.execute(statement.sql, endpoint: endpoint)
+                for endpoint in ddlEndpoints { try client.execute(statement, endpoint: endpoint) }
+            }
+        }
+    }
+
+    /// Adds the columns versions after `stored` added (`ClickHouseSchema.addedColumns`) to every
+    /// table that lacks them, on each server (or once, `ON CLUSTER`): asked of `system.columns`
+    /// first, so an upgrade interrupted halfway is finished by the next.
+    private func addColumns(since stored: Int64) throws {
+        let added = ClickHouseSchema.addedColumns.filter { $0.version > stored }
+        guard !added.isEmpty else { return }
+        for endpoint in ddlEndpoints {
+            for addition in added {
+                for table in ClickHouseSchema.columnHolders(addition.table, placement) {
+                    var present = try rows(
+                        "SELECT count() FROM system.columns WHERE database = \(clickHouseLiteral(location.database)) "
+                            + "AND table = \(clickHouseLiteral(table)) AND name = \(clickHouseLiteral(addition.column))", endpoint: endpoint
+                    )
+                    guard try present.uint64() == 0 else { continue }
+                    try client.execute(
+                        "ALTER TABLE \(location.database).\(table)\(placement.onCluster) ADD COLUMN \(addition.column) \(addition.type)",
+                        endpoint: endpoint)
                 }
             }
         }

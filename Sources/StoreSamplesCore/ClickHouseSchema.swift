@@ -18,24 +18,18 @@ enum ClickHouseSchema {
     /// keeps every read by time to the days it asks for (the last day's overview reads one day
     /// whatever the store holds); a monitor's samples of a day lie together, in time order, and
     /// granules of 1,024 rows keep one monitor's year to about its own rows. `batch` and
-    /// `received_ms` (version 4) are `followColumns`.
+    /// `received_ms` (version 5) are how `follow` reads them in the order stored (see `addedColumns`).
     static let samples = Table(
         name: "samples",
         columns: """
             monitor String, at Int64, identity_agent String, id UInt64, status UInt8, latency_ms Nullable(Float64), \
             message Nullable(String), tls_expiry_days Nullable(Int64), speed_mbps Nullable(Float64), origin UInt8, \
-            agent Nullable(String), held UInt8, record String, \(followColumns.map { "\($0.name) \($0.type)" }.joined(separator: ", "))
+            agent Nullable(String), held UInt8, record String, consensus UInt8 DEFAULT status, \
+            reason Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), ''), batch UInt64, received_ms Int64
             """,
         engine: "ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) "
             + "ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024",
         shardingKey: "cityHash64(monitor)")
-
-    /// Version 4's columns of the samples, for `follow` (storage order, which ClickHouse has no rowid
-    /// for, and several writers and shards insert at once): `batch`, a random number given each
-    /// INSERT (0 for a sample held from a pending agent, and for those stored before version 4:
-    /// samples a follower never writes), and `received_ms`, the writer's clock when it sent the
-    /// INSERT. Added at the end of the row, so a store of version 3 gains them by `ADD COLUMN`.
-    static let followColumns: [(name: String, type: String)] = [("batch", "UInt64"), ("received_ms", "Int64")]
 
     /// For each identity agent, the latest sample time and the largest sample number stored, kept
     /// by a materialized view as samples are inserted (so they are true exactly when the samples
@@ -45,9 +39,33 @@ enum ClickHouseSchema {
         columns: "identity_agent String, upto AggregateFunction(max, Int64), last_id AggregateFunction(max, UInt64)",
         engine: "AggregatingMergeTree() ORDER BY identity_agent", shardingKey: "cityHash64(identity_agent)")
 
+    /// Each monitor's places (identity agents, '' for samples that name none) and the time of each
+    /// one's newest counted sample, kept by a materialized view as samples are inserted (and by
+    /// hand when held samples come to count, or samples are cleared).
+    static let places = Table(
+        name: "places",
+        columns: "monitor String, identity_agent String, last_at AggregateFunction(max, Int64)",
+        engine: "AggregatingMergeTree() ORDER BY (monitor, identity_agent)", shardingKey: "cityHash64(monitor)")
+
+    /// Columns added to a table after it was made, by the version that added them: an older store
+    /// gets each one its table lacks (18.16 has no `ADD COLUMN IF NOT EXISTS`, so the store asks
+    /// `system.columns` first). Version 4 keeps each sample's consensus (`StoredConsensus`; older
+    /// samples: their own status) and its reason (older samples: the record's). Version 5 keeps the
+    /// order samples were stored in, for `follow` (ClickHouse has no rowid, and several writers
+    /// and shards insert at once): `batch`, a random number given each INSERT (0 for a sample held
+    /// from a pending agent, and for older samples: samples a follower never writes), and
+    /// `received_ms`, the writer's clock when it sent the INSERT.
+    static let addedColumns: [(version: Int64, table: String, column: String, type: String)] = [
+        (4, "samples", "consensus", "UInt8 DEFAULT status"),
+        (4, "samples", "reason", "Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), '')"),
+        (5, "samples", "batch", "UInt64"),
+        (5, "samples", "received_ms", "Int64"),
+    ]
+
     /// Every table of this version.
     static let tables = [
         samples,
+        places,
         Table(
             name: "monitors",
             columns: """
@@ -71,9 +89,9 @@ enum ClickHouseSchema {
 
     /// The schema version this build writes (the `store_samples_schema` table holds it). Version 1
     /// had samples keyed by writer and number, monitors, agents and writers; version 2 added
-    /// resends; version 3 keys samples by their identity and adds marks; version 4 adds the
-    /// samples' `followColumns`.
-    static let version: Int64 = 4
+    /// resends; version 3 keys samples by their identity and adds marks; version 4 adds places and
+    /// each sample's consensus and reason; version 5 each sample's batch and received_ms.
+    static let version: Int64 = 5
 
     /// Where a store's tables are: its database, and the cluster of a `Distributed` table over
     /// local ones (nil for one server). `onCluster` is ` ON CLUSTER NAME` when DDL goes to the
@@ -125,6 +143,32 @@ enum ClickHouseSchema {
             + "FROM \(placement.localTable("samples")) GROUP BY identity_agent"
     }
 
+    /// The view that keeps `places` as counted samples are inserted, on every server's local tables.
+    static func placesView(_ placement: Placement) -> String {
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS \(placement.localTable("samples_places"))\(placement.onCluster) "
+            + "TO \(placement.localTable("places")) AS SELECT monitor, identity_agent, maxState(at) AS last_at "
+            + "FROM \(placement.localTable("samples")) WHERE held = 0 GROUP BY monitor, identity_agent"
+    }
+
+    /// Fills a server's `places` from its own counted samples (a store older than version 4, or
+    /// one whose samples were cleared), given the table's local name on that server.
+    /// In a cluster whose DDL goes through one server (`ON CLUSTER`), through the `Distributed`
+    /// tables, which put each monitor's places on the shard of its samples.
+    static func placesRecount(_ placement: Placement, where condition: String = "1") -> String {
+        let through = placement.cluster != nil && !placement.onCluster.isEmpty
+        let (into, from) =
+            through
+            ? (placement.table("places"), placement.table("samples")) : (placement.localTable("places"), placement.localTable("samples"))
+        return "INSERT INTO \(into) (monitor, identity_agent, last_at) "
+            + "SELECT monitor, identity_agent, maxState(at) FROM \(from) WHERE held = 0 AND \(condition) GROUP BY monitor, identity_agent"
+    }
+
+    /// The tables on a server that carry `table`'s columns: its local table, and in a cluster its
+    /// `Distributed` table too, each as (database, name).
+    static func columnHolders(_ table: String, _ placement: Placement) -> [String] {
+        placement.cluster == nil ? [table] : [placement.localName(table), table]
+    }
+
     /// What opening a store whose version table says `stored` (0: no tables) must do.
     enum Plan: Equatable {
         /// Nothing: the store is this build's version.
@@ -144,66 +188,37 @@ enum ClickHouseSchema {
         return create ? .upgrade(from: stored) : .missing
     }
 
-    /// One statement of an upgrade: its SQL, and for an `ADD COLUMN` the table and column it adds,
-    /// which the statement is run only without (18.16 has no `ADD COLUMN IF NOT EXISTS`), so that
-    /// every statement of an upgrade can be run again.
-    struct Statement: Equatable, ExpressibleByStringLiteral {
-        let sql: String
-        /// The table (its name in the database) and column an `ADD COLUMN` adds, else nil.
-        var adds: (table: String, column: String)?
-
-        init(_ sql: String, adds: (table: String, column: String)? = nil) {
-            self.sql = sql
-            self.adds = adds
-        }
-
-        init(stringLiteral sql: String) { self.init(sql) }
-
-        static func == (left: Statement, right: Statement) -> Bool {
-            left.sql == right.sql && left.adds?.table == right.adds?.table && left.adds?.column == right.adds?.column
-        }
-    }
-
     /// The statements, in order, that take a store from version `stored` to this build's, each
     /// to be run on every server that holds tables (each shard endpoint, or the one server); nil
     /// when the store's samples must be copied and the cluster names no shard endpoints (the copy
-    /// runs on each shard's local tables). A new store gets this version's tables. One older than
-    /// version 3 gets its samples copied into a table keyed by identity, the first stored of each
-    /// identity kept, then swapped in; one of version 3 gets the `followColumns` added to its
-    /// samples tables (the local ones and the `Distributed` one). Each statement can be run
-    /// again, so an interrupted upgrade is finished by the next run. `appliedAt` is the time
-    /// recorded beside the version.
-    static func upgrade(from stored: Int64, _ placement: Placement, appliedAt: Int64) -> [Statement]? {
+    /// runs on each shard's local tables). A new store gets this version's tables. An older one
+    /// gets its samples copied into a table keyed by identity, the first stored of each identity
+    /// kept, then swapped in; each statement can be run again, so an interrupted upgrade is
+    /// finished by the next run. `appliedAt` is the time recorded beside the version.
+    static func upgrade(from stored: Int64, _ placement: Placement, appliedAt: Int64) -> [String]? {
         let (database, onCluster) = (placement.database, placement.onCluster)
-        var statements: [Statement] = [
-            Statement("CREATE DATABASE IF NOT EXISTS \(database)\(onCluster)"),
-            Statement(
-                "CREATE TABLE IF NOT EXISTS \(database).\(versionTable)\(onCluster) (version UInt32, applied_at Int64) "
-                    + "ENGINE = MergeTree() ORDER BY version"),
+        var statements = [
+            "CREATE DATABASE IF NOT EXISTS \(database)\(onCluster)",
+            "CREATE TABLE IF NOT EXISTS \(database).\(versionTable)\(onCluster) (version UInt32, applied_at Int64) "
+                + "ENGINE = MergeTree() ORDER BY version",
         ]
-        if stored > 0 && stored < 3 {
+        if stored > 0, stored < 3 {
             guard placement.cluster == nil || onCluster.isEmpty else { return nil }
-            statements += identityCopy(placement).map { Statement($0) }
+            statements += identityCopy(placement)
         }
-        for table in tables { statements += createStatements(table, placement).map { Statement($0) } }
-        // A table made above has the columns already (the statement is then skipped); one of version 3 gains them.
-        for name in placement.cluster == nil ? ["samples"] : ["samples_local", "samples"] {
-            for column in followColumns {
-                statements.append(
-                    Statement(
-                        "ALTER TABLE \(database).\(name)\(onCluster) ADD COLUMN \(column.name) \(column.type)",
-                        adds: (name, column.name)))
-            }
-        }
-        statements.append(Statement(marksView(placement)))
-        if stored > 0 && stored < 3 {
+        for table in tables { statements += createStatements(table, placement) }
+        statements.append(marksView(placement))
+        statements.append(placesView(placement))
+        if stored > 0, stored < 3 {
             statements.append(
-                Statement(
-                    "INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
-                        + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent"
-                ))
+                "INSERT INTO \(placement.localTable("marks")) (identity_agent, upto, last_id) "
+                    + "SELECT identity_agent, maxState(at), maxState(id) FROM \(placement.localTable("samples")) GROUP BY identity_agent")
         }
-        statements.append(Statement("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(version), \(appliedAt))"))
+        if stored > 0, stored < 4 {
+            // From the samples (maxima: a rerun after an interruption changes nothing).
+            statements.append(placesRecount(placement))
+        }
+        statements.append("INSERT INTO \(database).\(versionTable) (version, applied_at) VALUES (\(version), \(appliedAt))")
         return statements
     }
 

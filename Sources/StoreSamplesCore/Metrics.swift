@@ -14,6 +14,14 @@ import VitalsKit
 /// | vitals_monitor_last_check_timestamp_seconds | gauge | the latest sample's time (no series without samples) |
 /// | vitals_monitor_tls_expiry_seconds | gauge | the latest sample's tls_expiry_days in seconds (no series when it has none) |
 /// | vitals_checks_total{status} | counter | the samples stored with each status |
+/// | vitals_place_up{agent} | gauge | per place: 1 when its newest sample is up or degraded, 0 when down or error |
+/// | vitals_place_latency_seconds{agent} | gauge | per place: its newest sample's latency |
+/// | vitals_place_last_check_timestamp_seconds{agent} | gauge | per place: its newest sample's time |
+///
+/// The monitor's families say its state by the place rule (`PlaceRule`): its status is the
+/// consensus of its places, its latency, check time and certificate the newest check's. The place
+/// families have a series for each place (`agent`, "local" for samples that name none) of every
+/// monitor seen from a named agent or from more than one place.
 enum MetricsExposition {
     /// The media type of the answer (Prometheus' text format).
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -24,7 +32,12 @@ enum MetricsExposition {
     /// What one monitor contributes.
     struct Monitor {
         var record: MonitorRecord
+        /// Its status by the place rule (nil without samples).
+        var status: SampleStatus?
+        /// Its newest check.
         var latest: StoredSample?
+        /// Each place's newest sample, when the place families show them (else empty).
+        var places: [StoredSample] = []
         /// Samples by status code.
         var counts: [Int]
     }
@@ -48,7 +61,7 @@ enum MetricsExposition {
         }
         family("vitals_monitor_up", "gauge", "1 when the monitor's latest check was up or degraded, 0 when down or error.") {
             for (monitor, labels) in zip(monitors, labels) {
-                switch monitor.latest?.status {
+                switch monitor.status {
                 case .up?, .degraded?: series("vitals_monitor_up", labels, "1")
                 case .down?, .error?: series("vitals_monitor_up", labels, "0")
                 case .unknown?, nil: break
@@ -57,7 +70,7 @@ enum MetricsExposition {
         }
         family("vitals_monitor_status", "gauge", "The monitor's latest status: 1 for it, 0 for the others (unknown without checks).") {
             for (monitor, labels) in zip(monitors, labels) {
-                let current = monitor.latest?.status ?? .unknown
+                let current = monitor.status ?? .unknown
                 for status in statuses { series("vitals_monitor_status", labels, status: status, status == current ? "1" : "0") }
             }
         }
@@ -91,6 +104,40 @@ enum MetricsExposition {
                 }
             }
         }
+        let placed = zip(monitors, labels).flatMap { monitor, labels in monitor.places.map { (place: $0, labels: placeLabels(labels, $0)) }
+        }
+        guard !placed.isEmpty else { return out }
+        family("vitals_place_up", "gauge", "Per place: 1 when its latest check of the monitor was up or degraded, 0 when down or error.") {
+            for (place, labels) in placed {
+                switch place.status {
+                case .up, .degraded: series("vitals_place_up", labels, "1")
+                case .down, .error: series("vitals_place_up", labels, "0")
+                case .unknown: break
+                }
+            }
+        }
+        family("vitals_place_latency_seconds", "gauge", "Per place: the latency of its latest check of the monitor.") {
+            for (place, labels) in placed {
+                if let latency = place.latencyMs, latency.isFinite {
+                    series("vitals_place_latency_seconds", labels, seconds(milliseconds: latency))
+                }
+            }
+        }
+        family(
+            "vitals_place_last_check_timestamp_seconds", "gauge",
+            "Per place: when its latest check of the monitor was made, seconds since the epoch."
+        ) {
+            for (place, labels) in placed { series("vitals_place_last_check_timestamp_seconds", labels, seconds(milliseconds: place.at)) }
+        }
+        return out
+    }
+
+    /// A monitor's labels with the place's `agent` label added (without the closing brace).
+    static func placeLabels(_ labels: [UInt8], _ place: StoredSample) -> [UInt8] {
+        var out = labels
+        append(",agent=\"", to: &out)
+        appendEscaped(place.report.name, quote: true, to: &out)
+        out.append(UInt8(ascii: "\""))
         return out
     }
 
@@ -168,8 +215,11 @@ extension Views {
     func metrics() throws -> [UInt8] {
         let counts = try store.checkCounts()
         let monitors = try store.monitors().map { record in
-            MetricsExposition.Monitor(
-                record: record, latest: try store.latest(monitorID: record.id),
+            let state = try state(record)
+            let places = state?.places ?? []
+            let shown = places.count > 1 || places.first?.agent != nil
+            return MetricsExposition.Monitor(
+                record: record, status: state?.verdict.status, latest: state?.newest, places: shown ? places : [],
                 counts: counts[record.id] ?? [0, 0, 0, 0, 0])
         }
         return MetricsExposition.render(monitors)

@@ -37,6 +37,9 @@ final class OnlineTrackerAPI: Sendable {
     let tokens: String?
     /// Whether an agent seen for the first time is approved at once (--auto-approve).
     let autoApprove: Bool
+    /// How many fresh places must agree on a monitor's status (--quorum): the views', and the
+    /// consensus stored with each sample received.
+    let quorum: Quorum
     let openStore: StoreOpener
     /// The clock (`--now` fixes it).
     let clock: @Sendable () -> Int64
@@ -52,10 +55,14 @@ final class OnlineTrackerAPI: Sendable {
     /// The limits of every request: 1 MiB bodies (an agent's batch of about 3,000 samples), 10 s.
     static let limits = RequestLimits(maxBody: 1 << 20, deadlineMs: 10_000)
 
-    init(database: String, tokens: String?, autoApprove: Bool, clock: @escaping @Sendable () -> Int64, openStore: @escaping StoreOpener) {
+    init(
+        database: String, tokens: String?, autoApprove: Bool, quorum: Quorum, clock: @escaping @Sendable () -> Int64,
+        openStore: @escaping StoreOpener
+    ) {
         self.database = database
         self.tokens = tokens
         self.autoApprove = autoApprove
+        self.quorum = quorum
         self.clock = clock
         self.openStore = openStore
         var router = Router<OnlineTrackerWorker>(notFound: "no such path: see vitals-serve(7) for the API's routes")
@@ -93,6 +100,8 @@ final class OnlineTrackerWorker: RequestAnswerer {
     private var store: SampleStore?
     /// The time of the request being answered.
     private var now: Int64 = 0
+    /// The place the request narrows the views to (`?agent=NAME`), else every place.
+    private var selection = SampleSelection.consensus
 
     init(api: OnlineTrackerAPI, log: @escaping (String) -> Void) {
         self.api = api
@@ -102,6 +111,13 @@ final class OnlineTrackerWorker: RequestAnswerer {
     func answer(_ request: APIRequest) -> APIResponse {
         now = api.clock()
         store?.startRequest(now: now)
+        selection = .consensus
+        if let agent = request.parameter("agent") {
+            guard !agent.isEmpty, agent.utf8.count <= 200, !agent.utf8.contains(0) else {
+                return APIError(status: 400, reason: "bad_parameter", message: "agent names a place: an agent's id, or local").response
+            }
+            selection = .place(Views.place(named: agent))
+        }
         return api.router.answer(request, self, log: log)
     }
 
@@ -110,7 +126,8 @@ final class OnlineTrackerWorker: RequestAnswerer {
     private func openedStore(create: Bool) throws -> SampleStore {
         if let store { return store }
         do {
-            let opened = try api.openStore(create, IngestPolicy(remote: true, autoApprove: api.autoApprove, approvedAgents: []))
+            let opened = try api.openStore(
+                create, IngestPolicy(remote: true, autoApprove: api.autoApprove, approvedAgents: [], quorum: api.quorum))
             opened.startRequest(now: now)
             store = opened
             return opened
@@ -128,21 +145,25 @@ final class OnlineTrackerWorker: RequestAnswerer {
 
     /// The views over the store.
     private func views() throws -> Views {
-        Views(store: try openedStore(create: false), now: now)
+        Views(store: try openedStore(create: false), now: now, quorum: api.quorum, selection: selection)
     }
 
     /// The answer `key`, kept between requests while it holds, else computed. `window` is the
     /// time window the answer reads (`[now - window, now]`), nil for none.
     private func kept(_ key: String, _ views: Views, window: Int64?, _ compute: () throws -> [UInt8]) throws -> APIResponse {
         guard let generation = try views.store.generation() else { return APIResponse(status: 200, body: try compute()) }
+        var key = key
+        if case .place(let place) = views.selection { key += " agent=" + place }
         let now = self.now
         let body = try api.kept.answer(key, generation: generation, now: now) {
             let body = try compute()
-            guard let window else { return ViewCache.Computed(body: body, validUntil: Int64.max) }
+            // A heartbeat going silent changes the answer with nothing written.
+            let silence = try views.nextSilence() ?? Int64.max
+            guard let window else { return ViewCache.Computed(body: body, validUntil: silence) }
             // The window [now - window, now] holds the same samples until its oldest one leaves
             // it or a sample from the future enters it (judged over the whole store: never later).
             let (oldest, next) = try views.store.firstTimes(from: now - window, after: now)
-            var until = Int64.max
+            var until = silence
             if let oldest, oldest < Int64.max - window - 1 { until = min(until, oldest + window + 1) }
             if let next { until = min(until, next) }
             return ViewCache.Computed(body: body, validUntil: until)

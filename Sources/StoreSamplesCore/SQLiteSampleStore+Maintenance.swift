@@ -10,6 +10,7 @@ extension SQLiteSampleStore {
     func applyRetention(_ touched: Set<Int64>, retention: Retention, now: Int64) throws {
         guard retention.perMonitor != nil || retention.days != nil else { return }
         for id in touched {
+            var deletedAny = false
             var hint: (count: Int, oldest: Int64?)
             if let known = caches.retentionHints[id] {
                 hint = known
@@ -31,6 +32,7 @@ extension SQLiteSampleStore {
                     try delete.step()
                     let deleted = db.changes
                     if deleted > 0 { try countDeletions() }
+                    deletedAny = deletedAny || deleted > 0
                     hint.count -= deleted
                     hint.oldest = try oldestAt(id)
                 }
@@ -45,11 +47,26 @@ extension SQLiteSampleStore {
                 try delete.step()
                 let deleted = db.changes
                 if deleted > 0 { try countDeletions() }
+                deletedAny = deletedAny || deleted > 0
                 hint.count -= deleted
                 hint.oldest = try oldestAt(id)
             }
+            if deletedAny { try forgetEmptyPlaces(monitorID: id) }
             caches.retentionHints[id] = hint
         }
+    }
+
+    /// Drops the places (of one monitor, or of all) whose newest sample is gone: samples go oldest
+    /// first, so a place whose newest went has none left.
+    func forgetEmptyPlaces(monitorID: Int64?) throws {
+        let forget = try db.prepare(
+            """
+            DELETE FROM places WHERE (?1 IS NULL OR monitor_id = ?1) AND NOT EXISTS (
+                SELECT 1 FROM samples s WHERE s.at = places.last_at AND s.monitor_id = places.monitor_id AND s.identity_agent = places.agent)
+            """)
+        forget.bind(monitorID)
+        try forget.step()
+        if let monitorID { caches.places[monitorID] = nil } else { caches.places.removeAll() }
     }
 
     private func oldestAt(_ id: Int64) throws -> Int64? {
@@ -67,7 +84,10 @@ extension SQLiteSampleStore {
                 statement.bind(monitorID, before ?? Int64.max)
                 try statement.step()
                 deleted = db.changes
-                if deleted > 0 { try countDeletions() }
+                if deleted > 0 {
+                    try countDeletions()
+                    try forgetEmptyPlaces(monitorID: monitorID)
+                }
                 try bumpGeneration()
             }
         } catch {

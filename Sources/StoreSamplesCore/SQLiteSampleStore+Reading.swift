@@ -39,60 +39,96 @@ extension SQLiteSampleStore {
             id: row.int64(0), monitor: row.text(1) ?? "", metadata: SQLiteSampleStore.metadata(row, from: 3), firstSeen: row.int64(2))
     }
 
-    func latest(monitorID: Int64) throws -> StoredSample? {
+    func places(monitorID: Int64) throws -> [StoredSample] {
         try db.withCached(
             """
-            SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
-            WHERE held = 0 AND monitor_id = ? ORDER BY at DESC, id DESC LIMIT 1
+            SELECT s.id, s.at, s.status, s.latency_ms, s.message, s.tls_expiry_days, s.identity_agent, s.reason
+            FROM places p JOIN samples s INDEXED BY samples_identity ON s.at = p.last_at AND s.monitor_id = p.monitor_id AND s.identity_agent = p.agent
+            WHERE p.monitor_id = ? AND s.held = 0 ORDER BY p.agent
             """
         ) { statement in
             statement.bind(monitorID)
-            return try statement.step() ? try storedSample(statement) : nil
+            var result: [StoredSample] = []
+            while try statement.step() { result.append(try storedSample(statement)) }
+            return result
         }
     }
 
+    /// A sample from the columns id, at, status, latency_ms, message, tls_expiry_days, identity_agent, reason.
     private func storedSample(_ row: SQLiteStatement) throws -> StoredSample {
         StoredSample(
             id: row.int64(0), at: row.int64(1), status: try SampleStatus(storeCode: row.int64(2)),
-            latencyMs: row.optionalDouble(3), message: row.text(4), tlsExpiryDays: row.optionalInt64(5))
+            latencyMs: row.optionalDouble(3), message: row.text(4), tlsExpiryDays: row.optionalInt64(5), place: row.text(6) ?? "",
+            reason: row.text(7))
     }
 
-    func forEachSample(monitorID: Int64, from: Int64, until: Int64, _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws {
+    /// The status a read counts under `selection` (the consensus stored with a sample, NULL when
+    /// it was the sample's own), and the condition that keeps one place's samples (its identity
+    /// agent bound last).
+    private static func terms(_ selection: SampleSelection) -> (status: String, place: String) {
+        switch selection {
+        case .consensus: return ("coalesce(consensus, status)", "")
+        case .place: return ("status", " AND identity_agent = ?")
+        }
+    }
+
+    /// Binds a window of a monitor's samples, and the selection's place when it names one.
+    private static func bindWindow(
+        _ statement: SQLiteStatement, _ monitorID: Int64, _ from: Int64, _ until: Int64, _ selection: SampleSelection
+    ) {
+        if case .place(let place) = selection {
+            statement.bind(monitorID, from, until, place)
+        } else {
+            statement.bind(monitorID, from, until)
+        }
+    }
+
+    func forEachSample(
+        monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, _ visit: (Int64, SampleStatus, Double?) throws -> Void
+    ) throws {
+        let terms = Self.terms(selection)
         let statement = try db.prepare(
             """
-            SELECT at, status, latency_ms FROM samples INDEXED BY samples_by_monitor_time
-            WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at
+            SELECT at, \(terms.status), latency_ms FROM samples INDEXED BY samples_by_monitor_time
+            WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place) ORDER BY at
             """)
-        statement.bind(monitorID, from, until)
+        Self.bindWindow(statement, monitorID, from, until, selection)
         while try statement.step() {
             try visit(statement.int64(0), try SampleStatus(storeCode: statement.int64(1)), statement.optionalDouble(2))
         }
     }
 
-    func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample] {
+    func page(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, offset: Int, limit: Int) throws -> [StoredSample] {
+        let terms = Self.terms(selection)
         let statement = try db.prepare(
             """
-            SELECT id, at, status, latency_ms, message, tls_expiry_days FROM samples
+            SELECT id, at, status, latency_ms, message, tls_expiry_days, identity_agent, reason FROM samples
             WHERE id IN (SELECT id FROM samples INDEXED BY samples_by_monitor_time
-                         WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ? ORDER BY at DESC, id DESC LIMIT ? OFFSET ?)
+                         WHERE held = 0 AND monitor_id = ?1 AND at >= ?2 AND at < ?3\(terms.place.replacingOccurrences(of: "?", with: "?6"))
+                         ORDER BY at DESC, id DESC LIMIT ?4 OFFSET ?5)
             ORDER BY at DESC, id DESC
             """)
-        statement.bind(monitorID, from, until, limit, offset)
+        if case .place(let place) = selection {
+            statement.bind(monitorID, from, until, limit, offset, place)
+        } else {
+            statement.bind(monitorID, from, until, limit, offset)
+        }
         var result: [StoredSample] = []
         while try statement.step() { result.append(try storedSample(statement)) }
         return result
     }
 
-    func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals {
+    func totals(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, withSpeed: Bool) throws -> SampleTotals {
         // Checks, uptime and latency come from the covering index alone; speed needs the rows.
         var totals = SampleTotals()
+        let terms = Self.terms(selection)
         try db.withCached(
             """
-            SELECT count(*), sum(status = 0), sum(latency_ms), count(latency_ms), max(at)
-            FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
+            SELECT count(*), sum(\(terms.status) = 0), sum(latency_ms), count(latency_ms), max(at)
+            FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place)
             """
         ) { statement in
-            statement.bind(monitorID, from, until)
+            Self.bindWindow(statement, monitorID, from, until, selection)
             try statement.step()
             totals.checks = Int(statement.int64(0))
             totals.good = Int(statement.optionalInt64(1) ?? 0)
@@ -104,9 +140,9 @@ extension SQLiteSampleStore {
             let speed = try db.prepare(
                 """
                 SELECT sum(speed_mbps), count(speed_mbps) FROM samples INDEXED BY samples_by_monitor_time
-                WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
+                WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place)
                 """)
-            speed.bind(monitorID, from, until)
+            Self.bindWindow(speed, monitorID, from, until, selection)
             try speed.step()
             totals.speedSum = speed.optionalDouble(0) ?? 0
             totals.speedCount = Int(speed.int64(1))
@@ -114,12 +150,14 @@ extension SQLiteSampleStore {
         return totals
     }
 
-    func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int {
+    func count(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection) throws -> Int {
+        let terms = Self.terms(selection)
         let statement = try db.prepare(
             """
-            SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?
+            SELECT count(*) FROM samples INDEXED BY samples_by_monitor_time
+            WHERE held = 0 AND monitor_id = ? AND at >= ? AND at < ?\(terms.place)
             """)
-        statement.bind(monitorID, from, until)
+        Self.bindWindow(statement, monitorID, from, until, selection)
         try statement.step()
         return Int(statement.int64(0))
     }
@@ -127,7 +165,7 @@ extension SQLiteSampleStore {
     func agents() throws -> [AgentRecord] {
         let statement = try db.prepare(
             """
-            SELECT a.id, a.status, a.created_at, a.last_seen, (SELECT count(*) FROM monitors m WHERE m.agent = a.id), a.name
+            SELECT a.id, a.status, a.created_at, a.last_seen, (SELECT count(*) FROM places p WHERE p.agent = a.id), a.name
             FROM agents a ORDER BY a.created_at, a.id
             """)
         var result: [AgentRecord] = []

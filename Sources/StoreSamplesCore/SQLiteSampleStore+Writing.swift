@@ -59,12 +59,24 @@ extension SQLiteSampleStore {
         return changed
     }
 
-    /// Counts the held samples of an approved agent.
+    /// Counts the held samples of an approved agent: they become its place's votes. They were not
+    /// judged when stored, and are not now: each counts with its own status as the monitor's
+    /// consensus (store-samples(1), PLACES), on both stores alike.
     private func release(_ agent: String) throws {
         let update = try db.prepare("UPDATE samples SET held = 0 WHERE agent = ? AND held = 1")
         update.bind(agent)
         try update.step()
-        if db.changes > 0 { try countDeletions() }
+        guard db.changes > 0 else { return }
+        try countDeletions()
+        let places = try db.prepare(
+            """
+            INSERT INTO places (monitor_id, agent, last_at) SELECT monitor_id, identity_agent, max(at) FROM samples
+            WHERE agent = ? AND held = 0 GROUP BY monitor_id, identity_agent
+            ON CONFLICT (monitor_id, agent) DO UPDATE SET last_at = max(last_at, excluded.last_at)
+            """)
+        places.bind(agent)
+        try places.step()
+        caches.places.removeAll()
     }
 
     /// Every write that takes samples away or lets held ones count says so (see `SQLiteSchema.sampleIdentity`).
@@ -93,6 +105,9 @@ extension SQLiteSampleStore {
             if !db.inTransaction { try db.beginImmediate() }
             guard let insert = insertSample else { throw ToolError("cannot prepare the insert statement") }
             let monitorID = try monitorID(for: sample)
+            let place = sample.agent ?? ""
+            // A held sample is not counted: it neither votes nor is judged until its agent is approved.
+            let consensus = held ? nil : try consensusCode(monitorID: monitorID, place: place, sample: sample)
             let (batch, lastID) = try numbering ?? readNumbering()
             sample.withText(sample.reasonRange) { reason in
                 sample.withText(sample.messageRange) { message in
@@ -100,7 +115,7 @@ extension SQLiteSampleStore {
                         insert.bind(
                             lastID + 1, monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code,
                             message, sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held,
-                            agent ?? SQLiteSampleStore.noAgent, held ? 0 : batch)
+                            agent ?? SQLiteSampleStore.noAgent, consensus, held ? 0 : batch)
                     }
                 }
             }
@@ -125,6 +140,11 @@ extension SQLiteSampleStore {
                 caches.retentionHints[monitorID] = hint
             }
             batchAgents.note(sample)
+            if !held {
+                let key = PlaceKey(monitorID: monitorID, place: place)
+                batchPlaces[key] = max(batchPlaces[key] ?? Int64.min, sample.at)
+                caches.places[monitorID]?.insert(place)
+            }
             return monitorID
         } catch {
             abortBatch()
@@ -181,6 +201,7 @@ extension SQLiteSampleStore {
                 try upsert.step()
                 caches.agentsWritten[agent, default: seen].widen(seen)
             }
+            try writePlaces()
             try applyRetention(batchMonitors, retention: retention, now: now)
             if let (_, lastID) = numbering {
                 _ = try db.withCached("UPDATE store_state SET last_sample_id = ?") { update in
@@ -193,6 +214,7 @@ extension SQLiteSampleStore {
             numbering = nil
             batchMonitors.removeAll(keepingCapacity: true)
             batchAgents.removeAll()
+            batchPlaces.removeAll(keepingCapacity: true)
             let outcome = batchOutcome
             batchSamples = 0
             batchOutcome = BatchOutcome()
@@ -200,6 +222,63 @@ extension SQLiteSampleStore {
         } catch {
             abortBatch()
             throw translate(error)
+        }
+    }
+
+    /// The consensus code to store with a sample of `place` (see `StoredConsensus`): nil when it is
+    /// the sample's own status, as it always is for a monitor with no other place. The other places'
+    /// samples of the last two intervals come from the covering index, the open transaction's
+    /// among them.
+    private func consensusCode(monitorID: Int64, place: String, sample: StorableSample) throws -> Int64? {
+        if caches.places[monitorID] == nil {
+            caches.places[monitorID] = try db.withCached("SELECT agent FROM places WHERE monitor_id = ?") { select in
+                select.bind(monitorID)
+                var places: Set<String> = []
+                while try select.step() { places.insert(select.text(0) ?? "") }
+                return places
+            }
+        }
+        guard let places = caches.places[monitorID], places.contains(where: { $0 != place }) else { return nil }
+        let interval = PlaceRule.intervalMs(checkIntervalSeconds: caches.monitors[sample.monitor]?.metadata.checkInterval)
+        let others = try votes(monitorID: monitorID, from: StoredConsensus.windowStart(sample.at, intervalMs: interval), through: sample.at)
+        let consensus = StoredConsensus.judge(
+            place: place, at: sample.at, status: sample.status, others: others, intervalMs: interval, quorum: policy.quorum)
+        return consensus == sample.status ? nil : Int64(consensus.storeCode)
+    }
+
+    /// The counted samples of a monitor in `[from, through]`, each as the place rule reads it.
+    func votes(monitorID: Int64, from: Int64, through: Int64) throws -> [StoredConsensus.Vote] {
+        try db.withCached(
+            """
+            SELECT identity_agent, at, status FROM samples INDEXED BY samples_by_monitor_time
+            WHERE held = 0 AND monitor_id = ? AND at >= ? AND at <= ?
+            """
+        ) { select in
+            select.bind(monitorID, from, through)
+            var votes: [StoredConsensus.Vote] = []
+            while try select.step() {
+                votes.append(
+                    StoredConsensus.Vote(
+                        place: select.text(0) ?? "", at: select.int64(1), status: try SampleStatus(storeCode: select.int64(2))))
+            }
+            return votes
+        }
+    }
+
+    /// Brings `places` up to date with the places the open transaction stored samples of.
+    private func writePlaces() throws {
+        guard !batchPlaces.isEmpty else { return }
+        try db.withCached(
+            """
+            INSERT INTO places (monitor_id, agent, last_at) VALUES (?, ?, ?)
+            ON CONFLICT (monitor_id, agent) DO UPDATE SET last_at = max(last_at, excluded.last_at)
+            """
+        ) { upsert in
+            for (key, at) in batchPlaces {
+                upsert.bind(key.monitorID, key.place, at)
+                try upsert.step()
+                upsert.reset()
+            }
         }
     }
 

@@ -33,8 +33,8 @@ final class SQLiteSampleStore: SampleStore {
     lazy var insertSample = try? db.prepare(
         """
         INSERT INTO samples (id, monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record,
-                             origin, agent, held, identity_agent, batch)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                             origin, agent, held, identity_agent, consensus, batch)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (at, monitor_id, identity_agent) DO NOTHING
         """)
 
@@ -56,6 +56,9 @@ final class SQLiteSampleStore: SampleStore {
         var retentionHints: [Int64: (count: Int, oldest: Int64?)] = [:]
         /// The span of sample times of each agent whose row this unit has written.
         var agentsWritten: [String: AgentSpan] = [:]
+        /// Each monitor's places as stored or added (identity agents, '' for the local place), by
+        /// monitor integer id: a sample of a monitor with no other place is its own consensus.
+        var places: [Int64: Set<String>] = [:]
     }
 
     @exclusivity(unchecked) var caches = UnitCaches()
@@ -78,6 +81,14 @@ final class SQLiteSampleStore: SampleStore {
     /// table are brought up to date for them at the commit. Emptied by every commit and abort.
     @exclusivity(unchecked) var batchMonitors: Set<Int64> = []
     @exclusivity(unchecked) var batchAgents = AgentSightings()
+    /// The newest sample time of each (monitor, place) the open transaction stored, for `places`.
+    @exclusivity(unchecked) var batchPlaces: [PlaceKey: Int64] = [:]
+
+    /// A monitor's place: its integer id and the identity agent.
+    struct PlaceKey: Hashable {
+        var monitorID: Int64
+        var place: String
+    }
     /// Samples added to the open transaction, and those of them stored already.
     @exclusivity(unchecked) var batchSamples = 0
     @exclusivity(unchecked) var batchOutcome = BatchOutcome()
@@ -136,6 +147,7 @@ final class SQLiteSampleStore: SampleStore {
         if db.inTransaction { try? db.execute("ROLLBACK") }
         batchMonitors.removeAll()
         batchAgents.removeAll()
+        batchPlaces.removeAll()
         batchSamples = 0
         batchOutcome = BatchOutcome()
         numbering = nil

@@ -85,7 +85,24 @@ enum SQLiteSchema {
         INSERT INTO check_counts_state VALUES (0, -1);
         """
 
-    /// Version 6: the order samples were stored in, for `follow`. Sample ids are given by the writer
+    /// Version 6: places (a monitor seen from several agents; vitals(7), PLACES). Each sample keeps
+    /// the monitor's consensus when it was stored, where it differs from the sample's own status
+    /// (NULL: the same, as for every sample of a monitor seen from one place, and every older
+    /// sample); `places` keeps each monitor's places (identity agents, '' for samples that name
+    /// none) and the time of each one's newest sample. The covering index gains both columns, so
+    /// uptime by consensus, one place's samples and the judging of a new sample read it alone.
+    static let placeModel = """
+        ALTER TABLE samples ADD COLUMN consensus INTEGER;
+        DROP INDEX samples_by_monitor_time;
+        CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms, consensus, identity_agent) WHERE held = 0;
+        CREATE TABLE places (
+            monitor_id INTEGER NOT NULL, agent TEXT NOT NULL, last_at INTEGER NOT NULL, PRIMARY KEY (monitor_id, agent)
+        ) WITHOUT ROWID;
+        INSERT INTO places SELECT monitor_id, identity_agent, max(at) FROM samples WHERE held = 0 GROUP BY monitor_id, identity_agent;
+        UPDATE store_state SET generation = generation + 1;
+        """
+
+    /// Version 7: the order samples were stored in, for `follow`. Sample ids are given by the writer
     /// from `store_state.last_sample_id`, the largest ever given, so an id is never given twice
     /// (SQLite's own rowid reuses the ids of the newest rows once they are cleared or pruned, and a
     /// follower's cursor would then miss the samples given them again): ids grow in the order the
@@ -100,7 +117,9 @@ enum SQLiteSchema {
         """
 
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [tables, monitorSettings, agentModel, generationCounter, sampleIdentity, storageOrder]
+    static let migrations: [String] = [
+        tables, monitorSettings, agentModel, generationCounter, sampleIdentity, placeModel, storageOrder,
+    ]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versioned = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)

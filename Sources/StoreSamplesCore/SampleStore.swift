@@ -74,21 +74,25 @@ protocol SampleStore: SampleWriter {
     func monitors() throws -> [MonitorRecord]
     /// The monitor with integer id or monitor id `key`.
     func monitor(matching key: String) throws -> MonitorRecord?
-    /// The newest sample of a monitor.
-    func latest(monitorID: Int64) throws -> StoredSample?
-    /// Samples of a monitor in `[from, until)`, oldest first: time, status, latency.
+    /// The newest sample of each place a monitor was seen from (places whose samples all went, to
+    /// retention or clear, are gone), by place.
+    func places(monitorID: Int64) throws -> [StoredSample]
+    /// Samples of a monitor in `[from, until)`, oldest first: time, status (as `selection` says),
+    /// latency.
     func forEachSample(
-        monitorID: Int64, from: Int64, until: Int64,
+        monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection,
         _ visit: (Int64, SampleStatus, Double?) throws -> Void) throws
     /// The 15-minute buckets of a monitor's samples in `[from, until)`, oldest first, only those
     /// with checks (`HistoryBucket` says what each figure is).
-    func forEachBucket(monitorID: Int64, from: Int64, until: Int64, _ visit: (HistoryBucket) throws -> Void) throws
-    /// A page of samples of a monitor in `[from, until)`, newest first.
-    func page(monitorID: Int64, from: Int64, until: Int64, offset: Int, limit: Int) throws -> [StoredSample]
-    /// Totals of a monitor in `[from, until)` (speed only when asked: it costs more).
-    func totals(monitorID: Int64, from: Int64, until: Int64, withSpeed: Bool) throws -> SampleTotals
+    func forEachBucket(
+        monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, _ visit: (HistoryBucket) throws -> Void) throws
+    /// A page of samples of a monitor in `[from, until)`, newest first (each with its own status).
+    func page(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, offset: Int, limit: Int) throws -> [StoredSample]
+    /// Totals of a monitor in `[from, until)` (speed only when asked: it costs more); `good`
+    /// counts the samples up as `selection` says.
+    func totals(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, withSpeed: Bool) throws -> SampleTotals
     /// The number of samples of a monitor in `[from, until)`.
-    func count(monitorID: Int64, from: Int64, until: Int64) throws -> Int
+    func count(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection) throws -> Int
     /// Every sample stored and counted (not held), by monitor id and status: each monitor's
     /// counts indexed by the status's `storeCode` (`metrics`' `vitals_checks_total`).
     func checkCounts() throws -> [Int64: [Int]]
@@ -127,9 +131,11 @@ protocol SampleStore: SampleWriter {
 
 extension SampleStore {
     /// The buckets folded in Swift from the samples, in time order.
-    func forEachBucket(monitorID: Int64, from: Int64, until: Int64, _ visit: (HistoryBucket) throws -> Void) throws {
+    func forEachBucket(
+        monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, _ visit: (HistoryBucket) throws -> Void
+    ) throws {
         var buckets = HistoryBuckets()
-        try forEachSample(monitorID: monitorID, from: from, until: until) { at, status, latency in
+        try forEachSample(monitorID: monitorID, from: from, until: until, selection: selection) { at, status, latency in
             try buckets.add(at: at, status: status, latency: latency, visit)
         }
         try buckets.finish(visit)

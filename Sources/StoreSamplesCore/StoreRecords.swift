@@ -87,6 +87,30 @@ struct StoredSample: Sendable, Equatable {
     var latencyMs: Double? = nil
     var message: String? = nil
     var tlsExpiryDays: Int64? = nil
+    /// The place it was taken from: its own `agent` ('' when it names none, the local place).
+    var place = ""
+    var reason: String? = nil
+
+    /// The place's agent, nil for the local place.
+    var agent: String? { place.isEmpty ? nil : place }
+
+    /// The sample as the place rule reads it.
+    var report: PlaceReport {
+        PlaceReport(agent: agent, at: at, status: status, reason: reason, message: message, latencyMs: latencyMs)
+    }
+}
+
+/// Which samples of a monitor a read takes, and which status it counts: every place's, each with
+/// the monitor's consensus when it was stored (the views' default: the place rule's status), or
+/// one place's own, with its own status (`--agent`, `?agent=`).
+enum SampleSelection: Equatable, Sendable {
+    /// Every place's samples; a sample's status is the consensus stored with it.
+    case consensus
+    /// The samples of one place (its identity agent: '' for samples that name none), their own status.
+    case place(String)
+
+    /// The selection `--agent NAME` or `?agent=NAME` asks for (nil: every place).
+    init(agent: String?) { self = agent.map { .place($0) } ?? .consensus }
 }
 
 /// An agent's standing (OnlineTracker's agent model): a pending agent's samples are stored and
@@ -126,11 +150,14 @@ struct IngestPolicy: Sendable {
     var autoApprove = false
     /// Agents approved before ingesting.
     var approvedAgents: [String] = []
+    /// The quorum the consensus stored with each sample is judged with (`--quorum`).
+    var quorum = Quorum.majority
     /// The user's own samples.
-    init(remote: Bool = false, autoApprove: Bool = false, approvedAgents: [String] = []) {
+    init(remote: Bool = false, autoApprove: Bool = false, approvedAgents: [String] = [], quorum: Quorum = .majority) {
         self.remote = remote
         self.autoApprove = autoApprove
         self.approvedAgents = approvedAgents
+        self.quorum = quorum
     }
 
     /// The status an agent the store has never seen gets: approved when its samples are the

@@ -93,6 +93,16 @@ public enum StoreSamplesCommand: VitalsCommand {
                     "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"
             ),
             OptionSpec(
+                "quorum", value: "N", default: "majority",
+                help:
+                    "how many of a monitor's fresh places must agree on its status (majority, all, any, or a number): the views, metrics, and the consensus ingest stores with each sample"
+            ),
+            OptionSpec(
+                "agent", value: "NAME",
+                help:
+                    "overview, monitors, monitor, history, results, stats: only the samples of this place (an agent, or local for samples that name none), with their own statuses"
+            ),
+            OptionSpec(
                 "tokens", value: "FILE",
                 help:
                     "agents token, serve, cgi: the agents' token file (default $VITALS_AGENT_TOKENS, else the database file's path + .tokens)"
@@ -107,17 +117,24 @@ public enum StoreSamplesCommand: VitalsCommand {
         subcommands: [
             SubcommandSpec(
                 "ingest", operands: 0...Int.max, "[FILE...]",
-                options: ["quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "progress", "no-progress"],
+                options: [
+                    "quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "quorum", "progress", "no-progress",
+                ],
                 summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec(
-                "overview", options: ["sort"], summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
-            SubcommandSpec("monitors", options: ["format", "sort"], choices: ["format": listFormats], summary: "the monitors stored"),
-            SubcommandSpec("monitor", operands: 1...1, "ID", summary: "one monitor"),
+                "overview", options: ["sort", "quorum", "agent"],
+                summary: "every monitor's status, uptime and latency now (OnlineTracker's overview)"),
             SubcommandSpec(
-                "history", operands: 1...1, "ID", options: ["since", "format"], choices: ["format": listFormats],
+                "monitors", options: ["format", "sort", "quorum", "agent"], choices: ["format": listFormats], summary: "the monitors stored"
+            ),
+            SubcommandSpec(
+                "monitor", operands: 1...1, "ID", options: ["quorum", "agent"], summary: "one monitor, with each place's latest check"),
+            SubcommandSpec(
+                "history", operands: 1...1, "ID", options: ["since", "format", "agent"], choices: ["format": listFormats],
                 summary: "one monitor's 15-minute buckets"),
             SubcommandSpec(
-                "results", operands: 1...1, "ID", options: ["since", "page", "per-page"], summary: "one monitor's checks, a page at a time"),
+                "results", operands: 1...1, "ID", options: ["since", "page", "per-page", "agent"],
+                summary: "one monitor's checks, a page at a time"),
             SubcommandSpec(
                 "agents",
                 actions: [
@@ -138,17 +155,17 @@ public enum StoreSamplesCommand: VitalsCommand {
                     "write the samples the store receives, in the order stored, each batch between round marks, from a cursor (see FOLLOW)"
             ),
             SubcommandSpec(
-                "serve", options: Serve.optionNames.union(["tokens", "auto-approve"]),
+                "serve", options: Serve.optionNames.union(["tokens", "auto-approve", "quorum"]),
                 summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec(
-                "cgi", options: ["tokens", "auto-approve"],
+                "cgi", options: ["tokens", "auto-approve", "quorum"],
                 summary: "answer one request of OnlineTracker's API as a CGI program (see vitals-serve(7))"),
-            SubcommandSpec("stats", options: ["since"], summary: "Online Now's statistics"),
+            SubcommandSpec("stats", options: ["since", "agent"], summary: "Online Now's statistics"),
             SubcommandSpec(
                 "export", options: ["since", "until", "monitor", "format"], choices: ["format": ["ndjson", "csv"]],
                 summary: "the stored samples, as NDJSON or CSV"),
             SubcommandSpec(
-                "metrics", options: ["output"],
+                "metrics", options: ["output", "quorum"],
                 summary: "every monitor's latest state and checks counted, in Prometheus' text exposition format"),
             SubcommandSpec(
                 "clear", options: ["all", "monitor", "until"],
@@ -217,11 +234,16 @@ public enum StoreSamplesCommand: VitalsCommand {
         let since = try options.time("since", now: now) ?? Int64.min / 2
         let until = try options.time("until", now: now) ?? Int64.max / 2
         let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
+        let quorumText = options.value("quorum") ?? "majority"
+        guard let quorum = Quorum(quorumText) else {
+            throw UsageError("--quorum takes majority, all, any or a number of places from 1, not '\(quorumText)'")
+        }
+        let selection = SampleSelection(agent: options.value("agent").map(Views.place(named:)))
         let agentAction = options.action(as: AgentAction.self)
         /// Opens the store for a query (the store and its views).
         func openViews() throws -> (SampleStore, Views) {
             let store = try openStore(create: false)
-            return (store, Views(store: store, now: now, order: order))
+            return (store, Views(store: store, now: now, order: order, quorum: quorum, selection: selection))
         }
         func findMonitor(_ store: SampleStore, _ key: String) throws -> MonitorRecord {
             guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
@@ -240,7 +262,7 @@ public enum StoreSamplesCommand: VitalsCommand {
         case .serve, .cgi:
             let fixed = fixedNow
             let api = OnlineTrackerAPI(
-                database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"),
+                database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"), quorum: quorum,
                 clock: { fixed ?? Clock.wallMilliseconds() },
                 openStore: { create, policy in try openStore(create: create, policy: policy) })
             if subcommand == .cgi {
@@ -288,7 +310,8 @@ public enum StoreSamplesCommand: VitalsCommand {
                 options.value("approve-agents").map {
                     $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
                 } ?? []
-            let policy = IngestPolicy(remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved)
+            let policy = IngestPolicy(
+                remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved, quorum: quorum)
             if clickHouse != nil, keepPerMonitor != nil {
                 throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep)")
             }

@@ -8,6 +8,10 @@ struct Views {
     let now: Int64
     /// The order of monitor lists.
     let order: MonitorOrder
+    /// How many fresh places must agree (`--quorum`, `?quorum=`: `PlaceRule`).
+    let quorum: Quorum
+    /// The one place the views are narrowed to (`--agent`, `?agent=`), nil for every place.
+    let selection: SampleSelection
 
     /// How monitor lists (monitors, overview) are ordered.
     enum MonitorOrder: String, Sendable {
@@ -21,10 +25,62 @@ struct Views {
     static let overviewWindowMs: Int64 = 86_400_000
 
     /// Creates views over a store.
-    init(store: SampleStore, now: Int64, order: MonitorOrder = .status) {
+    init(store: SampleStore, now: Int64, order: MonitorOrder = .status, quorum: Quorum = .majority, selection: SampleSelection = .consensus)
+    {
         self.store = store
         self.now = now
         self.order = order
+        self.quorum = quorum
+        self.selection = selection
+    }
+
+    /// The identity agent `--agent NAME` names: NAME, or '' for the local place ("local").
+    static func place(named name: String) -> String { name == PlaceRule.localName ? "" : name }
+
+    /// A monitor as the views show it now: its places' newest samples and what the place rule
+    /// makes of them (narrowed to one place, that place's own).
+    struct MonitorState {
+        /// Each place's newest sample, by place.
+        var places: [StoredSample]
+        var verdict: PlaceVerdict
+        /// The newest sample of any voting place: the check the views date the monitor by.
+        var newest: StoredSample?
+
+        /// The client status.
+        var status: String { Views.clientStatus(verdict.status) }
+    }
+
+    /// The state of `record` now; nil when it has no sample (of the place the views are narrowed to).
+    func state(_ record: MonitorRecord) throws -> MonitorState? {
+        var places = try store.places(monitorID: record.id)
+        if case .place(let place) = selection { places = places.filter { $0.place == place } }
+        guard !places.isEmpty else { return nil }
+        let interval = PlaceRule.intervalMs(checkIntervalSeconds: record.metadata.checkInterval)
+        var verdict = PlaceRule.judge(places.map(\.report), intervalMs: interval, quorum: quorum)
+        let voting = places.filter { PlaceRule.severity($0.status) != nil }
+        let newest = (voting.isEmpty ? places : voting).max { ($0.at, $1.place) < ($1.at, $0.place) }
+        if record.metadata.kind == PlaceRule.heartbeatKind, let lastAt = places.map(\.at).max(),
+            PlaceRule.isSilent(lastAt: lastAt, now: now, intervalMs: interval)
+        {
+            // A heartbeat that stopped: down, whatever its last sample said (notify tells the same).
+            verdict.status = .down
+            verdict.reason = PlaceRule.silentReason
+            verdict.message = PlaceRule.silentWords(lastAt: lastAt, intervalMs: interval)
+        }
+        return MonitorState(places: places, verdict: verdict, newest: newest)
+    }
+
+    /// The first moment after now at which a heartbeat monitor (kind `heartbeat`) goes silent, if
+    /// any will: what the views say changes then, though nothing is written.
+    func nextSilence() throws -> Int64? {
+        var next: Int64?
+        for record in try store.monitors() where record.metadata.kind == PlaceRule.heartbeatKind {
+            guard let lastAt = try store.places(monitorID: record.id).map(\.at).max() else { continue }
+            let interval = PlaceRule.intervalMs(checkIntervalSeconds: record.metadata.checkInterval)
+            let silentAt = lastAt &+ PlaceRule.silentIntervals &* interval &+ 1
+            if silentAt > now { next = min(next ?? silentAt, silentAt) }
+        }
+        return next
     }
 
     /// Where a client status goes in the app's grouped list.
@@ -90,11 +146,15 @@ struct Views {
         var summaries: [(record: MonitorRecord, status: String, item: JSONValue)] = []
         var uptimeSum = 0.0
         var uptimeCount = 0
+        var listed = 0
         for monitor in monitors {
-            let latest = try store.latest(monitorID: monitor.id)
-            let status = Views.clientStatus(latest?.status)
+            let state = try state(monitor)
+            if state == nil, selection != .consensus { continue }
+            listed += 1
+            let status = state?.status ?? "unknown"
             counts[status, default: 0] += 1
-            let totals = try store.totals(monitorID: monitor.id, from: now - Views.overviewWindowMs, until: now + 1, withSpeed: false)
+            let totals = try store.totals(
+                monitorID: monitor.id, from: now - Views.overviewWindowMs, until: now + 1, selection: selection, withSpeed: false)
             let uptime = Views.percent(good: totals.good, of: totals.checks)
             if totals.checks > 0 {
                 uptimeSum += uptime
@@ -110,14 +170,14 @@ struct Views {
                             JSONField("type", .string(Views.clientType(monitor.metadata.kind))),
                             JSONField("status", .string(status)),
                             JSONField("uptime_24h", number(uptime)),
-                            JSONField("last_check", latest.map { .string(Views.time($0.at)) } ?? .null),
+                            JSONField("last_check", state?.newest.map { .string(Views.time($0.at)) } ?? .null),
                         ]))
                 ))
         }
         let overall = uptimeCount == 0 ? 0 : (uptimeSum / Double(uptimeCount) * 100).rounded() / 100
         return .object(
             JSONObject([
-                JSONField("total_monitors", .integer(monitors.count)),
+                JSONField("total_monitors", .integer(listed)),
                 JSONField("monitors_up", .integer(counts["up"]!)),
                 JSONField("monitors_down", .integer(counts["down"]!)),
                 JSONField("monitors_degraded", .integer(counts["degraded"]!)),
@@ -131,50 +191,77 @@ struct Views {
 
     // MARK: - GET /api/monitors[/{id}]
 
-    /// Every monitor with its latest status, in the list order.
+    /// Every monitor with its latest status, in the list order (narrowed to one place, the
+    /// monitors it has samples of).
     func monitors() throws -> [JSONValue] {
         try ordered(
-            store.monitors().map { record in
-                let latest = try store.latest(monitorID: record.id)
-                return (record, Views.clientStatus(latest?.status), monitor(record, latest: latest))
+            store.monitors().compactMap { record in
+                let state = try state(record)
+                if state == nil, selection != .consensus { return nil }
+                return (record, state?.status ?? "unknown", monitor(record, state: state, withPlaces: false))
             })
     }
 
-    /// One monitor with its latest status.
+    /// One monitor with its latest status and each place's newest check.
     func monitor(_ record: MonitorRecord) throws -> JSONValue {
-        monitor(record, latest: try store.latest(monitorID: record.id))
+        monitor(record, state: try state(record), withPlaces: true)
     }
 
     /// The seed's check interval, seconds, for a monitor whose samples never stated one.
     static let defaultCheckInterval: Int64 = 60
 
-    private func monitor(_ record: MonitorRecord, latest: StoredSample?) -> JSONValue {
+    /// The monitor's object: OnlineTracker's fields, `latest_status` from the place rule (its status,
+    /// reason and words; the time, latency and certificate of the newest check), and with
+    /// `withPlaces` each place's newest check.
+    private func monitor(_ record: MonitorRecord, state: MonitorState?, withPlaces: Bool) -> JSONValue {
         var latestStatus = JSONValue.null
-        if let latest {
+        if let state, let newest = state.newest {
             latestStatus = .object(
                 JSONObject([
-                    JSONField("status", .string(Views.clientStatus(latest.status))),
-                    JSONField("response_time_ms", Views.roundedMs(latest.latencyMs).map(JSONValue.integer) ?? .null),
-                    JSONField("checked_at", .string(Views.time(latest.at))),
-                    JSONField("details", latest.message.map(JSONValue.string) ?? .null),
-                    JSONField("ssl_expiry_days", latest.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
+                    JSONField("status", .string(state.status)),
+                    JSONField("response_time_ms", Views.roundedMs(newest.latencyMs).map(JSONValue.integer) ?? .null),
+                    JSONField("checked_at", .string(Views.time(newest.at))),
+                    JSONField("details", state.verdict.message.map(JSONValue.string) ?? .null),
+                    JSONField("ssl_expiry_days", newest.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
+                    JSONField("reason", state.verdict.reason.map(JSONValue.string) ?? .null),
                 ]))
         }
-        return .object(
-            JSONObject([
-                JSONField("id", .integer(Int(record.id))),
-                JSONField("agent_id", record.metadata.agent.map(JSONValue.string) ?? .null),
-                JSONField("type", .string(Views.clientType(record.metadata.kind))),
-                JSONField("name", .string(record.metadata.name ?? record.monitor)),
-                JSONField("description", record.metadata.description.map(JSONValue.string) ?? .null),
-                JSONField("target", .string(record.metadata.target ?? record.monitor)),
-                JSONField("config", record.metadata.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
-                JSONField("check_interval", .integer(Int(record.metadata.checkInterval ?? Views.defaultCheckInterval))),
-                JSONField("enabled", .bool(record.metadata.enabled ?? true)),
-                JSONField("created_at", .string(Views.time(record.firstSeen))),
-                JSONField("latest_status", latestStatus),
-                JSONField("monitor", .string(record.monitor)),
-            ]))
+        // The agent a monitor belongs to: its one place's; none when several places see it.
+        let agent: String? = state.map { $0.places.count == 1 ? $0.places[0].agent : nil } ?? record.metadata.agent
+        var fields = [
+            JSONField("id", .integer(Int(record.id))),
+            JSONField("agent_id", agent.map(JSONValue.string) ?? .null),
+            JSONField("type", .string(Views.clientType(record.metadata.kind))),
+            JSONField("name", .string(record.metadata.name ?? record.monitor)),
+            JSONField("description", record.metadata.description.map(JSONValue.string) ?? .null),
+            JSONField("target", .string(record.metadata.target ?? record.monitor)),
+            JSONField("config", record.metadata.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
+            JSONField("check_interval", .integer(Int(record.metadata.checkInterval ?? Views.defaultCheckInterval))),
+            JSONField("enabled", .bool(record.metadata.enabled ?? true)),
+            JSONField("created_at", .string(Views.time(record.firstSeen))),
+            JSONField("latest_status", latestStatus),
+            JSONField("monitor", .string(record.monitor)),
+        ]
+        if withPlaces {
+            let fresh = Set(state?.verdict.fresh.map(\.name) ?? [])
+            fields.append(
+                JSONField(
+                    "places",
+                    .array(
+                        (state?.places ?? []).map { place in
+                            .object(
+                                JSONObject([
+                                    JSONField("agent", place.agent.map(JSONValue.string) ?? .null),
+                                    JSONField("status", .string(Views.clientStatus(place.status))),
+                                    JSONField("checked_at", .string(Views.time(place.at))),
+                                    JSONField("response_time_ms", Views.roundedMs(place.latencyMs).map(JSONValue.integer) ?? .null),
+                                    JSONField("details", place.message.map(JSONValue.string) ?? .null),
+                                    JSONField("reason", place.reason.map(JSONValue.string) ?? .null),
+                                    JSONField("fresh", .bool(fresh.contains(place.report.name))),
+                                ]))
+                        })))
+        }
+        return .object(JSONObject(fields))
     }
 
     // MARK: - GET /api/monitors/{id}/history?hours=H
@@ -194,7 +281,7 @@ struct Views {
     func history(_ record: MonitorRecord, spanMs: Int64, separator: UInt8, into out: inout [UInt8]) throws {
         let from = now - spanMs
         var written = 0
-        try store.forEachBucket(monitorID: record.id, from: from, until: now + 1) { bucket in
+        try store.forEachBucket(monitorID: record.id, from: from, until: now + 1, selection: selection) { bucket in
             if written > 0 { out.append(separator) }
             written += 1
             bucket.append(to: &out)
@@ -213,8 +300,9 @@ struct Views {
     func results(_ record: MonitorRecord, spanMs: Int64, page: Page) throws -> JSONValue {
         let from = now - spanMs
         let perPage = page.size
-        let total = try store.count(monitorID: record.id, from: from, until: now + 1)
-        let rows = try store.page(monitorID: record.id, from: from, until: now + 1, offset: page.offset, limit: perPage)
+        let total = try store.count(monitorID: record.id, from: from, until: now + 1, selection: selection)
+        let rows = try store.page(
+            monitorID: record.id, from: from, until: now + 1, selection: selection, offset: page.offset, limit: perPage)
         let items = rows.map { row -> JSONValue in
             .object(
                 JSONObject([
@@ -224,6 +312,7 @@ struct Views {
                     JSONField("response_time_ms", Views.roundedMs(row.latencyMs).map(JSONValue.integer) ?? .null),
                     JSONField("details", row.message.map(JSONValue.string) ?? .null),
                     JSONField("ssl_expiry_days", row.tlsExpiryDays.map { .integer(Int($0)) } ?? .null),
+                    JSONField("agent", row.agent.map(JSONValue.string) ?? .null),
                 ]))
         }
         return .object(
@@ -263,7 +352,7 @@ struct Views {
         var good = 0
         var perMonitor: [JSONValue] = []
         for monitor in try store.monitors() {
-            let totals = try store.totals(monitorID: monitor.id, from: from, until: now + 1, withSpeed: true)
+            let totals = try store.totals(monitorID: monitor.id, from: from, until: now + 1, selection: selection, withSpeed: true)
             totalChecks += totals.checks
             good += totals.good
             speedSum += totals.speedSum

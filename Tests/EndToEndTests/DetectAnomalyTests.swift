@@ -386,19 +386,19 @@ struct DetectAnomalyStateTests {
             "detect-anomaly", ["--state", scratch.path("good.json")], stdin: Self.trace.prefix(30).joined(separator: "\n") + "\n")
         #expect(good.status == 0)
         let saved = try String(contentsOfFile: scratch.path("good.json"), encoding: .utf8)
-        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":4,\"detector\":\"envelope\""))
+        #expect(saved.hasPrefix("{\"format\":\"vitals detect-anomaly state\",\"version\":5,\"detector\":\"envelope\""))
         let cases: [(String, String, [String], String)] = [
             ("truncated.json", String(saved.prefix(saved.count / 2)), [], "not a detect-anomaly state file"),
             ("empty.json", "", [], "not a detect-anomaly state file"),
             ("foreign.json", "{\"monitors\":[]}", [], "not a detect-anomaly state file"),
             (
-                "future.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":5"), [],
-                "is version 5; this detect-anomaly reads version 4"
+                "future.json", saved.replacingOccurrences(of: "\"version\":5", with: "\"version\":6"), [],
+                "is version 6; this detect-anomaly reads versions 4 and 5"
             ),
             // Version 3 kept the envelope's hold in the detector and had no episodes.
             (
-                "old.json", saved.replacingOccurrences(of: "\"version\":4", with: "\"version\":3"), [],
-                "is version 3; this detect-anomaly reads version 4"
+                "old.json", saved.replacingOccurrences(of: "\"version\":5", with: "\"version\":3"), [],
+                "is version 3; this detect-anomaly reads versions 4 and 5"
             ),
             ("window.json", saved, ["--window", "20"], "was written with --window 100; this run has --window 20"),
             ("detector.json", saved, ["--detector", "seed"], "was written with --detector envelope; this run has --detector seed"),

@@ -352,8 +352,12 @@ struct ActionAndChoiceDocumentationTests {
         #expect(actions(SnapshotDeltaCommand.spec, "anomalies") == Set(SnapshotDeltaCommand.AnomalyAction.allCases.map(\.rawValue)))
         #expect(actions(SnapshotDeltaCommand.spec, "cert") == Set(SnapshotDeltaCommand.CertKind.allCases.map(\.rawValue)))
         #expect(names(HealthSyncCommand.spec) == Set(HealthSyncCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(names(DetectAnomalyCommand.spec) == Set(DetectAnomalyCommand.Subcommand.allCases.map(\.rawValue)))
+        #expect(actions(DetectAnomalyCommand.spec, "feedback") == Set(DetectAnomalyCommand.FeedbackAction.allCases.map(\.rawValue)))
         // Every subcommand with actions has its enumeration above.
-        let covered = ["store-samples agents", "notify devices", "snapshot-delta anomalies", "snapshot-delta cert"]
+        let covered = [
+            "store-samples agents", "notify devices", "snapshot-delta anomalies", "snapshot-delta cert", "detect-anomaly feedback",
+        ]
         let withActions = documentedSpecs.flatMap { spec in
             spec.subcommands.filter { !$0.actions.isEmpty }.map { "\(spec.name) \($0.name)" }
         }

@@ -108,7 +108,7 @@ struct FollowClickHouseTests {
     }
 
     @Test(
-        "two shards: a batch split across them is one round; a version-3 store gains batch and received_ms on every shard when an ingest opens it"
+        "two shards: a batch split across them is one round; a version-4 store gains batch and received_ms on every shard when an ingest opens it"
     )
     func twoShards() throws {
         guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
@@ -134,7 +134,7 @@ struct FollowClickHouseTests {
         let cursor = scratch.path("follow.cursor")
         let both = try follow(url, ["--cursor", cursor, "--from", "start", "--lag", "0s"])
         #expect(both.map(\.samples) == (1...2).map { minute in monitors.map { followKey($0, minute: minute) } })
-        // Back to version 3: the two columns taken away on each shard, the version said again.
+        // Back to version 4: the two columns taken away on each shard, the version said again.
         for server in servers {
             for table in ["samples_local", "samples"] {
                 for column in ["batch", "received_ms"] { try server.query("ALTER TABLE vitals.\(table) DROP COLUMN \(column)") }
@@ -142,16 +142,16 @@ struct FollowClickHouseTests {
             try server.query("DROP TABLE vitals.store_samples_schema")
             try server.query(
                 "CREATE TABLE vitals.store_samples_schema (version UInt32, applied_at Int64) ENGINE = MergeTree() ORDER BY version")
-            try server.query("INSERT INTO vitals.store_samples_schema VALUES (3, 0)")
+            try server.query("INSERT INTO vitals.store_samples_schema VALUES (4, 0)")
         }
         let old = try run("store-samples", ["--db", url, "follow", "--once"])
         #expect(
             old.status == 2
-                && old.stderr.contains("holds store-samples schema version 3, older than this build's 4: storing samples in it upgrades it"),
+                && old.stderr.contains("holds store-samples schema version 4, older than this build's 5: storing samples in it upgrades it"),
             "\(old.stderr)")
         try store(url, oneRound(monitors.map { sample($0, minute: 3) }, "r3"))
         for server in servers {
-            #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "4")
+            #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "5")
             #expect(
                 try server.query(
                     "SELECT count() FROM system.columns WHERE database = 'vitals' AND name IN ('batch', 'received_ms') "

@@ -26,7 +26,8 @@ final class FollowServeTests {
     /// A sample line of `monitor` `secondsAgo` before now, in whole seconds.
     func recent(_ monitor: String, secondsAgo: Int, status: String) -> String {
         let at = Timestamp.format(milliseconds: (Int64(Date().timeIntervalSince1970) - Int64(secondsAgo)) * 1000)
-        return #"{"type":"sample","monitor":"\#(monitor)","name":"Edge","at":"\#(at)","status":"\#(status)","latency_ms":12}"#
+        return
+            #"{"type":"sample","monitor":"\#(monitor)","name":"Edge","at":"\#(at)","status":"\#(status)","latency_ms":12,"check_interval":5}"#
     }
 
     /// Waits (30 s at most) until `ready` holds; whether it did.
@@ -56,24 +57,27 @@ final class FollowServeTests {
             site: "onlinetracker",
             ["--cert", server.cert, "--key", server.key, "--db", db, "--auto-approve", "--notify-to", "json://\(receiver.hostPort)/hook"],
             scratch: scratch)
-        let body = [recent("edge", secondsAgo: 20, status: "down"), recent("edge", secondsAgo: 10, status: "down")]
+        // Down for longer than a check interval: notify tells an agent's monitor once it was seen for an interval.
+        let body = [40, 30, 20, 10].map { recent("edge", secondsAgo: $0, status: "down") }
         let answer = try fetch(
             "https://127.0.0.1:\(handle.port)/api/samples", method: "POST", body: body.joined(separator: "\n") + "\n",
             headers: ["Authorization: Bearer \(token)"], caFile: certificates.path("ca.pem"))
-        #expect(answer.status == 200 && answer.body.contains(#""stored":2"#), "\(answer.status) \(answer.body)")
+        #expect(answer.status == 200 && answer.body.contains(#""stored":4"#), "\(answer.status) \(answer.body)")
         let lines = ours.lines(within: 30) { $0.last?.hasPrefix(#"{"type":"round_end""#) == true }
         let batches = try followedBatches(lines)
-        #expect(batches.map(\.samples.count) == [2] && batches.first?.ended == true, "the POST is one round: \(lines)")
+        #expect(batches.map(\.samples.count) == [4] && batches.first?.ended == true, "the POST is one round: \(lines)")
         let samples = lines.filter { $0.contains(#""type":"sample""#) }
         #expect(
-            samples.count == 2 && samples.allSatisfy { $0.hasSuffix(#","agent":"tokyo","monitor_id":1}"#) },
+            samples.count == 4 && samples.allSatisfy { $0.hasSuffix(#","agent":"tokyo","monitor_id":1}"#) },
             "stamped with the token's agent, numbered as the views number it: \(samples)")
         #expect(ours.stop(SIGTERM) == 143)
         // scripts/serve's follower: the agent's monitor went down, the webhook is told.
-        #expect(try eventually { try !receiver.log().isEmpty }, "no webhook within 30 s: \(handle.errorLog)")
-        let sent = try #require(try receiver.log().first)
-        let notification = try #require(try JSONParser.parse(sent.string("body") ?? "").objectValue)
-        #expect(notification.string("event") == "down" && notification.string("monitor") == "edge", "\(notification)")
+        func told() throws -> [JSONObject] {
+            try receiver.log().compactMap { try JSONParser.parse($0.string("body") ?? "").objectValue }
+        }
+        let down = try eventually { try told().contains { $0.string("event") == "down" && $0.string("monitor") == "edge" } }
+        let all = try told().map { "\($0.string("event") ?? "?") \($0.string("monitor") ?? $0.string("place") ?? "?")" }
+        #expect(down, "no down for edge within 30 s: \(all) \(handle.errorLog)")
         #expect(handle.stop() == 143 << 8)
         let logged = try String(contentsOfFile: handle.runDirectory + "/logs/notifications.ndjson", encoding: .utf8)
         #expect(logged.contains(#""type":"notification""#) && logged.contains(#""result":"delivered""#), "\(logged)")

@@ -43,9 +43,13 @@ struct StoreCacheModelTests {
         let fresh = try SQLiteSampleStore(path: path, create: false)
         let api = try #require(try fresh.monitor(matching: "api"))
         #expect(api.metadata.name == "One", "the worker named it One again: it did not take its own old memory for the store")
-        #expect(try fresh.count(monitorID: api.id, from: 0, until: cacheNow) == 3, "the sample sent after approval counts (not held)")
+        #expect(
+            try fresh.count(monitorID: api.id, from: 0, until: cacheNow, selection: .consensus) == 3,
+            "the sample sent after approval counts (not held)")
         let kept = try #require(try fresh.monitor(matching: "kept"))
-        #expect(try fresh.count(monitorID: kept.id, from: 0, until: cacheNow) == 3, "retention counted the other writer's samples too")
+        #expect(
+            try fresh.count(monitorID: kept.id, from: 0, until: cacheNow, selection: .consensus) == 3,
+            "retention counted the other writer's samples too")
         #expect(try everyViewInProcess(worker, now: cacheNow) == everyViewInProcess(fresh, now: cacheNow))
     }
 

@@ -92,7 +92,7 @@ struct RowBinaryTests {
             #expect(damage(Array(writer.bytes[..<cut])) { _ = try ClickHouseRows.agent(&$0) } != nil, "cut at \(cut)")
         }
 
-        // A stored sample as a query selects it: id, at, status, latency_ms, message, tls_expiry_days.
+        // A stored sample as a query selects it: id, at, status, latency_ms, message, tls_expiry_days, identity_agent, reason.
         var sample = RowBinaryWriter()
         sample.uint64(42)
         sample.int64(1_769_644_800_123)
@@ -100,12 +100,14 @@ struct RowBinaryTests {
         sample.optionalFloat64(0.1 + 0.2)
         sample.optionalString("slow \"é\"")
         sample.optionalInt64(nil)
+        sample.string("tokyo")
+        sample.optionalString("latency")
         var read = RowBinaryReader(sample.bytes)
         #expect(
             try ClickHouseRows.storedSample(&read)
                 == StoredSample(
                     id: 42, at: 1_769_644_800_123, status: .degraded, latencyMs: 0.1 + 0.2,
-                    message: "slow \"é\"", tlsExpiryDays: nil))
+                    message: "slow \"é\"", tlsExpiryDays: nil, place: "tokyo", reason: "latency"))
         for cut in 0..<sample.bytes.count {
             #expect(damage(Array(sample.bytes[..<cut])) { _ = try ClickHouseRows.storedSample(&$0) } != nil, "cut at \(cut)")
         }

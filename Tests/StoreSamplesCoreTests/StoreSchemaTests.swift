@@ -29,12 +29,12 @@ struct StoreSchemaTests {
         return lines
     }
 
-    @Test("a new file gets version 6: these tables, columns and indexes (written out by hand from store-samples(1))")
+    @Test("a new file gets version 7: these tables, columns and indexes (written out by hand from store-samples(1))")
     func sqliteFresh() throws {
         let db = try SQLiteConnection(path: ":memory:")
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 6)
-        #expect(SQLiteSchema.version == 6)
+        #expect(try db.scalarInt("PRAGMA user_version") == 7)
+        #expect(SQLiteSchema.version == 7)
         #expect(
             try StoreSchemaTests.layout(db) == [
                 "agents: id TEXT, status TEXT NOT NULL DEFAULT 'approved', created_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, name TEXT",
@@ -42,20 +42,21 @@ struct StoreSchemaTests {
                 "check_counts_state: through_id INTEGER NOT NULL, deletions INTEGER NOT NULL",
                 "monitors: id INTEGER, monitor TEXT NOT NULL, name TEXT, kind TEXT, target TEXT, agent TEXT, description TEXT, "
                     + "check_interval INTEGER, first_seen INTEGER NOT NULL, config TEXT, enabled INTEGER",
+                "places: monitor_id INTEGER NOT NULL, agent TEXT NOT NULL, last_at INTEGER NOT NULL",
                 "samples: id INTEGER, monitor_id INTEGER NOT NULL, at INTEGER NOT NULL, status INTEGER NOT NULL, latency_ms REAL, reason TEXT, "
                     + "code INTEGER, message TEXT, tls_expiry_days INTEGER, speed_mbps REAL, record TEXT NOT NULL, "
                     + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT '', "
-                    + "batch INTEGER NOT NULL DEFAULT 0",
+                    + "consensus INTEGER, batch INTEGER NOT NULL DEFAULT 0",
                 "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0, last_sample_id INTEGER NOT NULL DEFAULT 0",
-                "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms) WHERE held = 0",
+                "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms, consensus, identity_agent) WHERE held = 0",
                 "CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1",
                 "CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent)",
             ])
-        #expect(try db.scalarText("SELECT generation || ',' || deletions FROM store_state") == "1,1")
+        #expect(try db.scalarText("SELECT generation || ',' || deletions FROM store_state") == "2,1", "versions 5 and 6 each count one")
     }
 
     @Test(
-        "a version-1 file with rows migrates to version 6: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, ids given on from the largest"
+        "a version-1 file with rows migrates to version 7: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, the places found, ids given on from the largest"
     )
     func sqliteFromVersionOne() throws {
         let db = try SQLiteConnection(path: ":memory:")
@@ -71,10 +72,15 @@ struct StoreSchemaTests {
             INSERT INTO agents (id, created_at, last_seen) VALUES ('paris', 5, 6);
             """)
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 6)
+        #expect(try db.scalarInt("PRAGMA user_version") == 7)
         #expect(try db.scalarInt("SELECT last_sample_id FROM store_state") == 4, "the next sample is numbered 5")
         #expect(
-            try db.scalarInt("SELECT count(*) FROM samples WHERE batch != 0") == 0, "samples stored before version 6 are never followed")
+            try db.scalarInt("SELECT count(*) FROM samples WHERE batch != 0") == 0, "samples stored before version 7 are never followed")
+        // The three samples kept are three places of api (paris, tokyo, and none), each newest at 5; none judged.
+        #expect(
+            try db.scalarText("SELECT group_concat(agent || ':' || last_at, ',') FROM (SELECT * FROM places ORDER BY agent)")
+                == ":5,paris:5,tokyo:5")
+        #expect(try db.scalarInt("SELECT count(*) FROM samples WHERE consensus IS NOT NULL") == 0)
         let rows = try db.prepare("SELECT id, identity_agent, origin, coalesce(agent, 'null'), held FROM samples ORDER BY id")
         var seen: [String] = []
         while try rows.step() {
@@ -130,55 +136,63 @@ struct StoreSchemaTests {
 
     @Test("opening: the current version does nothing, an older one upgrades (only when creating), a newer one is refused")
     func clickHousePlan() {
-        #expect(ClickHouseSchema.version == 4)
-        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .current)
-        #expect(ClickHouseSchema.plan(stored: 4, create: false) == .current)
-        #expect(ClickHouseSchema.plan(stored: 3, create: true) == .upgrade(from: 3))
-        #expect(ClickHouseSchema.plan(stored: 3, create: false) == .missing)
+        #expect(ClickHouseSchema.version == 5)
+        #expect(ClickHouseSchema.plan(stored: 5, create: true) == .current)
+        #expect(ClickHouseSchema.plan(stored: 5, create: false) == .current)
+        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .upgrade(from: 4))
+        #expect(ClickHouseSchema.plan(stored: 4, create: false) == .missing)
         #expect(ClickHouseSchema.plan(stored: 0, create: true) == .upgrade(from: 0))
-        #expect(ClickHouseSchema.plan(stored: 2, create: true) == .upgrade(from: 2))
+        #expect(ClickHouseSchema.plan(stored: 3, create: true) == .upgrade(from: 3))
         #expect(ClickHouseSchema.plan(stored: 0, create: false) == .missing)
-        #expect(ClickHouseSchema.plan(stored: 2, create: false) == .missing)
-        #expect(ClickHouseSchema.plan(stored: 5, create: true) == .refuseNewer(5))
+        #expect(ClickHouseSchema.plan(stored: 3, create: false) == .missing)
+        #expect(ClickHouseSchema.plan(stored: 6, create: true) == .refuseNewer(6))
     }
 
     @Test(
-        "a new store gets every table, the marks view and version 4; one of version 3 gains batch and received_ms; an older one has its samples copied by identity first"
+        "a new store gets every table, the marks and places views and version 5; a version-3 one gains the places, a version-4 one batch and received_ms; an older one has its samples copied by identity first"
     )
     func clickHouseUpgrade() throws {
         let one = ClickHouseSchema.Placement(database: "v", cluster: nil, shardEndpoints: [])
-        let fresh = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77)).map(\.sql)
+        let fresh = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77))
         #expect(
             fresh.map { $0.split(separator: " ").prefix(7).joined(separator: " ") } == [
                 "CREATE DATABASE IF NOT EXISTS v",
                 "CREATE TABLE IF NOT EXISTS v.store_samples_schema (version",
                 "CREATE TABLE IF NOT EXISTS v.samples (monitor",
+                "CREATE TABLE IF NOT EXISTS v.places (monitor",
                 "CREATE TABLE IF NOT EXISTS v.monitors (monitor",
                 "CREATE TABLE IF NOT EXISTS v.agents (id",
                 "CREATE TABLE IF NOT EXISTS v.marks (identity_agent",
                 "CREATE TABLE IF NOT EXISTS v.resends (writer",
-                "ALTER TABLE v.samples ADD COLUMN batch UInt64",
-                "ALTER TABLE v.samples ADD COLUMN received_ms Int64",
                 "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_marks",
-                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4,",
+                "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_places",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (5,",
             ])
-        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4, 77)")
+        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (5, 77)")
         #expect(fresh[2].hasSuffix("ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024"))
+        // Version 3 to 4: nothing copied; the places table and view, then the places of the samples stored.
+        let three = try #require(ClickHouseSchema.upgrade(from: 3, one, appliedAt: 77))
+        #expect(!three.contains { $0.contains("samples_next") || $0.hasPrefix("INSERT INTO v.marks") })
         #expect(
-            fresh[2].contains(" held UInt8, record String, batch UInt64, received_ms Int64) "),
-            "the new columns last, as ADD COLUMN puts them")
-        // Each ADD COLUMN runs only where the column is not there yet: a table made above has it, one of version 3 gains it.
-        let adds = try #require(ClickHouseSchema.upgrade(from: 0, one, appliedAt: 77)).compactMap(\.adds).map { "\($0.table).\($0.column)" }
-        #expect(adds == ["samples.batch", "samples.received_ms"])
-        let three = try #require(ClickHouseSchema.upgrade(from: 3, one, appliedAt: 77)).map(\.sql)
-        #expect(!three.contains { $0.contains("samples_next") || $0.hasPrefix("INSERT INTO v.marks") }, "no copy, no recount of the marks")
-        let threeOnShards = try #require(
-            ClickHouseSchema.upgrade(from: 3, ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: []), appliedAt: 1))
+            Array(three.suffix(2)) == [
+                "INSERT INTO v.places (monitor, identity_agent, last_at) SELECT monitor, identity_agent, maxState(at) FROM v.samples "
+                    + "WHERE held = 0 AND 1 GROUP BY monitor, identity_agent",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (5, 77)",
+            ])
         #expect(
-            threeOnShards.compactMap(\.adds).map { "\($0.table).\($0.column)" } == [
-                "samples_local.batch", "samples_local.received_ms", "samples.batch", "samples.received_ms",
-            ], "the local tables and the Distributed one over them; ON CLUSTER needs no copy")
-        let older = try #require(ClickHouseSchema.upgrade(from: 2, one, appliedAt: 77)).map(\.sql)
+            ClickHouseSchema.addedColumns.map { "\($0.version) \($0.table).\($0.column)" } == [
+                "4 samples.consensus", "4 samples.reason", "5 samples.batch", "5 samples.received_ms",
+            ])
+        #expect(
+            fresh[2].contains(
+                " consensus UInt8 DEFAULT status, reason Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), ''), batch UInt64, received_ms Int64) "
+            ),
+            "a new table has the added columns last, where ADD COLUMN puts them in an older one")
+        // Version 4 to 5: the columns alone (added before these statements, where missing).
+        let four = try #require(ClickHouseSchema.upgrade(from: 4, one, appliedAt: 77))
+        #expect(
+            !four.contains { $0.contains("samples_next") || $0.hasPrefix("INSERT INTO v.marks") || $0.hasPrefix("INSERT INTO v.places") })
+        let older = try #require(ClickHouseSchema.upgrade(from: 2, one, appliedAt: 77))
         #expect(
             Array(older[2...5]) == [
                 "DROP TABLE IF EXISTS v.samples_v2",
@@ -198,9 +212,9 @@ struct StoreSchemaTests {
             older.contains(
                 "INSERT INTO v.marks (identity_agent, upto, last_id) SELECT identity_agent, maxState(at), maxState(id) "
                     + "FROM v.samples GROUP BY identity_agent"), "the marks of what was copied")
-        #expect(ClickHouseSchema.upgrade(from: 1, one, appliedAt: 77)?.map(\.sql) == older)
+        #expect(ClickHouseSchema.upgrade(from: 1, one, appliedAt: 77) == older)
         let shards = ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: ["h:1", "h:2"])
-        let onShards = try #require(ClickHouseSchema.upgrade(from: 2, shards, appliedAt: 1)).map(\.sql)
+        let onShards = try #require(ClickHouseSchema.upgrade(from: 2, shards, appliedAt: 1))
         #expect(onShards.contains("RENAME TABLE v.samples_local TO v.samples_v2, v.samples_next TO v.samples_local"))
         #expect(
             onShards.firstIndex(of: "DROP TABLE IF EXISTS v.samples")! < onShards.firstIndex {
@@ -210,7 +224,7 @@ struct StoreSchemaTests {
         let keeper = ClickHouseSchema.Placement(database: "v", cluster: "c", shardEndpoints: [])
         #expect(ClickHouseSchema.upgrade(from: 2, keeper, appliedAt: 1) == nil, "a copy needs each shard's endpoint")
         #expect(
-            try #require(ClickHouseSchema.upgrade(from: 0, keeper, appliedAt: 1)).map(\.sql).allSatisfy {
+            try #require(ClickHouseSchema.upgrade(from: 0, keeper, appliedAt: 1)).allSatisfy {
                 $0.hasPrefix("INSERT") || $0.contains(" ON CLUSTER c ") || $0.hasSuffix(" ON CLUSTER c")
             })
     }
