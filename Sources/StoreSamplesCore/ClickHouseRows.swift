@@ -118,6 +118,13 @@ enum ClickHouseRows {
         }
     }
 
+    /// Reads past a sample row's number, batch and received_ms, which `write` writes together.
+    private static func skipNumbering(_ reader: inout RowBinaryReader) throws {
+        _ = try reader.uint64()
+        _ = try reader.uint64()
+        _ = try reader.int64()
+    }
+
     /// What judging needs of a sample row written by `write` at `start`: its monitor, time,
     /// identity agent, status and whether it is held.
     static func vote(ofRowAt start: Int, in rows: [UInt8]) throws -> (
@@ -127,9 +134,7 @@ enum ClickHouseRows {
         let monitor = try reader.stringBytesRange()
         let at = try reader.int64()
         let place = try reader.stringBytesRange()
-        _ = try reader.uint64()
-        _ = try reader.uint64()
-        _ = try reader.int64()
+        try skipNumbering(&reader)
         let status = try reader.uint8()
         _ = try reader.optionalFloat64()
         _ = try reader.isNull() ? nil : try reader.stringBytesRange()
@@ -149,9 +154,7 @@ enum ClickHouseRows {
         let monitor = try reader.stringBytesRange()
         let at = try reader.int64()
         let agent = try reader.stringBytesRange()
-        _ = try reader.uint64()
-        _ = try reader.uint64()
-        _ = try reader.int64()
+        try skipNumbering(&reader)
         _ = try reader.uint8()
         _ = try reader.optionalFloat64()
         _ = try reader.isNull() ? nil : try reader.stringBytesRange()
