@@ -107,6 +107,53 @@ struct FollowClickHouseTests {
         #expect(crossed.status == 2 && crossed.stderr.contains("the cursor was saved for a ClickHouse store"), "\(crossed.stderr)")
     }
 
+    @Test("kill -9 in the middle of a stream from ClickHouse, then a new run from the cursor: every sample at least once")
+    func killAndResume() throws {
+        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
+            return
+        }
+        let server = try ClickHouseServer()
+        try server.start()
+        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        var backlog = ""
+        for round in 0..<20 {
+            backlog += oneRound((0..<1_000).map { sample("m\($0 % 50)", minute: round, second: $0 / 50) }, "b\(round)")
+        }
+        try store(url, backlog)
+        let expected = Set((0..<20).flatMap { round in (0..<1_000).map { followKey("m\($0 % 50)", minute: round, second: $0 / 50) } })
+        let cursor = scratch.path("follow.cursor")
+        let first = try StreamingTool(
+            "store-samples", ["--db", url, "follow", "--cursor", cursor, "--from", "start", "--lag", "0s", "--tick", "500ms"],
+            errorFile: scratch.path("first.err"))
+        // Read part of the stream; follow blocks on the full pipe, mid-batch, and is killed there.
+        let before = first.lines(within: 60) { $0.count >= 12_000 }
+        #expect(before.count == 12_000, "\(first.stderr)")
+        #expect(first.stop(SIGKILL) == 128 + SIGKILL)
+        let firstSamples = try followedBatches(before).flatMap(\.samples)
+        let second = try StreamingTool(
+            "store-samples", ["--db", url, "follow", "--cursor", cursor, "--lag", "0s", "--tick", "500ms"],
+            errorFile: scratch.path("second.err"))
+        var seen = Set(firstSamples)
+        var after: [String] = []
+        let deadline = Date().addingTimeInterval(90)
+        while !expected.isSubset(of: seen), let line = second.line(before: deadline) {
+            after.append(line)
+            if line.contains(#""type":"sample""#), let object = try JSONParser.parse(line).objectValue {
+                seen.insert("\(object.string("monitor") ?? "?")@\(object.string("at") ?? "?")")
+            }
+        }
+        #expect(second.stop(SIGTERM) == 143, "\(second.stderr)")
+        #expect(expected.subtracting(seen).isEmpty, "every sample at least once: \(expected.subtracting(seen).count) missing")
+        let secondSamples = try followedBatches(after).flatMap(\.samples)
+        #expect(secondSamples.count == Set(secondSamples).count, "one run writes a sample once")
+        let again = Set(firstSamples).intersection(secondSamples)
+        #expect(again.count < firstSamples.count, "the cursor was saved during the first run: \(again.count) written again")
+        FileHandle.standardError.write(
+            Data(
+                "◇ follow of ClickHouse killed with -9 after \(firstSamples.count) samples: \(again.count) of \(expected.count) written again by the next run\n"
+                    .utf8))
+    }
+
     @Test(
         "two shards: a batch split across them is one round; a version-4 store gains batch and received_ms on every shard when an ingest opens it"
     )
