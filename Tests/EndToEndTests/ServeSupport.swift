@@ -26,19 +26,21 @@ final class ServeHandle {
     private(set) var pid: pid_t = 0
 
     /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving;
-    /// with `namespace`, inside that network namespace (`ip netns exec`, which execs the script).
+    /// with `namespace`, inside that network namespace (`ip netns exec`, which execs the script); on
+    /// `port` when given (a server a client already tried to reach), else on a free one.
     init(
         site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:],
-        namespace: String? = nil, listen: ((Int) -> String)? = nil
+        namespace: String? = nil, listen: ((Int) -> String)? = nil, port: Int? = nil
     ) throws {
-        port = try unusedPort()
-        log = scratch.path("serve-\(port).log")
-        runDirectory = scratch.path("run-\(port)")
+        self.port = try port ?? unusedPort()
+        log = scratch.path("serve-\(self.port).log")
+        runDirectory = scratch.path("run-\(self.port)")
         let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
         var argv =
             (namespace.map { [NetworkNamespace.ip, "netns", "exec", $0] } ?? [])
             + [
-                script, "--site", site, "--listen", listen?(port) ?? "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir",
+                script, "--site", site, "--listen", listen?(self.port) ?? "127.0.0.1:\(self.port)", "--bin", Binaries.directory,
+                "--run-dir",
                 runDirectory,
             ]
             + arguments
