@@ -119,8 +119,7 @@ enum HTTPJudgement {
         return .failed(code: code, error: words)
     }
 
-    /// Retry-After as milliseconds from now: delta-seconds or an HTTP date. Seconds past 2^31
-    /// count as 2^31 (RFC 9111 1.2.2), so a server's huge value is a long wait, not a crash.
+    /// Retry-After as milliseconds from now (`HTTPDate.retryAfterMs`), nil without one.
     static func retryAfter(_ result: HTTPResult, nowMs: Int64) -> Int64? {
         result.header("Retry-After").flatMap { HTTPDate.retryAfterMs($0, nowMs: nowMs) }
     }

@@ -201,7 +201,8 @@ final class ProbeRunner {
             fallbackNote: probe.fallbackNote, inspection: inspection,
             nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
         if settings.simulatedLatencyMs > 0 {
-            verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
+            // isitup's words: `+<N>ms simulated`.
+            verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs)) simulated"
         }
         let record = SampleRecord.encode(
             target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,

@@ -27,20 +27,22 @@ final class ServeHandle {
 
     /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving;
     /// with `namespace`, inside that network namespace (`ip netns exec`, which execs the script); on
-    /// `port` when given (a server a client already tried to reach), else on a free one.
+    /// `port`, else on a port unused now.
     init(
         site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:],
         namespace: String? = nil, listen: ((Int) -> String)? = nil, port: Int? = nil
     ) throws {
-        self.port = try port ?? unusedPort()
-        log = scratch.path("serve-\(self.port).log")
-        runDirectory = scratch.path("run-\(self.port)")
+        let chosen = try port ?? unusedPort()
+        self.port = chosen
+        // Named afresh each time: the same server started again on its port keeps its own log.
+        let run = "\(chosen)-\(UUID().uuidString.prefix(8))"
+        log = scratch.path("serve-\(run).log")
+        runDirectory = scratch.path("run-\(run)")
         let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
         var argv =
             (namespace.map { [NetworkNamespace.ip, "netns", "exec", $0] } ?? [])
             + [
-                script, "--site", site, "--listen", listen?(self.port) ?? "127.0.0.1:\(self.port)", "--bin", Binaries.directory,
-                "--run-dir",
+                script, "--site", site, "--listen", listen?(chosen) ?? "127.0.0.1:\(chosen)", "--bin", Binaries.directory, "--run-dir",
                 runDirectory,
             ]
             + arguments
