@@ -10,7 +10,7 @@ enum SampleRecord {
         "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version",
         "online",
         "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
-        "head_failed", "head_reason", "check_interval", "enabled", "config", "agent",
+        "head_failed", "head_reason", "check_interval", "enabled", "config", "agent", "depends_on", "attempts", "tries",
     ]
 
     /// Encodes one sample.
