@@ -56,6 +56,10 @@ public enum ProbeHTTPCommand: VitalsCommand {
                 "speed-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultSpeedTimeoutMs)),
                 range: 1...3_600_000,
                 help: "with --connectivity, time budget of the speed test's download, apart from --timeout's for the page"),
+            OptionSpec(
+                "confirm", value: "N", default: "0",
+                help: "try a failing probe (down, error) again up to N more times in the same run; the sample keeps every attempt"),
+            .duration("confirm-delay", default: "0s", range: 0...600_000, help: "the pause before each --confirm attempt"),
             OptionSpec("insecure", short: "k", help: "do not verify certificates (the expiry is still reported)"),
             OptionSpec("user-agent", value: "TEXT", help: "the User-Agent header (default vitals-probe-http/VERSION)"),
             OptionSpec(
@@ -112,6 +116,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
         defaults.insecure = options.has("insecure")
         if let agent = options.value("user-agent") { settings.userAgent = agent }
         settings.simulatedLatencyMs = try options.number("simulate-latency", default: 0, in: 0...3_600_000)
+        settings.confirm = try options.integer("confirm", in: 0...10)
+        settings.confirmDelayMs = try options.duration("confirm-delay")!
         if options.has("connectivity") {
             return try runConnectivity(options, context, defaults: defaults, settings: settings)
         }
@@ -145,7 +151,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
         guard options.operands.count <= 1 else {
             throw UsageError("--connectivity takes one URL (the success page), not \(options.operands.count) operands")
         }
-        for fileOnly in ["only", "simulate-latency", "speed-test", "per-host", "rate"] where options.has(fileOnly) {
+        for fileOnly in ["only", "simulate-latency", "speed-test", "per-host", "rate", "confirm", "confirm-delay"]
+        where options.has(fileOnly) {
             throw UsageError("--\(fileOnly) does not apply with --connectivity")
         }
         var check = ConnectivitySettings()

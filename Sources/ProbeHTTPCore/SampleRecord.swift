@@ -25,7 +25,7 @@ enum SampleRecord {
     static func encode(
         target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
         verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
-        headReason: String? = nil, simulatedMs: Double
+        headReason: String? = nil, tries: [ProbeTry] = [], simulatedMs: Double
     ) -> [UInt8] {
         var record = SampleHead.begin(
             monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
@@ -62,6 +62,7 @@ enum SampleRecord {
             record.bool("head_failed", true)
             record.string("head_reason", headReason)
         }
+        ProbeTry.write(tries, to: &record)
         MonitorSettings.write(target.monitorSettings, to: &record)
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()
