@@ -86,7 +86,7 @@ struct Aggregate {
 ///
 /// The window ends at `--now`, or at the newest sample, which is known only at the end. So the
 /// first pass keeps the samples no older than the newest so far minus the window, feeding each
-/// service's accumulator in arrival order, and writes them, 40 bytes each, to an unlinked
+/// service's accumulator in arrival order, and writes them, 48 bytes each, to an unlinked
 /// temporary file. At the end, if every kept sample is inside the final window and every
 /// service's samples came in time order (the usual case: `store-samples export`, or
 /// probe-http's output), the result stands. Otherwise the kept samples are read back from the
@@ -97,6 +97,8 @@ final class Aggregator {
     let now: Int64?
     let trendSamples: Int
     let bucket: Int64
+    /// How many of a monitor's fresh places must agree (`--quorum`).
+    let quorum: Quorum
     /// The monitors seen, shared with the scanner.
     let services: ServiceTable
 
@@ -108,13 +110,21 @@ final class Aggregator {
     private var outOfOrder = false
     private var samplesRead = 0
     private var maxAt = Int64.min
-    private var minAccepted = Int64.max
+    /// The oldest sample counted (in the window as it stood then).
+    private var minCounted = Int64.max
+    /// The longest check interval a sample stated (ms), at least the default: how far before the
+    /// window a sample may still vote is two of them (`voteMargin`).
+    private var longestIntervalMs = PlaceRule.defaultIntervalMs
     private var spool: Spool?
     private var spoolProblem: String?
 
     /// Creates an aggregator for a window of `window` ms ending at `now` (or the newest sample).
-    init(services: ServiceTable, window: Int64, now: Int64?, trendSamples: Int, bucket: Int64, temporaryDirectory: String? = nil) {
+    init(
+        services: ServiceTable, window: Int64, now: Int64?, trendSamples: Int, bucket: Int64, quorum: Quorum = .majority,
+        temporaryDirectory: String? = nil
+    ) {
         self.services = services
+        self.quorum = quorum
         self.window = window
         self.now = now
         self.trendSamples = trendSamples
@@ -127,16 +137,21 @@ final class Aggregator {
         }
     }
 
-    /// Takes one valid sample.
+    /// How far before the window's start a sample still votes for the checks in it: two of the
+    /// longest check intervals stated (a year at most).
+    private var voteMargin: Int64 { PlaceRule.freshIntervals * min(longestIntervalMs, 366 * 86_400_000) }
+
+    /// Takes one valid sample: counted when in the window (as it stands), a vote only when just
+    /// before it (`voteMargin`), else left out.
     func add(_ row: SampleRow) {
         samplesRead += 1
         if row.at > maxAt { maxAt = row.at }
-        if let now {
-            if row.at > now || row.at < now - window { return }
-        } else if row.at < maxAt - window {
-            return
-        }
-        if row.at < minAccepted { minAccepted = row.at }
+        if row.intervalMs > longestIntervalMs { longestIntervalMs = row.intervalMs }
+        if let now, row.at > now { return }
+        let start = (now ?? maxAt) - window
+        if row.at < start - voteMargin { return }
+        let counted = row.at >= start
+        if counted && row.at < minCounted { minCounted = row.at }
         let service = Int(row.service)
         if service >= lastAccepted.count {
             lastAccepted.append(contentsOf: repeatElement(Int64.min, count: service - lastAccepted.count + 1))
@@ -157,7 +172,17 @@ final class Aggregator {
                 spool = nil
             }
         }
-        if fastPathValid { feed(row) }
+        if fastPathValid { counted ? feed(row) : feedVote(row) }
+    }
+
+    /// Gives a sample from before the window to its service's place rule, as a vote only.
+    private func feedVote(_ row: SampleRow) {
+        let service = Int(row.service)
+        if service >= accumulators.count {
+            accumulators.append(contentsOf: repeatElement(nil, count: service - accumulators.count + 1))
+        }
+        if accumulators[service] == nil { accumulators[service] = ServiceAccumulator(trendSamples: trendSamples, quorum: quorum) }
+        accumulators[service]!.vote(row, placeKey: { services.placeKey(row.service, Int(row.place)) })
     }
 
     private func feed(_ row: SampleRow) {
@@ -170,8 +195,8 @@ final class Aggregator {
         if service >= accumulators.count {
             accumulators.append(contentsOf: repeatElement(nil, count: service - accumulators.count + 1))
         }
-        if accumulators[service] == nil { accumulators[service] = ServiceAccumulator(trendSamples: trendSamples) }
-        if accumulators[service]!.add(row, binStep: scale.step) {
+        if accumulators[service] == nil { accumulators[service] = ServiceAccumulator(trendSamples: trendSamples, quorum: quorum) }
+        if accumulators[service]!.add(row, binStep: scale.step, placeKey: { services.placeKey(row.service, Int(row.place)) }) {
             correlation.note(service: row.service, at: row.at)
         }
     }
@@ -181,7 +206,7 @@ final class Aggregator {
         let end = now ?? (samplesRead > 0 ? maxAt : nil)
         let start = end.map { $0 - window }
         var secondPass = false
-        if let start, !fastPathValid || minAccepted < start {
+        if let start, !fastPathValid || minCounted < start {
             secondPass = true
             guard var spool else {
                 throw ToolError("cannot keep samples on disk for a second pass: \(spoolProblem ?? "no temporary file")")
@@ -191,18 +216,23 @@ final class Aggregator {
             correlation = CorrelationBuckets(bucket: bucket)
             fastPathValid = true
             let end = end!
+            let votesFrom = start - voteMargin
             if outOfOrder {
                 var rows: [SampleRow] = []
                 try spool.readBack { row in
-                    if row.at >= start && row.at <= end { rows.append(row) }
+                    if row.at >= votesFrom && row.at <= end { rows.append(row) }
                 }
                 rows.sort { a, b in
                     a.service != b.service ? a.service < b.service : (a.at != b.at ? a.at < b.at : a.sequence < b.sequence)
                 }
-                for row in rows { feed(row) }
+                for row in rows { row.at >= start ? feed(row) : feedVote(row) }
             } else {
                 try spool.readBack { row in
-                    if row.at >= start && row.at <= end { feed(row) }
+                    if row.at >= start && row.at <= end {
+                        feed(row)
+                    } else if row.at >= votesFrom && row.at < start {
+                        feedVote(row)
+                    }
                 }
             }
         }

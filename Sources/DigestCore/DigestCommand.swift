@@ -28,6 +28,12 @@ public enum DigestCommand: VitalsCommand {
                 "bucket", short: "b", default: "5m", range: 1...86_400_000,
                 help: "outages beginning in the same bucket this wide are correlated"),
             OptionSpec(
+                "quorum", value: "N", default: "majority",
+                help: "how many of a monitor's fresh places must agree on its status (majority, all, any, or a number)"),
+            OptionSpec(
+                "agent", value: "NAME",
+                help: "only the samples of this place (an agent, or local for samples that name none), with their own statuses"),
+            OptionSpec(
                 "max-services", value: "N", default: "20",
                 help: "list at most N services, worst first, and summarize the rest in one line (0: all)"),
             OptionSpec(
@@ -75,6 +81,12 @@ public enum DigestCommand: VitalsCommand {
         let maxServices = try options.integer("max-services", in: 0...1_000_000)
         let trendSamples = try options.integer("trend-samples", in: 1...10_000)
         let now = try options.now()
+        let quorumText = options.value("quorum") ?? "majority"
+        guard let quorum = Quorum(quorumText) else {
+            throw UsageError("--quorum takes majority, all, any or a number of places from 1, not '\(quorumText)'")
+        }
+        let agent = options.value("agent")
+        if let agent, agent.isEmpty { throw UsageError("--agent wants a place: an agent's name, or local for samples that name none") }
         let zoneText = options.valueOrDefault("tz") ?? "local"
         guard let zone = Zone.parse(zoneText) else {
             throw UsageError("--tz wants local, UTC, an offset such as +02:00, or a zone name such as Europe/Paris, not '\(zoneText)'")
@@ -101,7 +113,7 @@ public enum DigestCommand: VitalsCommand {
         let key = [
             "format=\(format)", "window=\(window)", "now=\(options.value("now") ?? "")", "bucket=\(bucket)",
             "max-services=\(maxServices)", "trend-samples=\(trendSamples)", "tz=\(zone.name)",
-            "llm-command=\(options.value("llm-command") ?? "")",
+            "llm-command=\(options.value("llm-command") ?? "")", "quorum=\(quorum)", "agent=\(agent ?? "")",
         ].joined(separator: ";")
         if let cache, !options.has("force") {
             switch cache.lookup(day: today, key: key) {
@@ -117,9 +129,9 @@ public enum DigestCommand: VitalsCommand {
 
         // One pass over the samples.
         let services = ServiceTable()
-        var samples = SampleRowReader(services: services, notAfter: now)
+        var samples = SampleRowReader(services: services, notAfter: now, onlyPlace: agent)
         let aggregator = Aggregator(
-            services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket,
+            services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket, quorum: quorum,
             temporaryDirectory: context.environment["TMPDIR"])
         let diagnostics = context.diagnostics
         Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: diagnostics) { reader in
@@ -138,7 +150,8 @@ public enum DigestCommand: VitalsCommand {
         }
         if let stop = Signals.stopStatus { return stop }
         let aggregate = try aggregator.finish()
-        let facts = DigestFacts.build(aggregate, window: window, bucket: bucket, trendSamples: trendSamples, maxServices: maxServices)
+        let facts = DigestFacts.build(
+            aggregate, window: window, bucket: bucket, trendSamples: trendSamples, maxServices: maxServices, quorum: quorum, agent: agent)
 
         var fellBack = false
         let output: String

@@ -31,13 +31,19 @@ enum DigestText {
                 "Not listed: \(Words.grouped(hidden.services)) more "
                 + (hidden.services == 1 ? "service" : "services") + " (\(Words.statusCounts(hidden.byStatus))"
             if hidden.outages > 0 { sentence += "; \(Words.count(hidden.outages, "outage")), \(Words.outage(hidden.outageMs)) in total" }
+            if hidden.partialOutages > 0 {
+                sentence += "; \(Words.count(hidden.partialOutages, "partial outage")), \(Words.outage(hidden.partialMs)) in total"
+            }
             lines.append(sentence + ").")
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// "No data: ...": what the input held when no sample falls in the window.
     static func noData(_ facts: DigestFacts, _ words: Words) -> String {
-        if facts.samplesRead == 0 { return "No data: the input held no samples, so there is nothing to summarize." }
+        if facts.samplesRead == 0 {
+            return "No data: the input held no samples" + (facts.agent.map { " from \($0)" } ?? "") + ", so there is nothing to summarize."
+        }
         return "No data for \(words.window(facts)): none of the \(Words.count(facts.samplesRead, "sample")) read "
             + "falls in it."
     }
@@ -77,24 +83,34 @@ enum DigestText {
     }
 
     /// What went wrong with one service: "was down twice for 15m in total (33.3% up) and has been
-    /// failing since 10:20 (Request timeout after 5s)".
+    /// failing since 10:20 (Request timeout after 5s)"; a service seen from several places adds its
+    /// partial outages: "has been partly unreachable since 10:00 (down from tokyo; up from paris)".
     static func clause(_ s: ServiceFacts, _ words: Words) -> String {
         var parts: [String] = []
         let message = s.lastMessage.map { " (\($0))" } ?? ""
         let failing = s.status == .error ? "failing" : "down"
+        let uptime = Words.percent(s.uptimePercent) + " up"
         if s.outages > 0 {
-            let uptime = Words.percent(s.uptimePercent) + " up"
             if let since = s.outageSince, s.outages == 1 {
-                return "has been \(failing) since \(words.time(since)) (" + uptime + (s.lastMessage.map { "; " + $0 } ?? "") + ")"
+                guard s.partialOutages > 0 else {
+                    return "has been \(failing) since \(words.time(since)) (" + uptime + (s.lastMessage.map { "; " + $0 } ?? "") + ")"
+                }
+                parts.append(contentsOf: partialClause(s, words, uptime: uptime))
+                parts.append("has been \(failing) since \(words.time(since))" + message)
+                return Words.list(parts)
             }
             parts.append(
                 s.outages == 1
                     ? "was down once for \(Words.outage(s.outageMs)) (\(uptime))"
                     : "was down \(Words.times(s.outages)) for \(Words.outage(s.outageMs)) in total (\(uptime))")
             if let since = s.outageSince {
+                if s.partialOutages > 0 { parts.append(contentsOf: partialClause(s, words, uptime: nil)) }
                 parts.append("has been \(failing) again since \(words.time(since))" + message)
                 return Words.list(parts)
             }
+            if s.partialOutages > 0 { parts.append(contentsOf: partialClause(s, words, uptime: nil)) }
+        } else if s.partialOutages > 0 {
+            parts.append(contentsOf: partialClause(s, words, uptime: uptime))
         } else if s.anomalies > 0 {
             parts.append(
                 "had \(Words.count(s.anomalies, "latency anomaly", "latency anomalies")) (degraded at "
@@ -104,13 +120,37 @@ enum DigestText {
         } else if let unknown = s.counts[.unknown], unknown > 0 {
             parts.append("had no known status at \(Words.grouped(unknown)) of \(Words.count(s.checks, "check"))")
         }
+        // A partial outage going on says the status now already.
+        if s.partialSince != nil { return Words.list(parts) }
         switch s.status {
         case .down, .error: parts.append("is \(failing) now" + message)
-        case .degraded: parts.append("is degraded now" + message)
+        case .degraded: parts.append((s.partialNow ? "is partly unreachable now" : "is degraded now") + message)
         case .unknown: parts.append("has no known status now")
         case .up: if parts.isEmpty { parts.append("is up now") }
         }
         return Words.list(parts)
+    }
+
+    /// A service's partial outages (fewer than a quorum of its places failing), with the places'
+    /// words at the newest partial check and the uptime when not said yet: "was partly unreachable
+    /// once for 5m (58.3% up; down from tokyo; up from paris)", "has been partly unreachable since
+    /// 10:00 (down from tokyo; up from paris)".
+    static func partialClause(_ s: ServiceFacts, _ words: Words, uptime: String?) -> [String] {
+        let places = s.partialWords ?? ""
+        let both = "(" + (uptime.map { $0 + "; " } ?? "") + places + ")"
+        guard let since = s.partialSince else {
+            return [
+                s.partialOutages == 1
+                    ? "was partly unreachable once for \(Words.outage(s.partialMs)) " + both
+                    : "was partly unreachable \(Words.times(s.partialOutages)) for \(Words.outage(s.partialMs)) in total " + both
+            ]
+        }
+        if s.partialOutages == 1 { return ["has been partly unreachable since \(words.time(since)) " + both] }
+        return [
+            "was partly unreachable \(Words.times(s.partialOutages)) for \(Words.outage(s.partialMs)) in total"
+                + (uptime.map { " (\($0))" } ?? ""),
+            "has been partly unreachable again since \(words.time(since)) (\(places))",
+        ]
     }
 
     /// "Failed together (...): checkout and login at 03:15."

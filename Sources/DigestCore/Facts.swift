@@ -95,19 +95,30 @@ struct OutageFact: Equatable {
     var durationMs: Int64
 }
 
+/// One of a service's places as the facts report it: its newest sample's status and time.
+struct PlaceFact: Equatable {
+    /// The place: its agent, or "local".
+    var place: String
+    var status: SampleStatus
+    var at: Int64
+    /// Whether it voted in the service's status now (fresh, and not unknown).
+    var fresh: Bool
+}
+
 /// The facts about one service over the window.
 struct ServiceFacts: Equatable {
     var monitor: String
     var name: String
-    /// The newest sample's status, time, reason and message.
+    /// The status now by the place rule, from each place's newest sample (with one place, the
+    /// newest sample's), its reason and words; the newest check's time.
     var status: SampleStatus
     var lastAt: Int64
     var lastReason: String?
     var lastMessage: String?
-    /// Checks, by status.
+    /// Checks, by their consensus status.
     var checks: Int
     var counts: [SampleStatus: Int]
-    /// Share of checks that were up or degraded, percent.
+    /// Share of checks that were up or degraded by the consensus, a partial outage not counted, percent.
     var uptimePercent: Double
     /// Latency figures, ms (nil without latencies).
     var latencyAvgMs: Double?
@@ -137,9 +148,23 @@ struct ServiceFacts: Equatable {
     var seriesDegraded: [Int]
     /// Per bin, whether an outage covers part of it (from a failed check to the next check that did not fail).
     var seriesOutage: [Bool]
+    /// Each place's newest sample, by name, when the service was seen from more than one place (else empty).
+    var places: [PlaceFact] = []
+    /// Checks that were partial outages; partial outages that began in the window, their total time,
+    /// and when the one going on at the end began.
+    var partialChecks = 0
+    var partialOutages = 0
+    var partialMs: Int64 = 0
+    var partialSince: Int64?
+    /// The places' words at the newest partial check ("down from tokyo; up from paris").
+    var partialWords: String?
+    /// Whether the status now is a partial outage (its words are `lastMessage`).
+    var partialNow = false
 
-    /// Checks that were up or degraded.
-    var available: Int { (counts[.up] ?? 0) + (counts[.degraded] ?? 0) }
+    /// Checks that were up or degraded, a partial outage not counted.
+    var available: Int { (counts[.up] ?? 0) + (counts[.degraded] ?? 0) - partialChecks }
+    /// Whether the service was seen from more than one place (the facts then name them).
+    var hasPlaces: Bool { places.count > 1 }
     /// Whether anything at all was wrong in the window.
     var hadTrouble: Bool { status != .up || outages > 0 || (counts[.up] ?? 0) < checks }
 }
@@ -163,9 +188,15 @@ struct GroupSummary: Equatable {
     var outages: Int
     var outageMs: Int64
     var anomalies: Int
-    /// Share of checks up or degraded, percent (nil without checks).
+    /// Partial outages and their total time.
+    var partialOutages: Int
+    var partialMs: Int64
+    /// Whether any of the services was seen from more than one place.
+    var hasPlaces: Bool
+    /// Share of checks up or degraded, a partial outage not counted, percent (nil without checks).
     var uptimePercent: Double? { checks > 0 ? Double(available) * 100 / Double(checks) : nil }
 
+    /// Sums up `services`.
     init(_ services: ArraySlice<ServiceFacts>) {
         self.services = services.count
         var byStatus: [SampleStatus: Int] = [:]
@@ -176,6 +207,9 @@ struct GroupSummary: Equatable {
         outages = services.reduce(0) { $0 + $1.outages }
         outageMs = services.reduce(0) { $0 + $1.outageMs }
         anomalies = services.reduce(0) { $0 + $1.anomalies }
+        partialOutages = services.reduce(0) { $0 + $1.partialOutages }
+        partialMs = services.reduce(0) { $0 + $1.partialMs }
+        hasPlaces = services.contains { $0.hasPlaces }
     }
 }
 
@@ -186,6 +220,9 @@ struct DigestFacts: Equatable {
     var trendSamples: Int
     var windowStart: Int64?
     var windowEnd: Int64?
+    /// `--quorum`, and the one place read (`--agent`), nil for all.
+    var quorum: Quorum = .majority
+    var agent: String?
     var samplesRead: Int
     var samplesInWindow: Int
     /// Every service with a sample in the window, worst first.
@@ -225,8 +262,11 @@ struct DigestFacts: Equatable {
         return Array(a.monitor.utf8).lexicographicallyPrecedes(Array(b.monitor.utf8))
     }
 
-    /// Builds the facts from an aggregate.
-    static func build(_ aggregate: Aggregate, window: Int64, bucket: Int64, trendSamples: Int, maxServices: Int) -> DigestFacts {
+    /// Builds the facts from an aggregate; each service's status now by the place rule with `quorum`.
+    static func build(
+        _ aggregate: Aggregate, window: Int64, bucket: Int64, trendSamples: Int, maxServices: Int, quorum: Quorum = .majority,
+        agent: String? = nil
+    ) -> DigestFacts {
         let table = aggregate.services
         let bins = aggregate.scale.binRange
         let step = aggregate.scale.step
@@ -274,33 +314,49 @@ struct DigestFacts: Equatable {
             }
             let monitor = table.monitor(index)
             let name = table.name(index)
-            services.append(
-                ServiceFacts(
-                    monitor: monitor, name: name,
-                    status: SampleStatus.allCases[Int(acc.lastStatus)],
-                    lastAt: acc.lastAt,
-                    lastReason: entry.latestReason.isEmpty ? nil : String(decoding: entry.latestReason, as: UTF8.self),
-                    lastMessage: entry.latestMessage.isEmpty ? nil : String(decoding: entry.latestMessage, as: UTF8.self),
-                    checks: acc.checks, counts: counts,
-                    uptimePercent: Double(acc.statusCounts[Int(StatusIndex.up)] + acc.statusCounts[Int(StatusIndex.degraded)]) * 100
-                        / Double(acc.checks),
-                    latencyAvgMs: hasLatency ? ms(acc.latencySumMicros) / Double(acc.latencyCount) : nil,
-                    latencyLatestMs: acc.lastLatencyMicros == SampleRow.none ? nil : ms(acc.lastLatencyMicros),
-                    latencyP95Ms: acc.sketch.percentile(0.95),
-                    p95Exact: acc.sketch.isExact,
-                    latencyMinMs: hasLatency ? ms(acc.latencyMinMicros) : nil,
-                    latencyMaxMs: hasLatency ? ms(acc.latencyMaxMicros) : nil,
-                    latencyChecks: acc.latencyCount,
-                    trend: Trend.overDay(acc.bins, step: step) ?? Trend.compute(acc.trendLatencies, n: trendSamples),
-                    outages: acc.outageCount, outageMs: acc.outageTotal,
-                    longestOutage: acc.longestOutage.map {
-                        OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration)
-                    },
-                    outageSince: acc.openOutageStart,
-                    anomalies: acc.anomalies,
-                    speedAvgMbps: acc.speedCount > 0 ? Double(acc.speedSumMilli) / 1000 / Double(acc.speedCount) : nil,
-                    speedChecks: acc.speedCount,
-                    seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded, seriesOutage: outage))
+            let verdict = entry.places.verdict(intervalMs: acc.sweep.intervalMs, quorum: quorum)
+            var places: [PlaceFact] = []
+            if entry.places.places.count > 1 {
+                let voted = Set(verdict.fresh.map(\.name))
+                places = entry.places.places.map {
+                    PlaceFact(place: $0.name, status: $0.latestStatus, at: $0.latestAt, fresh: voted.contains($0.name))
+                }
+                .sorted { $0.place.utf8.lexicographicallyPrecedes($1.place.utf8) }
+            }
+            let available = acc.statusCounts[Int(StatusIndex.up)] + acc.statusCounts[Int(StatusIndex.degraded)] - acc.partialChecks
+            var facts = ServiceFacts(
+                monitor: monitor, name: name,
+                status: verdict.status,
+                lastAt: acc.lastAt,
+                lastReason: verdict.reason,
+                lastMessage: verdict.message,
+                checks: acc.checks, counts: counts,
+                uptimePercent: Double(available) * 100 / Double(acc.checks),
+                latencyAvgMs: hasLatency ? ms(acc.latencySumMicros) / Double(acc.latencyCount) : nil,
+                latencyLatestMs: acc.lastLatencyMicros == SampleRow.none ? nil : ms(acc.lastLatencyMicros),
+                latencyP95Ms: acc.sketch.percentile(0.95),
+                p95Exact: acc.sketch.isExact,
+                latencyMinMs: hasLatency ? ms(acc.latencyMinMicros) : nil,
+                latencyMaxMs: hasLatency ? ms(acc.latencyMaxMicros) : nil,
+                latencyChecks: acc.latencyCount,
+                trend: Trend.overDay(acc.bins, step: step) ?? Trend.compute(acc.trendLatencies, n: trendSamples),
+                outages: acc.outageCount, outageMs: acc.outageTotal,
+                longestOutage: acc.longestOutage.map {
+                    OutageFact(monitor: monitor, name: name, start: $0.start, end: $0.end, durationMs: $0.duration)
+                },
+                outageSince: acc.openOutageStart,
+                anomalies: acc.anomalies,
+                speedAvgMbps: acc.speedCount > 0 ? Double(acc.speedSumMilli) / 1000 / Double(acc.speedCount) : nil,
+                speedChecks: acc.speedCount,
+                seriesLatencyMs: latency, seriesChecks: checks, seriesFailed: failed, seriesDegraded: degraded, seriesOutage: outage)
+            facts.places = places
+            facts.partialChecks = acc.partialChecks
+            facts.partialOutages = acc.partialCount
+            facts.partialMs = acc.partialTotal
+            facts.partialSince = acc.openPartialStart
+            facts.partialWords = acc.partialChecks > 0 ? acc.sweep.partialWords : nil
+            facts.partialNow = verdict.isPartial
+            services.append(facts)
         }
         services.sort(by: worstFirst)
         // Correlated failures: buckets where two or more services began failing.
@@ -331,7 +387,7 @@ struct DigestFacts: Equatable {
         let shown = maxServices == 0 ? services.count : min(maxServices, services.count)
         return DigestFacts(
             windowMs: window, bucketMs: bucket, trendSamples: trendSamples,
-            windowStart: aggregate.windowStart, windowEnd: aggregate.windowEnd,
+            windowStart: aggregate.windowStart, windowEnd: aggregate.windowEnd, quorum: quorum, agent: agent,
             samplesRead: aggregate.samplesRead, samplesInWindow: aggregate.samplesInWindow,
             services: services, shown: shown, correlated: correlated,
             worst: services.first.flatMap { $0.hadTrouble ? $0 : nil },

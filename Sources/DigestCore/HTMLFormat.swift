@@ -4,13 +4,17 @@ import VitalsKit
 /// the summary, a table of the services, one latency chart per service with failed time
 /// shaded red and degraded time amber, the correlated failures and the overall figures.
 enum HTMLFormat {
-    /// Colours the page uses (the rendering test looks for them).
-    static let failedFill = "#f4b4b4"
-    static let degradedFill = "#fbe0a6"
+    /// OnlineTracker's status colours (its Color Scheme: up green, down red, degraded amber,
+    /// unknown gray), as the chat channels use them: the badges, and the chart's shading at
+    /// `shadeOpacity` (the rendering test looks for them).
+    static let upColour = "#22C55E"
+    static let downColour = "#EF4444"
+    static let degradedColour = "#F59E0B"
+    static let unknownColour = "#6B7280"
+    /// The chart's shading: the status colour over the white chart at this opacity, so the line stays readable.
+    static let shadeOpacity = "0.3"
+    /// The latency line (not a status).
     static let lineColour = "#1f5fbf"
-    static let downBadge = "#c62828"
-    static let upBadge = "#2e7d32"
-    static let degradedBadge = "#b26a00"
 
     /// Chart size in CSS pixels.
     static let chartWidth = 640.0
@@ -36,9 +40,9 @@ enum HTMLFormat {
             th, td { border-bottom: 1px solid #d8dde3; padding: 5px 8px; text-align: right; white-space: nowrap; }
             th { background: #eef1f5; }
             th:first-child, td:first-child, td.text { text-align: left; }
-            .badge { display: inline-block; min-width: 64px; text-align: center; padding: 1px 6px; border-radius: 4px; color: #ffffff; font-weight: 600; }
-            .up { background: \(upBadge); } .degraded { background: \(degradedBadge); }
-            .down, .error { background: \(downBadge); } .unknown { background: #6b7280; }
+            .badge { display: inline-block; min-width: 64px; text-align: center; padding: 1px 6px; border-radius: 4px; color: #111827; font-weight: 600; }
+            .up { background: \(upColour); } .degraded { background: \(degradedColour); }
+            .down, .error { background: \(downColour); } .unknown { background: \(unknownColour); color: #ffffff; }
             .chart { margin: 10px 0 18px; }
             .chart h3 { font-size: 15px; margin: 0 0 4px; }
             .chart svg { border: 1px solid #d8dde3; background: #ffffff; }
@@ -93,6 +97,11 @@ enum HTMLFormat {
         html +=
             "<li>Outages: \(Words.grouped(overall.outages))"
             + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : "") + "</li>\n"
+        if overall.hasPlaces {
+            html +=
+                "<li>Partial outages: \(Words.grouped(overall.partialOutages))"
+                + (overall.partialOutages > 0 ? ", \(Words.outage(overall.partialMs)) in total" : "") + "</li>\n"
+        }
         if overall.anomalies > 0 { html += "<li>Latency anomalies: \(Words.grouped(overall.anomalies))</li>\n" }
         html +=
             "<li>Worst service: "
@@ -124,15 +133,15 @@ enum HTMLFormat {
         // Shading: outage time red, degraded bins amber; runs of bins drawn as one rectangle.
         var index = 0
         while index < bins {
-            let fill = s.seriesOutage[index] ? failedFill : s.seriesDegraded[index] > 0 ? degradedFill : nil
+            let fill = s.seriesOutage[index] ? downColour : s.seriesDegraded[index] > 0 ? degradedColour : nil
             var end = index + 1
             while end < bins, fill != nil,
-                (s.seriesOutage[end] ? failedFill : s.seriesDegraded[end] > 0 ? degradedFill : nil) == fill
+                (s.seriesOutage[end] ? downColour : s.seriesDegraded[end] > 0 ? degradedColour : nil) == fill
             { end += 1 }
             if let fill {
                 let x = Double(index) * binWidth
                 svg +=
-                    "<rect x=\"\(f(x))\" y=\"0\" width=\"\(f(max(Double(end - index) * binWidth, 2)))\" height=\"\(Int(height))\" fill=\"\(fill)\"/>\n"
+                    "<rect x=\"\(f(x))\" y=\"0\" width=\"\(f(max(Double(end - index) * binWidth, 2)))\" height=\"\(Int(height))\" fill=\"\(fill)\" fill-opacity=\"\(shadeOpacity)\"/>\n"
             }
             index = end
         }

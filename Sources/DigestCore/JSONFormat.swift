@@ -11,6 +11,11 @@ enum JSONFormat {
             JSONField("window_ms", int(facts.windowMs)),
             JSONField("bucket_ms", int(facts.bucketMs)),
             JSONField("trend_samples", int(facts.trendSamples)),
+        ]
+        // The place rule's settings, when they mattered: a service seen from several places, or --agent.
+        if facts.overall.hasPlaces { fields.append(JSONField("quorum", .string(facts.quorum.description))) }
+        if let agent = facts.agent { fields.append(JSONField("agent", .string(agent))) }
+        fields += [
             JSONField("samples_read", int(facts.samplesRead)),
             JSONField("samples_in_window", int(facts.samplesInWindow)),
             JSONField("services_total", int(facts.services.count)),
@@ -51,8 +56,9 @@ enum JSONFormat {
         return JSONValue.object(JSONObject(fields)).jsonText
     }
 
+    /// One service's facts; a service seen from several places adds its places and partial outages.
     static func service(_ s: ServiceFacts) -> JSONValue {
-        .object(
+        let facts = JSONValue.object(
             JSONObject([
                 JSONField("monitor", .string(s.monitor)),
                 JSONField("name", .string(s.name)),
@@ -93,10 +99,33 @@ enum JSONFormat {
                             JSONField("outage", .array(s.seriesOutage.map { .bool($0) })),
                         ]))),
             ]))
+        guard s.hasPlaces, var fields = facts.objectValue?.fields else { return facts }
+        // Before the checks: each place's newest sample; after the outages: the partial ones.
+        let places = s.places.map { place in
+            JSONValue.object(
+                JSONObject([
+                    JSONField("place", .string(place.place)),
+                    JSONField("status", .string(place.status.rawValue)),
+                    JSONField("at", time(place.at)),
+                    JSONField("fresh", .bool(place.fresh)),
+                ]))
+        }
+        fields.insert(JSONField("places", .array(places)), at: fields.firstIndex { $0.key == "checks" }!)
+        let partial = [
+            JSONField("partial_checks", int(s.partialChecks)),
+            JSONField("partial_outages", int(s.partialOutages)),
+            JSONField("partial_ms", int(s.partialMs)),
+            JSONField("partial_ongoing", .bool(s.partialSince != nil)),
+            JSONField("partial_since", time(s.partialSince)),
+            JSONField("partial_words", s.partialWords.map { .string($0) } ?? .null),
+        ]
+        fields.insert(contentsOf: partial, at: fields.firstIndex { $0.key == "anomalies" }!)
+        return .object(JSONObject(fields))
     }
 
+    /// A group of services summed up; with a service seen from several places, its partial outages too.
     static func group(_ g: GroupSummary) -> JSONValue {
-        .object(
+        let summary = JSONValue.object(
             JSONObject([
                 JSONField("services", int(g.services)),
                 JSONField("by_status", byStatus(g.byStatus)),
@@ -106,6 +135,9 @@ enum JSONFormat {
                 JSONField("outage_ms", int(g.outageMs)),
                 JSONField("anomalies", int(g.anomalies)),
             ]))
+        guard g.hasPlaces, let fields = summary.objectValue?.fields else { return summary }
+        return .object(
+            JSONObject(fields + [JSONField("partial_outages", int(g.partialOutages)), JSONField("partial_ms", int(g.partialMs))]))
     }
 
     static func outage(_ o: OutageFact, withMonitor: Bool) -> JSONValue {

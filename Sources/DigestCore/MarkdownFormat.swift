@@ -41,6 +41,11 @@ enum MarkdownFormat {
         lines.append("- Checks: \(Words.grouped(overall.checks)), \(Words.percent(overall.uptimePercent ?? 0)) up")
         lines.append(
             "- Outages: \(Words.grouped(overall.outages))" + (overall.outages > 0 ? ", \(Words.outage(overall.outageMs)) in total" : ""))
+        if overall.hasPlaces {
+            lines.append(
+                "- Partial outages: \(Words.grouped(overall.partialOutages))"
+                    + (overall.partialOutages > 0 ? ", \(Words.outage(overall.partialMs)) in total" : ""))
+        }
         if overall.anomalies > 0 { lines.append("- Latency anomalies: \(Words.grouped(overall.anomalies))") }
         lines.append(
             "- Worst service: "

@@ -25,18 +25,23 @@ enum PromptFormat {
         lines.append("")
         lines.append("Services (worst first):")
         for s in facts.shownServices {
-            var line = "- \(s.name): status \(s.status.rawValue); uptime \(Words.percent(s.uptimePercent))"
+            var line = "- \(s.name): status \(s.status.rawValue)"
+            if s.partialNow { line += " (partial: \(s.lastMessage ?? ""))" }
+            line += "; uptime \(Words.percent(s.uptimePercent))"
             line += "; average latency " + (s.latencyAvgMs.map(Words.latency) ?? "none")
             line += "; latest latency " + (s.latencyLatestMs.map(Words.latency) ?? "none")
             line += "; trend \(s.trend.label.rawValue)"
             line += "; outages \(s.outages)" + (s.outages > 0 ? " (\(Words.outage(s.outageMs)) in total)" : "")
+            if s.partialOutages > 0 {
+                line += "; partial outages \(s.partialOutages) (\(Words.outage(s.partialMs)) in total; \(s.partialWords ?? ""))"
+            }
             if let speed = s.speedAvgMbps { line += "; average speed \(Words.speed(speed))" }
             lines.append(line)
         }
         if let hidden = facts.hidden {
             lines.append(
                 "- \(Words.grouped(hidden.services)) more services not listed: \(Words.statusCounts(hidden.byStatus)); "
-                    + "outages \(hidden.outages)")
+                    + "outages \(hidden.outages)" + (hidden.partialOutages > 0 ? "; partial outages \(hidden.partialOutages)" : ""))
         }
         lines.append("")
         lines.append("Correlated failures (services that began failing in the same \(Words.unit(facts.bucketMs))):")

@@ -17,11 +17,16 @@ struct SampleRow: Equatable {
     /// Where the sample stands in an anomaly episode detect-anomaly marked: an
     /// `AnomalyEpisodeState`'s raw value, 0 for none.
     var episode: UInt8 = 0
+    /// The place the sample was taken from: its index among its monitor's places
+    /// (`ServiceTable`), in order of first appearance; 0 for a monitor's first place.
+    var place: UInt16 = 0
+    /// The `check_interval` the sample stated, in milliseconds; 0 when it stated none.
+    var intervalMs: Int64 = 0
 
     /// The marker for a missing number.
     static let none = Int64.min
 
-    /// Creates a row.
+    /// Creates a row of a monitor's first place, stating no check interval.
     init(at: Int64, latencyMicros: Int64, speedMilli: Int64, sequence: UInt64, service: UInt32, status: UInt8) {
         self.at = at
         self.latencyMicros = latencyMicros
@@ -44,4 +49,7 @@ enum StatusIndex {
     static let down = UInt8(SampleStatus.allCases.firstIndex(of: .down)!)
     static let error = UInt8(SampleStatus.allCases.firstIndex(of: .error)!)
     static let unknown = UInt8(SampleStatus.allCases.firstIndex(of: .unknown)!)
+
+    /// The index of `status`.
+    static func of(_ status: SampleStatus) -> UInt8 { UInt8(SampleStatus.allCases.firstIndex(of: status)!) }
 }

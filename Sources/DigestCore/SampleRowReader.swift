@@ -1,8 +1,9 @@
 import VitalsKit
 
 /// Turns `sample` lines into rows: the shared reader checks the line and its spine, and in the
-/// same pass finds the few fields digest adds (name, speed, message); nothing is built per line
-/// but the row.
+/// same pass finds the few fields digest adds (name, speed, message, check_interval); nothing is
+/// built per line but the row. Each row names its place (`ServiceTable` keeps each place's
+/// newest sample); the place rule judges the rows later, in time order (`PlaceSweep`).
 ///
 /// Records of another `type` are skipped without a word (a mixed stream is fine); an object
 /// without `type`, and a sample with a bad field, are errors in the one wording of
@@ -22,15 +23,19 @@ struct SampleRowReader {
     let services: ServiceTable
     /// Samples after this instant are left out (`--now`); nil for no limit.
     let notAfter: Int64?
+    /// The one place whose samples are read (`--agent`: its agent's bytes, empty for local); nil for every place.
+    let onlyPlace: [UInt8]?
     private var sequence: UInt64 = 0
     private var scratch: [UInt8] = []
     /// The one sample reader, kept from line to line.
     private var reader = SampleLine()
 
-    /// Creates a reader adding monitors to `services`.
-    init(services: ServiceTable, notAfter: Int64?) {
+    /// Creates a reader adding monitors to `services`, of every place or only of the place named
+    /// `onlyPlace` (`--agent`: an agent, or "local" for the samples that name none).
+    init(services: ServiceTable, notAfter: Int64?, onlyPlace: String? = nil) {
         self.services = services
         self.notAfter = notAfter
+        self.onlyPlace = onlyPlace.map { Array(($0 == PlaceRule.localName ? "" : $0).utf8) }
     }
 
     /// Reads one line.
@@ -41,6 +46,18 @@ struct SampleRowReader {
         case .otherRecord, .blank: return .skipped
         case .problem(let problem): return .invalid(problem)
         }
+        // The place: the agent's bytes; empty for samples naming none (or an empty name): local.
+        guard let agent = reader.agentField, line[agent.valueStart] == UInt8(ascii: "\"") else {
+            return readRest(line, own, agent: UnsafeBufferPointer(start: nil, count: 0))
+        }
+        if let raw = Self.rawString(line, agent) { return readRest(line, own, agent: raw) }
+        let decoded = Self.decodedString(line, agent) ?? []
+        return decoded.withUnsafeBufferPointer { readRest(line, own, agent: $0) }
+    }
+
+    /// Reads the rest of a sample whose spine is read, from place `agent`.
+    private mutating func readRest(_ line: UnsafeBufferPointer<UInt8>, _ own: DigestFields, agent: UnsafeBufferPointer<UInt8>) -> Outcome {
+        if let onlyPlace, !onlyPlace.elementsEqual(agent) { return .skipped }
         let service =
             reader.monitorIsPlain
             ? services.intern(
@@ -70,6 +87,15 @@ struct SampleRowReader {
             }
             speedMilli = value
         }
+        // check_interval: a number or null, whole seconds as the store keeps them (0 or less: 60 s).
+        var intervalMs: Int64 = 0
+        if let interval = own.checkInterval, line[interval.valueStart] != UInt8(ascii: "n") {
+            guard let value = JSONNumber.value(UnsafeBufferPointer(rebasing: line[interval.valueStart..<interval.valueEnd])) else {
+                return .invalid(SampleProblem.bad("check_interval", line, interval, expected: .number))
+            }
+            let seconds = value.rounded()
+            intervalMs = PlaceRule.intervalMs(checkIntervalSeconds: abs(seconds) < 9.0e15 ? Int64(seconds) : nil)
+        }
         if let name = own.name, line[name.valueStart] == UInt8(ascii: "\"") {
             if let raw = Self.rawString(line, name) {
                 services.noteName(service, at: instant, name: raw)
@@ -77,22 +103,28 @@ struct SampleRowReader {
                 decoded.withUnsafeBufferPointer { services.noteName(service, at: instant, name: $0) }
             }
         }
-        if notAfter.map({ instant <= $0 }) ?? true, services.isLatest(service, at: instant) {
-            let reasonBytes = reader.reasonField.flatMap { Self.rawString(line, $0) }
-            scratch.removeAll(keepingCapacity: true)
-            if let message = own.message, line[message.valueStart] == UInt8(ascii: "\"") {
-                if let raw = Self.rawString(line, message) {
-                    scratch.append(contentsOf: raw)
-                } else if let decoded = Self.decodedString(line, message) {
-                    scratch.append(contentsOf: decoded)
-                }
-            }
-            services.noteLatest(service, at: instant, reason: reasonBytes, message: scratch)
-        }
         sequence += 1
         var row = SampleRow(
             at: instant, latencyMicros: latencyMicros, speedMilli: speedMilli,
             sequence: sequence, service: service, status: statusIndex)
+        if notAfter.map({ instant <= $0 }) ?? true {
+            let place = services.place(service, agent: agent)
+            if services.isLatest(service, place: place, at: instant) {
+                let reasonBytes = reader.reasonField.flatMap { Self.rawString(line, $0) }
+                scratch.removeAll(keepingCapacity: true)
+                if let message = own.message, line[message.valueStart] == UInt8(ascii: "\"") {
+                    if let raw = Self.rawString(line, message) {
+                        scratch.append(contentsOf: raw)
+                    } else if let decoded = Self.decodedString(line, message) {
+                        scratch.append(contentsOf: decoded)
+                    }
+                }
+                services.noteLatest(service, place: place, at: instant, status: reader.status, reason: reasonBytes, message: scratch)
+            }
+            // (Past 65,536 places of one monitor, the rest share the last index.)
+            row.place = UInt16(min(place, Int(UInt16.max)))
+            row.intervalMs = intervalMs
+        }
         if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(line, anomaly)?.rawValue ?? 0 }
         return .sample(row)
     }
@@ -170,6 +202,7 @@ struct DigestFields: SampleFieldReader {
     var speed: FieldRange?
     var message: FieldRange?
     var anomaly: FieldRange?
+    var checkInterval: FieldRange?
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
@@ -178,6 +211,7 @@ struct DigestFields: SampleFieldReader {
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
         case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
         case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
+        case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
         default: break
         }
     }

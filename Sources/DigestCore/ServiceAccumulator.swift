@@ -39,10 +39,14 @@ struct Outage: Equatable {
 
 /// Everything digest learns about one service, fed its samples in time order.
 ///
+/// Status figures (checks by status, outages, partial outages, chart bins' failed and degraded
+/// checks) count each sample's consensus, the monitor's status by the place rule at its time;
+/// latency, speed and anomaly figures count every sample as it is, each place's measurement.
+///
 /// Memory is fixed per service: counters, a `LatencySketch`, the last 2N latencies for the
 /// trend, and at most `ChartScale.maxBins` chart bins.
 struct ServiceAccumulator {
-    /// Checks by status, indexed like `SampleStatus.allCases`.
+    /// Checks by consensus status, indexed like `SampleStatus.allCases`.
     private(set) var statusCounts = [Int](repeating: 0, count: SampleStatus.allCases.count)
     /// Checks in the window.
     private(set) var checks = 0
@@ -59,8 +63,7 @@ struct ServiceAccumulator {
     /// The first and the last sample's time.
     private(set) var firstAt = Int64.max
     private(set) var lastAt = Int64.min
-    /// The last sample's status and latency (`SampleRow.none` when it had none).
-    private(set) var lastStatus = StatusIndex.unknown
+    /// The last sample's latency (`SampleRow.none` when it had none).
     private(set) var lastLatencyMicros = SampleRow.none
     /// Outages that began in the window, their total and the longest (ongoing ones count to the window's end).
     private(set) var outageCount = 0
@@ -68,6 +71,14 @@ struct ServiceAccumulator {
     private(set) var longestOutage: Outage?
     /// The outage going on after the last sample, if any (its start).
     private(set) var openOutageStart: Int64?
+    /// Checks that were partial outages (degraded by the consensus because fewer than a quorum of
+    /// places failed), partial outages that began in the window and their total time (ongoing
+    /// ones to the window's end).
+    private(set) var partialChecks = 0
+    private(set) var partialCount = 0
+    private(set) var partialTotal: Int64 = 0
+    /// The partial outage going on after the last sample, if any (its start).
+    private(set) var openPartialStart: Int64?
     /// Anomaly episodes (detect-anomaly's): those that began in the window, and one that began
     /// before it and goes on into it.
     private(set) var anomalies = 0
@@ -77,20 +88,27 @@ struct ServiceAccumulator {
     private var trendValues: [Int64] = []
     private var trendNext = 0
     private let trendCapacity: Int
+    /// The place rule's sweep over the samples, and the quorum it judges with.
+    private(set) var sweep = PlaceSweep()
+    private let quorum: Quorum
 
-    /// Creates an accumulator keeping `2 × trendSamples` latencies for the trend.
-    init(trendSamples: Int) {
+    /// Creates an accumulator keeping `2 × trendSamples` latencies for the trend, judging places with `quorum`.
+    init(trendSamples: Int, quorum: Quorum = .majority) {
         trendCapacity = max(2, 2 * trendSamples)
+        self.quorum = quorum
     }
 
-    /// Adds the next sample (in time order). Returns true when an outage begins with it.
+    /// Adds the next sample (in time order), judged by the place rule at its time; `placeKey`
+    /// names its place (the agent, '' for local) the first time it is met. Returns true when an
+    /// outage begins with it.
     @discardableResult
-    mutating func add(_ row: SampleRow, binStep: Int64) -> Bool {
+    mutating func add(_ row: SampleRow, binStep: Int64, placeKey: () -> String = { "" }) -> Bool {
+        let judged = sweep.judge(row, key: placeKey, quorum: quorum)
+        let consensus = judged.consensus == row.sampleStatus ? row.status : StatusIndex.of(judged.consensus)
         checks += 1
-        statusCounts[Int(row.status)] += 1
+        statusCounts[Int(consensus)] += 1
         if checks == 1 { firstAt = row.at }
         lastAt = row.at
-        lastStatus = row.status
         lastLatencyMicros = row.latencyMicros
         if row.latencyMicros != SampleRow.none {
             latencyCount += 1
@@ -112,7 +130,7 @@ struct ServiceAccumulator {
         if row.episode == AnomalyEpisodeState.onset.rawValue || (row.episode == AnomalyEpisodeState.ongoing.rawValue && checks == 1) {
             anomalies += 1
         }
-        let failing = row.isFailure
+        let failing = judged.consensus.isFailure
         var began = false
         if failing, openOutageStart == nil {
             openOutageStart = row.at
@@ -122,6 +140,17 @@ struct ServiceAccumulator {
             closeOutage(Outage(start: start, end: row.at, duration: row.at - start))
             openOutageStart = nil
         }
+        // A partial outage: from a partial check after one that was not to the next that is not.
+        if judged.partial {
+            partialChecks += 1
+            if openPartialStart == nil {
+                openPartialStart = row.at
+                partialCount += 1
+            }
+        } else if let start = openPartialStart {
+            partialTotal += row.at - start
+            openPartialStart = nil
+        }
         // Chart bin.
         let index = floorDivide(row.at, binStep)
         if bins.last?.index != index { bins.append(ChartBin(index: index)) }
@@ -129,7 +158,7 @@ struct ServiceAccumulator {
         bins[last].checks += 1
         if failing { bins[last].failed += 1 }
         bins[last].endsFailed = failing
-        if row.status == StatusIndex.degraded { bins[last].degraded += 1 }
+        if consensus == StatusIndex.degraded { bins[last].degraded += 1 }
         if row.latencyMicros != SampleRow.none {
             bins[last].latencyCount += 1
             bins[last].latencySumMicros += row.latencyMicros
@@ -142,12 +171,16 @@ struct ServiceAccumulator {
         if longestOutage == nil || outage.duration > longestOutage!.duration { longestOutage = outage }
     }
 
-    /// Ends the window at `end`: an outage still going on lasts until then.
+    /// Ends the window at `end`: an outage (or partial outage) still going on lasts until then.
     mutating func finish(windowEnd end: Int64) {
         if let start = openOutageStart {
             closeOutage(Outage(start: start, end: nil, duration: max(0, end - start)))
         }
+        if let start = openPartialStart { partialTotal += max(0, end - start) }
     }
+
+    /// Takes a sample from before the window as a vote for the place rule only: it is no check.
+    mutating func vote(_ row: SampleRow, placeKey: () -> String) { sweep.vote(row, key: placeKey) }
 
     /// Re-bins the chart when the step grows `factor` times (steps divide each other, bins stay aligned).
     mutating func rebin(factor: Int64) {

@@ -1,9 +1,10 @@
 import VitalsKit
 
-/// Every monitor seen in the input, by index, with what the newest sample said about it.
+/// Every monitor seen in the input, by index, with its places and what each place's newest
+/// sample said about it.
 ///
 /// Monitor ids are interned from the raw bytes of each line (an open-addressing table keyed by
-/// the bytes, no `String` per line); names and the newest sample's reason and message are kept
+/// the bytes, no `String` per line); names and the newest samples' reasons and messages are kept
 /// as bytes and turned into strings once, at the end.
 final class ServiceTable {
     /// What the table knows about one monitor.
@@ -14,12 +15,8 @@ final class ServiceTable {
         var name: [UInt8] = []
         /// When that name was seen (its sample's `at`), to keep the newest.
         var nameAt = Int64.min
-        /// The newest sample's `at` (within `--now`), its reason and its message.
-        var latestAt = Int64.min
-        /// The newest sample's reason (raw bytes of the string), empty when null.
-        var latestReason: [UInt8] = []
-        /// The newest sample's message, as a decoded string's bytes.
-        var latestMessage: [UInt8] = []
+        /// Its places (within `--now`) and what judging its samples by the place rule keeps.
+        var places = MonitorPlaces()
     }
 
     /// The monitors in order of first appearance.
@@ -80,20 +77,21 @@ final class ServiceTable {
         }
     }
 
-    /// Whether a sample at `at` is the newest so far (ties go to the later line).
-    func isLatest(_ service: UInt32, at: Int64) -> Bool { at >= entries[Int(service)].latestAt }
+    /// The index of the place `agent` (empty: local) among the monitor's, added when new.
+    func place(_ service: UInt32, agent: UnsafeBufferPointer<UInt8>) -> Int { entries[Int(service)].places.index(of: agent) }
 
-    /// Records the newest sample's reason and message.
-    func noteLatest(_ service: UInt32, at: Int64, reason: UnsafeBufferPointer<UInt8>?, message: [UInt8]) {
-        let index = Int(service)
-        entries[index].latestAt = at
-        if let reason {
-            if !entries[index].latestReason.elementsEqual(reason) { entries[index].latestReason = Array(reason) }
-        } else {
-            entries[index].latestReason.removeAll(keepingCapacity: true)
-        }
-        if entries[index].latestMessage != message { entries[index].latestMessage = message }
+    /// Whether a sample at `at` is the newest of its place so far (ties go to the later line).
+    func isLatest(_ service: UInt32, place: Int, at: Int64) -> Bool { at >= entries[Int(service)].places.places[place].latestAt }
+
+    /// Records the newest sample of a place: its status, reason and message.
+    func noteLatest(
+        _ service: UInt32, place: Int, at: Int64, status: SampleStatus, reason: UnsafeBufferPointer<UInt8>?, message: [UInt8]
+    ) {
+        entries[Int(service)].places.noteLatest(place, at: at, status: status, reason: reason, message: message)
     }
+
+    /// The place `place` of a monitor as the rule spells it: its agent, '' for local.
+    func placeKey(_ service: UInt32, _ place: Int) -> String { entries[Int(service)].places.places[place].key }
 
     /// The monitor id as text.
     func monitor(_ service: Int) -> String { String(decoding: entries[service].monitor, as: UTF8.self) }

@@ -48,9 +48,9 @@ struct Client {
         else {
             throw ToolError("\(certificatePath) holds no PEM certificate")
         }
-        let connection = try connect(
-            payload.server, certificateSHA256: payload.certificateSHA256, publicKeyPin: payload.publicKeyPin,
-            certificate: certificatePath, key: keyPath)
+        let pins = Pins(
+            certificateSHA256: payload.certificateSHA256, publicKeyPin: payload.publicKeyPin, certificate: certificatePath, key: keyPath)
+        let connection = options.has("discover") ? try discovered(pins) : pins.connection(payload.server, timeoutMs: timeoutMs)
         let server = connection.server
         // The server must show the key and the certificate the pairing text names before the token goes out
         // (a server Bonjour found has just shown them).
@@ -144,31 +144,77 @@ struct Client {
 
     // MARK: - A paired client's connection
 
-    /// The connection to the paired server (found by Bonjour with `--discover`).
+    /// The connection to the paired server: found by Bonjour with `--discover`; else at the address
+    /// kept at pairing, checked first with a handshake that sends nothing. When that address fails
+    /// (the server moved: a new DHCP address, another port), the seed's way is taken: Bonjour finds
+    /// the service naming the paired certificate, its pinned key and certificate are checked
+    /// before anything is sent, and its address is kept in the state file for the next run. When
+    /// Bonjour finds nothing, the kept address stays (a server restarting there is waited for by
+    /// the retries).
     func pairedConnection() throws -> (ClientState, SyncConnection) {
-        let state = try ClientState.load(from: statePath)
-        let connection = try connect(
-            state.server, certificateSHA256: state.serverCertificateSHA256, publicKeyPin: state.serverPublicKeyPin,
-            certificate: state.clientCertificate, key: state.clientKey)
-        return (state, connection)
+        var state = try ClientState.load(from: statePath)
+        let pins = Pins(state)
+        if options.has("discover") { return (state, try discovered(pins)) }
+        let kept = pins.connection(state.server, timeoutMs: timeoutMs)
+        let failure: ToolError
+        do {
+            try kept.checkServer()
+            return (state, kept)
+        } catch let error as ToolError {
+            failure = error
+        }
+        // Stopped during the check: what follows sees the stop and ends as a stop ends.
+        guard !Signals.stopRequested else { return (state, kept) }
+        let found: SyncConnection
+        do {
+            found = try discovered(pins)
+        } catch let error as ToolError {
+            context.diagnostics.note("\(failure.message); looked for by Bonjour, not found: \(error.message)")
+            return (state, kept)
+        }
+        context.diagnostics.note(
+            "the paired server no longer answers at \(state.server); Bonjour found it at \(found.server), "
+                + "showing the pinned key and certificate, and \(statePath) keeps the new address")
+        state.server = found.server
+        try state.save(to: statePath)
+        return (state, found)
     }
 
-    /// The connection to `known`, or with `--discover` to the first service Bonjour finds that names
-    /// the certificate and shows the pinned key and certificate on a handshake (one that only claims
-    /// them is skipped, with a note).
-    private func connect(
-        _ known: String, certificateSHA256: String, publicKeyPin: String, certificate: String,
-        key: String
-    ) throws -> SyncConnection {
-        func connection(_ server: String) -> SyncConnection {
+    /// What a connection trusts and presents: the server's certificate SHA-256 and key pin, this
+    /// client's certificate and key.
+    struct Pins {
+        var certificateSHA256: String
+        var publicKeyPin: String
+        var certificate: String
+        var key: String
+
+        init(certificateSHA256: String, publicKeyPin: String, certificate: String, key: String) {
+            self.certificateSHA256 = certificateSHA256
+            self.publicKeyPin = publicKeyPin
+            self.certificate = certificate
+            self.key = key
+        }
+
+        init(_ state: ClientState) {
+            self.init(
+                certificateSHA256: state.serverCertificateSHA256, publicKeyPin: state.serverPublicKeyPin,
+                certificate: state.clientCertificate, key: state.clientKey)
+        }
+
+        /// A connection to `server` with these pins.
+        func connection(_ server: String, timeoutMs: Int) -> SyncConnection {
             SyncConnection(
                 server: server, certificateSHA256: certificateSHA256, publicKeyPin: publicKeyPin, clientCertificate: certificate,
                 clientKey: key, timeoutMs: timeoutMs)
         }
-        guard options.has("discover") else { return connection(known) }
+    }
+
+    /// The connection to the first service Bonjour finds that names the certificate and shows the
+    /// pinned key and certificate on a handshake (one that only claims them is skipped, with a note).
+    private func discovered(_ pins: Pins) throws -> SyncConnection {
         var failures: [String] = []
-        for found in try Discovery.servers(showing: certificateSHA256, timeoutMs: timeoutMs) {
-            let candidate = connection(found.url)
+        for found in try Discovery.servers(showing: pins.certificateSHA256, timeoutMs: timeoutMs) {
+            let candidate = pins.connection(found.url, timeoutMs: timeoutMs)
             do {
                 try candidate.checkServer()
             } catch let error as ToolError {
@@ -182,11 +228,13 @@ struct Client {
         throw ToolError("--discover: no service naming the paired certificate showed it (\(failures.joined(separator: ", ")))")
     }
 
-    /// The types the server shares (the seed's `GET /api/v1/health/types`).
-    func sharedTypes(_ connection: SyncConnection) throws -> [String] {
-        let answer = try connection.request("GET", "/api/v1/health/types")
-        guard answer.status == 200 else { throw SyncConnection.refusal(answer, server: connection.server) }
-        guard let list = answer.object["enabledTypes"]?.arrayValue else { throw ToolError("\(connection.server) answered no enabledTypes") }
+    /// The seed's `GET /api/v1/health/types`.
+    static let typesPath = "/api/v1/health/types"
+
+    /// The types the server shares, from its answer to `typesPath`.
+    func sharedTypes(_ answer: SyncConnection.Answer, server: String) throws -> [String] {
+        guard answer.status == 200 else { throw SyncConnection.refusal(answer, server: server) }
+        guard let list = answer.object["enabledTypes"]?.arrayValue else { throw ToolError("\(server) answered no enabledTypes") }
         return list.compactMap(\.stringValue)
     }
 
@@ -194,8 +242,11 @@ struct Client {
 
     func types() throws -> VitalsKit.ExitStatus {
         let format = try options.choice("format")
+        let policy = RetryPolicy(retries: try options.integer("retries", default: Client.defaultRetries, in: 0...100))
         let (_, connection) = try pairedConnection()
-        for type in try sharedTypes(connection) {
+        var tally = RetryTally()
+        let answer = try patiently(connection, "GET", Client.typesPath, what: "the shared types", policy: policy, tally: &tally)
+        for type in try sharedTypes(answer, server: connection.server) {
             if format == "text" {
                 try writer.write(type)
             } else {

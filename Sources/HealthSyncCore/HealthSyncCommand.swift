@@ -20,7 +20,9 @@ public enum HealthSyncCommand: VitalsCommand {
             address and fingerprints in the state file (mode 0600). fetch asks for the samples of the shared types \
             starting in [--since, --until), page by page (offset and limit) until the range is complete, and writes them \
             as health_record lines that snapshot-delta take reads (then one type_status line per type: complete, or \
-            partial when a range or a limit cut it or a page was refused), or as CSV. Every request is HTTPS (TLS 1.3), \
+            partial when a range or a limit cut it or a page was refused), or as CSV; a request refused for the moment \
+            (429, 5xx, a failed connection) is asked again with backoff, and a fetch into --output FILE cut short is \
+            continued by --resume. Every request is HTTPS (TLS 1.3), \
             pinned to the server's public key and certificate. --discover finds the server by Bonjour \
             (_healthsync._tcp, with avahi-browse). See healthsync(1) and vitals-serve(7).
             """,
@@ -52,6 +54,18 @@ public enum HealthSyncCommand: VitalsCommand {
                 help: "fetch: samples asked for in one request (one page), at most \(Client.pages.maxPerPage)"),
             OptionSpec("limit", short: "n", value: "N", help: "fetch: at most N samples in all (default: every sample of the range)"),
             OptionSpec(
+                "output", value: "FILE",
+                help:
+                    "fetch: write to FILE (mode 0600) instead of standard output, keeping the progress beside it (FILE.resume) for --resume"
+            ),
+            OptionSpec(
+                "resume", help: "fetch: continue the fetch into --output FILE that was cut short, from the page after the last one written"),
+            OptionSpec(
+                "retries", value: "N", default: String(Client.defaultRetries),
+                help:
+                    "fetch, types: ask again after a 429 (as its Retry-After says), a 5xx or a failed connection, at most N times a request, waiting 1s, 2s, 4s ... 30s"
+            ),
+            OptionSpec(
                 "format", short: "f", value: "FORMAT", choices: ["ndjson", "csv", "text"],
                 help: "fetch: ndjson (default) or csv; types, discover: ndjson (default) or text; scan: text (default) or ndjson"),
             .duration(
@@ -64,11 +78,14 @@ public enum HealthSyncCommand: VitalsCommand {
                 choices: ["format": ["text", "ndjson"]],
                 summary: "pair with a server from its pairing text (the QR code snapshot-delta pair prints)"),
             SubcommandSpec(
-                "fetch", options: ["types", "since", "until", "per-page", "limit", "format", "discover", "timeout", "now"],
+                "fetch",
+                options: [
+                    "types", "since", "until", "per-page", "limit", "output", "resume", "retries", "format", "discover", "timeout", "now",
+                ],
                 choices: ["format": ["ndjson", "csv"]],
                 summary: "fetch the samples of the shared types in a range, page by page, as NDJSON or CSV"),
             SubcommandSpec(
-                "types", options: ["format", "discover", "timeout"], choices: ["format": ["ndjson", "text"]],
+                "types", options: ["format", "discover", "retries", "timeout"], choices: ["format": ["ndjson", "text"]],
                 summary: "the types the server shares"),
             SubcommandSpec(
                 "discover", options: ["format", "timeout"], choices: ["format": ["ndjson", "text"]],
@@ -83,7 +100,7 @@ public enum HealthSyncCommand: VitalsCommand {
             (.success, "done: paired, or every page of the range fetched"),
             (
                 .failure,
-                "an error: the server refused (401 not paired, 403 not shared, 429 too many requests), could not be reached or showed another certificate, or a fetch stopped before its range was complete"
+                "an error: the server refused (401 not paired, 403 not shared or not local, 429 or 5xx after the retries), could not be reached or showed another certificate, or a fetch stopped before its range was complete (--resume continues one into --output)"
             ),
             (.usage, "the command line was wrong"),
             (.interrupted, "stopped by SIGINT"),

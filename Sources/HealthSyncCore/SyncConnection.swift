@@ -13,6 +13,8 @@ final class SyncConnection {
     private let timeoutMs: Int
     private let engine = HTTPEngine(maxInFlight: 1, wakeFD: Signals.wakeFD)
     private var token = 0
+    /// Why the last request got no answer at all (nil when it got one).
+    private(set) var lastFailure: TransportFailure?
 
     /// The largest answer read: a page of 10,000 samples is about 3 MB.
     static let maxAnswerBytes = 64 << 20
@@ -31,10 +33,12 @@ final class SyncConnection {
         self.timeoutMs = timeoutMs
     }
 
-    /// An answer: the HTTP status and the JSON object of the body.
+    /// An answer: the HTTP status, the JSON object of the body, and how long its Retry-After
+    /// header asks to wait (milliseconds; nil without one).
     struct Answer {
         var status: Int
         var object: JSONObject
+        var retryAfterMs: Int64? = nil
     }
 
     /// Connects and completes the TLS handshake only, sending nothing: whether the server shows the
@@ -56,12 +60,14 @@ final class SyncConnection {
         }
         request.maxRedirects = 0
         request.bodyPolicy = .collect(limit: SyncConnection.maxAnswerBytes)
+        request.keepResponseHeaders = true
         let done = try perform(request)
         if done.stoppedAtLimit { throw ToolError("\(server) answered more than \(SyncConnection.maxAnswerBytes >> 20) MiB") }
         guard let object = try? JSONParser.parse(done.body).objectValue else {
             throw ToolError("\(server) answered HTTP \(done.httpCode) without a JSON object (is it a Health Sync server?)")
         }
-        return Answer(status: done.httpCode, object: object)
+        let retryAfter = done.header("Retry-After").flatMap { HTTPDate.retryAfterMs($0, nowMs: Clock.wallMilliseconds()) }
+        return Answer(status: done.httpCode, object: object, retryAfterMs: retryAfter)
     }
 
     static let userAgent = "vitals-healthsync/\(Vitals.version)"
@@ -78,13 +84,14 @@ final class SyncConnection {
             result = engine.step(timeoutMs: 1_000).first { $0.token == token }?.result
         }
         let done = result!
+        lastFailure = done.failure
         if let failure = done.failure {
             let why = done.curlMessage.isEmpty ? failure.rawValue : done.curlMessage
             let hint =
                 failure == .tls
                 ? " (it is not the server this client paired with, or its certificate changed: scan a new pairing text)"
                 : failure == .connect || failure == .dns || failure == .timeout
-                    ? " (is the server running and reachable? --discover finds it by Bonjour)" : ""
+                    ? " (is the server running and reachable? It is looked for by Bonjour when it moved)" : ""
             throw ToolError("cannot reach the Health Sync server at \(server): \(why)\(hint)")
         }
         return done
@@ -102,6 +109,8 @@ final class SyncConnection {
             hint = "; to pair again, scan a new pairing text (snapshot-delta pair on the server)"
         case 429:
             hint = "; the server takes at most 60 requests a minute from a client: wait a minute and run again"
+        case 403 where reason == "not_local":
+            hint = "; it answers its local network only (its owner can open it wider: scripts/serve --allow)"
         default:
             hint = ""
         }

@@ -24,6 +24,9 @@ final class APNsChannel: Channel {
     private let sound: String
     private let badge: Int?
     private let tls: TLSOptions
+    /// Where the integer ids come from for monitors whose samples carried none (`--db`), and
+    /// who says when a push has none; set by the command after the channel is made.
+    var monitorIDs: MonitorIDs?
 
     /// Apple: a provider token is valid for an hour; renew it at most every 20 minutes.
     static let renewAfterSeconds: Int64 = 50 * 60
@@ -94,7 +97,11 @@ final class APNsChannel: Channel {
             url: base + "/3/device/" + device, method: "POST", timeoutMs: timeoutMs,
             userAgent: "vitals-notify/\(Vitals.version)")
         request.httpVersion = .http2
-        request.body = APNsPayload.encode(notification, sound: sound, badge: badge)
+        var pushed = notification
+        if let single = notification.single, single.monitorID == nil, Int(single.monitor) == nil {
+            pushed.monitors[0].monitorID = monitorIDs?.id(of: single.monitor)
+        }
+        request.body = APNsPayload.encode(pushed, sound: sound, badge: badge)
         request.headers = [
             "authorization: bearer " + jwt, "apns-topic: " + topic, "apns-push-type: " + pushType,
             "apns-priority: " + (priority ?? (notification.isBad ? "10" : "5")),
@@ -160,7 +167,8 @@ final class APNsChannel: Channel {
 
 /// OnlineTracker's push payload: `aps.alert.title/body`, `sound`, `badge`, then `monitor_id`
 /// (the integer id of store-samples' views, as the app reads it with `as? Int`: the samples'
-/// `monitor_id`, else the monitor id when it is a whole number, else null), `monitor_name`,
+/// `monitor_id`, else the monitor id when it is a whole number, else the store's with `--db`, else
+/// null, said in a warning), `monitor_name`,
 /// `status` in the app's words only, `details`. Shortened to fit 4 KB.
 enum APNsPayload {
     static func encode(_ notification: Notification, sound: String, badge: Int?) -> [UInt8] {

@@ -818,8 +818,11 @@ final class Decider {
                 for monitor in blocked { view.told[monitor] = Told(status: monitors[monitor]!.confirmed, at: lastAt([monitor])) }
             }
         }
-        // Back to up: no cooldown (a recovery is never held back behind its outage).
-        if !recovered.isEmpty {
+        // Back to up: no cooldown (a recovery is never held back behind its outage). With
+        // --no-recoveries (isitup's rule) nothing is said, but the channel knows it is up.
+        if !policy.tellsRecoveries {
+            for monitor in recovered { view.told[monitor] = Told(status: monitors[monitor]!.confirmed, at: lastAt([monitor])) }
+        } else if !recovered.isEmpty {
             if recovered.count >= groupMin {
                 tell(
                     Notification(

@@ -4,10 +4,13 @@ import VitalsKit
 /// `desktop://`: a desktop notification, through notify-send on Linux and osascript on
 /// macOS; the words go as arguments, never into a script.
 ///
-/// With `check=COMMAND` (and `check_arg=` words) or `open=COMMAND` (and `open_arg=`), a
-/// notification carries isitup's actions, Check now and Open, where notify-send can offer
-/// them (`--action`): notify-send waits in the background for the user's choice, and the
-/// chosen action's command runs then, with `{monitor}` and `{target}` in its words replaced.
+/// Each notification has isitup's category (`SERVICE_DOWN` for one monitor, `GROUP_OUTAGE` for a
+/// group; recoveries, which isitup never tells, `SERVICE_RECOVERED` and `GROUP_RECOVERED`). With
+/// `open=COMMAND` (and `open_arg=` words) every notification carries isitup's `OPEN_APP` action,
+/// Open; with `check=COMMAND` (and `check_arg=`) a `GROUP_OUTAGE` one carries `CHECK_NOW`, Check
+/// now, as isitup's grouped category does, where notify-send can offer them (`--action`):
+/// notify-send waits in the background for the user's choice, and the chosen action's command
+/// runs then, with `{monitor}` and `{target}` in its words replaced.
 final class DesktopChannel: Channel {
     let id: String
     let tags: [String]
@@ -42,15 +45,17 @@ final class DesktopChannel: Channel {
                     arguments: script.flatMap { ["-e", $0] } + [notification.title, notification.text], input: []))
         #else
             let level = urgency ?? (notification.status == "up" ? "normal" : (notification.status == "degraded" ? "normal" : "critical"))
-            let send = ["--app-name=vitals", "--urgency=\(level)", "--category=vitals.\(notification.event.rawValue)"]
+            let category = DesktopChannel.category(notification)
+            let send = ["--app-name=vitals", "--urgency=\(level)", "--category=\(category)"]
             let words = ["--", notification.title, notification.text]
             let executable = command ?? "notify-send"
+            let check = category == "GROUP_OUTAGE" ? self.check : []
             guard !check.isEmpty || !open.isEmpty, DesktopChannel.offersActions(executable) else {
                 return .process(ProcessRequest(executable: executable, arguments: send + words, input: []))
             }
             var actions: [String] = []
-            if !check.isEmpty { actions.append("--action=check=Check now") }
-            if !open.isEmpty { actions.append("--action=open=Open") }
+            if !check.isEmpty { actions.append("--action=CHECK_NOW=Check now") }
+            if !open.isEmpty { actions.append("--action=OPEN_APP=Open") }
             let notifySend = [executable] + send + ["--print-id"] + actions + words
             let checkWords = DesktopChannel.fill(check, notification)
             let openWords = DesktopChannel.fill(open, notification)
@@ -71,19 +76,35 @@ final class DesktopChannel: Channel {
         return .failed(code: status, error: "exit status \(status)" + (outcome.error.map { ": " + $0 } ?? ""))
     }
 
+    /// isitup's notification category: `SERVICE_DOWN` for one monitor down, in error or degraded
+    /// (or still so), `GROUP_OUTAGE` for several; for what isitup never tells, in its style, a
+    /// recovery `SERVICE_RECOVERED` or `GROUP_RECOVERED`, and an agent's news `PLACE_CUT_OFF`,
+    /// `PLACE_SILENT` or `PLACE_BACK`.
+    static func category(_ notification: Notification) -> String {
+        switch notification.event {
+        case .recovered: return notification.grouped ? "GROUP_RECOVERED" : "SERVICE_RECOVERED"
+        case .placeCutOff, .placeSilent, .placeBack: return notification.event.rawValue.uppercased()
+        case .down, .degraded, .stillDown, .stillDegraded: return notification.grouped ? "GROUP_OUTAGE" : "SERVICE_DOWN"
+        }
+    }
+
     /// An action's words with `{monitor}` and `{target}` replaced; in a grouped notification a
-    /// word that is exactly `{monitor}` (or `{target}`) becomes one word per monitor.
+    /// word that holds one of them becomes one word per monitor (`--only={monitor}` gives
+    /// `--only=a --only=b`, and `{monitor}` alone `a b`), in the notification's order.
     static func fill(_ words: [String], _ notification: Notification) -> [String] {
         var out: [String] = []
         for word in words {
-            if word == "{monitor}" || word == "{target}" {
-                out += notification.monitors.compactMap { word == "{monitor}" ? $0.monitor : $0.target }
+            guard word.contains("{monitor}") || word.contains("{target}") else {
+                out.append(word)
                 continue
             }
-            let single = notification.single
-            out.append(
-                word.replacingOccurrences(of: "{monitor}", with: single?.monitor ?? "")
-                    .replacingOccurrences(of: "{target}", with: single?.target ?? ""))
+            for change in notification.monitors {
+                // A monitor without a target gives no word where the word is the target alone.
+                if word == "{target}", change.target == nil { continue }
+                out.append(
+                    word.replacingOccurrences(of: "{monitor}", with: change.monitor)
+                        .replacingOccurrences(of: "{target}", with: change.target ?? ""))
+            }
         }
         return out
     }
@@ -104,8 +125,8 @@ final class DesktopChannel: Channel {
 
     /// Shows the notification with notify-send (the first N words) in the background and
     /// exits once notify-send has printed the notification's id (0) or failed (1). In the
-    /// background notify-send waits for the user's choice and prints it: `check` runs the next
-    /// C words, `open` the O words after them. Every word is an argument; none is read as shell.
+    /// background notify-send waits for the user's choice and prints it: `CHECK_NOW` runs the next
+    /// C words, `OPEN_APP` the O words after them. Every word is an argument; none is read as shell.
     static let actionScript = #"""
         range_exec() {
             from=$1 count=$2
@@ -136,8 +157,8 @@ final class DesktopChannel: Channel {
                 cat >/dev/null
             })
             case $action in
-                check) [ "$checks" -gt 0 ] && (range_exec "$sends" "$checks" "$@") ;;
-                open) [ "$opens" -gt 0 ] && (range_exec $((sends + checks)) "$opens" "$@") ;;
+                CHECK_NOW) [ "$checks" -gt 0 ] && (range_exec "$sends" "$checks" "$@") ;;
+                OPEN_APP) [ "$opens" -gt 0 ] && (range_exec $((sends + checks)) "$opens" "$@") ;;
             esac
         } </dev/null >/dev/null 2>&1 &
         waiting=$!

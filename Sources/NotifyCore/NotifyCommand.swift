@@ -57,6 +57,9 @@ public enum NotifyCommand: VitalsCommand {
             .duration("repeat-interval", help: "re-send a still-open outage this often (default: never)"),
             OptionSpec("repeat-max", value: "N", help: "send at most N reminders of one outage to each channel (default: no limit)"),
             OptionSpec(
+                "no-recoveries",
+                help: "do not tell a monitor back up (isitup's rule; by default recoveries are told, as OnlineTracker does)"),
+            OptionSpec(
                 "baseline",
                 help:
                     "take each monitor's first sample as its baseline, not news (default: a monitor first seen down, error or degraded is notified)"
@@ -65,6 +68,11 @@ public enum NotifyCommand: VitalsCommand {
                 "mute", value: "SPEC", repeatable: true, help: "mute MONITOR[,MONITOR...]@START/DURATION (a maintenance window); repeatable"
             ),
             OptionSpec("mute-file", value: "FILE", help: "read mutes from FILE, one SPEC a line"),
+            OptionSpec(
+                "db", value: "PATH|URL",
+                help:
+                    "store-samples' store, asked for the integer monitor ids Apple pushes carry when the samples came without them (notify before store-samples, or without it)"
+            ),
             OptionSpec("dry-run", help: "decide and print notifications; deliver nothing and change no state"),
             .duration(
                 "deliver-timeout", default: "30s",
@@ -87,8 +95,8 @@ public enum NotifyCommand: VitalsCommand {
                 "deliver", operands: 0...Int.max, "[FILE...]",
                 options: [
                     "to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
-                    "quorum",
-                    "repeat-interval", "repeat-max", "baseline", "mute", "mute-file", "dry-run", "deliver-timeout", "give-up-after",
+                    "quorum", "repeat-interval", "repeat-max", "no-recoveries", "baseline", "mute", "mute-file", "db", "dry-run",
+                    "deliver-timeout", "give-up-after",
                     "exit-status", "summary",
                 ],
                 summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
@@ -203,6 +211,8 @@ public enum NotifyCommand: VitalsCommand {
         let policy = try readPolicy(options)
         let dryRun = options.has("dry-run")
         let (channels, routes) = try readChannels(options, context)
+        let ids = MonitorIDs(database: options.value("db"), environment: context.environment, diagnostics: context.diagnostics)
+        for case let push as APNsChannel in channels { push.monitorIDs = ids }
         let budget = try options.duration("deliver-timeout")!
         let giveUp = try options.duration("give-up-after")!
 
@@ -290,6 +300,7 @@ public enum NotifyCommand: VitalsCommand {
             policy.repeatMax = try options.integer("repeat-max", default: 0, in: 0...1_000_000)
         }
         policy.firstSampleIsBaseline = options.has("baseline")
+        policy.tellsRecoveries = !options.has("no-recoveries")
         var specs = options.all("mute").map { ($0, "--mute") }
         if let path = options.value("mute-file") {
             guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read the mute file \(path)") }

@@ -31,6 +31,9 @@ struct Policy {
     var firstSampleIsBaseline = false
     /// Maintenance windows.
     var mutes: [MuteWindow] = []
+    /// Tell recoveries, as OnlineTracker does (the default); isitup told failures and
+    /// degradations only (`--no-recoveries`).
+    var tellsRecoveries = true
     /// How many of a monitor's fresh places must agree on its status (`PlaceRule`, --quorum).
     var quorum = Quorum.majority
 

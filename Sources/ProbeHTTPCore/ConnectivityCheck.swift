@@ -17,6 +17,9 @@ struct ConnectivitySettings: Sendable {
     /// The speed test's time budget: URLSession's default request timeout, which Online Now's
     /// download runs under (the seed tests "a very slow network (>30s timeout)").
     static let defaultSpeedTimeoutMs = 60_000
+    /// The success page's time budget: Online Now's reachability request runs under URLSession's
+    /// default timeout too, 60 s, not a probe's 5 s (a page that answers after 6 s is online).
+    static let defaultPageTimeoutMs = 60_000
     /// The word that page says when nothing stands in between (a captive portal answers otherwise).
     static let defaultExpected = "Success"
 
@@ -28,8 +31,8 @@ struct ConnectivitySettings: Sendable {
     var speedURL: String? = ConnectivitySettings.defaultSpeedURL
     /// Bytes to download for the speed test (Online Now's 512 KB).
     var speedBytes = 512_000
-    /// The time budget of the success page.
-    var timeoutMs = 5000
+    /// The time budget of the success page, apart from the probes' `--timeout`.
+    var timeoutMs = ConnectivitySettings.defaultPageTimeoutMs
     /// The time budget of the speed test's download, apart from the page's.
     var speedTimeoutMs = ConnectivitySettings.defaultSpeedTimeoutMs
     /// With `watch`: how often to check.

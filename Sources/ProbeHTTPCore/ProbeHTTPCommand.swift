@@ -53,9 +53,13 @@ public enum ProbeHTTPCommand: VitalsCommand {
                 help: "with --connectivity, download --speed-test-bytes (default 512000) from URL and report speed_mbps"),
             OptionSpec("no-speed", help: "with --connectivity, measure no speed"),
             .duration(
+                "page-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultPageTimeoutMs)),
+                range: 1...3_600_000,
+                help: "with --connectivity, time budget of the success page (Online Now's 60 s), apart from --timeout"),
+            .duration(
                 "speed-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultSpeedTimeoutMs)),
                 range: 1...3_600_000,
-                help: "with --connectivity, time budget of the speed test's download, apart from --timeout's for the page"),
+                help: "with --connectivity, time budget of the speed test's download, apart from the page's"),
             OptionSpec(
                 "confirm", value: "N", default: "0",
                 help: "try a failing probe (down, error) again up to N more times in the same run; the sample keeps every attempt"),
@@ -121,7 +125,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         if options.has("connectivity") {
             return try runConnectivity(options, context, defaults: defaults, settings: settings)
         }
-        for connectivityOnly in ["expect", "speed-url", "no-speed", "speed-timeout"] where options.has(connectivityOnly) {
+        for connectivityOnly in ["expect", "speed-url", "no-speed", "page-timeout", "speed-timeout"] where options.has(connectivityOnly) {
             throw UsageError("--\(connectivityOnly) only applies with --connectivity")
         }
 
@@ -131,7 +135,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         }
         parser.refuseCycles()
         if let stop = Signals.stopStatus { return stop }
-        let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
+        let targets = try ProbeRunOptions.only(options, parser.targets, id: \.id, name: \.name, host: \.host)
         let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
         runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.
@@ -155,6 +159,10 @@ public enum ProbeHTTPCommand: VitalsCommand {
         where options.has(fileOnly) {
             throw UsageError("--\(fileOnly) does not apply with --connectivity")
         }
+        if options.has("timeout") {
+            throw UsageError(
+                "--timeout is each target's budget; with --connectivity the success page's is --page-timeout (default 60s, Online Now's)")
+        }
         var check = ConnectivitySettings()
         if let url = options.operands.first { check.url = url }
         if let expected = options.value("expect") {
@@ -175,7 +183,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
             }
         }
         check.speedBytes = defaults.speedTestBytes ?? 512_000
-        check.timeoutMs = defaults.timeoutMs
+        check.timeoutMs = Int(try options.duration("page-timeout")!)
         check.watch = settings.watch
         check.intervalMs = defaults.intervalOverrideMs ?? 60_000
         check.insecure = defaults.insecure

@@ -221,7 +221,8 @@ final class ProbeRunner {
             fallbackNote: probe.fallbackNote, inspection: inspection,
             nowSeconds: nowSeconds, simulatedMs: settings.simulatedLatencyMs)
         if settings.simulatedLatencyMs > 0 {
-            verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs).dropLast(2)) ms simulated"
+            // isitup's words: `+<N>ms simulated`.
+            verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs)) simulated"
         }
         if verdict.status == .down || verdict.status == .error || !probe.tries.isEmpty {
             probe.tries.append(ProbeTry(atMs: probe.startWallMs, verdict: verdict))

@@ -19,6 +19,19 @@ enum NameMatcher {
         return out
     }
 
+    /// The index of the target whose id is `query`: the same text, else the same letters in
+    /// another case (isitup's UUIDs are written either way), else `query` less a `/ipv4` or
+    /// `/ipv6` suffix (the monitor of one family of a target probed over both); nil for none.
+    static func idMatch(_ query: String, in ids: [String]) -> Int? {
+        if let index = ids.firstIndex(of: query) { return index }
+        let lowered = query.lowercased()
+        if let index = ids.firstIndex(where: { $0.lowercased() == lowered }) { return index }
+        for suffix in ["/ipv4", "/ipv6"] where query.hasSuffix(suffix) {
+            return idMatch(String(query.dropLast(suffix.count)), in: ids)
+        }
+        return nil
+    }
+
     /// The index of the best match for `query` among `targets`, or nil.
     static func bestMatch(_ query: String, in targets: [(name: String, host: String)]) -> Int? {
         let wanted = normalize(query)

@@ -33,7 +33,9 @@ public struct ProbeRunOptions: Sendable {
     public static let runOptions: [OptionSpec] =
         [
             OptionSpec(
-                "only", value: "NAME", help: "probe only the target best matching NAME (exact name, exact host, partial name, partial host)"
+                "only", value: "NAME", repeatable: true,
+                help:
+                    "probe only the target whose id is NAME, else the one best matching it (exact name, exact host, partial name, partial host); repeatable"
             ),
             OptionSpec("watch", short: "w", help: "probe each target every check_interval seconds until interrupted"),
             .duration("interval", short: "i", help: "with --watch, probe every target this often instead of its check_interval"),
@@ -58,18 +60,29 @@ public struct ProbeRunOptions: Sendable {
         self.agent = agent.isEmpty ? nil : agent
     }
 
-    /// `--only NAME`: the one target best matching NAME (isitup's "check one service"), or all of
-    /// them without the option; no match is a usage error listing the closest names.
-    public static func only<Item>(_ options: ParsedOptions, _ items: [Item], name: (Item) -> String, host: (Item) -> String)
-        throws(UsageError) -> [Item]
-    {
-        guard let query = options.value("only") else { return items }
-        guard let index = NameMatcher.bestMatch(query, in: items.map { (name: name($0), host: host($0)) }) else {
+    /// `--only NAME`, repeatable: for each NAME the target whose id it is (a monitor id as samples
+    /// and notifications carry it, isitup's UUIDs in any case, `ID/ipv4` or `ID/ipv6` naming the target
+    /// `ID`), else the one best matching it by isitup's "check one service" order; all of them without
+    /// the option. The targets keep their order in the input, each once. A NAME that matches
+    /// nothing is a usage error listing the closest names.
+    public static func only<Item>(
+        _ options: ParsedOptions, _ items: [Item], id: (Item) -> String, name: (Item) -> String, host: (Item) -> String
+    ) throws(UsageError) -> [Item] {
+        let queries = options.all("only")
+        guard !queries.isEmpty else { return items }
+        let ids = items.map(id)
+        let names = items.map { (name: name($0), host: host($0)) }
+        var chosen = Set<Int>()
+        for query in queries {
+            if let index = NameMatcher.idMatch(query, in: ids) ?? NameMatcher.bestMatch(query, in: names) {
+                chosen.insert(index)
+                continue
+            }
             let near = NameMatcher.closestNames(query, among: items.map(name))
             let hint = near.isEmpty ? "there are no targets" : "closest: " + near.joined(separator: ", ")
             throw UsageError("no target matches '\(query)' (\(hint))")
         }
-        return [items[index]]
+        return chosen.sorted().map { items[$0] }
     }
 
     /// Runs `body` (a probe run) to its end; a reader that went away (`| head`) ends it cleanly.

@@ -95,7 +95,7 @@ public enum ProbePingCommand: VitalsCommand {
         }
         parser.refuseCycles()
         if let stop = Signals.stopStatus { return stop }
-        let targets = try ProbeRunOptions.only(options, parser.targets, name: \.name, host: \.host)
+        let targets = try ProbeRunOptions.only(options, parser.targets, id: \.id, name: \.name, host: \.host)
         let runner = PingRunner(targets: targets, settings: settings, output: context.output, diagnostics: context.diagnostics)
         runner.progress = ProbeProgress(context.progressLine(options), tool: spec.name, probes: runner.probeCount, watch: settings.watch)
         // Switched-off targets are not probed; the run states them once, as `monitor` records.

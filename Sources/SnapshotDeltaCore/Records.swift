@@ -149,6 +149,17 @@ enum Records {
         return object
     }
 
+    /// The `anomaly_counts` record of `anomalies --counts`: how many anomalies are unresolved, in
+    /// all and per severity, critical first.
+    static func anomalyCounts(_ counts: [(Severity, Int)]) -> JSONObject {
+        var object = JSONObject([
+            JSONField("type", .string("anomaly_counts")),
+            JSONField("unresolved", .integer(counts.reduce(0) { $0 + $1.1 })),
+        ])
+        for (severity, count) in counts.reversed() { object[severity.rawValue] = .integer(count) }
+        return object
+    }
+
     /// An `operation` record (one entry of the log).
     static func operation(_ entry: Archive.Operation) -> JSONObject {
         JSONObject([

@@ -66,6 +66,7 @@ final class RefusalLog: LineSink {
     static func reason(_ status: Int) -> String {
         switch status {
         case 400: return "bad_request"
+        case 403: return "not_local"
         case 404: return "not_found"
         case 405: return "method_not_allowed"
         case 408: return "timeout"

@@ -10,8 +10,8 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         summary:
             "Integrity snapshots of health records: a hash chain of per-type counts, deltas, anomaly rules and the samples themselves.",
         usage: [
-            "[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | verify | log",
-            "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved] | anomalies resolve ID",
+            "[OPTIONS] take [FILE...]", "[OPTIONS] list | show ID | diff A B | compare OTHER | verify | log",
+            "[OPTIONS] delete ID [--preview]", "[OPTIONS] anomalies [--unresolved | --counts] | anomalies resolve ID",
             "[OPTIONS] samples --type TYPE | disappeared A B",
             "[OPTIONS] pair --server-cert FILE | paired | unpair FINGERPRINT",
             "[OPTIONS] share TYPE... | unshare TYPE... | shared", "[OPTIONS] cert server|client --out DIR",
@@ -34,7 +34,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             OptionSpec(
                 "format", short: "f", value: "FORMAT", choices: ["auto", "apple-health", "ndjson", "text", "csv"],
                 help:
-                    "take: auto (default), apple-health or ndjson; list, show, diff, paired, shared, share, unshare: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"
+                    "take: auto (default), apple-health or ndjson; list, show, diff, compare, anomalies, paired, shared, share, unshare: ndjson (default) or text; samples, disappeared: ndjson (default) or csv; pair, cert: text (default) or ndjson"
             ),
             OptionSpec(
                 "registry", short: "r", value: "FILE",
@@ -53,10 +53,13 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             ),
             OptionSpec("post-restore", help: "take: mark the snapshot as a baseline after a restore"),
             OptionSpec("no-samples", help: "take: count and chain only; do not archive the samples themselves"),
-            OptionSpec("exit-status", short: "e", help: "take, diff: exit 1 when an anomaly is found"),
+            OptionSpec("exit-status", short: "e", help: "take, diff: exit 1 when an anomaly is found; compare: when the archives differ"),
         ] + OptionSpec.progress("take") + [
             .now(),
             OptionSpec("unresolved", help: "anomalies: only those not resolved yet"),
+            OptionSpec(
+                "counts",
+                help: "anomalies: the seed's dashboard instead: how many are unresolved, by severity (critical, warning, info)"),
             OptionSpec("preview", help: "delete: say what deleting would do, change nothing"),
             OptionSpec("force", help: "delete: delete even when the chain will not verify afterwards; cert: replace existing files"),
             OptionSpec("type", value: "TYPE", help: "samples: the type identifier (required)"),
@@ -120,6 +123,9 @@ public enum SnapshotDeltaCommand: VitalsCommand {
             SubcommandSpec(
                 "diff", operands: 2...2, "A B", options: ruleOptions.union(["format", "exit-status"]),
                 choices: ["format": recordsOrText], summary: "the delta and anomalies between two snapshots, computed now and not stored"),
+            SubcommandSpec(
+                "compare", operands: 1...1, "OTHER", options: ["format", "exit-status"], choices: ["format": recordsOrText],
+                summary: "the latest snapshot of another device's archive against this one's, type by type, computed now and not stored"),
             SubcommandSpec("verify", summary: "check the chain; exit 1 when it does not verify"),
             SubcommandSpec(
                 "delete", operands: 1...1, "ID", options: ruleOptions.union(["preview", "force"]),
@@ -131,8 +137,8 @@ public enum SnapshotDeltaCommand: VitalsCommand {
                     SubcommandAction(
                         AnomalyAction.resolve.rawValue, operands: 1...1, "ID",
                         summary: "mark one anomaly resolved (the seed's dashboard button)")
-                ], requiresAction: false, options: ["unresolved"],
-                summary: "the anomalies found, critical first (the seed's dashboard); resolve one"),
+                ], requiresAction: false, options: ["unresolved", "counts", "format"], choices: ["format": recordsOrText],
+                summary: "the anomalies found, critical first, or the dashboard's counts of unresolved ones; resolve one"),
             SubcommandSpec(
                 "samples", options: ["type", "since", "until", "page", "per-page", "format"], choices: ["format": recordsOrCSV],
                 summary: "the archived samples of one type"),
@@ -179,7 +185,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         ],
         exitStatuses: [
             (.success, "done (verify: the chain is intact)"),
-            (.verdict, "verify found a fault; take or diff with --exit-status found an anomaly"),
+            (.verdict, "verify found a fault; take or diff with --exit-status found an anomaly, compare a difference"),
             (
                 .failure,
                 "an error: the input had errors (no snapshot was taken), an unknown snapshot, an archive that cannot be read or written, an unknown fingerprint to unpair, openssl failing"
@@ -218,6 +224,7 @@ public enum SnapshotDeltaCommand: VitalsCommand {
         case .list: return try run.list()
         case .show: return try run.show(operands[0])
         case .diff: return try run.diff(operands[0], operands[1])
+        case .compare: return try run.compare(operands[0])
         case .verify: return try run.verify()
         case .delete: return try run.delete(operands[0])
         case .log: return try run.log()
@@ -242,8 +249,8 @@ public enum SnapshotDeltaCommand: VitalsCommand {
 
     /// The subcommands, as the table names them (a test holds the two to the same words).
     enum Subcommand: String, CaseIterable {
-        case take, list, show, diff, verify, delete, log, anomalies, samples, disappeared, pair, paired, unpair, share, unshare, shared,
-            cert, serve, cgi
+        case take, list, show, diff, compare, verify, delete, log, anomalies, samples, disappeared, pair, paired, unpair, share, unshare,
+            shared, cert, serve, cgi
     }
 
     /// What `anomalies ACTION` does.

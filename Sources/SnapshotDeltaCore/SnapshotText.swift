@@ -89,6 +89,29 @@ enum SnapshotText {
         return lines.joined(separator: "\n")
     }
 
+    /// `anomalies --format text`: one row per anomaly, critical first, with its id's first
+    /// eight characters (enough for `anomalies resolve`) and when it was resolved, if it was.
+    static func anomalies(_ listed: [(anomaly: AnomalyRecord, resolvedAt: Int64?)]) -> String {
+        var rows = [["ID", "SEVERITY", "KIND", "TYPE", "DETECTED", "RESOLVED", "MESSAGE"]]
+        for (anomaly, resolvedAt) in listed {
+            rows.append([
+                String(anomaly.id.prefix(8)), anomaly.severity.rawValue, anomaly.kind.rawValue, anomaly.typeIdentifier ?? "-",
+                String(Timestamp.format(milliseconds: anomaly.detectedAt).prefix(19)) + "Z",
+                resolvedAt.map { String(Timestamp.format(milliseconds: $0).prefix(19)) + "Z" } ?? "-", anomaly.message,
+            ])
+        }
+        return table(rows)
+    }
+
+    /// `anomalies --counts --format text`: the dashboard's line, "3 unresolved anomalies: 1
+    /// critical, 2 warning, 0 info", or that there are none (where the dashboard shows nothing).
+    static func anomalyCounts(_ counts: [(Severity, Int)]) -> String {
+        let total = counts.reduce(0) { $0 + $1.1 }
+        guard total > 0 else { return "no unresolved anomalies" }
+        let parts = counts.reversed().map { "\($0.1) \($0.0.rawValue)" }
+        return "\(total) unresolved \(total == 1 ? "anomaly" : "anomalies"): " + parts.joined(separator: ", ")
+    }
+
     static func delta(_ delta: Delta, anomalies: [AnomalyRecord]) -> String {
         var lines = ["delta \(delta.fromSnapshotID) -> \(delta.toSnapshotID)  (detection: \(delta.detection.rawValue))", ""]
         var rows = [["TYPE", "TRANSITION", "BEFORE", "AFTER", "DELTA", "REASON"]]

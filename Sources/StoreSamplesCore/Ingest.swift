@@ -76,8 +76,10 @@ final class Ingester {
         reader.onIdle = { [unowned self] in self.commit() }
         defer { reader.onIdle = nil }
         while failure == nil {
+            // A batch in flight counts too, records or not (--quiet): an input that pauses must not
+            // leave it unacknowledged until the next line.
             reader.idleAfterMs =
-                batchCount == 0 && batchNotes == 0 && pending.isEmpty && inFlight.isEmpty
+                batchCount == 0 && batchNotes == 0 && pending.isEmpty && inFlight.isEmpty && inFlightCount == 0
                 ? -1 : Int32(max(0, maxWaitMs - (Clock.monotonicMilliseconds() - batchStartedMs)))
             guard let event = reader.next() else { break }
             switch event {
@@ -103,7 +105,7 @@ final class Ingester {
                 } else {
                     handle(kind, line, own, reader)
                 }
-                if batchCount >= maxRows || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
+                if batchCount >= maxRows || store.batchIsFull || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     // More input is waiting: send this batch and read the next while it is stored.
                     commit(waiting: false)
                 }

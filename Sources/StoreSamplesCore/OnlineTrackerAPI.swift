@@ -121,22 +121,20 @@ final class OnlineTrackerWorker: RequestAnswerer {
         return api.router.answer(request, self, log: log)
     }
 
-    /// The worker's store, opened now if it is not yet; with `create`, made when missing (a
-    /// POST), else a missing store is a 503 (nothing was ever stored).
-    private func openedStore(create: Bool) throws -> SampleStore {
+    /// The worker's store, opened now if it is not yet; made when missing (a new server has
+    /// stored nothing yet: its views are empty, as the app's empty states expect, not a 503).
+    /// Only a store that can be neither opened nor made (unreachable, not writable) is a 503.
+    private func openedStore() throws -> SampleStore {
         if let store { return store }
         do {
-            let opened = try api.openStore(
-                create, IngestPolicy(remote: true, autoApprove: api.autoApprove, approvedAgents: [], quorum: api.quorum))
+            let policy = IngestPolicy(remote: true, autoApprove: api.autoApprove, approvedAgents: [], quorum: api.quorum)
+            let opened = try (try? api.openStore(false, policy)) ?? api.openStore(true, policy)
             opened.startRequest(now: now)
             store = opened
             return opened
         } catch is ToolError {
             throw APIError(
-                status: 503, reason: "no_store",
-                message: create
-                    ? "the store cannot be opened or created"
-                    : "the store cannot be opened: no samples were stored yet, or it is unreachable",
+                status: 503, reason: "no_store", message: "the store cannot be opened or created: it is unreachable, or not writable",
                 headers: [("Retry-After", "10")])
         }
     }
@@ -145,7 +143,7 @@ final class OnlineTrackerWorker: RequestAnswerer {
 
     /// The views over the store.
     private func views() throws -> Views {
-        Views(store: try openedStore(create: false), now: now, quorum: api.quorum, selection: selection)
+        Views(store: try openedStore(), now: now, quorum: api.quorum, selection: selection)
     }
 
     /// The answer `key`, kept between requests while it holds, else computed. `window` is the
@@ -236,7 +234,7 @@ final class OnlineTrackerWorker: RequestAnswerer {
         let agent = try authenticate(request)
         // The worker's own store: startRequest has made it forget what it knew of the agents'
         // statuses, so an agent approved from the command line a moment ago counts at once.
-        let store = try openedStore(create: true)
+        let store = try openedStore()
         let diagnostics = Diagnostics(tool: "store-samples", capture: true)
         let reader = LineReader(bytes: request.body, source: "body")
         let devNull = open("/dev/null", O_WRONLY | O_CLOEXEC)

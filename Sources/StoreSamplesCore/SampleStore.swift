@@ -60,6 +60,15 @@ protocol SampleWriter: AnyObject {
     func awaitSubmitted() throws -> BatchOutcome
     /// Drops the open batch, if any.
     func abortBatch()
+    /// Whether the open batch should be committed now, before the ingester's own limits (rows, time):
+    /// a remote store's batch is one request's worth of bytes, and the records the ingester keeps to
+    /// pass on are then bounded by it.
+    var batchIsFull: Bool { get }
+}
+
+extension SampleWriter {
+    /// A store whose batches only the ingester's limits bound.
+    var batchIsFull: Bool { false }
 }
 
 /// The storage the views are written against: a writer that also answers queries and keeps

@@ -9,7 +9,8 @@ public enum StoreSamplesCommand: VitalsCommand {
         name: "store-samples",
         summary: "Keep sample records in SQLite and answer OnlineTracker's views of their history.",
         usage: [
-            "[OPTIONS] [ingest] [FILE...]", "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
+            "[OPTIONS] [ingest] [FILE...]", "--db https://HOST[:PORT]/?token_file=FILE [--spool DIR] [ingest] [FILE...]",
+            "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
             "[OPTIONS] agents [approve|reject|token ID] | stats | export | metrics [--output FILE]",
             "[OPTIONS] serve --socket PATH | cgi",
             "[OPTIONS] clear --all | --monitor ID | --until WHEN",
@@ -19,7 +20,8 @@ public enum StoreSamplesCommand: VitalsCommand {
             each record is written to standard output once the transaction holding it has committed. The other \
             subcommands print JSON shaped as OnlineTracker's API (overview, monitors, monitor, history, results, \
             agents), Online Now's statistics (stats), or the stored samples (export); metrics prints every monitor's latest \
-            state and counts in Prometheus' text exposition format. serve answers OnlineTracker's \
+            state and counts in Prometheus' text exposition format. With --db https://..., an agent's samples go to a \
+            server's POST /api/samples through a spool on disk, where they wait while the server cannot be reached. serve answers OnlineTracker's \
             API behind nginx as a FastCGI responder on a private Unix socket, until stopped; cgi answers one request \
             of it under a web server that runs a program per request. See store-samples(1) and vitals-serve(7).
             """,
@@ -27,12 +29,15 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec(
                 "db", short: "d", value: "PATH|URL",
                 help:
-                    "the database file, or a ClickHouse store: clickhouse://[user[:password]@]host[:port]/database[?options] (default $VITALS_DB, else vitals.db)"
+                    "the database file, a ClickHouse store: clickhouse://[user[:password]@]host[:port]/database[?options], or an agent's "
+                    + "remote store: https://host[:port][/path]?token_file=FILE[&cacert=FILE] (default $VITALS_DB, else vitals.db)"
             ),
             .duration(
                 "wait",
                 help:
-                    "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries within a second)"
+                    "ClickHouse: keep retrying a server that is down or unreachable for this long before giving up (default: three tries "
+                    + "within a second); https: at the end of the input, keep sending what waits in the spool while failures last "
+                    + "this long (default \(DefaultText.duration(milliseconds: RemoteSampleWriter.defaultWaitMs)))"
             ),
             OptionSpec("quiet", short: "q", help: "ingest: store, but pass nothing on"),
             OptionSpec(
@@ -51,6 +56,17 @@ public enum StoreSamplesCommand: VitalsCommand {
             OptionSpec(
                 "approve-agents", value: "LIST",
                 help: "ingest: approve these agents (comma-separated ids) before storing, counting what they had held"),
+            OptionSpec(
+                "spool", value: "DIR",
+                help:
+                    "ingest, https: keep the batches not yet delivered under DIR, a folder per server "
+                    + "(default $XDG_STATE_HOME/vitals/spool, else ~/.local/state/vitals/spool)"),
+            OptionSpec(
+                "spool-size", value: "SIZE", default: Spool.sizeText(Int64(RemoteSampleWriter.defaultSpoolBytes)),
+                help: "ingest, https: the most the batches waiting may take (1M or more); past it the oldest are dropped, and said so"),
+            .duration(
+                "spool-age", default: "7d", range: 60_000...3_650 * 86_400_000,
+                help: "ingest, https: drop a batch waiting longer than this (said so on standard error)"),
         ] + OptionSpec.progress("ingest") + [
             .now(
                 "the time taken as now: the end of every window, the clock of retention and of --since, RFC 3339 or 'now' (default: the clock)"
@@ -100,7 +116,8 @@ public enum StoreSamplesCommand: VitalsCommand {
             SubcommandSpec(
                 "ingest", operands: 0...Int.max, "[FILE...]",
                 options: [
-                    "quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "quorum", "progress", "no-progress",
+                    "quiet", "keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "quorum", "spool", "spool-size",
+                    "spool-age", "progress", "no-progress",
                 ],
                 summary: "store the samples of the FILEs (or standard input) and pass each on once committed (the default)"),
             SubcommandSpec(
@@ -158,12 +175,14 @@ public enum StoreSamplesCommand: VitalsCommand {
             "store-samples --db vitals.db metrics --output vitals.prom",
         ],
         exitStatuses: [
-            (.success, "done (a query that matches nothing prints an empty list)"),
+            (.success, "done (a query that matches nothing prints an empty list; https: every sample delivered)"),
             (
                 .failure,
-                "bad input lines (the rest was stored), an unknown monitor or agent, or a database that cannot be opened or written"
+                "bad input lines (the rest was stored), an unknown monitor or agent, or a database that cannot be opened or written; "
+                    + "https: samples lost (dropped by the spool's limits) or refused, or sending stopped (a token refused, a redirect)"
             ),
             (.usage, "the command line was wrong"),
+            (.deferred, "https: every sample is safely spooled, but some are not delivered yet; the next run sends them first"),
             (.interrupted, "stopped by SIGINT (what was read is committed first)"),
             (.terminated, "stopped by SIGTERM (likewise)"),
         ],
@@ -178,15 +197,34 @@ public enum StoreSamplesCommand: VitalsCommand {
         let fixedNow = try options.now()
         let now = fixedNow ?? Clock.wallMilliseconds()
         let clock: () -> Int64 = fixedNow.map { fixed in { fixed } } ?? { Clock.wallMilliseconds() }
+        // A remote store only takes samples: every other subcommand, and every option that belongs to the
+        // server's store, is a usage error before anything is read.
+        let isRemote = RemoteLocation.isRemote(database)
+        if isRemote, subcommand != .ingest {
+            throw UsageError(
+                "--db \(Redaction.url(database)): a remote store only takes samples (ingest); \(subcommand.rawValue) asks the "
+                    + "server's own store: run it on the server, with its SQLite file or ClickHouse URL")
+        }
+        for option in isRemote
+            ? ["keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "quorum"] : ["spool", "spool-size", "spool-age"]
+        where options.has(option) {
+            throw UsageError(
+                isRemote
+                    ? "--\(option) is the server's to apply: a remote store (--db https://...) only sends samples"
+                    : "--\(option) applies to a remote store (--db https://...)")
+        }
+        let remote = isRemote ? try RemoteLocation(database, environment: context.environment) : nil
         let clickHouse =
             database.hasPrefix(ClickHouseLocation.prefix)
             ? try ClickHouseLocation(
                 database, environment: context.environment, readFile: { try String(contentsOfFile: $0, encoding: .utf8) })
             : nil
         // What messages call the store: the file, or the URL with its password masked.
-        let path = clickHouse?.display ?? database
+        let path = clickHouse?.display ?? remote?.display ?? database
         let waitMs = try options.duration("wait") ?? 0
-        if clickHouse == nil, options.has("wait") { throw UsageError("--wait applies to a ClickHouse store (--db clickhouse://...)") }
+        if clickHouse == nil, remote == nil, options.has("wait") {
+            throw UsageError("--wait applies to a ClickHouse store (--db clickhouse://...) or a remote store (--db https://...)")
+        }
         /// Opens the store the --db value names.
         @Sendable func openStore(create: Bool, policy: IngestPolicy = IngestPolicy()) throws -> SampleStore {
             if let clickHouse {
@@ -252,6 +290,45 @@ public enum StoreSamplesCommand: VitalsCommand {
                 OnlineTrackerWorker(api: api, log: { Streams.writeAll(errorFD, "store-samples: \($0)\n") })
             }
         case .ingest:
+            /// Reads every input into `ingester`, with progress on a terminal for files (a stream from a
+            /// probe is a pipe: its own tool shows how it goes), until a commit fails or a stop arrives.
+            func feed(_ ingester: Ingester) {
+                var keepGoing = true
+                let inputs = Inputs(operands, stdin: context.streams.input)
+                let total = inputs.totalBytes
+                let progress = context.progressLine(options, auto: total != nil)
+                var bytesBefore: Int64 = 0
+                func progressText(_ bytes: Int64) -> String {
+                    "store-samples: "
+                        + ProgressText.reading(
+                            bytes: bytes, of: total, items: ingester.stored, noun: "samples",
+                            seconds: progress?.elapsedSeconds ?? 0)
+                }
+                inputs.forEach(diagnostics: context.diagnostics) { reader in
+                    if let progress {
+                        reader.onRead = { [unowned reader] in progress.update { progressText(bytesBefore + reader.bytesRead) } }
+                    }
+                    if keepGoing { keepGoing = ingester.ingest(reader) }
+                    bytesBefore += reader.bytesRead
+                }
+                progress?.finish(progressText(bytesBefore))
+                if let failure = ingester.failure { context.diagnostics.error("\(failure)") }
+            }
+            if let remote {
+                // The spool's age goes by the clock: --now moves the views' windows, not the files' age.
+                let spoolBytes = try options.size("spool-size", default: RemoteSampleWriter.defaultSpoolBytes)
+                guard spoolBytes >= 1 << 20 else { throw UsageError("--spool-size wants 1M or more (a batch is up to 512K)") }
+                let writer = try RemoteSampleWriter(
+                    location: remote, spoolFolder: try options.value("spool") ?? defaultSpoolFolder(context.environment),
+                    maxBytes: Int64(spoolBytes), maxAgeMs: try options.duration("spool-age")!, now: Clock.wallMilliseconds(),
+                    diagnostics: context.diagnostics)
+                feed(
+                    Ingester(
+                        store: writer, retention: Retention(perMonitor: nil, days: nil), output: context.output,
+                        passThrough: !options.has("quiet"), diagnostics: context.diagnostics, now: clock))
+                let status = writer.finish(waitMs: options.has("wait") ? waitMs : RemoteSampleWriter.defaultWaitMs)
+                return context.diagnostics.errorCount > 0 ? status.worst(.failure) : status
+            }
             let keepPerMonitor =
                 options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
             let keepMs = try options.duration("keep")!
@@ -277,30 +354,7 @@ public enum StoreSamplesCommand: VitalsCommand {
                 store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
                 output: context.output, passThrough: !options.has("quiet"),
                 diagnostics: context.diagnostics, now: clock)
-            var keepGoing = true
-            // Progress on a terminal for files (a stream from a probe is a pipe: its own tool shows how it goes).
-            let inputs = Inputs(operands, stdin: context.streams.input)
-            let total = inputs.totalBytes
-            let progress = context.progressLine(options, auto: total != nil)
-            var bytesBefore: Int64 = 0
-            func progressText(_ bytes: Int64) -> String {
-                "store-samples: "
-                    + ProgressText.reading(
-                        bytes: bytes, of: total, items: ingester.stored, noun: "samples",
-                        seconds: progress?.elapsedSeconds ?? 0)
-            }
-            inputs.forEach(diagnostics: context.diagnostics) { reader in
-                if let progress {
-                    reader.onRead = { [unowned reader] in progress.update { progressText(bytesBefore + reader.bytesRead) } }
-                }
-                if keepGoing { keepGoing = ingester.ingest(reader) }
-                bytesBefore += reader.bytesRead
-            }
-            progress?.finish(progressText(bytesBefore))
-            if let failure = ingester.failure {
-                context.diagnostics.error("\(failure)")
-                return .failure
-            }
+            feed(ingester)
             return context.diagnostics.errorCount > 0 ? .failure : .success
         case .overview:
             try writer.write(try openViews().1.overview().encoded())
@@ -394,6 +448,15 @@ public enum StoreSamplesCommand: VitalsCommand {
             }
         }
         return .success
+    }
+
+    /// The spool folder when --spool names none: `$XDG_STATE_HOME/vitals/spool`, else
+    /// `$HOME/.local/state/vitals/spool` (the XDG base directories' place for state; a relative
+    /// `XDG_STATE_HOME` is ignored, as the specification asks).
+    static func defaultSpoolFolder(_ environment: [String: String]) throws -> String {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") { return state + "/vitals/spool" }
+        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/state/vitals/spool" }
+        throw UsageError("no folder for the spool: name one with --spool DIR (neither $XDG_STATE_HOME nor $HOME is set)")
     }
 
     /// What the lists print: one JSON array (the API's answer), or one object a line.

@@ -235,7 +235,7 @@ struct Views {
             JSONField("name", .string(record.metadata.name ?? record.monitor)),
             JSONField("description", record.metadata.description.map(JSONValue.string) ?? .null),
             JSONField("target", .string(record.metadata.target ?? record.monitor)),
-            JSONField("config", record.metadata.config.flatMap { try? JSONParser.parse(Array($0.utf8)) } ?? .null),
+            JSONField("config", AppReadableConfig.value(record.metadata.config)),
             JSONField("check_interval", .integer(Int(record.metadata.checkInterval ?? Views.defaultCheckInterval))),
             JSONField("enabled", .bool(record.metadata.enabled ?? true)),
             JSONField("created_at", .string(Views.time(record.firstSeen))),

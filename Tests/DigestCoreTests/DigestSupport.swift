@@ -21,14 +21,15 @@ enum DigestInput {
             + #""latency_ms":\#(latency)\#(extra)}"#
     }
 
-    /// The facts of `lines`, read in the order given.
+    /// The facts of `lines`, read in the order given (of one place only with `agent`, as `--agent`).
     static func facts(
         _ lines: [String], now: Int64? = nil, window: Int64 = 86_400_000, bucket: Int64 = 300_000,
-        trendSamples: Int = 10, maxServices: Int = 20
+        trendSamples: Int = 10, maxServices: Int = 20, quorum: Quorum = .majority, agent: String? = nil
     ) throws -> DigestFacts {
         let services = ServiceTable()
-        var reader = SampleRowReader(services: services, notAfter: now)
-        let aggregator = Aggregator(services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket)
+        var reader = SampleRowReader(services: services, notAfter: now, onlyPlace: agent)
+        let aggregator = Aggregator(
+            services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket, quorum: quorum)
         for line in lines {
             let bytes = Array(line.utf8)
             switch bytes.withUnsafeBufferPointer({ reader.read($0) }) {
@@ -39,7 +40,7 @@ enum DigestInput {
         }
         return DigestFacts.build(
             try aggregator.finish(), window: window, bucket: bucket, trendSamples: trendSamples,
-            maxServices: maxServices)
+            maxServices: maxServices, quorum: quorum, agent: agent)
     }
 
     /// The facts of one service among `facts`.

@@ -223,16 +223,16 @@ struct DigestTests {
         // Payments: top 100 ms (its largest is 100): 100 → 14.0, 30 → 86 − 21.6 = 64.4. Outages in red:
         // down 10:05-10:15, bins 30 to 90 (61 bins): x 30 × 4.2384 = 127.2, width 61 × 4.2384 = 258.5;
         // failing from 10:20 (bin 120: x 508.6) to the right edge: 640 − 508.6 = 131.4.
-        #expect(svgs[0].contains(##"<rect x="127.2" y="0" width="258.5" height="90" fill="#f4b4b4"/>"##))
-        #expect(svgs[0].contains(##"<rect x="508.6" y="0" width="131.4" height="90" fill="#f4b4b4"/>"##))
+        #expect(svgs[0].contains(##"<rect x="127.2" y="0" width="258.5" height="90" fill="#EF4444" fill-opacity="0.3"/>"##))
+        #expect(svgs[0].contains(##"<rect x="508.6" y="0" width="131.4" height="90" fill="#EF4444" fill-opacity="0.3"/>"##))
         #expect(svgs[0].contains(#"points="2.1,14.0 129.3,64.4 256.4,64.4 383.6,14.0""#))
         #expect(svgs[0].contains(">100 ms</text>"))
         // Web: top 500 ms (its largest is 300): 20 → 86 − 2.88 = 83.1, 300 → 86 − 43.2 = 42.8, 22 →
         // 86 − 3.168 = 82.8; no point at 10:05 (an error, no latency). Its outage 10:05-10:10 is bins 30
         // to 60 (31 bins): x 127.2, width 131.4; the degraded check at 10:15 is bin 90 in amber: x
         // 90 × 4.2384 = 381.5, one bin wide, 4.2.
-        #expect(svgs[1].contains(##"<rect x="127.2" y="0" width="131.4" height="90" fill="#f4b4b4"/>"##))
-        #expect(svgs[1].contains(##"<rect x="381.5" y="0" width="4.2" height="90" fill="#fbe0a6"/>"##))
+        #expect(svgs[1].contains(##"<rect x="127.2" y="0" width="131.4" height="90" fill="#EF4444" fill-opacity="0.3"/>"##))
+        #expect(svgs[1].contains(##"<rect x="381.5" y="0" width="4.2" height="90" fill="#F59E0B" fill-opacity="0.3"/>"##))
         #expect(svgs[1].contains(#"points="2.1,83.1 256.4,83.1 383.6,42.8 510.7,83.1 637.9,82.8""#))
         #expect(svgs[1].contains(">500 ms</text>"))
         // API: top 50 ms: 40 → 86 − 57.6 = 28.4, 42 → 25.5, 44 → 22.6, 46 → 19.8, 48 → 16.9, 50 → 14.0.
@@ -713,19 +713,22 @@ struct DigestBrowserTests {
             "timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars "
                 + "--user-data-dir='\(scratch.path("profile"))' --window-size=1100,1300 --screenshot='\(shot)' 'file://\(page)'")
         #expect(FileManager.default.fileExists(atPath: shot), "chromium made no screenshot: \(browser.stderr.suffix(500))")
-        // Decoded by a small PNG reader of our own (Python's zlib), not by the browser.
+        // Decoded by a small PNG reader of our own (Python's zlib), not by the browser. The
+        // colours are OnlineTracker's (seed 001, Color Scheme): Up #22C55E, Down #EF4444,
+        // Degraded #F59E0B; the shading is the status colour at 30 % over white, worked by hand:
+        // 255 - 0.3 × (255 - c) gives fac7c7 for #EF4444 and fce2b6 for #F59E0B.
         let colours = try shell(
             "python3 '\(Binaries.fixtures.appendingPathComponent("png_colors.py").path)' '\(shot)' "
-                + "f4b4b4 fbe0a6 c62828 2e7d32 1f5fbf~60 ffffff")
+                + "fac7c7~3 fce2b6~3 ef4444 22c55e 1f5fbf~60 ffffff")
         let report = try #require(JSONParser.parse(colours.stdout.trimmingSpaces).objectValue)
         #expect(report.int("width") == 1100)
         #expect(report.int("height") == 1300)
         #expect((report.int("colours") ?? 0) > 50, "not a blank page")
         let matches = try #require(report["matches"]?.objectValue)
-        #expect((matches.int("f4b4b4") ?? 0) > 1000, "outage shading (Payments and Web)")
-        #expect((matches.int("fbe0a6") ?? 0) > 50, "degraded shading (Web at 10:15)")
-        #expect((matches.int("c62828") ?? 0) > 100, "the error badge")
-        #expect((matches.int("2e7d32") ?? 0) > 100, "the up badges")
+        #expect((matches.int("fac7c7~3") ?? 0) > 1000, "outage shading (Payments and Web)")
+        #expect((matches.int("fce2b6~3") ?? 0) > 50, "degraded shading (Web at 10:15)")
+        #expect((matches.int("ef4444") ?? 0) > 100, "the error badge")
+        #expect((matches.int("22c55e") ?? 0) > 100, "the up badges")
         #expect((matches.int("1f5fbf~60") ?? 0) > 100, "latency lines")
         #expect((matches.int("ffffff") ?? 0) > 500_000, "a white page")
     }

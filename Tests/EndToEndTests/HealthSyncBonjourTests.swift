@@ -16,6 +16,9 @@ final class AvahiLink {
     let client: NetworkNamespace
     let scratch: ScratchDirectory
     let serverAddress: String
+    /// The server's end of the veth pair (in its namespace), and the link's /24 prefix (`10.99.N`).
+    let serverLink: String
+    let subnet: String
     private var pids: [pid_t] = []
 
     /// With `staticService`, the server side's avahi-daemon also reads that file from its
@@ -27,9 +30,10 @@ final class AvahiLink {
         // The bus sockets are reached by the serving user too.
         chmod(scratch.url.path, 0o755)
         let subnet = Int(getpid() % 200) + 20
+        self.subnet = "10.99.\(subnet)"
         serverAddress = "10.99.\(subnet).1"
         let tag = String(UUID().uuidString.prefix(6)).lowercased()
-        let serverLink = "hs\(tag)a"
+        serverLink = "hs\(tag)a"
         let clientLink = "hs\(tag)b"
         server = try NetworkNamespace(setup: "")
         client = try NetworkNamespace(setup: "")
@@ -244,6 +248,62 @@ struct HealthSyncBonjourTests {
                 && fooled.stderr.contains("pinned public key"),
             "\(fooled.stderr)")
         #expect(fooled.stderr.contains("no service naming the paired certificate showed it"))
+        withExtendedLifetime(link) {}
+    }
+
+    // The issue's case: a server whose DHCP address changed. The seed's fetch discovers the device
+    // by Bonjour, then connects; healthsync goes to the kept address, and when it fails, to Bonjour.
+    @Test("the kept address fails (the server moved): fetch finds it again by Bonjour, checks its key and keeps the new address")
+    func findsTheServerAgain() throws {
+        guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
+        guard try requireGate(NetworkNamespace.available, "two hosts on a link need root and network namespaces") else { return }
+        guard try requireGate(avahiInstalled, "Bonjour needs avahi-daemon, avahi-utils and dbus-daemon") else { return }
+        let link = try AvahiLink()
+        let site = try HealthSyncSite(
+            archive: try HealthSyncServeTests.makeArchive(), extra: ["--service-name", "Health Sync moving"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": link.bus("server")], namespace: link.server.name, listen: { "0.0.0.0:\($0)" })
+        let port = site.server.port
+        let state = site.statePath("laptop")
+        let healthsync = [Binaries.path("healthsync"), "--state", state]
+        // Paired at the address of the day.
+        let text = try site.pairingText(url: "https://\(link.serverAddress):\(port)")
+        let paired = try link.run(on: "client", healthsync + ["scan", text])
+        #expect(paired.status == 0, "\(paired.stderr)")
+        // The server's address changes, as a new DHCP lease changes it; its avahi-daemon says so.
+        let moved = "\(link.subnet).3"
+        let changed = try shell(
+            """
+            ip -n \(link.server.name) addr del \(link.serverAddress)/24 dev \(link.serverLink)
+            ip -n \(link.server.name) addr add \(moved)/24 dev \(link.serverLink)
+            """)
+        #expect(changed.status == 0, "\(changed.stderr)")
+        try link.waitFor("the moved address in Bonjour") {
+            let browsed =
+                (try? link.run(on: "client", ["avahi-browse", "--resolve", "--parsable", "--terminate", "_healthsync._tcp"]))?
+                .stdout ?? ""
+            return browsed.contains(";\(moved);\(port);")
+        }
+        let fetched = try link.run(on: "client", healthsync + ["fetch", "--types", "HKQuantityTypeIdentifierHeartRate", "--timeout", "5s"])
+        #expect(fetched.status == 0, "\(fetched.stderr)")
+        #expect(try fetched.records().filter { $0.string("type") == "health_record" }.count == 3)
+        #expect(
+            fetched.stderr.contains(
+                "the paired server no longer answers at https://\(link.serverAddress):\(port); Bonjour found it at https://\(moved):\(port)"
+            ),
+            "\(fetched.stderr)")
+        // The new address is kept: the next run goes straight there, with no word of Bonjour.
+        let kept = try #require(try JSONParser.parse(try String(contentsOfFile: state, encoding: .utf8)).objectValue)
+        #expect(kept.string("server") == "https://\(moved):\(port)")
+        let again = try link.run(on: "client", healthsync + ["types", "--format", "text"])
+        #expect(again.status == 0 && !again.stderr.contains("Bonjour"), "\(again.stderr)")
+        // A server that is gone for good, with no service left to find: the kept address stays
+        // and the fetch says it could not reach it, after looking.
+        site.server.stop()
+        let gone = try link.run(on: "client", healthsync + ["fetch", "--types", "HKQuantityTypeIdentifierHeartRate", "--retries", "0"])
+        #expect(gone.status == 2 && gone.stderr.contains("looked for by Bonjour, not found"), "\(gone.stderr)")
+        #expect(
+            try JSONParser.parse(try String(contentsOfFile: state, encoding: .utf8)).objectValue?.string("server")
+                == "https://\(moved):\(port)")
         withExtendedLifetime(link) {}
     }
 

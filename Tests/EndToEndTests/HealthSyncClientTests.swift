@@ -17,19 +17,23 @@ final class HealthSyncSite {
     var url: String { "https://localhost:\(server.port)" }
     var serverCert: String { tls.path("server.crt") }
 
+    /// A site serving `archive`; with `sameAs`, another server with its certificate and key (and
+    /// its clients' files) on its port, as the same server started again.
     init(
         archive: HealthArchive, extra: [String] = [], environment: [String: String] = [:], namespace: String? = nil,
-        listen: ((Int) -> String)? = nil
+        listen: ((Int) -> String)? = nil, sameAs: HealthSyncSite? = nil
     ) throws {
         self.archive = archive
-        tls = try ScratchDirectory()
-        let made = try run("snapshot-delta", ["cert", "server", "--out", tls.url.path])
-        guard made.status == 0 else { throw TestFailure("cert server: \(made.stderr)") }
+        tls = try sameAs?.tls ?? ScratchDirectory()
+        if sameAs == nil {
+            let made = try run("snapshot-delta", ["cert", "server", "--out", tls.url.path])
+            guard made.status == 0 else { throw TestFailure("cert server: \(made.stderr)") }
+        }
         serverSHA256 = String(try shell("openssl x509 -in '\(tls.path("server.crt"))' -outform der | sha256sum").stdout.prefix(64))
         try FileManager.default.createDirectory(atPath: tls.path("clients"), withIntermediateDirectories: true)
         server = try ServeHandle(
             site: "health-sync", ["--cert", tls.path("server.crt"), "--key", tls.path("server.key"), "--archive", archive.db] + extra,
-            scratch: tls, environment: environment, namespace: namespace, listen: listen)
+            scratch: tls, environment: environment, namespace: namespace, listen: listen, port: sameAs?.server.port)
     }
 
     /// The text of the QR code `snapshot-delta pair` prints (its NDJSON record's qr_text), for `url`.
@@ -370,7 +374,9 @@ struct HealthSyncClientTests {
         #expect(try site.client("eve", ["scan", "a", "b"]).status == 64)
     }
 
-    @Test("the 61st request in a minute gets 429: fetch says so, exits 2, and what it wrote is the newest pages whole, marked partial")
+    @Test(
+        "the 61st request in a minute gets 429: with --retries 0 fetch says so, exits 2, and what it wrote is the newest pages whole, marked partial"
+    )
     func rateLimit() throws {
         guard try requireGate(servingInstalled, HealthSyncClientTests.gate) else { return }
         // 300 heart rates, one a minute: with one sample a page the fetch needs 300 requests, far
@@ -383,10 +389,10 @@ struct HealthSyncClientTests {
         // On a machine slow enough to refill the bucket as fast as a fetch drains it, fetch again
         // until one is refused: what is asserted is what a refused fetch writes and says.
         var accepted = 1
-        var fetched = try site.client("carol", ["fetch", "--types", heart, "--per-page", "1"])
+        var fetched = try site.client("carol", ["fetch", "--types", heart, "--per-page", "1", "--retries", "0"])
         while fetched.status == 0, accepted < 2_000 {
             accepted += 300
-            fetched = try site.client("carol", ["fetch", "--types", heart, "--per-page", "1"])
+            fetched = try site.client("carol", ["fetch", "--types", heart, "--per-page", "1", "--retries", "0"])
         }
         let elapsed = Date().timeIntervalSince(started)
         #expect(fetched.status == 2)

@@ -60,6 +60,38 @@ extension NotifyDecisionTests {
         #expect(!result.stdout.contains("(new:"))
     }
 
+    // Seed 000, 6.3: checkAll "collects transition outcomes: transitioned to failure (down/error),
+    // transitioned to degrading" and notifies those, never a service back to healthy; seed 001's
+    // server pushes "when monitors go down or recover". OnlineTracker's rule stays the default.
+    @Test("--no-recoveries: isitup's rule, failures and degradations told, recoveries never; the next failure is still news")
+    func noRecoveriesLikeIsitup() throws {
+        let trace = [
+            sampleLine("a", 0, "up"), sampleLine("b", 0, "up"),
+            sampleLine("a", 10, "down"), sampleLine("b", 10.1, "down"),  // grouped outage (groupedOutage at 10.1)
+            sampleLine("a", 20, "up"), sampleLine("b", 20.1, "up"),  // both back: isitup says nothing
+            sampleLine("a", 100, "degraded"),  // a up -> degraded: told (key a.degrading)
+            sampleLine("a", 110, "up"),  // back: nothing
+            sampleLine("a", 200, "down"),  // a up -> down: news (key a, never used: the group's key was)
+        ]
+        let isitup = try notify(trace, ["--no-recoveries"])
+        #expect(isitup.status == 0, "\(isitup.stderr)")
+        #expect(
+            try isitup.events() == ["down a,b \(traceTime(10.1))", "degraded a \(traceTime(100))", "down a \(traceTime(200))"])
+        // OnlineTracker's default tells the recoveries too.
+        #expect(
+            try notify(trace).events() == [
+                "down a,b \(traceTime(10.1))", "recovered a,b \(traceTime(20.1))", "degraded a \(traceTime(100))",
+                "recovered a \(traceTime(110))", "down a \(traceTime(200))",
+            ])
+        // Kept in the state between runs: a recovery in a later run is not told either.
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        #expect(
+            try notify([sampleLine("c", 0, "up"), sampleLine("c", 10, "down")], ["--state", state, "--no-recoveries"]).events().count == 1)
+        #expect(try notify([sampleLine("c", 20, "up")], ["--state", state, "--no-recoveries"]).events().isEmpty)
+        #expect(try notify([sampleLine("c", 100, "down")], ["--state", state, "--no-recoveries"]).events() == ["down c \(traceTime(100))"])
+    }
+
     @Test("cooldown: isitup drops a notification its cooldown blocks; --cooldown-mode defer sends it later if it still holds")
     func cooldownDropsLikeIsitup() throws {
         let trace = [
@@ -178,51 +210,151 @@ extension NotifyPushTests {
     }
 }
 
+extension NotifyPushTests {
+    // Seed 001: the app opens a monitor with `userInfo["monitor_id"] as? Int`, the id of GET
+    // /api/monitors. Before store-samples in a pipe (or without it) the samples carry no such id:
+    // notify --db asks the store, and a push that still has none says why.
+    @Test("Apple push before store-samples: --db gives each push the store's integer id; without it, a warning says why there is none")
+    func pushIDsFromTheStore() throws {
+        let fake = try fakeAPNs(devices: [NotifyPushTests.deviceA])
+        let server = try FixtureServer()
+        let db = fake.scratch.path("vitals.db")
+        let targets = try fake.scratch.write(
+            "targets.ndjson",
+            """
+            {"id":"web","name":"Web shop","url":"\(server.baseURL)/ok"}
+            {"id":"api","name":"Payments API","url":"\(server.baseURL)/status/500"}
+            """)
+        // An earlier run stored the monitors; this one tells before anything is stored, as a
+        // notify upstream of store-samples (or beside it) does: its samples carry no monitor_id.
+        #expect(
+            try shell("probe-http \"$TARGETS\" | store-samples --db \"$DB\" --quiet", environment: ["TARGETS": targets, "DB": db]).status
+                == 0)
+        let listed = try #require(try JSONParser.parse(try run("store-samples", ["--db", db, "monitors"]).stdout).arrayValue)
+        let apiID = try #require(listed.compactMap(\.objectValue).first { $0.string("monitor") == "api" }?.int("id"))
+        let piped = try shell(
+            "probe-http \"$TARGETS\" | notify --state \"$STATE\" --to \"$CHANNEL\" --db \"$DB\"",
+            environment: ["TARGETS": targets, "DB": db, "STATE": fake.state, "CHANNEL": fake.channel])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(!piped.stderr.contains("carries no monitor_id"), "\(piped.stderr)")
+        let pushed = try #require(try fake.server.log().first?.string("body"))
+        let userInfo = try #require(try JSONSerialization.jsonObject(with: Data(pushed.utf8)) as? [AnyHashable: Any])
+        #expect(userInfo["monitor_name"] as? String == "Payments API")
+        #expect(userInfo["monitor_id"] as? Int == apiID, "\(pushed)")
+
+        // Without --db: the push goes, with no id, and notify says why.
+        let other = try fakeAPNs(devices: [NotifyPushTests.deviceA])
+        let blind = try shell(
+            "probe-http \"$TARGETS\" | notify --state \"$STATE\" --to \"$CHANNEL\"",
+            environment: ["TARGETS": targets, "STATE": other.state, "CHANNEL": other.channel])
+        #expect(blind.status == 0, "\(blind.stderr)")
+        let bare = try #require(try other.server.log().first?.string("body"))
+        let bareInfo = try #require(try JSONSerialization.jsonObject(with: Data(bare.utf8)) as? [AnyHashable: Any])
+        #expect(bareInfo["monitor_id"] as? Int == nil && bareInfo["monitor_name"] as? String == "Payments API")
+        #expect(
+            blind.stderr.contains("the Apple push for monitor 'api' carries no monitor_id")
+                && blind.stderr.contains("did not pass through store-samples"), "\(blind.stderr)")
+    }
+}
+
 extension NotifyDesktopTests {
-    @Test("notification actions: Check now runs the configured command, chosen in dunst's context menu")
-    func notificationActionsCheckNow() throws {
+    /// Whether the installed notify-send offers actions (libnotify 0.7.10 and later).
+    func notifySendOffersActions() throws -> Bool {
         let help = try shell("notify-send --help")
-        guard
-            try requireGate(
-                help.stdout.contains("--action") && help.stdout.contains("--print-id"),
-                "the installed notify-send has no --action")
-        else { return }
+        return try requireGate(
+            help.stdout.contains("--action") && help.stdout.contains("--print-id"), "the installed notify-send has no --action")
+    }
+
+    /// Runs `script` (sh, with the channel as $1 and `input` as $2) in a desktop session whose
+    /// dunst menu is answered by a script that keeps the menu's lines in `menu` and chooses the
+    /// first line holding `choice`; executables are made in `scratch` from `scripts` (name, text).
+    func inDesktop(
+        _ scratch: ScratchDirectory, _ script: String, channel: String, input: String, choice: String, scripts: [(String, String)]
+    ) throws -> RunResult {
+        let menu = "#!/bin/sh\ncat >> \"$(dirname \"$0\")/menu\"\ngrep -m 1 -F '\(choice)' \"$(dirname \"$0\")/menu\"\n"
+        for (name, text) in scripts + [("menu.sh", menu)] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: try scratch.write(name, text))
+        }
+        let session = Binaries.fixtures.appendingPathComponent("notify/desktop_session.sh").path
+        return try runProcess(
+            session, [scratch.url.path, "/bin/sh", "-c", script, "sh", channel, input], stdin: "",
+            environment: toolEnvironment(["DESKTOP_DMENU": scratch.path("menu.sh")]), directory: scratch.url)
+    }
+
+    // Seed 000, 8.1: categories SERVICE_DOWN and GROUP_OUTAGE; actions OPEN_APP and CHECK_NOW
+    // ("foreground, grouped category"); 8.4: CHECK_NOW triggers `vm.checkAll()`; 4: a service's
+    // id is a UUID string. The action's command here is a real re-check: probe-http with the
+    // grouped notification's monitor ids, one --only={monitor} each.
+    @Test(
+        "Check now: a grouped outage (GROUP_OUTAGE) carries it, chosen in dunst's menu; its command re-checks those monitors by their UUIDs"
+    )
+    func checkNowOnAGroupedOutage() throws {
+        guard try notifySendOffersActions() else { return }
+        let scratch = try ScratchDirectory()
+        let server = try FixtureServer()
+        let payments = "3F2504E0-4F89-41D3-9A0C-0305E82C3301"
+        let search = "9c8b7a65-4d3e-4f21-8a0b-1c2d3e4f5a6b"
+        let targets = try scratch.write(
+            "targets.ndjson",
+            """
+            {"id":"5B0C2D1A-7E8F-4A3B-9C6D-0E1F2A3B4C5D","name":"Portfolio","url":"\(server.baseURL)/ok"}
+            {"id":"\(payments)","name":"Payments","url":"\(server.baseURL)/status/500"}
+            {"id":"\(search)","name":"Search","url":"\(server.baseURL)/status/503"}
+            """)
+        // The re-check: probe-http with the words the action gives, its samples kept for the test.
+        let recheck =
+            "#!/bin/sh\nprobe-http \"$@\" > \"$(dirname \"$0\")/rechecked.tmp\" && mv \"$(dirname \"$0\")/rechecked.tmp\" \"$(dirname \"$0\")/rechecked.ndjson\"\n"
+        let channel =
+            "desktop://?check=\(scratch.path("recheck.sh"))&check_arg=\(targets)&check_arg=--only={monitor}&open=xdg-open&open_arg={target}"
+        let script = """
+            probe-http "$2" | notify --to "$1" > notified.ndjson || exit 1
+            dunstctl context
+            tries=0
+            until [ -s rechecked.ndjson ] || [ $tries -gt 400 ]; do tries=$((tries + 1)); sleep 0.05; done
+            """
+        let result = try inDesktop(
+            scratch, script, channel: channel, input: targets, choice: "Check now", scripts: [("recheck.sh", recheck)])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try String(contentsOfFile: scratch.path("shown"), encoding: .utf8) == "vitals|2 services down|Payments, Search|CRITICAL\n")
+        #expect(try String(contentsOfFile: scratch.path("categories"), encoding: .utf8) == "GROUP_OUTAGE\n")
+        let offered = try String(contentsOfFile: scratch.path("menu"), encoding: .utf8)
+        #expect(offered.contains("#Check now (2 services down)") && offered.contains("#Open (2 services down)"), "\(offered)")
+        // The command ran: the two monitors of the notification, probed again, and no other.
+        let rechecked = try String(contentsOfFile: scratch.path("rechecked.ndjson"), encoding: .utf8).split(separator: "\n")
+            .compactMap { try JSONParser.parse(String($0)).objectValue }.filter { $0.string("type") == "sample" }
+        #expect(rechecked.map { $0.string("monitor") ?? "" }.sorted() == [payments, search].sorted(), "\(rechecked)")
+        #expect(rechecked.allSatisfy { $0.string("status") == "down" })
+    }
+
+    @Test("one monitor's notification is SERVICE_DOWN and carries Open alone, as in isitup; a recovery is SERVICE_RECOVERED")
+    func serviceDownCarriesOpenAlone() throws {
+        guard try notifySendOffersActions() else { return }
         let scratch = try ScratchDirectory()
         let trace = try scratch.write(
             "trace.ndjson",
             [
                 sampleLine("shop", 0, "up", name: "Shop"),
                 sampleLine("shop", 10, "down", name: "Shop"),
+                sampleLine("shop", 20, "up", name: "Shop"),
             ].joined(separator: "\n") + "\n")
-        // The check-now command records its arguments (probe-http --only NAME would probe the one service).
-        let check = try scratch.write(
-            "check.sh",
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" > \"$(dirname \"$0\")/checked.tmp\"\nmv \"$(dirname \"$0\")/checked.tmp\" \"$(dirname \"$0\")/checked\"\n"
-        )
-        // dunst's menu: keep the lines it offers, choose Check now.
-        let menu = try scratch.write(
-            "menu.sh", "#!/bin/sh\ncat > \"$(dirname \"$0\")/menu\"\ngrep 'Check now' \"$(dirname \"$0\")/menu\"\n")
-        for path in [check, menu] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path) }
-        let channel = "desktop://?check=\(check)&check_arg=--only&check_arg={monitor}&open=xdg-open&open_arg={target}"
-        // Inside the desktop: notify delivers and exits; then the user opens the menu and picks Check now.
+        // Open records its arguments; the menu keeps the lines dunst offers and chooses Open.
+        let open =
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" > \"$(dirname \"$0\")/opened.tmp\"\nmv \"$(dirname \"$0\")/opened.tmp\" \"$(dirname \"$0\")/opened\"\n"
+        let channel = "desktop://?check=/bin/false&open=\(scratch.path("open.sh"))&open_arg={monitor}"
         let script = """
             notify --to "$1" "$2" > notified.ndjson || exit 1
+            tries=0
+            until [ "$(wc -l < categories 2>/dev/null || echo 0)" -ge 2 ] || [ $tries -gt 400 ]; do tries=$((tries + 1)); sleep 0.05; done
             dunstctl context
             tries=0
-            until [ -s checked ] || [ $tries -gt 200 ]; do tries=$((tries + 1)); sleep 0.05; done
+            until [ -s opened ] || [ $tries -gt 400 ]; do tries=$((tries + 1)); sleep 0.05; done
             """
-        let session = Binaries.fixtures.appendingPathComponent("notify/desktop_session.sh").path
-        let result = try runProcess(
-            session, [scratch.url.path, "/bin/sh", "-c", script, "sh", channel, trace], stdin: "",
-            environment: toolEnvironment(["DESKTOP_DMENU": menu]), directory: scratch.url)
+        let result = try inDesktop(
+            scratch, script, channel: channel, input: trace, choice: "#Open (Monitor DOWN)", scripts: [("open.sh", open)])
         #expect(result.status == 0, "\(result.stderr)")
-        let shown = try String(contentsOfFile: scratch.path("shown"), encoding: .utf8)
-        #expect(shown == "vitals|Monitor DOWN|Shop is not responding: HTTP 503, expected 200-399|CRITICAL\n")
+        #expect(try String(contentsOfFile: scratch.path("categories"), encoding: .utf8) == "SERVICE_DOWN\nSERVICE_RECOVERED\n")
         let offered = try String(contentsOfFile: scratch.path("menu"), encoding: .utf8)
-        #expect(offered.contains("#Check now (Monitor DOWN)") && offered.contains("#Open (Monitor DOWN)"), "\(offered)")
-        #expect(try String(contentsOfFile: scratch.path("checked"), encoding: .utf8) == "--only shop\n")
-        let notified = try #require(
-            try JSONParser.parse(String(contentsOfFile: scratch.path("notified.ndjson"), encoding: .utf8)).objectValue)
-        #expect(notified["deliveries"]?.arrayValue?.first?.objectValue?.string("result") == "delivered")
+        #expect(offered.contains("#Open (Monitor DOWN)") && !offered.contains("Check now"), "\(offered)")
+        #expect(try String(contentsOfFile: scratch.path("opened"), encoding: .utf8) == "shop\n")
     }
 }

@@ -52,6 +52,29 @@ final class OnlineTrackerServeTests {
         #expect(stored.status == 0, "\(stored.stderr)")
     }
 
+    // Seed 001, Error Handling: "Empty states: Friendly messages when no monitors exist"; the
+    // APIClient throws "Server error occurred" for any status outside 200..<300.
+    @Test("a new server that has stored nothing answers empty views the app decodes, not 503; /health passes")
+    func newServerHasEmptyViews() throws {
+        guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }
+        #expect(!FileManager.default.fileExists(atPath: db))
+        let handle = try serve()
+        #expect(try get(handle, "/health").status == 200)
+        let overviewAnswer = try get(handle, "/api/status/overview")
+        #expect(overviewAnswer.status == 200, "\(overviewAnswer.body)")
+        let overview = try decode(OTStatusOverview.self, overviewAnswer.body)
+        #expect(overview.totalMonitors == 0 && overview.monitors.isEmpty && overview.agentsTotal == 0)
+        let monitors = try get(handle, "/api/monitors")
+        #expect(monitors.status == 200, "\(monitors.body)")
+        #expect(try decode([OTMonitor].self, monitors.body).isEmpty)
+        let agents = try get(handle, "/api/agents")
+        #expect(agents.status == 200, "\(agents.body)")
+        #expect(try decode([OTAgent].self, agents.body).isEmpty)
+        // A monitor that does not exist is still a 404, and the command line now reads the same empty store.
+        #expect(try get(handle, "/api/monitors/1").status == 404)
+        #expect(try get(handle, "/api/monitors").body == (try run("store-samples", ["--db", db, "monitors"])).stdout)
+    }
+
     @Test("every GET endpoint answers over HTTPS through nginx what the subcommand prints, in the app's models")
     func everyEndpointAsTheCommandLine() throws {
         guard try requireGate(servingInstalled, "nginx is needed (apt-get install nginx)") else { return }

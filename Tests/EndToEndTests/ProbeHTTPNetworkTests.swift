@@ -91,7 +91,7 @@ struct ProbeHTTPNetworkTests {
 
     // Seed 003, Testing Recommendations: "Test with very slow network (>30s timeout)": the
     // download is allowed more than the page's few seconds (URLSession's 60 s by default).
-    @Test("the speed test has a budget of its own (--speed-timeout, 60 s), apart from the page's --timeout")
+    @Test("the speed test has a budget of its own (--speed-timeout, 60 s), apart from the page's --page-timeout")
     func speedBudgetOfItsOwn() throws {
         let certificates = try TestCertificates()
         let (cert, key) = try certificates.selfSigned(named: "slow", daysLeft: 30)
@@ -100,7 +100,7 @@ struct ProbeHTTPNetworkTests {
         let result = try run(
             "probe-http",
             [
-                "--connectivity", url("/content?text=Success"), "--timeout", "1s",
+                "--connectivity", url("/content?text=Success"), "--page-timeout", "1s",
                 "--speed-url", slow.url + "/bytes/100000", "--insecure",
             ])
         let sample = try #require(try result.records().first)
@@ -139,6 +139,29 @@ struct ProbeHTTPNetworkTests {
         #expect(quiet["speed_mbps"] == .null)
         #expect(try run("probe-http", ["--connectivity", "--no-speed", "--speed-url", url("/bytes/1000")]).status == 64)
         #expect(try run("probe-http", ["--no-speed", url("/ok")]).status == 64, "--no-speed applies with --connectivity only")
+    }
+
+    // Seed 003: Online Now's reachability check is `URLSession.data()` against the success page,
+    // under URLSession's default request timeout (60 s), and its checklist tests "a very slow
+    // network (>30s timeout)": a page that answers after 6 s is online, not offline at a probe's 5 s.
+    @Test("--connectivity gives the success page Online Now's 60 s (--page-timeout), apart from --timeout: a 6 s answer is online")
+    func pageBudgetOfItsOwn() throws {
+        let slowPage = try run("probe-http", ["--connectivity", "--no-speed", "--expect", "ok after", url("/delay/6000")])
+        #expect(slowPage.status == 0, "\(slowPage.stderr)")
+        let sample = try #require(try slowPage.records().first)
+        #expect(sample["online"] == .bool(true), "\(sample.string("message") ?? "")")
+        #expect(sample.string("status") == "up")
+        #expect((sample.double("latency_ms") ?? 0) >= 6000)
+        // A budget of its own, shorter than the page takes: offline, by timeout.
+        let short = try #require(
+            try run("probe-http", ["--connectivity", "--no-speed", "--page-timeout", "2s", "--expect", "ok after", url("/delay/6000")])
+                .records().first)
+        #expect(short["online"] == .bool(false) && short.string("reason") == "timeout", "\(short.string("message") ?? "")")
+        // --timeout is the probes' budget: with --connectivity it is a usage error that names --page-timeout.
+        let mixed = try run("probe-http", ["--connectivity", "--no-speed", "--timeout", "10s", url("/ok")])
+        #expect(mixed.status == 64 && mixed.stderr.contains("--page-timeout"), "\(mixed.stderr)")
+        #expect(
+            try run("probe-http", ["--page-timeout", "10s", url("/ok")]).status == 64, "--page-timeout applies with --connectivity only")
     }
 
     func probeOneHere(_ target: String) throws -> (JSONObject, RunResult) {
@@ -182,7 +205,7 @@ struct ProbeHTTPNetworkTests {
         guard try needsNamespace() else { return }
         // A namespace with only loopback: no default route, so nothing outside is reachable.
         let namespace = try NetworkNamespace(setup: "")
-        let result = try namespace.inside("probe-http --connectivity --timeout 2s http://\(unresolvableHost)/")
+        let result = try namespace.inside("probe-http --connectivity --page-timeout 2s http://\(unresolvableHost)/")
         #expect(result.status == 0, "\(result.stderr)")
         let sample = try #require(try result.records().first)
         #expect(sample["online"] == .bool(false))

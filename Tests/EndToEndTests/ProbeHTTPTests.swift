@@ -395,12 +395,41 @@ struct ProbeHTTPTests {
         #expect(none.stderr.contains("Try 'probe-http --help'"))
     }
 
-    @Test("--simulate-latency adds to the latency, marks the sample simulated and says so")
+    // Seed 000, 6.1: "Append simulation hint to message (`+<N>ms simulated`) when relevant".
+    // Seed 000, 4: a service's id is "UUID string, normalized"; 8.4: CHECK_NOW re-checks the
+    // services (notify's desktop action passes a grouped notification's monitor ids, one --only each).
+    @Test("--only takes monitor ids (isitup's UUIDs, in either case), several at once, each target once in input order")
+    func onlyIDs() throws {
+        let portfolio = "5B0C2D1A-7E8F-4A3B-9C6D-0E1F2A3B4C5D"
+        let arcade = "a7d3e9b2-4c1f-4e8a-b6d5-3f2e1c0b9a87"
+        let input = """
+            {"id":"\(portfolio)","name":"Portfolio","url":"\(url("/status/201"))"}
+            {"id":"\(arcade)","name":"Spidey's Arcade","url":"\(url("/status/202"))"}
+            {"id":"picmeal","name":"PicMeal","url":"\(url("/status/203"))"}
+            """
+        let byID = try run("probe-http", ["--only", portfolio.lowercased()], stdin: input)
+        #expect(byID.status == 0, "\(byID.stderr)")
+        #expect(try byID.records().map { $0.string("monitor") } == [portfolio])
+        // Several, as a grouped notification's Check now gives them (--only=ID), in input order, each once.
+        let several = try run(
+            "probe-http", ["--only=\(arcade)", "--only=\(portfolio)", "--only", "picmeal", "--only", arcade], stdin: input)
+        #expect(several.status == 0, "\(several.stderr)")
+        #expect(try several.records().map { $0.int("code") } == [201, 202, 203])
+        // The monitor of one family of a target probed over both names the target.
+        let family = try run("probe-http", ["--only", "picmeal/ipv4"], stdin: input)
+        #expect(try family.records().map { $0.string("monitor") } == ["picmeal"])
+        // Names still match as before, beside ids; one that matches nothing is still a usage error.
+        #expect(try run("probe-http", ["--only", "arcade", "--only", portfolio], stdin: input).records().count == 2)
+        let unknown = try run("probe-http", ["--only", portfolio, "--only", "00000000-0000-4000-8000-000000000000"], stdin: input)
+        #expect(unknown.status == 64 && unknown.stderr.contains("no target matches '00000000-"), "\(unknown.stderr)")
+    }
+
+    @Test("--simulate-latency adds to the latency, marks the sample simulated and says so in isitup's words (+500ms simulated)")
     func simulateLatency() throws {
         let (sample, _) = try probeOne(url("/ok"), ["--simulate-latency", "500"])
         #expect((sample.double("latency_ms") ?? 0) >= 500)
         #expect(sample["simulated"] == .bool(true))
-        #expect(sample.string("message")?.hasSuffix("+500 ms simulated") == true)
+        #expect(sample.string("message")?.hasSuffix(" +500ms simulated") == true, "\(sample.string("message") ?? "")")
         let (thresholded, _) = try probeOne(#"{"url":"\#(url("/ok"))","http_ok_threshold_ms":300}"#, ["--simulate-latency", "500"])
         #expect(thresholded.string("status") == "degraded")
     }

@@ -26,19 +26,23 @@ final class ServeHandle {
     private(set) var pid: pid_t = 0
 
     /// Starts `scripts/serve --site SITE ARGUMENTS...` and waits (20 s at most) until it says it is serving;
-    /// with `namespace`, inside that network namespace (`ip netns exec`, which execs the script).
+    /// with `namespace`, inside that network namespace (`ip netns exec`, which execs the script); on
+    /// `port`, else on a port unused now.
     init(
         site: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:],
-        namespace: String? = nil, listen: ((Int) -> String)? = nil
+        namespace: String? = nil, listen: ((Int) -> String)? = nil, port: Int? = nil
     ) throws {
-        port = try unusedPort()
-        log = scratch.path("serve-\(port).log")
-        runDirectory = scratch.path("run-\(port)")
+        let chosen = try port ?? unusedPort()
+        self.port = chosen
+        // Named afresh each time: the same server started again on its port keeps its own log.
+        let run = "\(chosen)-\(UUID().uuidString.prefix(8))"
+        log = scratch.path("serve-\(run).log")
+        runDirectory = scratch.path("run-\(run)")
         let script = Binaries.repositoryRoot.appendingPathComponent("scripts/serve").path
         var argv =
             (namespace.map { [NetworkNamespace.ip, "netns", "exec", $0] } ?? [])
             + [
-                script, "--site", site, "--listen", listen?(port) ?? "127.0.0.1:\(port)", "--bin", Binaries.directory, "--run-dir",
+                script, "--site", site, "--listen", listen?(chosen) ?? "127.0.0.1:\(chosen)", "--bin", Binaries.directory, "--run-dir",
                 runDirectory,
             ]
             + arguments

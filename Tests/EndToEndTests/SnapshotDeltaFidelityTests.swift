@@ -87,6 +87,96 @@ struct SnapshotDeltaFidelityTests {
         #expect(try archive.run(["anomalies", "forget", id]).status == 64)
     }
 
+    // Seed 004, DashboardView: "Anomaly summary section: Counts unresolved anomalies by severity
+    // (critical/warning); Shows only if unresolved anomalies exist".
+    @Test("the dashboard's counts: unresolved anomalies by severity, as a record and in text; the list in text")
+    func dashboardCountsOfUnresolvedAnomalies() throws {
+        try archive.take(five.flatMap { HealthLines.records($0, 10) })
+        let none = try archive.run(["anomalies", "--counts"])
+        #expect(none.status == 0, "\(none.stderr)")
+        #expect(none.stdout == #"{"type":"anomaly_counts","unresolved":0,"critical":0,"warning":0,"info":0}"# + "\n")
+        #expect(try archive.run(["anomalies", "--counts", "--format", "text"]).stdout == "no unresolved anomalies\n")
+        // As above: A loses 50% (critical), B 20% and C 10% (warnings).
+        try archive.take(zip(five, [5, 8, 9, 10, 10]).flatMap { HealthLines.records($0.0, $0.1) })
+        let counts = try archive.run(["anomalies", "--counts"])
+        try expectDocumented(try counts.records())
+        #expect(counts.stdout == #"{"type":"anomaly_counts","unresolved":3,"critical":1,"warning":2,"info":0}"# + "\n")
+        let text = try archive.run(["anomalies", "--counts", "--format", "text"])
+        #expect(text.stdout == "3 unresolved anomalies: 1 critical, 2 warning, 0 info\n", "\(text.stdout)")
+        // The list in text: a header, then critical first, each by the id prefix resolve takes.
+        let listed = try archive.run(["anomalies", "--format", "text"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let rows = listed.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true) }
+        #expect(rows.count == 4 && rows[0].prefix(3) == ["ID", "SEVERITY", "KIND"], "\(listed.stdout)")
+        #expect(rows.dropFirst().map { String($0[1]) } == ["critical", "warning", "warning"])
+        #expect(rows.dropFirst().map { String($0[3]) } == [five[0], five[1], five[2]])
+        // Resolved, the critical one leaves the counts (and stays in the list, with its time).
+        #expect(try archive.run(["anomalies", "resolve", String(rows[1][0]), "--now", "2026-02-02T09:00:00Z"]).status == 0)
+        #expect(
+            try archive.run(["anomalies", "--counts", "-f", "text"]).stdout == "2 unresolved anomalies: 0 critical, 2 warning, 0 info\n")
+        #expect(try archive.run(["anomalies", "--format", "text"]).stdout.contains("2026-02-02T09:00:00Z"))
+        #expect(try archive.run(["anomalies", "--counts", "--unresolved"]).status == 64)
+    }
+
+    // Seed 004: "Baseline comparison across multiple devices" and the Delta badge "vs. baseline";
+    // the reasons by priority, "authorizationChanged > unsupported > registryChanged > unknown >
+    // normal", and the guard "if either quality != .complete, countDelta = 0".
+    @Test("compare: the latest snapshot of another device's archive against this one's, type by type, with the deltas' reasons")
+    func compareTwoDevices() throws {
+        let walking = "HKQuantityTypeIdentifierDistanceWalkingRunning"
+        let mass = "HKQuantityTypeIdentifierBodyMass"
+        let sleep = "HKCategoryTypeIdentifierSleepAnalysis"
+        // This device: an older snapshot, then the latest one (the baseline).
+        try archive.take(HealthLines.records(heart, 4))
+        try archive.take(
+            HealthLines.records(heart, 10) + HealthLines.records(steps, 5) + HealthLines.records(sleep, 3)
+                + HealthLines.records(walking, 4))
+        // Another device: the same heart rates; more steps; no sleep, which its registry leaves
+        // out; body mass it alone has; walking counted only in part.
+        let other = try HealthArchive()
+        let registry = try other.scratch.write("registry", [heart, steps, mass, walking].joined(separator: "\n") + "\n")
+        try other.take(
+            HealthLines.records(heart, 10) + HealthLines.records(steps, 8) + HealthLines.records(mass, 2)
+                + HealthLines.records(walking, 6) + [HealthLines.status(walking, "partial")], ["--registry", registry])
+        let compared = try archive.run(["compare", other.db])
+        #expect(compared.status == 0, "\(compared.stderr)")
+        let record = try #require(try compared.records().first)
+        try expectDocumented([record])
+        #expect(record.string("type") == "delta" && record["ephemeral"] == .bool(true))
+        let ours = try String(contentsOfFile: archive.deviceFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let theirs = try String(contentsOfFile: other.deviceFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(ours != theirs && record.string("from_device_id") == ours && record.string("to_device_id") == theirs)
+        var rows: [String: String] = [:]
+        for type in record["types"]?.arrayValue?.compactMap(\.objectValue) ?? [] {
+            rows[type.string("type_identifier") ?? "?"] = [
+                type.string("transition"), type.string("reason"), type["count_before"]?.jsonText, type["count_after"]?.jsonText,
+                type["count_delta"]?.jsonText,
+            ].map { $0 ?? "-" }.joined(separator: " ")
+        }
+        #expect(
+            rows == [
+                heart: "unchanged normal 10 10 0",
+                steps: "increased normal 5 8 3",
+                sleep: "disappeared registry_changed 3 null -3",
+                mass: "appeared normal null 2 2",
+                walking: "increased unknown 4 6 0",
+            ], "\(rows)")
+        // The same heart rates give the same type hash on both devices.
+        let heartRow = try #require(record["types"]?.arrayValue?.compactMap(\.objectValue).first { $0.string("type_identifier") == heart })
+        #expect(heartRow.string("hash_before") == heartRow.string("hash_after"))
+        // Text names both archives and devices; --exit-status says whether they differ.
+        let text = try archive.run(["compare", other.db, "--format", "text"])
+        #expect(
+            text.stdout.hasPrefix("\(archive.db): device \(ours), snapshot 2 of ") && text.stdout.contains("\(other.db): device \(theirs)"))
+        #expect(text.stdout.contains("registry_changed"))
+        #expect(try archive.run(["compare", other.db, "--exit-status"]).status == 1)
+        #expect(try archive.run(["compare", archive.db, "--exit-status"]).status == 0)
+        // Nothing is stored: the chain still has its own two snapshots and one delta.
+        #expect(try archive.sql("SELECT count(*) FROM deltas") == "1")
+        let missing = try archive.run(["compare", other.scratch.path("nothing.db")])
+        #expect(missing.status == 2 && missing.stderr.contains("no archive at"), "\(missing.stderr)")
+    }
+
     @Test("per-sample metadata entries of the export are archived as JSON")
     func metadataEntriesArchivedAsJSON() throws {
         // A heart-rate record with HealthKit's motion context and a user-entered flag, and one

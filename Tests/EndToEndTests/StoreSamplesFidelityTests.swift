@@ -51,6 +51,37 @@ struct StoreSamplesFidelityTests {
             "\(detail)")
     }
 
+    // Seed 001, MonitorConfig: `let timeoutSeconds: Int?`, `let httpOkThresholdMs: Int?`; the app
+    // decodes GET /api/monitors into [Monitor], so one fraction fails the whole list.
+    @Test("a fractional timeout or threshold: the monitor list decodes with the app's models, the exact value in a field of its own")
+    func fractionalConfigDecodes() throws {
+        let server = try FixtureServer()
+        let targets = try scratch.write(
+            "targets.ndjson",
+            """
+            {"id":"dns","name":"Google DNS","url":"\(server.baseURL)/ok","http_ok_threshold_ms":80.5}
+            {"id":"web","name":"Web","url":"\(server.baseURL)/ok","timeout_seconds":3}
+            """)
+        let piped = try shell("probe-http -t 1500ms '\(targets)' | store-samples --db '\(db)' --quiet")
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let listed = try run("store-samples", ["--db", db, "monitors"])
+        let monitors = try decode([OTMonitor].self, listed.stdout)
+        let dns = try #require(monitors.first { $0.name == "Google DNS" })
+        // 1.5 s to the nearest whole second is 2; 80.5 ms to the nearest whole millisecond is 81.
+        #expect(dns.config?.timeoutSeconds == 2 && dns.config?.httpOkThresholdMs == 81)
+        #expect(monitors.first { $0.name == "Web" }?.config?.timeoutSeconds == 3, "a whole number stays as it is")
+        // The exact values, beside them.
+        let raw = try #require(
+            try JSONParser.parse(listed.stdout).arrayValue?.compactMap(\.objectValue).first { $0.string("name") == "Google DNS" })
+        let config = try #require(raw["config"]?.objectValue)
+        #expect(config["timeout_ms"] == .number("1500") || config["timeout_ms"] == .integer(1500), "\(config)")
+        #expect(config["http_ok_threshold_ms_exact"]?.doubleValue == 80.5, "\(config)")
+        #expect(config["timeout_seconds"]?.intValue == 2)
+        // One monitor, as GET /api/monitors/{id} answers it, decodes too.
+        let one = try decode(OTMonitor.self, try run("store-samples", ["--db", db, "monitor", String(dns.id)]).stdout)
+        #expect(one.config?.timeoutSeconds == 2)
+    }
+
     @Test("uptime counts only up: the seed's degraded bucket at 75.0; overall is the mean of the monitors")
     func uptimeCountsOnlyUp() throws {
         // The seed's history example: the 10:15 bucket is degraded at 75.0, so of its four

@@ -118,8 +118,14 @@ final class TLSServer {
     let process = Process()
     let url: String
 
-    init(cert: String, key: String, clientCA: String? = nil, maxTLS: String? = nil, handshakeDelaySeconds: Double = 0) throws {
+    /// Starts the server; `postAnswers` and `postLog` are files for its scripted POST answers and its log of POSTs.
+    init(
+        cert: String, key: String, clientCA: String? = nil, maxTLS: String? = nil, handshakeDelaySeconds: Double = 0,
+        postAnswers: String? = nil, postLog: String? = nil
+    ) throws {
         var arguments = [Binaries.fixtures.appendingPathComponent("tls_server.py").path, "--cert", cert, "--key", key]
+        if let postAnswers { arguments += ["--post-answers", postAnswers] }
+        if let postLog { arguments += ["--post-log", postLog] }
         if let clientCA { arguments += ["--client-ca", clientCA] }
         if let maxTLS { arguments += ["--max-tls", maxTLS] }
         if handshakeDelaySeconds > 0 { arguments += ["--handshake-delay", String(handshakeDelaySeconds)] }

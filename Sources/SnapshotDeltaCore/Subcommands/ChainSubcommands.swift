@@ -1,7 +1,7 @@
 import Foundation
 import VitalsKit
 
-/// `list`, `show` and `diff`: reading the chain.
+/// `list`, `show`, `diff` and `compare`: reading the chain.
 extension Run {
     func list() throws -> VitalsKit.ExitStatus {
         let format = try options.choice("format")
@@ -53,5 +53,30 @@ extension Run {
             for anomaly in detection.anomalies { try write(Records.anomaly(anomaly)) }
         }
         return options.has("exit-status") && !detection.anomalies.isEmpty ? .verdict : .success
+    }
+
+    /// `compare OTHER`: HealthProbe's baseline comparison across devices. The latest snapshot of
+    /// this archive (the baseline) against the latest of OTHER, another device's archive, type by
+    /// type, with the deltas' reasons and guards; computed now and stored nowhere. No anomaly rule
+    /// runs: they judge one device's history, and another device's archive is no later export.
+    func compare(_ other: String) throws -> VitalsKit.ExitStatus {
+        let format = try options.choice("format")
+        let archive = try Archive(path: path, create: false)
+        let baseline = try archive.resolve("latest")
+        let theirs = try Archive(path: other, create: false).resolve("latest")
+        let delta = DeltaBuilder.delta(id: UUID().uuidString.lowercased(), from: baseline, to: theirs, at: now())
+        if format == "text" {
+            try writer.write(
+                "\(path): device \(baseline.deviceID), snapshot \(baseline.seq) of \(Timestamp.format(milliseconds: baseline.createdAt))\n"
+                    + "\(other): device \(theirs.deviceID), snapshot \(theirs.seq) of \(Timestamp.format(milliseconds: theirs.createdAt))\n"
+                    + SnapshotText.delta(delta, anomalies: []))
+        } else {
+            var record = Records.delta(delta, ephemeral: true)
+            record["from_device_id"] = .string(baseline.deviceID)
+            record["to_device_id"] = .string(theirs.deviceID)
+            try write(record)
+        }
+        let differ = delta.types.contains { $0.transition != .unchanged || $0.hashBefore != $0.hashAfter }
+        return options.has("exit-status") && differ ? .verdict : .success
     }
 }

@@ -71,8 +71,27 @@ extension Run {
 
     /// `anomalies [--unresolved]`: the seed's dashboard list.
     func anomalies() throws -> VitalsKit.ExitStatus {
+        let format = try options.choice("format")
+        if options.has("counts"), options.has("unresolved") {
+            throw UsageError("--counts counts the unresolved anomalies already; give it without --unresolved")
+        }
         let archive = try Archive(path: path, create: false)
-        for (anomaly, resolvedAt) in try archive.listAnomalies(unresolved: options.has("unresolved")) {
+        let listed = try archive.listAnomalies(unresolved: options.has("unresolved") || options.has("counts"))
+        if options.has("counts") {
+            // HealthProbe's dashboard: the unresolved anomalies counted by severity.
+            let counts = Severity.allCases.map { severity in (severity, listed.filter { $0.anomaly.severity == severity }.count) }
+            if format == "text" {
+                try writer.write(SnapshotText.anomalyCounts(counts))
+            } else {
+                try write(Records.anomalyCounts(counts))
+            }
+            return .success
+        }
+        if format == "text" {
+            if !listed.isEmpty { try writer.write(SnapshotText.anomalies(listed)) }
+            return .success
+        }
+        for (anomaly, resolvedAt) in listed {
             try write(Records.anomaly(anomaly, resolvedAt: resolvedAt))
         }
         return .success

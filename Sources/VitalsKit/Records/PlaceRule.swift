@@ -114,18 +114,36 @@ public enum PlaceRule {
     public static func status(
         place: String, at: Int64, status: SampleStatus, others: [Vote], intervalMs: Int64, quorum: Quorum
     ) -> SampleStatus {
+        verdict(place: place, at: at, status: status, others: others, intervalMs: intervalMs, quorum: quorum)?.status ?? status
+    }
+
+    /// The whole verdict behind `status(place:at:status:others:intervalMs:quorum:)` (whether it is
+    /// partial, and the places' words); nil when the sample's own status is the monitor's because
+    /// no other place votes beside it, or every vote beside it says the same (however many agree,
+    /// the worst a quorum reports is then that status, and nobody fails alone).
+    public static func verdict(
+        place: String, at: Int64, status: SampleStatus, others: [Vote], intervalMs: Int64, quorum: Quorum
+    ) -> PlaceVerdict? {
         let start = windowStart(at, intervalMs: intervalMs)
+        // Agreement, the usual case, needs no judging (and nothing allocated).
+        if severity(status) != nil,
+            !others.contains(where: {
+                $0.place != place && $0.at <= at && $0.at >= start && $0.status != status && severity($0.status) != nil
+            })
+        {
+            return nil
+        }
         var latest: [String: Vote] = [:]
         for vote in others where vote.place != place && vote.at <= at && vote.at >= start && severity(vote.status) != nil {
             if let known = latest[vote.place], known.at >= vote.at { continue }
             latest[vote.place] = vote
         }
-        if latest.isEmpty { return status }
+        if latest.isEmpty { return nil }
         var reports = [PlaceReport(agent: place.isEmpty ? nil : place, at: at, status: status)]
         for vote in latest.values {
             reports.append(PlaceReport(agent: vote.place.isEmpty ? nil : vote.place, at: vote.at, status: vote.status))
         }
-        return judge(reports, intervalMs: intervalMs, quorum: quorum).status
+        return judge(reports, intervalMs: intervalMs, quorum: quorum)
     }
 
     /// The reason of a monitor that fewer than a quorum of its places see failing.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # A desktop for notify's desktop:// test: Xvfb, a D-Bus session bus, and dunst as the
 # notification daemon, with a rule that records every notification it shows (app name,
-# summary, body, urgency) in WORKDIR/shown. Runs COMMAND inside, then waits for the
+# summary, body, urgency) in WORKDIR/shown, and its category (the hint notify-send's
+# --category sets) in WORKDIR/categories. Runs COMMAND inside, then waits for the
 # record (bounded) and exits with COMMAND's status. Everything it starts is ended with
 # SIGKILL: a test runner's children may inherit SIGTERM blocked.
 # Usage: desktop_session.sh WORKDIR COMMAND [ARGUMENT...]
@@ -47,6 +48,7 @@ cat >"$work/dunstrc" <<CONFIG
 CONFIG
 cat >"$work/record.sh" <<'SCRIPT'
 #!/bin/sh
+printf '%s\n' "${DUNST_CATEGORY:-}" >>"$(dirname "$0")/categories"
 printf '%s|%s|%s|%s\n' "$1" "$2" "$3" "$5" >>"$(dirname "$0")/shown"
 SCRIPT
 chmod +x "$work/record.sh"
