@@ -66,7 +66,7 @@ extension SQLiteSampleStore {
             """)
         forget.bind(monitorID)
         try forget.step()
-        if let monitorID { caches.places[monitorID] = nil } else { caches.places.removeAll() }
+        forgetKnownPlaces(of: monitorID)
     }
 
     private func oldestAt(_ id: Int64) throws -> Int64? {

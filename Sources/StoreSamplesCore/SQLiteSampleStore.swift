@@ -56,9 +56,6 @@ final class SQLiteSampleStore: SampleStore {
         var retentionHints: [Int64: (count: Int, oldest: Int64?)] = [:]
         /// The span of sample times of each agent whose row this unit has written.
         var agentsWritten: [String: AgentSpan] = [:]
-        /// Each monitor's places as stored or added (identity agents, '' for the local place), by
-        /// monitor integer id: a sample of a monitor with no other place is its own consensus.
-        var places: [Int64: Set<String>] = [:]
     }
 
     @exclusivity(unchecked) var caches = UnitCaches()
@@ -68,10 +65,49 @@ final class SQLiteSampleStore: SampleStore {
     final class KnownMonitor {
         let id: Int64
         var metadata: MonitorMetadata
+        /// Its places' identity agents as stored and added ('' for the local place), once read:
+        /// nil before; `onlyPlace` while there is exactly one, so a sample of a monitor with no
+        /// other place is its own consensus without hashing a place.
+        var places: Set<String>?
+        var onlyPlace: String?
+        /// What the open transaction knows of its votes: every counted sample from `votesFrom` on,
+        /// read once and then added to as the transaction stores samples (nothing else writes
+        /// during a transaction); nil when not read in this one.
+        var votes: [StoredConsensus.Vote]?
+        var votesFrom = Int64.max
+        /// The open transaction's newest sample of the local place and of each agent, for `places`.
+        var batchLocalNewest = Int64.min
+        var batchAgentNewest: [String: Int64] = [:]
+        /// Whether the open transaction touched it (it is in `batchKnown`).
+        var inBatch = false
 
         init(id: Int64, metadata: MonitorMetadata) {
             self.id = id
             self.metadata = metadata
+        }
+
+        /// Whether a place other than `place` is known.
+        func hasPlace(besides place: String) -> Bool {
+            guard let places else { return false }
+            if places.count <= 1 { return onlyPlace != nil && onlyPlace != place }
+            return true
+        }
+
+        /// Notes a place a sample was stored of.
+        func addPlace(_ place: String) {
+            guard places != nil else { return }
+            if places!.count == 1, onlyPlace == place { return }
+            places!.insert(place)
+            onlyPlace = places!.count == 1 ? places!.first : nil
+        }
+
+        /// Forgets what the open transaction knew.
+        func endBatch() {
+            votes = nil
+            votesFrom = Int64.max
+            batchLocalNewest = Int64.min
+            batchAgentNewest.removeAll()
+            inBatch = false
         }
     }
 
@@ -81,14 +117,9 @@ final class SQLiteSampleStore: SampleStore {
     /// table are brought up to date for them at the commit. Emptied by every commit and abort.
     @exclusivity(unchecked) var batchMonitors: Set<Int64> = []
     @exclusivity(unchecked) var batchAgents = AgentSightings()
-    /// The newest sample time of each (monitor, place) the open transaction stored, for `places`.
-    @exclusivity(unchecked) var batchPlaces: [PlaceKey: Int64] = [:]
-
-    /// A monitor's place: its integer id and the identity agent.
-    struct PlaceKey: Hashable {
-        var monitorID: Int64
-        var place: String
-    }
+    /// The monitors the open transaction stored counted samples of (their places' newest times
+    /// and votes are kept on each).
+    @exclusivity(unchecked) var batchKnown: [KnownMonitor] = []
     /// Samples added to the open transaction, and those of them stored already.
     @exclusivity(unchecked) var batchSamples = 0
     @exclusivity(unchecked) var batchOutcome = BatchOutcome()
@@ -143,7 +174,8 @@ final class SQLiteSampleStore: SampleStore {
         if db.inTransaction { try? db.execute("ROLLBACK") }
         batchMonitors.removeAll()
         batchAgents.removeAll()
-        batchPlaces.removeAll()
+        for known in batchKnown { known.endBatch() }
+        batchKnown.removeAll()
         batchSamples = 0
         batchOutcome = BatchOutcome()
         submitted = BatchOutcome()
