@@ -71,20 +71,28 @@ enum ClickHouseRows {
 
     /// The samples table's columns, as rows are written.
     static let sampleColumns =
-        "monitor, at, identity_agent, id, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, held, record, reason, "
-        + "consensus"
+        "monitor, at, identity_agent, id, batch, received_ms, status, latency_ms, message, tls_expiry_days, speed_mbps, origin, agent, "
+        + "held, record, reason, consensus"
 
-    /// Appends a sample's row: its number `id` in the store, its origin (`remote`), the agent a
-    /// remote sample came from, and whether it is held. Returns where the number's 8 bytes are
-    /// (a batch numbers its samples again when it drops one stored already).
+    /// Where a row's `received_ms` is, from where its number is (`batch` lies between them).
+    static let receivedAfterID = 16
+
+    /// Appends a sample's row: its number `id` in the store, the INSERT's `batch` number (0 for a
+    /// held sample: a follower never writes it), its origin (`remote`), the agent a remote sample
+    /// came from, and whether it is held; `received_ms` is 0 until `stampReceived` sets it when
+    /// the batch is sent. Returns where the number's 8 bytes are (a batch numbers its samples
+    /// again when it drops one stored already).
     @discardableResult
-    static func write(_ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, to rows: inout RowBinaryWriter) -> Int
-    {
+    static func write(
+        _ sample: StorableSample, id: Int64, remote: Bool, agent: String?, held: Bool, batch: UInt64, to rows: inout RowBinaryWriter
+    ) -> Int {
         rows.string(sample.monitor)
         rows.int64(sample.at)
         sample.withText(sample.agentRange) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
         let idOffset = rows.bytes.count
         rows.uint64(UInt64(max(0, id)))
+        rows.uint64(held ? 0 : batch)
+        rows.int64(0)
         rows.uint8(sample.status.storeCode)
         rows.optionalFloat64(sample.latencyMs)
         sample.withText(sample.messageRange) { rows.optionalBytes($0) }
@@ -101,6 +109,22 @@ enum ClickHouseRows {
         return idOffset
     }
 
+    /// Sets `received_ms` of the rows whose numbers are at `idOffsets`.
+    static func stampReceived(_ milliseconds: Int64, idOffsets: [Int], in rows: inout [UInt8]) {
+        withUnsafeBytes(of: milliseconds.littleEndian) { stamp in
+            for offset in idOffsets {
+                for index in 0..<8 { rows[offset + receivedAfterID + index] = stamp[index] }
+            }
+        }
+    }
+
+    /// Reads past a sample row's number, batch and received_ms, which `write` writes together.
+    private static func skipNumbering(_ reader: inout RowBinaryReader) throws {
+        _ = try reader.uint64()
+        _ = try reader.uint64()
+        _ = try reader.int64()
+    }
+
     /// What judging needs of a sample row written by `write` at `start`: its monitor, time,
     /// identity agent, status and whether it is held.
     static func vote(ofRowAt start: Int, in rows: [UInt8]) throws -> (
@@ -110,7 +134,7 @@ enum ClickHouseRows {
         let monitor = try reader.stringBytesRange()
         let at = try reader.int64()
         let place = try reader.stringBytesRange()
-        _ = try reader.uint64()
+        try skipNumbering(&reader)
         let status = try reader.uint8()
         _ = try reader.optionalFloat64()
         _ = try reader.isNull() ? nil : try reader.stringBytesRange()
@@ -130,7 +154,7 @@ enum ClickHouseRows {
         let monitor = try reader.stringBytesRange()
         let at = try reader.int64()
         let agent = try reader.stringBytesRange()
-        _ = try reader.uint64()
+        try skipNumbering(&reader)
         _ = try reader.uint8()
         _ = try reader.optionalFloat64()
         _ = try reader.isNull() ? nil : try reader.stringBytesRange()

@@ -77,7 +77,9 @@ extension ClickHouseSampleStore {
         if batch.count == 0 { batch.firstID = id }
         if !isNew(sample) { batch.uncertain.append(batch.count) }
         batch.rowStarts.append(batch.rows.bytes.count)
-        batch.idOffsets.append(ClickHouseRows.write(sample, id: id, remote: policy.remote, agent: remoteAgent, held: held, to: &batch.rows))
+        batch.idOffsets.append(
+            ClickHouseRows.write(
+                sample, id: id, remote: policy.remote, agent: remoteAgent, held: held, batch: batch.number, to: &batch.rows))
         batch.count += 1
         // Keep the batch in flight moving while this one is read (an upload stalls otherwise).
         // Every 16 samples rather than every 256: the server then has the batch when this one is
@@ -154,6 +156,9 @@ extension ClickHouseSampleStore {
             if batch.count > 0 {
                 let outcome = try settleUncertain()
                 try judgeBatch()
+                // When the INSERT is sent, by this writer's clock: a follower reads a batch once it is
+                // `--lag` old (see `ClickHouseSampleStore+Follow`).
+                ClickHouseRows.stampReceived(Clock.wallMilliseconds(), idOffsets: batch.idOffsets, in: &batch.rows.bytes)
                 let pending =
                     batch.count == 0
                     ? nil

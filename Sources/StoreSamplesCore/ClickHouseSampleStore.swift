@@ -106,6 +106,12 @@ final class ClickHouseSampleStore: SampleStore {
         /// Whether a sample or monitor record was added since the last commit.
         var open = false
         var agents = AgentSightings()
+        /// The number of the INSERT the batch is sent as (the samples' `batch`): random, so writers
+        /// that insert at once need not agree on one; a new one for each batch.
+        var number = Batch.newNumber()
+
+        /// A batch number: any but 0, which marks the samples a follower never writes.
+        static func newNumber() -> UInt64 { UInt64.random(in: 1...UInt64.max) }
 
         /// Empties the batch, keeping its buffer for the next.
         mutating func clear() {
@@ -116,6 +122,7 @@ final class ClickHouseSampleStore: SampleStore {
             uncertain.removeAll(keepingCapacity: true)
             open = false
             agents.removeAll()
+            number = Batch.newNumber()
         }
     }
 
@@ -158,7 +165,11 @@ final class ClickHouseSampleStore: SampleStore {
                 "\(location.display) holds store-samples schema version \(version), newer than this build's "
                     + "\(ClickHouseSchema.version): use a newer store-samples")
         case .missing:
-            throw ToolError("no store-samples tables in \(location.display) (store samples in it first, or name another with --db)")
+            throw StoreMissing(
+                description: stored == 0
+                    ? "no store-samples tables in \(location.display) (store samples in it first, or name another with --db)"
+                    : "\(location.display) holds store-samples schema version \(stored), older than this build's "
+                        + "\(ClickHouseSchema.version): storing samples in it upgrades it")
         case .upgrade(let from):
             guard let statements = ClickHouseSchema.upgrade(from: from, placement, appliedAt: Clock.wallMilliseconds()) else {
                 throw ToolError(

@@ -17,14 +17,15 @@ enum ClickHouseSchema {
     /// own agent; '' for none) behind the day of its time, partitioned by month. The day first
     /// keeps every read by time to the days it asks for (the last day's overview reads one day
     /// whatever the store holds); a monitor's samples of a day lie together, in time order, and
-    /// granules of 1,024 rows keep one monitor's year to about its own rows.
+    /// granules of 1,024 rows keep one monitor's year to about its own rows. `batch` and
+    /// `received_ms` (version 5) are how `follow` reads them in the order stored (see `addedColumns`).
     static let samples = Table(
         name: "samples",
         columns: """
             monitor String, at Int64, identity_agent String, id UInt64, status UInt8, latency_ms Nullable(Float64), \
             message Nullable(String), tls_expiry_days Nullable(Int64), speed_mbps Nullable(Float64), origin UInt8, \
             agent Nullable(String), held UInt8, record String, consensus UInt8 DEFAULT status, \
-            reason Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), '')
+            reason Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), ''), batch UInt64, received_ms Int64
             """,
         engine: "ReplacingMergeTree() PARTITION BY toYYYYMM(toDateTime(intDiv(at, 1000))) "
             + "ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024",
@@ -49,10 +50,16 @@ enum ClickHouseSchema {
     /// Columns added to a table after it was made, by the version that added them: an older store
     /// gets each one its table lacks (18.16 has no `ADD COLUMN IF NOT EXISTS`, so the store asks
     /// `system.columns` first). Version 4 keeps each sample's consensus (`StoredConsensus`; older
-    /// samples: their own status) and its reason (older samples: the record's).
+    /// samples: their own status) and its reason (older samples: the record's). Version 5 keeps the
+    /// order samples were stored in, for `follow` (ClickHouse has no rowid, and several writers
+    /// and shards insert at once): `batch`, a random number given each INSERT (0 for a sample held
+    /// from a pending agent, and for older samples: samples a follower never writes), and
+    /// `received_ms`, the writer's clock when it sent the INSERT.
     static let addedColumns: [(version: Int64, table: String, column: String, type: String)] = [
         (4, "samples", "consensus", "UInt8 DEFAULT status"),
         (4, "samples", "reason", "Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), '')"),
+        (5, "samples", "batch", "UInt64"),
+        (5, "samples", "received_ms", "Int64"),
     ]
 
     /// Every table of this version.
@@ -83,8 +90,8 @@ enum ClickHouseSchema {
     /// The schema version this build writes (the `store_samples_schema` table holds it). Version 1
     /// had samples keyed by writer and number, monitors, agents and writers; version 2 added
     /// resends; version 3 keys samples by their identity and adds marks; version 4 adds places and
-    /// each sample's consensus and reason.
-    static let version: Int64 = 4
+    /// each sample's consensus and reason; version 5 each sample's batch and received_ms.
+    static let version: Int64 = 5
 
     /// Where a store's tables are: its database, and the cluster of a `Distributed` table over
     /// local ones (nil for one server). `onCluster` is ` ON CLUSTER NAME` when DDL goes to the

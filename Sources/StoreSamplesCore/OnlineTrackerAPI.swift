@@ -132,7 +132,7 @@ final class OnlineTrackerWorker: RequestAnswerer {
             opened.startRequest(now: now)
             store = opened
             return opened
-        } catch is ToolError {
+        } catch let error where error is ToolError || error is StoreMissing {
             throw APIError(
                 status: 503, reason: "no_store", message: "the store cannot be opened or created: it is unreachable, or not writable",
                 headers: [("Retry-After", "10")])

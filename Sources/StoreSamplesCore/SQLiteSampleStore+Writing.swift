@@ -109,18 +109,20 @@ extension SQLiteSampleStore {
             let place = sample.agentRange == nil ? "" : sample.agent ?? ""
             // A held sample is not counted: it neither votes nor is judged until its agent is approved.
             let consensus = held ? nil : try consensusCode(known, place: place, sample: sample)
+            let (batch, lastID) = try numbering ?? readNumbering()
             sample.withText(sample.reasonRange) { reason in
                 sample.withText(sample.messageRange) { message in
                     sample.withText(sample.agentRange) { agent in
                         insert.bind(
-                            monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code, message,
-                            sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held,
-                            agent ?? SQLiteSampleStore.noAgent, consensus)
+                            lastID + 1, monitorID, sample.at, Int64(sample.status.storeCode), sample.latencyMs, reason, sample.code,
+                            message, sample.tlsExpiryDays, sample.speedMbps, sample.line, policy.remote, remoteAgent, held,
+                            agent ?? SQLiteSampleStore.noAgent, consensus, held ? 0 : batch)
                     }
                 }
             }
             try insert.step()
             insert.reset()
+            if db.changes > 0 { numbering = (batch, lastID + 1) }
             let position = batchSamples
             batchSamples += 1
             batchMonitors.insert(monitorID)
@@ -159,6 +161,17 @@ extension SQLiteSampleStore {
             abortBatch()
             throw translate(error)
         }
+    }
+
+    /// The open transaction's batch number and the largest sample id given, read under its write
+    /// lock (no other writer can move either until it commits).
+    private func readNumbering() throws -> (batch: Int64, lastID: Int64) {
+        let read = try db.withCached("SELECT generation, last_sample_id FROM store_state") { state in
+            guard try state.step() else { throw ToolError("the store's store_state has no row") }
+            return (batch: state.int64(0) + 1, lastID: state.int64(1))
+        }
+        numbering = read
+        return read
     }
 
     /// Whether the sample stored with `sample`'s identity has its very bytes.
@@ -201,8 +214,15 @@ extension SQLiteSampleStore {
             }
             try writePlaces()
             try applyRetention(batchMonitors, retention: retention, now: now)
+            if let (_, lastID) = numbering {
+                _ = try db.withCached("UPDATE store_state SET last_sample_id = ?") { update in
+                    update.bind(lastID)
+                    return try update.step()
+                }
+            }
             try bumpGeneration()
             try db.execute("COMMIT", context: "commit")
+            numbering = nil
             batchMonitors.removeAll(keepingCapacity: true)
             batchAgents.removeAll()
             for known in batchKnown { known.endBatch() }
@@ -349,16 +369,18 @@ extension SQLiteSampleStore {
     /// Writes what `sample` states of monitor `id`: each field it gives replaces the stored one,
     /// the others stay (another writer may have set them meanwhile).
     private func refresh(_ id: Int64, _ sample: StorableSample) throws {
-        let update = try db.prepare(
+        try db.withCached(
             """
             UPDATE monitors SET name = coalesce(?, name), kind = coalesce(?, kind), target = coalesce(?, target),
-                agent = coalesce(?, agent), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
+                agent = coalesce(agent, ?), description = coalesce(?, description), check_interval = coalesce(?, check_interval),
                 config = coalesce(?, config), enabled = coalesce(?, enabled)
             WHERE id = ?
-            """)
-        update.bind(
-            sample.name, sample.kind, sample.target, sample.agent, sample.description, sample.checkInterval,
-            sample.raw(sample.configRange), sample.enabled, id)
-        try update.step()
+            """
+        ) { update in
+            update.bind(
+                sample.name, sample.kind, sample.target, sample.agent, sample.description, sample.checkInterval,
+                sample.raw(sample.configRange), sample.enabled, id)
+            try update.step()
+        }
     }
 }

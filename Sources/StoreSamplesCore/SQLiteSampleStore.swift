@@ -32,9 +32,9 @@ final class SQLiteSampleStore: SampleStore {
     let policy: IngestPolicy
     lazy var insertSample = try? db.prepare(
         """
-        INSERT INTO samples (monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record,
-                             origin, agent, held, identity_agent, consensus)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        INSERT INTO samples (id, monitor_id, at, status, latency_ms, reason, code, message, tls_expiry_days, speed_mbps, record,
+                             origin, agent, held, identity_agent, consensus, batch)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (at, monitor_id, identity_agent) DO NOTHING
         """)
 
@@ -123,6 +123,10 @@ final class SQLiteSampleStore: SampleStore {
     /// Samples added to the open transaction, and those of them stored already.
     @exclusivity(unchecked) var batchSamples = 0
     @exclusivity(unchecked) var batchOutcome = BatchOutcome()
+    /// The open transaction's batch number (the generation its commit makes) and the largest sample
+    /// id given so far (see `SQLiteSchema.storageOrder`), read from `store_state` under the write
+    /// lock at its first sample; nil until then.
+    @exclusivity(unchecked) var numbering: (batch: Int64, lastID: Int64)?
     /// The outcome of the batch `submitBatch` committed, until `awaitSubmitted` hands it over.
     var submitted = BatchOutcome()
 
@@ -131,7 +135,7 @@ final class SQLiteSampleStore: SampleStore {
     init(path: String, create: Bool, policy: IngestPolicy = IngestPolicy()) throws {
         self.policy = policy
         if !create, access(path, F_OK) != 0 {
-            throw ToolError("no database at \(path) (store samples in it first, or name another with --db or VITALS_DB)")
+            throw StoreMissing(description: "no database at \(path) (store samples in it first, or name another with --db or VITALS_DB)")
         }
         // Commits come every 20,000 rows at most (`Ingester.maxRows`), so the same index pages
         // are written to the WAL again and again: a larger cache keeps them from being read back,
@@ -178,6 +182,7 @@ final class SQLiteSampleStore: SampleStore {
         batchKnown.removeAll()
         batchSamples = 0
         batchOutcome = BatchOutcome()
+        numbering = nil
         submitted = BatchOutcome()
         // What the transaction cached may have been rolled back with it.
         caches = UnitCaches()

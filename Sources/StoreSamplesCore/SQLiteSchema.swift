@@ -102,8 +102,24 @@ enum SQLiteSchema {
         UPDATE store_state SET generation = generation + 1;
         """
 
+    /// Version 7: the order samples were stored in, for `follow`. Sample ids are given by the writer
+    /// from `store_state.last_sample_id`, the largest ever given, so an id is never given twice
+    /// (SQLite's own rowid reuses the ids of the newest rows once they are cleared or pruned, and a
+    /// follower's cursor would then miss the samples given them again): ids grow in the order the
+    /// write transactions committed. `batch` is the generation of the transaction that stored the
+    /// sample (the value `generation` takes at its commit), so a follower knows where each stored
+    /// batch begins and ends; 0 for a sample held from a pending agent, and for those stored before
+    /// this version: samples a follower never writes.
+    static let storageOrder = """
+        ALTER TABLE samples ADD COLUMN batch INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE store_state ADD COLUMN last_sample_id INTEGER NOT NULL DEFAULT 0;
+        UPDATE store_state SET last_sample_id = (SELECT coalesce(max(id), 0) FROM samples);
+        """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
-    static let migrations: [String] = [tables, monitorSettings, agentModel, generationCounter, sampleIdentity, placeModel]
+    static let migrations: [String] = [
+        tables, monitorSettings, agentModel, generationCounter, sampleIdentity, placeModel, storageOrder,
+    ]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
     static let versioned = VersionedSchema(tool: "store-samples", kind: "store-samples database", migrations: migrations)

@@ -154,6 +154,13 @@ extension SampleStore {
     func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?) { (nil, nil) }
 }
 
+/// A store that is not there yet, or not at this build's version (ClickHouse): a query says so
+/// and fails (the API answers 503), a long-lived follower waits for an ingest to make it.
+struct StoreMissing: Error, CustomStringConvertible {
+    /// What is missing, and what makes it.
+    let description: String
+}
+
 /// What became of a batch's samples that were not stored because a sample of the same identity
 /// (monitor, agent, time) was stored first: each by its position among the batch's samples, in
 /// the order they were added. The same bytes are a duplicate (a replay: nothing to say); other

@@ -29,7 +29,10 @@ struct MonitorMetadata: Equatable, Sendable {
         if Self.take(sample, sample.nameRange, into: &name) { changed = true }
         if Self.take(sample, sample.kindRange, into: &kind) { changed = true }
         if Self.take(sample, sample.targetRange, into: &target) { changed = true }
-        if Self.take(sample, sample.agentRange, into: &agent) { changed = true }
+        // The first agent a monitor's samples name stays: with several places reporting it, taking
+        // each sample's would rewrite the monitor at every sample (the views tell its places apart
+        // from the samples themselves).
+        if agent == nil, Self.take(sample, sample.agentRange, into: &agent) { changed = true }
         if Self.take(sample, sample.descriptionRange, into: &description) { changed = true }
         if let raw = sample.raw(sample.configRange), !Self.same(config, raw) {
             config = String(decoding: raw, as: UTF8.self)

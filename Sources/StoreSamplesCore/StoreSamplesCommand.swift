@@ -12,6 +12,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             "[OPTIONS] [ingest] [FILE...]", "--db https://HOST[:PORT]/?token_file=FILE [--spool DIR] [ingest] [FILE...]",
             "[OPTIONS] overview | monitors | monitor ID | history ID | results ID",
             "[OPTIONS] agents [approve|reject|token ID] | stats | export | metrics [--output FILE]",
+            "[OPTIONS] follow [--cursor FILE] [--once] [--from start|now] [--tick DURATION]",
             "[OPTIONS] serve --socket PATH | cgi",
             "[OPTIONS] clear --all | --monitor ID | --until WHEN",
         ],
@@ -20,8 +21,10 @@ public enum StoreSamplesCommand: VitalsCommand {
             each record is written to standard output once the transaction holding it has committed. The other \
             subcommands print JSON shaped as OnlineTracker's API (overview, monitors, monitor, history, results, \
             agents), Online Now's statistics (stats), or the stored samples (export); metrics prints every monitor's latest \
-            state and counts in Prometheus' text exposition format. With --db https://..., an agent's samples go to a \
-            server's POST /api/samples through a spool on disk, where they wait while the server cannot be reached. serve answers OnlineTracker's \
+            state and counts in Prometheus' text exposition format. follow writes the samples the store receives, \
+            whoever stored them, batch by batch between round marks, from a cursor kept in a file, until stopped (or \
+            once). With --db https://..., an agent's samples go to a server's POST /api/samples through a spool on \
+            disk, where they wait while the server cannot be reached. serve answers OnlineTracker's \
             API behind nginx as a FastCGI responder on a private Unix socket, until stopped; cgi answers one request \
             of it under a web server that runs a program per request. See store-samples(1) and vitals-serve(7).
             """,
@@ -86,6 +89,21 @@ public enum StoreSamplesCommand: VitalsCommand {
             ),
             OptionSpec("all", help: "clear: every sample of every monitor (without --monitor or --until, clear wants it)"),
             OptionSpec(
+                "cursor", value: "FILE",
+                help:
+                    "follow: keep where it stands in FILE (mode 0600, replaced whole once what it covers was written), and go on from there"
+            ),
+            OptionSpec(
+                "from", value: "WHERE", default: "now", choices: ["now", "start"],
+                help: "follow: without a cursor file, begin with what is stored from now on (now) or with the store's first batch (start)"),
+            OptionSpec("once", help: "follow: write what is new, save the cursor and end (for cron)"),
+            .duration(
+                "tick", default: "30s", range: 0...Int64.max / 4,
+                help: "follow: after this long without writing anything, write a tick record; 0 never"),
+            .duration(
+                "lag", default: "2s", range: 0...3_600_000,
+                help: "follow: on ClickHouse, read a batch once it is this old by its writer's clock (every shard has it by then)"),
+            OptionSpec(
                 "sort", value: "ORDER", default: "status", choices: ["status", "id"],
                 help:
                     "monitors, overview: status (down, then degraded, then up, then unknown, each by name: the app's grouping) or id (the order first stored)"
@@ -149,6 +167,11 @@ public enum StoreSamplesCommand: VitalsCommand {
                 ], requiresAction: false, options: ["format"], choices: ["format": listFormats],
                 summary: "the agents that sent samples; approve or reject one, or make an agent's token for the API"),
             SubcommandSpec(
+                "follow", options: ["cursor", "from", "once", "tick", "lag"],
+                summary:
+                    "write the samples the store receives, in the order stored, each batch between round marks, from a cursor (see FOLLOW)"
+            ),
+            SubcommandSpec(
                 "serve", options: Serve.optionNames.union(["tokens", "auto-approve", "quorum"]),
                 summary: "answer OnlineTracker's API behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec(
@@ -173,6 +196,7 @@ public enum StoreSamplesCommand: VitalsCommand {
             "store-samples --db vitals.db export --since 24h > last-day.ndjson",
             "store-samples --db vitals.db clear --until 30d",
             "store-samples --db vitals.db metrics --output vitals.prom",
+            "store-samples --db vitals.db follow --cursor follow.cursor --once",
         ],
         exitStatuses: [
             (.success, "done (a query that matches nothing prints an empty list; https: every sample delivered)"),
@@ -289,6 +313,26 @@ public enum StoreSamplesCommand: VitalsCommand {
             return try Serve.run(options, context, what: "OnlineTracker's API (\(path))", limits: OnlineTrackerAPI.limits) {
                 OnlineTrackerWorker(api: api, log: { Streams.writeAll(errorFD, "store-samples: \($0)\n") })
             }
+        case .follow:
+            let tickMs = try options.duration("tick")!
+            let fromStart = try options.choice("from") == "start"
+            let lagMs = try options.duration("lag")!
+            if clickHouse == nil, options.has("lag") { throw UsageError("--lag applies to a ClickHouse store (--db clickhouse://...)") }
+            let cursor = options.value("cursor").map(FollowCursor.init(path:))
+            try cursor?.checkPlace()
+            let diagnostics = context.diagnostics
+            let settings = Follower.Settings(
+                openFeed: { start, appeared in
+                    if let clickHouse {
+                        let store = try ClickHouseSampleStore(location: clickHouse, waitMs: waitMs, create: false, now: clock())
+                        return try ClickHouseFollowFeed(store, start: start, fromStart: fromStart || appeared, lagMs: lagMs, now: clock())
+                    }
+                    let store = try SQLiteSampleStore(path: database, create: false)
+                    return try SQLiteFollowFeed(store, start: start, fromStart: fromStart || appeared, diagnostics: diagnostics)
+                },
+                cursor: cursor, once: options.has("once"), tickMs: tickMs,
+                pollMs: clickHouse == nil ? Follower.sqlitePollMs : Follower.clickHousePollMs, clock: clock)
+            try Follower(settings, output: context.output, outputFD: context.streams.output, diagnostics: diagnostics).run()
         case .ingest:
             /// Reads every input into `ingester`, with progress on a terminal for files (a stream from a
             /// probe is a pipe: its own tool shows how it goes), until a commit fails or a stop arrives.
@@ -464,7 +508,7 @@ public enum StoreSamplesCommand: VitalsCommand {
 
     /// The subcommands, as the table names them (a test holds the two to the same words).
     enum Subcommand: String, CaseIterable {
-        case ingest, overview, monitors, monitor, history, results, agents, serve, cgi, stats, export, metrics, clear
+        case ingest, overview, monitors, monitor, history, results, agents, follow, serve, cgi, stats, export, metrics, clear
     }
 
     /// What `agents ACTION` does.

@@ -126,7 +126,7 @@ struct ClickHouseBackendTests {
         #expect(
             try server.query("SELECT count() FROM (SELECT monitor, version FROM vitals.monitors FINAL)") == "7",
             "six monitors and the switched-off one")
-        #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "4")
+        #expect(try server.query("SELECT max(version) FROM vitals.store_samples_schema") == "5")
         let monitors = BackendCorpus.monitors + ["old"]
         #expect(try expectSameViews(url, monitors: monitors, "after ingest") == ClickHouseBackendTests.views(monitors: monitors).count)
 
@@ -246,7 +246,7 @@ struct ClickHouseBackendTests {
         let onSecond = try second.query("SELECT arrayStringConcat(groupUniqArray(monitor), ',') FROM vitals.samples_local")
         let (a, b) = (Set(onFirst.split(separator: ",")), Set(onSecond.split(separator: ",")))
         #expect(!a.isEmpty && !b.isEmpty && a.isDisjoint(with: b) && a.union(b).count == 7, "\(a) / \(b)")
-        #expect(try second.query("SELECT max(version) FROM vitals.store_samples_schema") == "4", "the schema on every shard")
+        #expect(try second.query("SELECT max(version) FROM vitals.store_samples_schema") == "5", "the schema on every shard")
     }
 
     /// Starts the cutting proxy of Fixtures/clickhouse/cut_proxy.py in front of `port` (detached:
@@ -351,10 +351,14 @@ struct ClickHouseBackendTests {
         ] { try server.query(statement) }
         let url = "clickhouse://127.0.0.1:\(server.httpPort)/old"
         let read = try run("store-samples", ["--db", url, "export"])
-        #expect(read.status == 2 && read.stderr.contains("no store-samples tables"), "a query does not upgrade: \(read.stderr)")
+        #expect(
+            read.status == 2
+                && read.stderr.contains(
+                    "holds store-samples schema version 2, older than this build's 5: storing samples in it upgrades it"),
+            "a query does not upgrade: \(read.stderr)")
         let next = try run("store-samples", ["--db", url, "--keep", "0"], stdin: line(4, "4.5") + "\n" + line(2, "2.5") + "\n")
         #expect(next.status == 0, "\(next.stderr)")
-        #expect(try server.query("SELECT max(version) FROM old.store_samples_schema") == "4")
+        #expect(try server.query("SELECT max(version) FROM old.store_samples_schema") == "5")
         #expect(
             try server.query("SELECT groupArray((id, latency_ms)) FROM (SELECT id, latency_ms FROM old.samples ORDER BY at)")
                 == "[(1,1.5),(2,2.5),(5,9.5),(6,4.5)]",

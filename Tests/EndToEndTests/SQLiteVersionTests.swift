@@ -10,7 +10,7 @@ struct SQLiteVersionTests {
 
     let heart = "HKQuantityTypeIdentifierHeartRate"
     /// The schema version each tool writes today.
-    let versions = ["store-samples": 6, "snapshot-delta": 5]
+    let versions = ["store-samples": 7, "snapshot-delta": 5]
 
     func storeSamples(_ db: String) throws -> RunResult {
         try run("store-samples", ["--db", db], stdin: sample("a") + "\n")
@@ -62,15 +62,16 @@ struct SQLiteVersionTests {
     }
 
     @Test(
-        "a version-1 store-samples file gains the monitors' config and enabled, the agent model, the generation and the identity key, keeping its samples"
+        "a version-1 store-samples file gains the monitors' config and enabled, the agent model, the generation, the identity key, places and the storage order, keeping its samples"
     )
     func storeSamplesVersionOne() throws {
         let db = scratch.path("v1.db")
         #expect(try storeSamples(db).status == 0)
-        // Back to version 1's tables: what versions 2 to 6 added, taken away again.
+        // Back to version 1's tables: what versions 2 to 7 added, taken away again.
         _ = try sqlite(
             db,
             """
+            ALTER TABLE samples DROP COLUMN batch;
             DROP TABLE places; DROP INDEX samples_by_monitor_time; ALTER TABLE samples DROP COLUMN consensus;
             CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms);
             DROP TABLE check_counts; DROP TABLE check_counts_state; DROP INDEX samples_identity; ALTER TABLE samples DROP COLUMN identity_agent;
@@ -85,8 +86,12 @@ struct SQLiteVersionTests {
         #expect(later.status == 0, "\(later.stderr)")
         #expect(
             try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM samples; SELECT config, enabled FROM monitors")
-                == "6\n2\n{\"ping_count\":5}|0")
+                == "7\n2\n{\"ping_count\":5}|0")
         #expect(try sqlite(db, "SELECT generation FROM store_state") == "3", "version 5's and 6's migrations and one write since version 4")
+        #expect(
+            try sqlite(db, "SELECT group_concat(id || ':' || batch, ' ') FROM samples; SELECT last_sample_id FROM store_state")
+                == "1:0 2:3\n2",
+            "the sample stored before version 7 is never followed; the new one numbered on, in the batch of its commit")
         #expect(try sqlite(db, "SELECT sum(held), sum(origin) FROM samples") == "0|0", "what was stored is the user's own and counts")
     }
 

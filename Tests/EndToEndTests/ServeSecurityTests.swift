@@ -115,18 +115,27 @@ final class ServeSecurityTests {
         typealias Listed = [(pid: pid_t, parent: pid_t, uid: uid_t, command: String)]
         func workersOf(_ list: Listed) -> Listed { list.filter { $0.command.hasPrefix("nginx: worker") } }
         func respondersOf(_ list: Listed) -> Listed {
-            list.filter { $0.command.contains("store-samples") || $0.command.contains("notify") }
+            list.filter { ($0.command.contains("store-samples") || $0.command.contains("notify")) && $0.command.contains(" serve ") }
         }
-        while workersOf(processes).isEmpty || respondersOf(processes).count < 4, Date() < deadline {
+        /// The follower's stages: store-samples follow, detect-anomaly, notify.
+        func followerOf(_ list: Listed) -> Listed {
+            list.filter {
+                $0.command.contains("store-samples follow") || $0.command.contains("detect-anomaly")
+                    || ($0.command.contains("notify") && !$0.command.contains(" serve "))
+            }
+        }
+        while workersOf(processes).isEmpty || respondersOf(processes).count < 4 || followerOf(processes).count < 3, Date() < deadline {
             usleep(50_000)
             processes = handle.processes()
         }
         let workers = workersOf(processes)
         let responders = respondersOf(processes)
+        let follower = followerOf(processes)
         #expect(workers.count >= 1, "\(processes)")
         #expect(responders.count == 4, "two responders, each a supervisor and its worker: \(processes)")
+        #expect(follower.count == 3, "the follower's three stages: \(processes)")
         let expected = runningAsRoot ? try #require(uidOf(servingUser)) : geteuid()
-        for process in workers + responders {
+        for process in workers + responders + follower {
             #expect(process.uid == expected && process.uid != 0, "\(process.command) runs as uid \(process.uid)")
         }
         if runningAsRoot {
@@ -489,8 +498,8 @@ final class ServeSecurityTests {
         }.sorted()
         #expect(
             units == [
-                "vitals-devices.service", "vitals-devices.socket", "vitals-healthsync.service", "vitals-healthsync.socket",
-                "vitals-onlinetracker.service", "vitals-onlinetracker.socket",
+                "vitals-devices.service", "vitals-devices.socket", "vitals-follow.service", "vitals-healthsync.service",
+                "vitals-healthsync.socket", "vitals-onlinetracker.service", "vitals-onlinetracker.socket",
             ])
         let verified = try runProcess(
             analyze, ["verify", "--man=no"] + units.map { folder + "/" + $0 }, stdin: "", environment: toolEnvironment())

@@ -29,12 +29,12 @@ struct StoreSchemaTests {
         return lines
     }
 
-    @Test("a new file gets version 6: these tables, columns and indexes (written out by hand from store-samples(1))")
+    @Test("a new file gets version 7: these tables, columns and indexes (written out by hand from store-samples(1))")
     func sqliteFresh() throws {
         let db = try SQLiteConnection(path: ":memory:")
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 6)
-        #expect(SQLiteSchema.version == 6)
+        #expect(try db.scalarInt("PRAGMA user_version") == 7)
+        #expect(SQLiteSchema.version == 7)
         #expect(
             try StoreSchemaTests.layout(db) == [
                 "agents: id TEXT, status TEXT NOT NULL DEFAULT 'approved', created_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, name TEXT",
@@ -46,8 +46,8 @@ struct StoreSchemaTests {
                 "samples: id INTEGER, monitor_id INTEGER NOT NULL, at INTEGER NOT NULL, status INTEGER NOT NULL, latency_ms REAL, reason TEXT, "
                     + "code INTEGER, message TEXT, tls_expiry_days INTEGER, speed_mbps REAL, record TEXT NOT NULL, "
                     + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT '', "
-                    + "consensus INTEGER",
-                "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0",
+                    + "consensus INTEGER, batch INTEGER NOT NULL DEFAULT 0",
+                "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0, last_sample_id INTEGER NOT NULL DEFAULT 0",
                 "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms, consensus, identity_agent) WHERE held = 0",
                 "CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1",
                 "CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent)",
@@ -56,7 +56,7 @@ struct StoreSchemaTests {
     }
 
     @Test(
-        "a version-1 file with rows migrates to version 6: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, the places found"
+        "a version-1 file with rows migrates to version 7: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, the places found, ids given on from the largest"
     )
     func sqliteFromVersionOne() throws {
         let db = try SQLiteConnection(path: ":memory:")
@@ -72,7 +72,10 @@ struct StoreSchemaTests {
             INSERT INTO agents (id, created_at, last_seen) VALUES ('paris', 5, 6);
             """)
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 6)
+        #expect(try db.scalarInt("PRAGMA user_version") == 7)
+        #expect(try db.scalarInt("SELECT last_sample_id FROM store_state") == 4, "the next sample is numbered 5")
+        #expect(
+            try db.scalarInt("SELECT count(*) FROM samples WHERE batch != 0") == 0, "samples stored before version 7 are never followed")
         // The three samples kept are three places of api (paris, tokyo, and none), each newest at 5; none judged.
         #expect(
             try db.scalarText("SELECT group_concat(agent || ':' || last_at, ',') FROM (SELECT * FROM places ORDER BY agent)")
@@ -133,18 +136,20 @@ struct StoreSchemaTests {
 
     @Test("opening: the current version does nothing, an older one upgrades (only when creating), a newer one is refused")
     func clickHousePlan() {
-        #expect(ClickHouseSchema.version == 4)
-        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .current)
-        #expect(ClickHouseSchema.plan(stored: 4, create: false) == .current)
+        #expect(ClickHouseSchema.version == 5)
+        #expect(ClickHouseSchema.plan(stored: 5, create: true) == .current)
+        #expect(ClickHouseSchema.plan(stored: 5, create: false) == .current)
+        #expect(ClickHouseSchema.plan(stored: 4, create: true) == .upgrade(from: 4))
+        #expect(ClickHouseSchema.plan(stored: 4, create: false) == .missing)
         #expect(ClickHouseSchema.plan(stored: 0, create: true) == .upgrade(from: 0))
         #expect(ClickHouseSchema.plan(stored: 3, create: true) == .upgrade(from: 3))
         #expect(ClickHouseSchema.plan(stored: 0, create: false) == .missing)
         #expect(ClickHouseSchema.plan(stored: 3, create: false) == .missing)
-        #expect(ClickHouseSchema.plan(stored: 5, create: true) == .refuseNewer(5))
+        #expect(ClickHouseSchema.plan(stored: 6, create: true) == .refuseNewer(6))
     }
 
     @Test(
-        "a new store gets every table, the marks and places views and version 4; a version-3 one gains the places; an older one has its samples copied by identity first"
+        "a new store gets every table, the marks and places views and version 5; a version-3 one gains the places, a version-4 one batch and received_ms; an older one has its samples copied by identity first"
     )
     func clickHouseUpgrade() throws {
         let one = ClickHouseSchema.Placement(database: "v", cluster: nil, shardEndpoints: [])
@@ -161,9 +166,9 @@ struct StoreSchemaTests {
                 "CREATE TABLE IF NOT EXISTS v.resends (writer",
                 "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_marks",
                 "CREATE MATERIALIZED VIEW IF NOT EXISTS v.samples_places",
-                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4,",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (5,",
             ])
-        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4, 77)")
+        #expect(fresh.last == "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (5, 77)")
         #expect(fresh[2].hasSuffix("ORDER BY (intDiv(at, 86400000), monitor, at, identity_agent) SETTINGS index_granularity = 1024"))
         // Version 3 to 4: nothing copied; the places table and view, then the places of the samples stored.
         let three = try #require(ClickHouseSchema.upgrade(from: 3, one, appliedAt: 77))
@@ -172,10 +177,21 @@ struct StoreSchemaTests {
             Array(three.suffix(2)) == [
                 "INSERT INTO v.places (monitor, identity_agent, last_at) SELECT monitor, identity_agent, maxState(at) FROM v.samples "
                     + "WHERE held = 0 AND 1 GROUP BY monitor, identity_agent",
-                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (4, 77)",
+                "INSERT INTO v.store_samples_schema (version, applied_at) VALUES (5, 77)",
             ])
         #expect(
-            ClickHouseSchema.addedColumns.map { "\($0.version) \($0.table).\($0.column)" } == ["4 samples.consensus", "4 samples.reason"])
+            ClickHouseSchema.addedColumns.map { "\($0.version) \($0.table).\($0.column)" } == [
+                "4 samples.consensus", "4 samples.reason", "5 samples.batch", "5 samples.received_ms",
+            ])
+        #expect(
+            fresh[2].contains(
+                " consensus UInt8 DEFAULT status, reason Nullable(String) DEFAULT nullIf(visitParamExtractString(record, 'reason'), ''), batch UInt64, received_ms Int64) "
+            ),
+            "a new table has the added columns last, where ADD COLUMN puts them in an older one")
+        // Version 4 to 5: the columns alone (added before these statements, where missing).
+        let four = try #require(ClickHouseSchema.upgrade(from: 4, one, appliedAt: 77))
+        #expect(
+            !four.contains { $0.contains("samples_next") || $0.hasPrefix("INSERT INTO v.marks") || $0.hasPrefix("INSERT INTO v.places") })
         let older = try #require(ClickHouseSchema.upgrade(from: 2, one, appliedAt: 77))
         #expect(
             Array(older[2...5]) == [

@@ -140,3 +140,45 @@ struct PlaceRuleTests {
         #expect(PlaceRule.intervalMs(checkIntervalSeconds: nil) == 60_000 && PlaceRule.intervalMs(checkIntervalSeconds: 300) == 300_000)
     }
 }
+
+/// `PlaceRule.status` counts what `PlaceRule.verdict` judges, without its words: the two agree on
+/// every vote drawn here (a fixed seed, so a failure is the same every run).
+@Suite("PlaceRule.status: the status verdict judges, on random votes")
+struct PlaceRuleStatusTests {
+    /// A small generator with a fixed seed (xorshift64*).
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state ^= state >> 12
+            state ^= state << 25
+            state ^= state >> 27
+            return state &* 2_685_821_657_736_338_717
+        }
+    }
+
+    @Test("20,000 draws of up to six places, times across the window's edge, every quorum")
+    func agreesWithVerdict() {
+        var random = Seeded(state: 0x9E37_79B9_7F4A_7C15)
+        let statuses: [SampleStatus] = [.up, .degraded, .down, .error, .unknown]
+        let places = ["", "a", "b", "c", "d", "e"]
+        let quorums: [Quorum] = [.majority, .all, .any, .count(2), .count(4)]
+        for _ in 0..<20_000 {
+            let interval: Int64 = [60_000, 300_000][Int.random(in: 0...1, using: &random)]
+            let at: Int64 = 1_000_000
+            let place = places.randomElement(using: &random)!
+            let status = statuses.randomElement(using: &random)!
+            let others = (0..<Int.random(in: 0...9, using: &random)).map { _ in
+                PlaceRule.Vote(
+                    place: places.randomElement(using: &random)!, at: at - Int64.random(in: -10_000...(3 * interval), using: &random),
+                    status: statuses.randomElement(using: &random)!)
+            }
+            let quorum = quorums.randomElement(using: &random)!
+            let judged =
+                PlaceRule.verdict(place: place, at: at, status: status, others: others, intervalMs: interval, quorum: quorum)?.status
+                ?? status
+            let counted = PlaceRule.status(place: place, at: at, status: status, others: others, intervalMs: interval, quorum: quorum)
+            #expect(counted == judged, "\(place) \(status) \(others) \(quorum)")
+            if counted != judged { return }
+        }
+    }
+}

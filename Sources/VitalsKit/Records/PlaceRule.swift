@@ -111,10 +111,53 @@ public enum PlaceRule {
     /// applied to that sample and each other place's latest vote among `others` at or before `at`
     /// and from `windowStart` on (any order; votes of `place` itself, or outside the window, are
     /// ignored). store-samples stores it with each sample; digest counts time by it.
+    ///
+    /// The status alone, counted without the words `judge` writes, places found by a look through a
+    /// short list rather than hashed: store-samples judges every sample of a monitor several places
+    /// check, and 100,000 samples of 1,000 monitors from ten agents took 8.1 G instructions through
+    /// `verdict` (words, a dictionary and a sort for each); a test holds this to `verdict` on
+    /// random votes.
     public static func status(
         place: String, at: Int64, status: SampleStatus, others: [Vote], intervalMs: Int64, quorum: Quorum
     ) -> SampleStatus {
-        verdict(place: place, at: at, status: status, others: others, intervalMs: intervalMs, quorum: quorum)?.status ?? status
+        let start = windowStart(at, intervalMs: intervalMs)
+        var latest: [Vote] = []
+        for vote in others where vote.place != place && vote.at <= at && vote.at >= start && severity(vote.status) != nil {
+            if let index = latest.firstIndex(where: { $0.place == vote.place }) {
+                if latest[index].at < vote.at { latest[index] = vote }
+            } else {
+                latest.append(vote)
+            }
+        }
+        if latest.isEmpty { return status }
+        let own = severity(status)
+        var newest = own != nil ? at : Int64.min
+        for vote in latest { newest = max(newest, vote.at) }
+        // The fresh votes by severity (0 up, 1 degraded, 2 failing), and whether every failing one errs.
+        var counts = (0, 0, 0)
+        var fresh = 0
+        var onlyVote = status
+        var allErrors = true
+        func count(_ vote: SampleStatus, _ voteAt: Int64) {
+            guard let level = severity(vote), isFresh(voteAt, newest: newest, intervalMs: intervalMs) else { return }
+            fresh += 1
+            onlyVote = vote
+            switch level {
+            case 0: counts.0 += 1
+            case 1: counts.1 += 1
+            default:
+                counts.2 += 1
+                if vote != .error { allErrors = false }
+            }
+        }
+        count(status, at)
+        for vote in latest { count(vote.status, vote.at) }
+        if fresh == 1 { return onlyVote }
+        let needed = quorum.needed(of: fresh)
+        let agreed = counts.2 >= needed ? 2 : counts.2 + counts.1 >= needed ? 1 : 0
+        if agreed == 2 { return allErrors ? .error : .down }
+        if counts.2 > 0 { return .degraded }
+        return agreed == 1 ? .degraded : .up
     }
 
     /// The whole verdict behind `status(place:at:status:others:intervalMs:quorum:)` (whether it is
