@@ -80,7 +80,9 @@ public enum NotifyCommand: VitalsCommand {
             .duration(
                 "give-up-after", default: "24h", range: 0...Int64.max / 4,
                 help: "a delivery still refused this long after its first attempt fails for good"),
-            .now("the wall-clock time taken as now for backoff, give-up, push-token ages and mute add, RFC 3339 or 'now' (default: the clock)"),
+            .now(
+                "the wall-clock time taken as now for backoff, give-up, push-token ages and mute add, RFC 3339 or 'now' (default: the clock)"
+            ),
             .duration("for", help: "mute add: how long the maintenance lasts"),
             OptionSpec("from", value: "TIME", help: "mute add: when it starts, RFC 3339 (default: now)"),
             OptionSpec("reason", value: "TEXT", help: "mute add: why, kept with the window and shown by mute list"),
