@@ -34,6 +34,15 @@ public enum DigestCommand: VitalsCommand {
                 "agent", value: "NAME",
                 help: "only the samples of this place (an agent, or local for samples that name none), with their own statuses"),
             OptionSpec(
+                "period", value: "PERIOD",
+                help: "an SLA report over a calendar month (2026-11), an ISO week (2026-W47) or a day (2026-11-28) instead of the digest"),
+            OptionSpec("since", value: "TIME", help: "an SLA report from TIME (RFC 3339, or a date: its midnight); with --until"),
+            OptionSpec("until", value: "TIME", help: "an SLA report up to TIME (RFC 3339, or a date: its midnight); with --since"),
+            OptionSpec("slo", value: "PERCENT", default: "99.9", help: "the SLA report's uptime target, in percent"),
+            OptionSpec(
+                "maintenance", value: "FILE",
+                help: "leave the maintenance windows in FILE (notify mute list --all) out of the SLA report's uptime"),
+            OptionSpec(
                 "max-services", value: "N", default: "20",
                 help: "list at most N services, worst first, and summarize the rest in one line (0: all)"),
             OptionSpec(
@@ -62,6 +71,7 @@ public enum DigestCommand: VitalsCommand {
             "digest --llm-command 'ollama run llama3.2' --llm-timeout 2m samples.ndjson",
             "digest --cache digest.cache samples.ndjson",
             "digest --cache digest.cache --clear-cache",
+            "digest --period \"$(date -u +%Y-%m)\" --slo 99.9 --format json samples.ndjson | jq -r '.rules | keys[]'",
         ],
         exitStatuses: [
             (.success, "the digest was written (with no data, it says so)"),
@@ -99,6 +109,12 @@ public enum DigestCommand: VitalsCommand {
             llmWords = words
         }
         let llmTimeout = try options.duration("llm-timeout")!
+        if options.has("period") || options.has("since") || options.has("until") {
+            return try SLACommand.run(options, context, format: format, zone: zone, quorum: quorum, agent: agent)
+        }
+        for slaOnly in ["slo", "maintenance"] where options.has(slaOnly) {
+            throw UsageError("--\(slaOnly) applies to an SLA report: give --period, or --since and --until")
+        }
         if options.has("force") && !options.has("cache") { throw UsageError("--force only applies with --cache") }
         if options.has("clear-cache") {
             guard let path = options.value("cache") else { throw UsageError("--clear-cache needs --cache FILE") }
@@ -134,20 +150,7 @@ public enum DigestCommand: VitalsCommand {
             services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket, quorum: quorum,
             temporaryDirectory: context.environment["TMPDIR"])
         let diagnostics = context.diagnostics
-        Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: diagnostics) { reader in
-            while let event = reader.next() {
-                switch event {
-                case .line(let line):
-                    switch samples.read(line) {
-                    case .sample(let row): aggregator.add(row)
-                    case .skipped: break
-                    case .invalid(let problem): diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
-                    }
-                case .tooLong(let length):
-                    diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
-                }
-            }
-        }
+        readRows(options, context, &samples) { aggregator.add($0) }
         if let stop = Signals.stopStatus { return stop }
         let aggregate = try aggregator.finish()
         let facts = DigestFacts.build(
@@ -195,6 +198,26 @@ public enum DigestCommand: VitalsCommand {
             }
         }
         return status
+    }
+
+    /// Reads every sample of the FILEs (or standard input) through `samples`, handing each row to
+    /// `take`; bad lines are reported with their file and line.
+    static func readRows(_ options: ParsedOptions, _ context: ToolContext, _ samples: inout SampleRowReader, _ take: (SampleRow) -> Void) {
+        let diagnostics = context.diagnostics
+        Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: diagnostics) { reader in
+            while let event = reader.next() {
+                switch event {
+                case .line(let line):
+                    switch samples.read(line) {
+                    case .sample(let row): take(row)
+                    case .skipped: break
+                    case .invalid(let problem): diagnostics.error(problem.message, source: reader.source, line: reader.lineNumber)
+                    }
+                case .tooLong(let length):
+                    diagnostics.error(SampleProblem.lineTooLong(bytes: length).message, source: reader.source, line: reader.lineNumber)
+                }
+            }
+        }
     }
 
     /// `2026-01-27`: the local date of `ms` in `zone`.

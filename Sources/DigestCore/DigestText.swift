@@ -26,6 +26,7 @@ enum DigestText {
                 "The longest outage: \(longest.name), \(Words.outage(longest.durationMs)) from \(words.time(longest.start))"
                     + (longest.end == nil ? ", still going on." : "."))
         }
+        if let flaky = FlakyWords.sentence(facts) { lines.append(flaky) }
         if let hidden = facts.hidden {
             var sentence =
                 "Not listed: \(Words.grouped(hidden.services)) more "

@@ -160,6 +160,8 @@ struct ServiceFacts: Equatable {
     var partialWords: String?
     /// Whether the status now is a partial outage (its words are `lastMessage`).
     var partialNow = false
+    /// Checks that passed only on a retry (flaky): counted up, and here.
+    var flakyChecks = 0
 
     /// Checks that were up or degraded, a partial outage not counted.
     var available: Int { (counts[.up] ?? 0) + (counts[.degraded] ?? 0) - partialChecks }
@@ -356,6 +358,7 @@ struct DigestFacts: Equatable {
             facts.partialSince = acc.openPartialStart
             facts.partialWords = acc.partialChecks > 0 ? acc.sweep.partialWords : nil
             facts.partialNow = verdict.isPartial
+            facts.flakyChecks = acc.flakyChecks
             services.append(facts)
         }
         services.sort(by: worstFirst)

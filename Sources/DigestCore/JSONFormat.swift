@@ -99,7 +99,12 @@ enum JSONFormat {
                             JSONField("outage", .array(s.seriesOutage.map { .bool($0) })),
                         ]))),
             ]))
-        guard s.hasPlaces, var fields = facts.objectValue?.fields else { return facts }
+        guard s.hasPlaces || s.flakyChecks > 0, var fields = facts.objectValue?.fields else { return facts }
+        if s.flakyChecks > 0 {
+            // After the checks by status: those that passed only on a retry.
+            fields.insert(JSONField("flaky_checks", int(s.flakyChecks)), at: fields.firstIndex { $0.key == "checks" }! + 1)
+        }
+        guard s.hasPlaces else { return .object(JSONObject(fields)) }
         // Before the checks: each place's newest sample; after the outages: the partial ones.
         let places = s.places.map { place in
             JSONValue.object(

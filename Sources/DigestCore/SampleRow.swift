@@ -22,6 +22,8 @@ struct SampleRow: Equatable {
     var place: UInt16 = 0
     /// The `check_interval` the sample stated, in milliseconds; 0 when it stated none.
     var intervalMs: Int64 = 0
+    /// The tries its probe made (`attempts`, probe-http --confirm), at most 255; 1 when it states none.
+    var attempts: UInt8 = 1
 
     /// The marker for a missing number.
     static let none = Int64.min

@@ -126,6 +126,12 @@ struct SampleRowReader {
             row.intervalMs = intervalMs
         }
         if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(line, anomaly)?.rawValue ?? 0 }
+        if let attempts = own.attempts,
+            let count = JSONNumber.value(UnsafeBufferPointer(rebasing: line[attempts.valueStart..<attempts.valueEnd])),
+            count >= 2
+        {
+            row.attempts = UInt8(min(count, 255))
+        }
         return .sample(row)
     }
 
@@ -203,6 +209,7 @@ struct DigestFields: SampleFieldReader {
     var message: FieldRange?
     var anomaly: FieldRange?
     var checkInterval: FieldRange?
+    var attempts: FieldRange?
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
@@ -212,6 +219,7 @@ struct DigestFields: SampleFieldReader {
         case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
         case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
         case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
+        case (8, UInt8(ascii: "a")) where SampleLine.key(key, is: "attempts"): attempts = field
         default: break
         }
     }

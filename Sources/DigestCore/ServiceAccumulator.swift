@@ -50,6 +50,8 @@ struct ServiceAccumulator {
     private(set) var statusCounts = [Int](repeating: 0, count: SampleStatus.allCases.count)
     /// Checks in the window.
     private(set) var checks = 0
+    /// Checks up (or degraded) by the consensus that passed only on a retry (`attempts`, probe-http --confirm): flaky.
+    private(set) var flakyChecks = 0
     /// Checks with a latency; their sum, least and most (microseconds).
     private(set) var latencyCount = 0
     private(set) var latencySumMicros: Int64 = 0
@@ -107,6 +109,7 @@ struct ServiceAccumulator {
         let consensus = judged.consensus == row.sampleStatus ? row.status : StatusIndex.of(judged.consensus)
         checks += 1
         statusCounts[Int(consensus)] += 1
+        if row.attempts > 1, consensus == StatusIndex.up || consensus == StatusIndex.degraded { flakyChecks += 1 }
         if checks == 1 { firstAt = row.at }
         lastAt = row.at
         lastLatencyMicros = row.latencyMicros

@@ -140,6 +140,10 @@ struct ChannelURL {
         hasLiteralSecret = literalSecret
     }
 
+    /// notify's policy parameters, which any channel takes and none passes on: `after` (escalation)
+    /// and `fallback` (where a delivery that failed for good goes).
+    static let policyParameters: Set<String> = ["after", "fallback"]
+
     /// Parameters whose names look secret but are not: notify's own settings.
     static let notSecret: Set<String> = ["sign", "key_id", "key_file"]
 
@@ -209,7 +213,7 @@ struct ChannelURL {
     /// The query parameters not in `own` (notify's own settings), as written: what is passed
     /// on to the service; empty or `?a=b&c=d`.
     func passthroughQuery(excluding own: Set<String>) -> String {
-        let kept = rawParameters.filter { !own.contains($0.0.lowercased()) }
+        let kept = rawParameters.filter { !own.contains($0.0.lowercased()) && !ChannelURL.policyParameters.contains($0.0.lowercased()) }
         return kept.isEmpty ? "" : "?" + kept.map { $0.1.isEmpty ? $0.0 : "\($0.0)=\($0.1)" }.joined(separator: "&")
     }
 

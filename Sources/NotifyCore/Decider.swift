@@ -40,6 +40,28 @@ struct MonitorTrack: Codable, Equatable {
     var intervalMs: Int64? = nil
     /// The monitor's kind as its samples stated it (`heartbeat`: expected every interval).
     var kind: String? = nil
+    /// The monitors it depends on (`depends_on` of its latest sample; nil: none): while one of them
+    /// is down or error, its own failures are held back (notify(1), Dependencies).
+    var dependsOn: [String]? = nil
+    /// The open episode's checks: samples down or error, and samples not up, since it began (nil
+    /// while none is open, and for a monitor judged from several places, whose checks are not one count).
+    var checks: EpisodeChecks? = nil
+    /// The same for the episode that ended last (for the recovery's words).
+    var endedChecks: EpisodeChecks? = nil
+}
+
+/// How many checks of an episode failed: what reminders and recoveries state ("14 failed checks").
+struct EpisodeChecks: Codable, Equatable, Sendable {
+    /// Samples down or error.
+    var failed = 0
+    /// Samples not up (degraded, down, error).
+    var notUp = 0
+
+    /// "14 failed checks", or "3 degraded checks" for an episode that never failed.
+    var words: String {
+        if failed > 0 { return failed == 1 ? "1 failed check" : "\(failed) failed checks" }
+        return notUp == 1 ? "1 degraded check" : "\(notUp) degraded checks"
+    }
 }
 
 /// What notify knows of an agent (a named place) across its monitors: when it last reported, how
@@ -71,6 +93,8 @@ struct ChannelView: Codable, Equatable {
 struct Told: Codable, Equatable {
     var status: String
     var at: Int64
+    /// Reminders ("still down") told of this status (nil: none).
+    var reminders: Int? = nil
 }
 
 /// A decided notification and the channels it goes to.
@@ -122,9 +146,25 @@ final class Decider {
     private var settling: Set<String> = []
     private var heartbeats: Set<String> = []
 
+    /// The channels reserved for escalation (`after=`), each with the age (ms) an outage or episode
+    /// must reach before it is told there.
+    let escalations: [String: Int64]
+    /// Maintenance windows added from a script (`notify mute add`), set afresh by the run.
+    var storedMutes: [MuteWindow] = []
+    /// Monitors whose failure was held back because a parent was down: looked at again each round.
+    private var heldByParent: Set<String> = []
+    /// Failures held back behind a failing parent in this run (for --summary).
+    private(set) var heldFailures = 0
+    /// Cycles met in samples' `depends_on`, not yet reported (each the path, back to its start).
+    var cycles: [[String]] = []
+    /// Monitors whose cycle was reported in this run (reported once each).
+    private var cycleReported: Set<String> = []
+    /// Whether any monitor names parents (dependencies are looked at only then).
+    private var anyDependencies = false
+
     init(
         policy: Policy, channels: [String], ungrouped: Set<String> = [], monitors: [String: MonitorTrack], views: [String: ChannelView],
-        agents: [String: PlaceClock] = [:]
+        agents: [String: PlaceClock] = [:], escalations: [String: Int64] = [:]
     ) {
         self.policy = policy
         self.channels = channels
@@ -132,10 +172,12 @@ final class Decider {
         self.monitors = monitors
         self.views = views
         self.agents = agents
+        self.escalations = escalations
         for channel in channels where self.views[channel] == nil { self.views[channel] = ChannelView() }
         for (monitor, track) in monitors {
             if track.settleUntil != nil { settling.insert(monitor) }
             if track.kind == Decider.heartbeatKind { heartbeats.insert(monitor) }
+            if track.dependsOn != nil { anyDependencies = true }
             clock = max(clock, track.lastAt)
         }
         for agent in agents.values { clock = max(clock, agent.lastAt) }
@@ -246,6 +288,77 @@ final class Decider {
             track.kind = kind
             if kind == Decider.heartbeatKind { heartbeats.insert(sample.monitor) } else { heartbeats.remove(sample.monitor) }
         }
+        track.dependsOn = parents(sample)
+        if track.dependsOn != nil { anyDependencies = true }
+    }
+
+    /// The parents a sample names (`depends_on`), or nil: none. A parent through which the monitor
+    /// would be its own ancestor closes a cycle: the cycle is kept to report (`cycles`) and its links
+    /// are set aside (that parent, and each link of the path back), so that a cycle holds no failure back.
+    private func parents(_ sample: SampleEvent) -> [String]? {
+        guard let named = sample.dependsOn else { return nil }
+        // Depth first from each parent through the parents known: reaching the sample's monitor is a cycle.
+        var path: [String] = []
+        var seen: Set<String> = []
+        func reaches(_ monitor: String) -> Bool {
+            if monitor == sample.monitor { return true }
+            guard seen.insert(monitor).inserted else { return false }
+            path.append(monitor)
+            for parent in monitors[monitor]?.dependsOn ?? [] where reaches(parent) { return true }
+            path.removeLast()
+            return false
+        }
+        var kept: [String] = []
+        for parent in named {
+            path.removeAll()
+            guard reaches(parent) else {
+                kept.append(parent)
+                continue
+            }
+            for (index, child) in path.enumerated() {
+                let link = index + 1 < path.count ? path[index + 1] : sample.monitor
+                monitors[child]?.dependsOn?.removeAll { $0 == link }
+                if monitors[child]?.dependsOn?.isEmpty == true { monitors[child]?.dependsOn = nil }
+            }
+            reportCycle([sample.monitor] + path + [sample.monitor])
+        }
+        return kept.isEmpty ? nil : kept
+    }
+
+    /// Keeps a cycle to report, once per monitor that met it.
+    private func reportCycle(_ path: [String]) {
+        guard cycleReported.insert(path[0]).inserted else { return }
+        cycles.append(path)
+    }
+
+    /// The first parent of `monitor` that is down or error now (its real state, told or not), if any.
+    func failingParent(_ monitor: String) -> String? {
+        guard anyDependencies else { return nil }
+        return monitors[monitor]?.dependsOn?.first { parent in
+            guard let track = monitors[parent] else { return false }
+            return track.settleUntil == nil && Decider.severity(track.confirmed) == 2
+        }
+    }
+
+    /// How many monitors are failing (degraded or worse) behind `monitor`: its children that are, and
+    /// theirs behind each child that is down or error, transitively, each counted once.
+    func dependantsFailing(_ monitor: String) -> Int {
+        guard anyDependencies else { return 0 }
+        var children: [String: [String]] = [:]
+        for (child, track) in monitors {
+            for parent in track.dependsOn ?? [] { children[parent, default: []].append(child) }
+        }
+        var counted: Set<String> = [monitor]
+        var queue = [monitor]
+        while let next = queue.popLast() {
+            for child in children[next] ?? [] where !counted.contains(child) {
+                let severity = Decider.severity(monitors[child]?.confirmed)
+                guard severity > 0 else { continue }
+                counted.insert(child)
+                if severity == 2 { queue.append(child) }
+            }
+        }
+        return counted.count - 1
     }
 
     /// An agent reported: its clock moves on, and its cadence is learnt from the gap since its last
@@ -294,6 +407,8 @@ final class Decider {
             track.endedSince = only.endedSince
             track.message = only.message
             track.reason = only.reason
+            track.checks = only.checks
+            track.endedChecks = only.endedChecks
             if let target = only.target { track.target = target }
             return
         }
@@ -304,9 +419,11 @@ final class Decider {
             // The episode began when the earliest of the places now not up began theirs.
             let starts = verdict.fresh.filter { $0.status != .up }.compactMap { places[$0.agent ?? ""]?.since }
             track.since = starts.min() ?? verdict.fresh.map(\.at).max()
+            track.checks = nil
         } else if after == 0, before > 0 {
             track.endedSince = track.since
             track.since = nil
+            track.endedChecks = nil
         }
         track.confirmed = status
         track.message = verdict.message
@@ -316,6 +433,8 @@ final class Decider {
     /// Moves a track with one of its samples: streaks, thresholds, episodes (a monitor's, or one
     /// place's of it). `isNew`: the track was made for this sample.
     private func advance(_ track: inout MonitorTrack, _ sample: SampleEvent, isNew: Bool) {
+        let wasOpen = !isNew && Decider.severity(track.confirmed) > 0
+        defer { Decider.count(sample, in: &track, wasOpen: wasOpen) }
         let status = sample.status.rawValue
         track.name = sample.name
         track.lastAt = sample.at
@@ -387,6 +506,23 @@ final class Decider {
         }
     }
 
+    /// Counts a sample in its track's open episode (`EpisodeChecks`): an episode that opens counts the
+    /// streak that confirmed it; one that closes is kept for the recovery's words.
+    private static func count(_ sample: SampleEvent, in track: inout MonitorTrack, wasOpen: Bool) {
+        guard sample.status != .unknown else { return }
+        let severity = Decider.severity(track.confirmed)
+        if severity > 0, !wasOpen {
+            let streak = severity == 2 ? track.failStreak : track.badStreak
+            track.checks = EpisodeChecks(failed: min(track.failStreak, streak), notUp: max(streak, 1))
+        } else if severity > 0 {
+            if sample.status != .up { track.checks?.notUp += 1 }
+            if sample.status == .down || sample.status == .error { track.checks?.failed += 1 }
+        } else if wasOpen {
+            track.endedChecks = track.checks
+            track.checks = nil
+        }
+    }
+
     /// 0 up (or not yet seen), 1 degraded, 2 down or error.
     static func severity(_ status: String?) -> Int {
         switch status {
@@ -409,6 +545,11 @@ final class Decider {
         }
         guard roundStart != nil else { return [] }
         judgePlaces()
+        // A failure held back behind its parent is told once no parent is down, if it still holds.
+        for monitor in heldByParent.sorted() where failingParent(monitor) == nil {
+            heldByParent.remove(monitor)
+            if monitors[monitor] != nil { joinRound(monitor, before: nil) }
+        }
         var merged: [Decision] = []
         for channel in channels {
             for notification in decide(for: channel) + placeNews {
@@ -576,10 +717,21 @@ final class Decider {
     private func change(_ monitor: String, told: Told?) -> MonitorChange {
         let track = monitors[monitor]!
         let previous = told.flatMap { $0.status == "new" ? nil : $0.status }
-        return MonitorChange(
+        var change = MonitorChange(
             monitor: monitor, name: track.name, status: track.confirmed, previousStatus: previous,
             since: track.confirmed == "up" ? track.endedSince : track.since,
             message: track.message, reason: track.reason, target: track.target, monitorID: track.monitorID)
+        change.checks = track.confirmed == "up" ? track.endedChecks : track.checks
+        if Decider.severity(track.confirmed) == 2 {
+            let dependants = dependantsFailing(monitor)
+            if dependants > 0 { change.dependants = dependants }
+        }
+        return change
+    }
+
+    /// The maintenance window muting `monitor` at `at`: one of --mute's, or one added from a script.
+    private func mute(for monitor: String, at: Int64) -> MuteWindow? {
+        policy.mute(for: monitor, at: at) ?? storedMutes.first { $0.covers(monitor, at: at) }
     }
 
     private func coolingDown(_ view: ChannelView, _ key: String, at: Int64) -> Bool {
@@ -590,6 +742,7 @@ final class Decider {
     private func decide(for channel: String) -> [Notification] {
         var view = views[channel]!
         defer { views[channel] = view }
+        let afterMs = escalations[channel]
         var failing: [String] = []
         var degraded: [String] = []
         var recovered: [String] = []
@@ -606,7 +759,7 @@ final class Decider {
             let known = view.told[monitor] ?? Told(status: before ?? (policy.firstSampleIsBaseline ? track.confirmed : "new"), at: at)
             view.told[monitor] = known
             told[monitor] = known
-            if policy.mute(for: monitor, at: at) != nil { continue }
+            if mute(for: monitor, at: at) != nil { continue }
             let now = Decider.severity(track.confirmed)
             let then = Decider.severity(known.status)
             if now == then, known.status == "new" {
@@ -614,21 +767,35 @@ final class Decider {
                 view.told[monitor] = Told(status: track.confirmed, at: at)
                 told[monitor] = view.told[monitor]
             }
+            if now > 0, failingParent(monitor) != nil {
+                // A parent is down: this failure is the parent's, held back (and no reminder of it)
+                // until no parent is down; a recovery is never held.
+                if now != then, heldByParent.insert(monitor).inserted { heldFailures += 1 }
+                continue
+            }
+            if let afterMs, now > 0, then == 0, at - (track.since ?? at) < afterMs {
+                // A channel reserved for escalation hears of an outage once it is old enough.
+                continue
+            }
             if now != then {
                 switch now {
                 case 2: failing.append(monitor)
                 case 1: degraded.append(monitor)
                 default: recovered.append(monitor)
                 }
-            } else if now > 0, let repeatMs = policy.repeatIntervalMs, at - known.at >= repeatMs {
+            } else if now > 0, afterMs == nil, let repeatMs = policy.repeatIntervalMs, at - known.at >= repeatMs,
+                (known.reminders ?? 0) < (policy.repeatMax ?? Int.max)
+            {
                 if now == 2 { stillDown.append(monitor) } else { stillDegraded.append(monitor) }
             }
         }
         var out: [Notification] = []
         func lastAt(_ monitors: [String]) -> Int64 { monitors.map { roundLastAt[$0] ?? 0 }.max() ?? 0 }
         func tell(_ notification: Notification) {
+            let reminder = notification.event == .stillDown || notification.event == .stillDegraded
             for change in notification.monitors {
-                view.told[change.monitor] = Told(status: change.status, at: notification.at)
+                let reminders = reminder ? (view.told[change.monitor]?.reminders ?? 0) + 1 : nil
+                view.told[change.monitor] = Told(status: change.status, at: notification.at, reminders: reminders)
             }
             out.append(notification)
         }
@@ -644,7 +811,7 @@ final class Decider {
         ] {
             let (notifications, blocked) = decideImpact(
                 newly: list, groupMin: groupMin, groupKey: groupKey, keySuffix: suffix,
-                event: event, view: view, told: told, lastAt: lastAt)
+                event: event, view: view, told: told, lastAt: lastAt, escalation: afterMs)
             notifications.forEach(tell)
             if !policy.deferHeldBack {
                 // isitup: a notification the cooldown blocks is dropped; the change counts as told.
@@ -698,14 +865,18 @@ final class Decider {
     /// the monitors whose news was blocked.
     private func decideImpact(
         newly: [String], groupMin: Int, groupKey: String, keySuffix: String, event: NotificationEvent,
-        view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64
+        view: ChannelView, told: [String: Told], lastAt: ([String]) -> Int64, escalation: Int64?
     ) -> ([Notification], [String]) {
         guard !newly.isEmpty else { return ([], []) }
         if newly.count >= groupMin {
             let at = lastAt(newly)
             if coolingDown(view, groupKey, at: at) { return ([], newly) }
             return (
-                [Notification(event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) })], []
+                [
+                    Notification(
+                        event: event, grouped: true, key: groupKey, at: at, monitors: newly.map { change($0, told: told[$0]) },
+                        escalation: escalation)
+                ], []
             )
         }
         var out: [Notification] = []
@@ -718,7 +889,8 @@ final class Decider {
             }
             out.append(
                 Notification(
-                    event: event, grouped: false, key: monitor + keySuffix, at: at, monitors: [change(monitor, told: told[monitor])]))
+                    event: event, grouped: false, key: monitor + keySuffix, at: at, monitors: [change(monitor, told: told[monitor])],
+                    escalation: escalation))
         }
         return (out, blocked)
     }

@@ -48,12 +48,8 @@ final class DeviceRegistry: @unchecked Sendable {
 
     /// Runs `change` on the devices under the registry's lock and writes them if it changed them.
     func update<T>(_ change: (inout Contents) throws -> T) throws -> T {
-        let fd = open(path + ".lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ToolError("cannot lock \(path).lock: \(String(cString: strerror(errno)))") }
+        let fd = try ShortLock.take(path + ".lock")
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw ToolError("cannot lock \(path).lock: \(String(cString: strerror(errno)))") }
-        }
         var contents = try read()
         let before = contents
         let result = try change(&contents)
@@ -87,5 +83,21 @@ final class DeviceRegistry: @unchecked Sendable {
             contents.devices.remove(at: index)
             return true
         }
+    }
+}
+
+/// The short exclusive lock a file beside the state file is changed under (devices, mutes).
+enum ShortLock {
+    /// Opens (creating, mode 0600) and flocks `path`; the descriptor, to close when done.
+    static func take(_ path: String) throws -> Int32 {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ToolError("cannot lock \(path): \(String(cString: strerror(errno)))") }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                close(fd)
+                throw ToolError("cannot lock \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        return fd
     }
 }

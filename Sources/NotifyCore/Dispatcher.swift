@@ -21,6 +21,8 @@ final class Job {
     var legs: [Leg]
     /// The channel sends to several recipients (push devices): the record counts them.
     var fansOut = false
+    /// A fallback's delivery: the channel whose delivery failed for good.
+    var fallbackFor: String?
     var sent = 0
     var removed = 0
     var failedLegs = 0

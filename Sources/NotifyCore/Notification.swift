@@ -41,6 +41,10 @@ struct MonitorChange: Codable, Equatable, Sendable {
     var target: String?
     /// The integer id of store-samples' views, when the samples came through store-samples.
     var monitorID: Int? = nil
+    /// How many checks of the episode failed (nil where they are not one count: several places).
+    var checks: EpisodeChecks? = nil
+    /// Monitors failing behind this one (its dependants, transitively), when it is down.
+    var dependants: Int? = nil
 }
 
 /// One notification: decided once, delivered to one or more channels.
@@ -62,20 +66,25 @@ struct Notification: Codable, Equatable, Sendable {
     var body: String
     /// The agent a place event is about (nil for a monitor's notification).
     var place: String? = nil
+    /// For a channel reserved for escalation (`after=`): the age (ms) the outage had to reach.
+    var escalation: Int64? = nil
 
-    /// Builds a notification, its words and its id.
-    init(event: NotificationEvent, grouped: Bool, key: String, at: Int64, monitors: [MonitorChange]) {
+    /// Builds a notification, its words and its id; `escalation` for one told to a channel
+    /// reserved for outages older than that (ms).
+    init(event: NotificationEvent, grouped: Bool, key: String, at: Int64, monitors: [MonitorChange], escalation: Int64? = nil) {
         self.event = event
         self.grouped = grouped
         self.key = key
         self.at = at
         self.monitors = monitors
-        (title, body) = Notification.words(event: event, grouped: grouped, monitors: monitors, at: at)
+        self.escalation = escalation
+        (title, body) = Notification.words(event: event, grouped: grouped, monitors: monitors, at: at, escalated: escalation != nil)
         var identity = "\(event.rawValue)|\(key)|\(at)"
         for change in monitors { identity += "|" + change.monitor }
         // Where earlier versions listed the monitors that joined an open group: kept, so that the
         // same decision keeps its id.
         identity += "|+"
+        if let escalation { identity += "|after \(escalation)" }
         id = "n_" + String(SHA256.hexDigest(Array(identity.utf8)).prefix(20))
     }
 
@@ -116,10 +125,15 @@ struct Notification: Codable, Equatable, Sendable {
         return body
     }
 
+    /// Whether its words state the episode's checks: reminders, recoveries and escalations.
+    var statesChecks: Bool {
+        event == .recovered || event == .stillDown || event == .stillDegraded || escalation != nil
+    }
+
     /// Severity for channels that rank messages.
     var isBad: Bool { event != .recovered && event != .placeBack }
 
-    private static func words(event: NotificationEvent, grouped: Bool, monitors: [MonitorChange], at: Int64)
+    private static func words(event: NotificationEvent, grouped: Bool, monitors: [MonitorChange], at: Int64, escalated: Bool)
         -> (String, String)
     {
         if grouped {
@@ -137,22 +151,27 @@ struct Notification: Codable, Equatable, Sendable {
         }
         let change = monitors[0]
         let name = change.name
+        // "for 42m, 14 failed checks": how long the episode has lasted, and how many checks failed in it.
+        let length = change.since.map { " for " + DurationText.describe(milliseconds: max(0, at - $0)) } ?? ""
+        let checks = change.checks.map { ", " + $0.words } ?? ""
         switch event {
-        case .down: return ("Monitor DOWN", "\(name) is not responding")
+        case .down where escalated: return ("Monitor DOWN", "\(name) has been down\(length)\(checks)")
+        case .degraded where escalated: return ("Monitor DEGRADED", "\(name) has been degraded\(length)\(checks)")
+        case .down:
+            let dependants = change.dependants.map { "; \($0) \($0 == 1 ? "dependant" : "dependants") affected" } ?? ""
+            return ("Monitor DOWN", "\(name) is not responding\(dependants)")
         case .degraded:
             let better = change.previousStatus == "down" || change.previousStatus == "error"
             return ("Monitor DEGRADED", better ? "\(name) answers again, but degraded" : "\(name) is degraded")
         case .recovered:
             if let since = change.since, at > since {
-                return ("Monitor RECOVERED", "\(name) is up again after \(DurationText.describe(milliseconds: at - since))")
+                return ("Monitor RECOVERED", "\(name) is up again after \(DurationText.describe(milliseconds: at - since))\(checks)")
             }
             return ("Monitor RECOVERED", "\(name) is up again")
         case .stillDown:
-            let length = change.since.map { " for " + DurationText.describe(milliseconds: max(0, at - $0)) } ?? ""
-            return ("Monitor still DOWN", "\(name) has been down\(length)")
+            return ("Monitor still DOWN", "\(name) has been down\(length)\(checks)")
         case .stillDegraded:
-            let length = change.since.map { " for " + DurationText.describe(milliseconds: max(0, at - $0)) } ?? ""
-            return ("Monitor still DEGRADED", "\(name) has been degraded\(length)")
+            return ("Monitor still DEGRADED", "\(name) has been degraded\(length)\(checks)")
         case .placeCutOff, .placeSilent, .placeBack:
             return ("", "")  // a place's words are given with it (`init(place:...)`)
         }

@@ -26,6 +26,8 @@ struct DeliveryOutcome: Equatable {
     /// For push: devices sent to, and device tokens removed because Apple said they are gone.
     var devicesSent: Int?
     var devicesRemoved: Int?
+    /// A fallback's delivery: the channel whose delivery failed for good.
+    var fallbackFor: String? = nil
 }
 
 /// Writes `notification` records.
@@ -48,6 +50,7 @@ enum NotificationRecord {
                     if let next = outcome.nextAttemptAt { object["next_attempt_at"] = .string(Timestamp.format(milliseconds: next)) }
                     if let sent = outcome.devicesSent { object["devices_sent"] = .integer(sent) }
                     if let removed = outcome.devicesRemoved { object["devices_removed"] = .integer(removed) }
+                    if let primary = outcome.fallbackFor { object["fallback_for"] = .string(primary) }
                     return .object(object)
                 }))
         return builder.finish()
@@ -71,6 +74,7 @@ enum NotificationRecord {
         builder.string("title", notification.title)
         builder.string("body", notification.body)
         if let place = notification.place { builder.string("place", place) }
+        if let escalation = notification.escalation { builder.int("escalated_after_ms", Int(escalation)) }
         if let single = notification.single {
             builder.string("monitor", single.monitor)
             builder.string("name", single.name)
@@ -82,6 +86,11 @@ enum NotificationRecord {
             builder.string("reason", single.reason)
             builder.string("message", single.message)
             builder.string("target", single.target)
+            if let dependants = single.dependants { builder.int("dependants", dependants) }
+            if let checks = single.checks, notification.statesChecks {
+                builder.int("failed_checks", checks.failed)
+                builder.int("checks_not_up", checks.notUp)
+            }
         }
         builder.value("monitors", .array(notification.monitors.map(monitorObject)))
     }
@@ -95,6 +104,7 @@ enum NotificationRecord {
         object["since"] = change.since.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null
         object["reason"] = change.reason.map { .string($0) } ?? .null
         object["message"] = change.message.map { .string($0) } ?? .null
+        if let dependants = change.dependants { object["dependants"] = .integer(dependants) }
         return .object(object)
     }
 }

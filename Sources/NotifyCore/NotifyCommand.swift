@@ -11,6 +11,7 @@ public enum NotifyCommand: VitalsCommand {
         summary: "Turn monitors' state changes into notifications: cooldowns, grouping, thresholds, channels.",
         usage: [
             "[OPTIONS] [--to URL]... [deliver] [FILE...]", "[OPTIONS] devices add TOKEN | remove TOKEN | count | list",
+            "--state FILE mute add MONITOR... --for DURATION [--reason TEXT] | list [--all] | remove ID|MONITOR...",
             "[OPTIONS] serve --socket PATH | cgi",
         ],
         description: """
@@ -27,7 +28,7 @@ public enum NotifyCommand: VitalsCommand {
             OptionSpec(
                 "to", value: "URL", repeatable: true,
                 help:
-                    "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://); repeatable"
+                    "deliver to this channel (json://, jsons://, ntfy://, slack://, discord://, teams://, mailto://, sendmail://, apns://, desktop://, exec://), as [TAG,...=]URL; repeatable"
             ),
             OptionSpec("config", value: "FILE", repeatable: true, help: "read channels from FILE, one [TAG,...=]URL a line"),
             OptionSpec("tag", value: "TAG", repeatable: true, help: "use only the configured channels with this tag; repeatable"),
@@ -54,6 +55,7 @@ public enum NotifyCommand: VitalsCommand {
                 "quorum", value: "N", default: "majority",
                 help: "how many of a monitor's fresh places (agents) must agree on its status: majority, all, any, or a number"),
             .duration("repeat-interval", help: "re-send a still-open outage this often (default: never)"),
+            OptionSpec("repeat-max", value: "N", help: "send at most N reminders of one outage to each channel (default: no limit)"),
             OptionSpec(
                 "no-recoveries",
                 help: "do not tell a monitor back up (isitup's rule; by default recoveries are told, as OnlineTracker does)"),
@@ -78,7 +80,13 @@ public enum NotifyCommand: VitalsCommand {
             .duration(
                 "give-up-after", default: "24h", range: 0...Int64.max / 4,
                 help: "a delivery still refused this long after its first attempt fails for good"),
-            .now("the wall-clock time taken as now for backoff, give-up and push-token ages, RFC 3339 or 'now' (default: the clock)"),
+            .now(
+                "the wall-clock time taken as now for backoff, give-up, push-token ages and mute add, RFC 3339 or 'now' (default: the clock)"
+            ),
+            .duration("for", help: "mute add: how long the maintenance lasts"),
+            OptionSpec("from", value: "TIME", help: "mute add: when it starts, RFC 3339 (default: now)"),
+            OptionSpec("reason", value: "TEXT", help: "mute add: why, kept with the window and shown by mute list"),
+            OptionSpec("all", help: "mute list: the windows that ended too (kept 400 days)"),
             OptionSpec("platform", value: "NAME", default: "ios", help: "devices add: the device's platform"),
             OptionSpec("app-version", value: "VERSION", help: "devices add: the app version the device runs"),
             OptionSpec("exit-status", short: "e", help: "exit 1 when something was notified"),
@@ -89,8 +97,8 @@ public enum NotifyCommand: VitalsCommand {
                 "deliver", operands: 0...Int.max, "[FILE...]",
                 options: [
                     "to", "config", "tag", "cooldown", "cooldown-mode", "group-min", "group-wait", "failure-threshold", "success-threshold",
-                    "quorum", "repeat-interval", "no-recoveries", "baseline", "mute", "mute-file", "db", "dry-run", "deliver-timeout",
-                    "give-up-after",
+                    "quorum", "repeat-interval", "repeat-max", "no-recoveries", "baseline", "mute", "mute-file", "db", "dry-run",
+                    "deliver-timeout", "give-up-after",
                     "exit-status", "summary",
                 ],
                 summary: "decide and deliver the notifications of the samples in the FILEs or standard input (the default)"),
@@ -108,6 +116,19 @@ public enum NotifyCommand: VitalsCommand {
                 ], requiresAction: true,
                 summary: "keep the devices Apple push goes to, beside the --state file (FILE.devices)"),
             SubcommandSpec(
+                "mute",
+                actions: [
+                    SubcommandAction(
+                        MuteAction.add.rawValue, operands: 1...Int.max, "MONITOR...", options: ["for", "from", "reason"],
+                        summary: "mute the monitors (ids or shell patterns) for --for from now (or --from), as a maintenance window"),
+                    SubcommandAction(
+                        MuteAction.list.rawValue, options: ["all"], summary: "the open and coming windows, one maintenance record a line"),
+                    SubcommandAction(
+                        MuteAction.remove.rawValue, operands: 1...Int.max, "ID|MONITOR...",
+                        summary: "remove a window by its id, or end every open or coming window of a monitor now"),
+                ], requiresAction: true,
+                summary: "maintenance windows from a script, kept beside the --state file (FILE.mutes), safe while a pipeline runs"),
+            SubcommandSpec(
                 "serve", options: Serve.optionNames,
                 summary: "answer OnlineTracker's device endpoints behind nginx as a FastCGI responder, until stopped (see vitals-serve(7))"),
             SubcommandSpec("cgi", summary: "answer one request of OnlineTracker's device endpoints as a CGI program (see vitals-serve(7))"),
@@ -118,6 +139,7 @@ public enum NotifyCommand: VitalsCommand {
             "probe-http targets.ndjson | notify --to 'exec://cat' | jq -r 'select(.type == \"notification\") | .title'",
             "probe-http targets.ndjson | notify --dry-run --to 'jsons://hooks.example.com/vitals?format=alertmanager'",
             "notify --state notify.json devices add 740f4707bebcf74f9b7c25d48e3358945f6aa01da5ddb387462c7eaf61bb78ad",
+            "notify --state notify.json mute add api worker --for 30m --reason 'deploy 4.2'",
         ],
         exitStatuses: [
             (.success, "every delivery that was due was accepted (or nothing was due)"),
@@ -163,6 +185,9 @@ public enum NotifyCommand: VitalsCommand {
         case .devices:
             return try DevicesCommand.run(
                 options.requiredAction(as: DeviceAction.self), options.operands, options, context, wallClock: wallClock)
+        case .mute:
+            return try MuteCommand.run(
+                options.requiredAction(as: MuteAction.self), options.operands, options, context, wallClock: wallClock)
         case .deliver:
             return try deliver(options, context, wallClock: wallClock)
         }
@@ -170,7 +195,12 @@ public enum NotifyCommand: VitalsCommand {
 
     /// The subcommands, as the table names them (a test holds the two to the same words).
     enum Subcommand: String, CaseIterable {
-        case deliver, devices, serve, cgi
+        case deliver, devices, mute, serve, cgi
+    }
+
+    /// What `mute ACTION` does.
+    enum MuteAction: String, CaseIterable {
+        case add, list, remove
     }
 
     /// What `devices ACTION` does.
@@ -182,7 +212,7 @@ public enum NotifyCommand: VitalsCommand {
     static func deliver(_ options: ParsedOptions, _ context: ToolContext, wallClock: @escaping () -> Int64) throws -> VitalsKit.ExitStatus {
         let policy = try readPolicy(options)
         let dryRun = options.has("dry-run")
-        let channels = try readChannels(options, context)
+        let (channels, routes) = try readChannels(options, context)
         let ids = MonitorIDs(database: options.value("db"), environment: context.environment, diagnostics: context.diagnostics)
         for case let push as APNsChannel in channels { push.monitorIDs = ids }
         let budget = try options.duration("deliver-timeout")!
@@ -202,15 +232,17 @@ public enum NotifyCommand: VitalsCommand {
         }
         let channelByID = Dictionary(channels.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let decider = Decider(
-            policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id),
+            policy: policy, channels: [Self.stdoutChannel] + channels.map(\.id).filter { !routes.fallbackOnly.contains($0) },
             ungrouped: Set(channels.filter { !$0.groupsMonitors }.map(\.id)),
-            monitors: loaded.monitors, views: loaded.channels, agents: loaded.agents ?? [:])
+            monitors: loaded.monitors, views: loaded.channels, agents: loaded.agents ?? [:], escalations: routes.escalations)
         let dispatcher = Dispatcher(
             channels: channelByID, state: box, environment: context.environment,
             budgetMs: budget, giveUpMs: giveUp, wallClock: wallClock)
         let run = NotifyRun(
             decider: decider, dispatcher: dispatcher, box: box, stateFile: dryRun ? nil : stateFile,
             output: context.output, diagnostics: context.diagnostics, dryRun: dryRun)
+        run.routes = routes
+        if let stateFile, stateFile.persistent { run.muteStore = MuteStore(statePath: stateFile.path) }
         if !dryRun {
             for pending in loaded.pending {
                 if channelByID[pending.channel] != nil {
@@ -265,6 +297,10 @@ public enum NotifyCommand: VitalsCommand {
         }
         policy.quorum = parsed
         if let repeatMs = try options.duration("repeat-interval") { policy.repeatIntervalMs = repeatMs }
+        if options.has("repeat-max") {
+            guard policy.repeatIntervalMs != nil else { throw UsageError("--repeat-max limits --repeat-interval's reminders: give both") }
+            policy.repeatMax = try options.integer("repeat-max", default: 0, in: 0...1_000_000)
+        }
         policy.firstSampleIsBaseline = options.has("baseline")
         policy.tellsRecoveries = !options.has("no-recoveries")
         var specs = options.all("mute").map { ($0, "--mute") }
@@ -286,10 +322,34 @@ public enum NotifyCommand: VitalsCommand {
         return policy
     }
 
-    static func readChannels(_ options: ParsedOptions, _ context: ToolContext) throws -> [Channel] {
+    /// The channels of --to and --config (those --tag selects, and those a chosen one names as its
+    /// fallback), and their routes (`after=`, `fallback=`).
+    static func readChannels(_ options: ParsedOptions, _ context: ToolContext) throws -> ([Channel], ChannelRoutes) {
+        var channels: [Channel] = []
+        var seen: Set<String> = []
+        let urls = try channelURLs(options, context)
+        for parsed in urls {
+            let channel = try ChannelFactory.make(parsed, environment: context.environment)
+            guard seen.insert(channel.id).inserted else {
+                throw UsageError("the channel \(channel.id) is given twice")
+            }
+            channels.append(channel)
+        }
+        return (channels, try ChannelRoutes(urls))
+    }
+
+    /// The channel URLs of --to and --config.
+    static func channelURLs(_ options: ParsedOptions, _ context: ToolContext) throws -> [ChannelURL] {
         var urls: [ChannelURL] = []
-        for text in options.all("to") {
-            let parsed = try ChannelURL(text, environment: context.environment)
+        for written in options.all("to") {
+            // `TAG,...=URL`, as in --config: tags name a channel for another's fallback=TAG.
+            var text = written
+            var tags: [String] = []
+            if let scheme = written.range(of: "://"), let equals = written[..<scheme.lowerBound].firstIndex(of: "=") {
+                tags = written[..<equals].split(separator: ",").map { String($0).trimmingSpaces }.filter { !$0.isEmpty }
+                text = String(written[written.index(after: equals)...]).trimmingSpaces
+            }
+            let parsed = try ChannelURL(text, tags: tags, environment: context.environment)
             if parsed.hasLiteralSecret {
                 context.diagnostics.warning(
                     "--to \(parsed.display) carries a secret on the command line, where other users can see it; write ${NAME} (from the environment) or ${file:PATH}, or use --config"
@@ -301,17 +361,12 @@ public enum NotifyCommand: VitalsCommand {
         for path in options.all("config") {
             configured += try ChannelFactory.readConfig(path, environment: context.environment, diagnostics: context.diagnostics)
         }
-        let wanted = Set(options.all("tag"))
-        if !wanted.isEmpty { configured = configured.filter { !wanted.isDisjoint(with: $0.tags) } }
-        var channels: [Channel] = []
-        var seen: Set<String> = []
-        for parsed in urls + configured {
-            let channel = try ChannelFactory.make(parsed, environment: context.environment)
-            guard seen.insert(channel.id).inserted else {
-                throw UsageError("the channel \(channel.id) is given twice")
-            }
-            channels.append(channel)
+        var wanted = Set(options.all("tag"))
+        if !wanted.isEmpty {
+            // A channel chosen names its fallback's tag: that channel comes too.
+            wanted.formUnion((urls + configured).filter { !wanted.isDisjoint(with: $0.tags) }.compactMap { $0.parameter("fallback") })
+            configured = configured.filter { !wanted.isDisjoint(with: $0.tags) }
         }
-        return channels
+        return urls + configured
     }
 }

@@ -13,6 +13,13 @@ final class NotifyRun {
     let dryRun: Bool
     /// Pending deliveries for channels not configured in this run: kept as they are.
     var orphans: [PendingDelivery] = []
+    /// The channels' escalations and fallbacks.
+    var routes = ChannelRoutes()
+    /// The windows added from scripts (`notify mute add`), read again whenever the file changes.
+    var muteStore: MuteStore? {
+        didSet { refreshMutes() }
+    }
+    private var muteStamp: (Int, Int)?
 
     private(set) var samples = 0
     private(set) var notifications = 0
@@ -60,7 +67,16 @@ final class NotifyRun {
                 switch sampleReader.read(bytes, extra: &own) {
                 case .sample:
                     samples += 1
+                    if samples & 255 == 0 { refreshMutes() }
                     let decisions = decider.add(SampleEvent(sampleReader, own), roundByTime: rounds.byTime)
+                    if !decider.cycles.isEmpty {
+                        for cycle in decider.cycles {
+                            diagnostics.error(
+                                "depends_on makes a cycle (\(cycle.joined(separator: " -> "))); its links are set aside, so it holds no failure back",
+                                source: reader.source, line: reader.lineNumber)
+                        }
+                        decider.cycles.removeAll()
+                    }
                     if !decisions.isEmpty { handle(decisions) }
                 case .otherRecord:
                     if let mark = RoundMark(sampleReader) {
@@ -84,6 +100,7 @@ final class NotifyRun {
     /// passed on; a `round_end` that leaves no marked round open ends the round, and is passed
     /// on after the round's notifications.
     private func take(_ mark: RoundMark, line: UnsafeBufferPointer<UInt8>) {
+        refreshMutes()
         switch mark {
         case .start(let round):
             if rounds.begin(round), decider.roundOpen { handle(decider.closeRound(), save: true) }
@@ -109,6 +126,7 @@ final class NotifyRun {
     /// start a fresh delivery budget for the next burst.
     func idle() {
         guard rounds.byTime else { return }
+        refreshMutes()
         dispatcher.resetBudget()
         handle(decider.closeRound(), save: true)
     }
@@ -121,10 +139,26 @@ final class NotifyRun {
     /// The input ended: close the last round (monitors still waiting for their places told as they
     /// stand), deliver, save.
     func finish() throws {
+        refreshMutes()
         decider.endOfInput()
         handle(decider.closeRound(), save: true)
         if let writeProblem { throw writeProblem }
         pendingAtEnd = dispatcher.unresolved.count
+    }
+
+    /// Reads the windows added from scripts again if their file changed since it was last read. A
+    /// file that cannot be read is reported once and the windows read before are kept.
+    private func refreshMutes() {
+        guard let muteStore else { return }
+        let stamp = muteStore.stamp()
+        if let stamp, let known = muteStamp, stamp == known { return }
+        if stamp == nil, muteStamp == nil, !decider.storedMutes.isEmpty { return }
+        muteStamp = stamp
+        do {
+            decider.storedMutes = try muteStore.read().mutes.map(\.window)
+        } catch {
+            diagnostics.error("\(error)")
+        }
     }
 
     /// Delivers a round's decisions and writes their records. The state is saved when
@@ -135,7 +169,17 @@ final class NotifyRun {
             notifications += 1
             var jobs: [Job] = []
             var dryRunChannels: [String] = []
-            for channel in decision.channels {
+            var channels = decision.channels
+            if decision.notification.event == .recovered {
+                // A fallback that was told of a failure is told of its recovery.
+                let recovered = Set(decision.notification.monitors.map(\.monitor))
+                for (channel, told) in box.state.fallbackTold ?? [:] where !told.isDisjoint(with: recovered) {
+                    channels.append(channel)
+                    let left = told.subtracting(recovered)
+                    box.state.fallbackTold![channel] = left.isEmpty ? nil : left
+                }
+            }
+            for channel in channels {
                 if channel == NotifyCommand.stdoutChannel {
                     decider.accepted(decision.notification, by: channel)
                 } else if dryRun {
@@ -162,9 +206,21 @@ final class NotifyRun {
                 if job.result == .delivered {
                     decider.accepted(job.notification, by: job.channel)
                     delivered += 1
+                    if job.fallbackFor != nil, job.notification.isBad, !job.notification.event.isPlace {
+                        box.state.fallbackTold = box.state.fallbackTold ?? [:]
+                        box.state.fallbackTold![job.channel, default: []].formUnion(job.notification.monitors.map(\.monitor))
+                    }
                 } else {
                     failedDeliveries += 1
                     diagnostics.error("\(job.channel): \(job.notification.id) failed: \(job.lastError ?? "refused")")
+                    for fallback in routes.fallbacks[job.channel] ?? [] {
+                        // Failed for good: the channels it names as its fallback are given it.
+                        let extra = dispatcher.enqueue(job.notification, channel: fallback)
+                        extra.fallbackFor = job.channel
+                        if let index = unwritten.firstIndex(where: { $0.notification.id == job.notification.id }) {
+                            unwritten[index].jobs.append(extra)
+                        }
+                    }
                 }
                 resolvedJobs.append(job)
             }
@@ -206,7 +262,7 @@ final class NotifyRun {
         let result = job.result
         var outcome = DeliveryOutcome(
             channel: job.channel, result: result, attempts: job.attempts, code: job.lastCode,
-            error: result == .delivered && job.failedLegs == 0 ? nil : job.lastError)
+            error: result == .delivered && job.failedLegs == 0 ? nil : job.lastError, fallbackFor: job.fallbackFor)
         if result == .pending { outcome.nextAttemptAt = job.openLegs.map(\.nextAttemptAt).min() }
         if job.fansOut {
             outcome.devicesSent = job.sent
@@ -231,6 +287,7 @@ final class NotifyRun {
         if !dryRun { parts.append("\(delivered) delivered") }
         if failedDeliveries > 0 { parts.append("\(failedDeliveries) failed") }
         if pendingAtEnd > 0 { parts.append("\(pendingAtEnd) pending") }
+        if decider.heldFailures > 0 { parts.append("\(decider.heldFailures) failures held behind a failing parent") }
         if decider.staleSamples > 0 { parts.append("\(decider.staleSamples) samples older than their monitor's last skipped") }
         return parts.joined(separator: ", ")
     }

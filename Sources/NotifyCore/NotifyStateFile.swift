@@ -20,6 +20,8 @@ struct NotifyState: Codable, Equatable {
     var channels: [String: ChannelView] = [:]
     /// Deliveries not yet accepted, oldest first.
     var pending: [PendingDelivery] = []
+    /// Per fallback channel: the monitors it was told are failing (it is told their recovery).
+    var fallbackTold: [String: Set<String>]? = nil
     /// APNs provider tokens per team and key: the JWT and when it was issued (wall clock, ms).
     var providerTokens: [String: ProviderToken] = [:]
     /// Registered push devices (OnlineTracker's push_devices).

@@ -24,6 +24,8 @@ struct Policy {
     var successThreshold = 1
     /// Re-send a still-open outage this often (nil: never).
     var repeatIntervalMs: Int64?
+    /// At most this many reminders of one outage per channel (nil: no limit).
+    var repeatMax: Int?
     /// Take a monitor's first sample as its baseline, not as news (`--baseline`). By default a
     /// monitor starts unknown, as isitup's services do, and a first sample that is not up is news.
     var firstSampleIsBaseline = false
@@ -51,6 +53,8 @@ struct MuteWindow: Equatable {
     var end: Int64
     /// The text as given, for messages.
     var text: String
+    /// Why (a window added from a script may say).
+    var reason: String? = nil
 
     /// Whether the window mutes `monitor` at `at`.
     func covers(_ monitor: String, at: Int64) -> Bool {

@@ -26,6 +26,8 @@ struct SampleEvent: Equatable {
     var checkIntervalSeconds: Int64? = nil
     /// The monitor's kind (`heartbeat`: a sample is expected every check interval).
     var kind: String? = nil
+    /// The monitors it depends on (`depends_on`: an array of ids, or one id).
+    var dependsOn: [String]? = nil
 }
 
 extension SampleEvent {
@@ -46,6 +48,19 @@ extension SampleEvent {
             $0.isFinite && $0 >= 1 && $0 < 1e12 ? Int64($0) : nil
         }
         kind = reader.text(own.kind)
+        dependsOn = own.dependsOn.flatMap { SampleEvent.monitorList(reader.raw($0)) }
+    }
+
+    /// `["a","b"]` or `"a"` as a list of ids (anything else, or an empty list: nil).
+    static func monitorList(_ raw: UnsafeBufferPointer<UInt8>) -> [String]? {
+        guard let value = try? JSONParser.parse(raw) else { return nil }
+        switch value {
+        case .string(let id): return id.isEmpty ? nil : [id]
+        case .array(let items):
+            let ids = items.compactMap { $0.stringValue }.filter { !$0.isEmpty }
+            return ids.isEmpty ? nil : ids
+        default: return nil
+        }
     }
 }
 
@@ -58,6 +73,7 @@ struct NotifyFields: SampleFieldReader {
     var anomaly: FieldRange?
     var checkInterval: FieldRange?
     var kind: FieldRange?
+    var dependsOn: FieldRange?
 
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch (count, key[0]) {
@@ -68,6 +84,7 @@ struct NotifyFields: SampleFieldReader {
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
         case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
         case (10, UInt8(ascii: "m")) where SampleLine.key(key, is: "monitor_id"): monitorID = field
+        case (10, UInt8(ascii: "d")) where SampleLine.key(key, is: "depends_on"): dependsOn = field
         default: break
         }
     }

@@ -60,6 +60,10 @@ public enum ProbeHTTPCommand: VitalsCommand {
                 "speed-timeout", default: DefaultText.duration(milliseconds: Int64(ConnectivitySettings.defaultSpeedTimeoutMs)),
                 range: 1...3_600_000,
                 help: "with --connectivity, time budget of the speed test's download, apart from the page's"),
+            OptionSpec(
+                "confirm", value: "N", default: "0",
+                help: "try a failing probe (down, error) again up to N more times in the same run; the sample keeps every attempt"),
+            .duration("confirm-delay", default: "0s", range: 0...600_000, help: "the pause before each --confirm attempt"),
             OptionSpec("insecure", short: "k", help: "do not verify certificates (the expiry is still reported)"),
             OptionSpec("user-agent", value: "TEXT", help: "the User-Agent header (default vitals-probe-http/VERSION)"),
             OptionSpec(
@@ -116,6 +120,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
         defaults.insecure = options.has("insecure")
         if let agent = options.value("user-agent") { settings.userAgent = agent }
         settings.simulatedLatencyMs = try options.number("simulate-latency", default: 0, in: 0...3_600_000)
+        settings.confirm = try options.integer("confirm", in: 0...10)
+        settings.confirmDelayMs = try options.duration("confirm-delay")!
         if options.has("connectivity") {
             return try runConnectivity(options, context, defaults: defaults, settings: settings)
         }
@@ -127,6 +133,7 @@ public enum ProbeHTTPCommand: VitalsCommand {
         Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in
             parser.read(reader)
         }
+        parser.refuseCycles()
         if let stop = Signals.stopStatus { return stop }
         let targets = try ProbeRunOptions.only(options, parser.targets, id: \.id, name: \.name, host: \.host)
         let runner = ProbeRunner(targets: targets, settings: settings, output: context.output)
@@ -148,7 +155,8 @@ public enum ProbeHTTPCommand: VitalsCommand {
         guard options.operands.count <= 1 else {
             throw UsageError("--connectivity takes one URL (the success page), not \(options.operands.count) operands")
         }
-        for fileOnly in ["only", "simulate-latency", "speed-test", "per-host", "rate"] where options.has(fileOnly) {
+        for fileOnly in ["only", "simulate-latency", "speed-test", "per-host", "rate", "confirm", "confirm-delay"]
+        where options.has(fileOnly) {
             throw UsageError("--\(fileOnly) does not apply with --connectivity")
         }
         if options.has("timeout") {

@@ -14,6 +14,10 @@ struct ProbeSettings: Sendable {
     var watch = false
     /// The User-Agent header.
     var userAgent = "vitals-probe-http/\(Vitals.version)"
+    /// A probe that fails (down, error) is tried again up to this many more times in the same run (`--confirm`).
+    var confirm = 0
+    /// The pause before each of those tries (`--confirm-delay`), ms.
+    var confirmDelayMs: Int64 = 0
 
     /// Defaults.
     init() {}
@@ -35,7 +39,14 @@ final class ProbeRunner {
         /// Why the HEAD failed, when a GET followed it (a sample `reason`, or `http_status` for 405 and 501).
         var headReason: String?
         var answerMethod = "HEAD"
+        /// When the first attempt started (the sample's `at`), wall clock.
+        var firstStartWallMs: Int64 = 0
+        /// The attempts that failed before this one (`--confirm`).
+        var tries: [ProbeTry] = []
     }
+
+    /// Probes waiting to be tried again (`--confirm-delay`): index and when (monotonic ms).
+    private var retries: [(index: Int, dueMs: Int64)] = []
 
     private var probes: [Probe] = []
     private let targets: [Target]
@@ -92,7 +103,13 @@ final class ProbeRunner {
             }
             if scheduler.isFinished { break }
             try output.flush()
-            let waitMs = min(1000, scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()) ?? 1000)
+            var waitMs = min(1000, scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()) ?? 1000)
+            if !retries.isEmpty {
+                let now = Clock.monotonicMilliseconds()
+                for retry in retries where retry.dueMs <= now { begin(retry.index, now: now, again: true) }
+                retries.removeAll { $0.dueMs <= now }
+                if let next = retries.map(\.dueMs).min() { waitMs = min(waitMs, Int(max(0, next - now))) }
+            }
             progress?.update(inFlight: scheduler.activeCount, nextInMs: scheduler.waitMs(nowNs: Clock.monotonicNanoseconds()))
             for completion in engine.step(timeoutMs: max(0, waitMs)) {
                 try complete(completion)
@@ -101,10 +118,15 @@ final class ProbeRunner {
         try output.flush()
     }
 
-    private func begin(_ index: Int, now: Int64) {
+    /// Starts a probe's attempt: its first, or `again` after a failed one (`--confirm`).
+    private func begin(_ index: Int, now: Int64, again: Bool = false) {
         var probe = probes[index]
         probe.stage = .primary
         probe.startWallMs = Clock.wallMilliseconds()
+        if !again {
+            probe.firstStartWallMs = probe.startWallMs
+            probe.tries = []
+        }
         probe.deadlineMs = now + Int64(targets[probe.targetIndex].timeoutMs)
         probe.fallbackNote = nil
         probe.headReason = nil
@@ -191,9 +213,7 @@ final class ProbeRunner {
     }
 
     private func finish(_ index: Int, probe: Probe, result: HTTPResult, inspection: HTTPResult?) throws {
-        probes[index] = probe
-        let round = scheduler.round(of: index)
-        let roundEnded = scheduler.finish(index)
+        var probe = probe
         let nowSeconds = Clock.wallMilliseconds() / 1000
         let method = probe.stage == .inspect ? probe.answerMethod : probe.method
         var verdict = HTTPVerdictRules.decide(
@@ -204,11 +224,28 @@ final class ProbeRunner {
             // isitup's words: `+<N>ms simulated`.
             verdict.message += " +\(LatencyWords.milliseconds(settings.simulatedLatencyMs)) simulated"
         }
+        if verdict.status == .down || verdict.status == .error || !probe.tries.isEmpty {
+            probe.tries.append(ProbeTry(atMs: probe.startWallMs, verdict: verdict))
+        }
+        if verdict.status == .down || verdict.status == .error, probe.tries.count <= settings.confirm, !Signals.stopRequested {
+            // --confirm: a failure is tried again in the slot it holds, at once or after --confirm-delay.
+            probes[index] = probe
+            let now = Clock.monotonicMilliseconds()
+            if settings.confirmDelayMs == 0 {
+                begin(index, now: now, again: true)
+            } else {
+                retries.append((index, now + settings.confirmDelayMs))
+            }
+            return
+        }
+        probes[index] = probe
+        let round = scheduler.round(of: index)
+        let roundEnded = scheduler.finish(index)
         let record = SampleRecord.encode(
             target: targets[probe.targetIndex], monitor: probe.monitor, family: probe.family,
-            atMs: probe.startWallMs, method: method, verdict: verdict, result: result,
+            atMs: probe.firstStartWallMs, method: method, verdict: verdict, result: result,
             route: network.route(of: result, host: targets[probe.targetIndex].host), headReason: probe.headReason,
-            simulatedMs: settings.simulatedLatencyMs)
+            tries: probe.tries.count > 1 ? probe.tries : [], simulatedMs: settings.simulatedLatencyMs)
         tally.byStatus[verdict.status, default: 0] += 1
         if let latency = verdict.latencyMs, latency > (tally.slowest?.latencyMs ?? -1) {
             tally.slowest = (targets[probe.targetIndex].name, latency)

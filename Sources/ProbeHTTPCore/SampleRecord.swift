@@ -10,7 +10,7 @@ enum SampleRecord {
         "latency_ms", "dns_ms", "connect_ms", "tls_ms", "ttfb_ms", "total_ms", "bytes", "remote_ip", "interface", "link", "http_version",
         "online",
         "tls_expiry_days", "ip", "speed_mbps", "speed_confidence", "speed_bytes", "simulated", "truncated",
-        "head_failed", "head_reason", "check_interval", "enabled", "config", "agent",
+        "head_failed", "head_reason", "check_interval", "enabled", "config", "agent", "depends_on", "attempts", "tries",
     ]
 
     /// Encodes one sample.
@@ -25,7 +25,7 @@ enum SampleRecord {
     static func encode(
         target: Target, monitor: String, family: IPFamily, atMs: Int64, method: String,
         verdict: ProbeVerdict, result: HTTPResult?, route: NetworkRoute?, online: Bool? = nil,
-        headReason: String? = nil, simulatedMs: Double
+        headReason: String? = nil, tries: [ProbeTry] = [], simulatedMs: Double
     ) -> [UInt8] {
         var record = SampleHead.begin(
             monitor: monitor, name: target.name, kind: target.kind.rawValue, target: target.displayURL,
@@ -62,6 +62,7 @@ enum SampleRecord {
             record.bool("head_failed", true)
             record.string("head_reason", headReason)
         }
+        ProbeTry.write(tries, to: &record)
         MonitorSettings.write(target.monitorSettings, to: &record)
         for field in target.extraFields { record.field(field.key, field.value) }
         return record.finish()

@@ -102,6 +102,8 @@ struct Target: Sendable {
     var enabled = true
     /// Fields the target had that probe-http does not own; carried into each sample in order.
     var extraFields: [JSONField] = []
+    /// The monitors it depends on (`depends_on`).
+    var dependsOn: [String] = []
     /// Where the target came from, for diagnostics.
     var source: String = "<stdin>"
     /// The line it was on.
@@ -128,6 +130,7 @@ struct Target: Sendable {
     var monitorSettings: MonitorSettings {
         var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
         settings.enabled = enabled
+        settings.dependsOn = dependsOn
         if expectedStatus.ranges.count == 1, expectedStatus.ranges[0].count == 1 {
             settings.set("expected_status", expectedStatus.ranges[0].lowerBound)
         }
@@ -148,6 +151,8 @@ struct Target: Sendable {
     /// Whether a GET is needed to read the body (content or hash checks, speed test).
     var needsBody: Bool { expectedContent != nil || expectedBodyHash != nil || speedTestBytes != nil }
 }
+
+extension Target: DependentTarget {}
 
 extension Target: StatedTarget {
     var kindName: String { kind.rawValue }

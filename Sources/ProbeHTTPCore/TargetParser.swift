@@ -55,7 +55,7 @@ struct TargetParser: TargetSink {
         "expected_body_hash", "timeout_seconds", "http_ok_threshold_ms", "http_degraded_threshold_ms",
         "ssl_ok_threshold_days", "ssl_warning_threshold_days", "check_interval", "max_redirects", "ip",
         "speed_test_bytes", "client_cert", "client_key", "pinned_pubkey", "ca_file", "tls_min", "insecure",
-        "type", "enabled", "config",
+        "type", "enabled", "config", "depends_on",
     ]
 
     /// Creates a parser.
@@ -269,9 +269,16 @@ struct TargetParser: TargetSink {
             throw Problem("TLS fields (client_cert, pinned_pubkey) need an https:// URL")
         }
 
+        target.dependsOn = try fields.dependsOn(selfID: target.id) ?? []
         target.extraFields = fields.extraFields(known: TargetParser.knownFields, own: SampleRecord.ownFields, agent: defaults.agent)
         target.enabled = !fields.isDisabled
         return target
+    }
+
+    /// Refuses the cycles in the targets' `depends_on` (each target on one is reported with its
+    /// line, and probed without its parents, so that a cycle never holds a failure back).
+    mutating func refuseCycles() {
+        DependencyCycles.refuse(&targets, &switchedOff, diagnostics: diagnostics)
     }
 
     /// The name of a target without one: its URL without scheme, credentials, query or a trailing `/`.

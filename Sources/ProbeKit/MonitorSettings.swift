@@ -3,7 +3,8 @@ import VitalsKit
 /// What a sample says about the monitor that made it, as OnlineTracker's monitor list shows it:
 /// `check_interval` (seconds), `enabled`, and `config`, the monitor's thresholds under the keys
 /// of the seed's `MonitorConfig`, only those that apply to the target's kind.
-/// Both probes write these three fields after their own, before the target's carried fields.
+/// Both probes write these three fields (and `depends_on`, when the target names parents) after
+/// their own, before the target's carried fields.
 public struct MonitorSettings: Sendable {
     /// The target's interval between probes.
     public var checkIntervalMs: Int64
@@ -12,6 +13,8 @@ public struct MonitorSettings: Sendable {
     public var enabled = true
     /// The config object, keys in the seed's order.
     public private(set) var config = JSONObject()
+    /// The monitors the target depends on (`depends_on`; written only when not empty).
+    public var dependsOn: [String] = []
 
     /// Settings for a target probed every `checkIntervalMs`.
     public init(checkIntervalMs: Int64) {
@@ -43,5 +46,6 @@ public struct MonitorSettings: Sendable {
         }
         record.bool("enabled", settings.enabled)
         record.value("config", .object(settings.config))
+        if !settings.dependsOn.isEmpty { record.value("depends_on", .array(settings.dependsOn.map { .string($0) })) }
     }
 }

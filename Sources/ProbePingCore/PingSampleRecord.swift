@@ -9,6 +9,7 @@ enum PingSampleRecord {
         "type", "monitor", "name", "kind", "target", "at", "status", "reason", "message", "latency_ms", "sent", "received",
         "loss_percent", "rtt_min_ms", "rtt_avg_ms", "rtt_max_ms", "rtt_mdev_ms", "dns_ms", "connect_ms", "tls_ms",
         "remote_ip", "interface", "link", "tls_expiry_days", "ip", "check_interval", "enabled", "config", "agent",
+        "depends_on",
     ]
 
     /// A ping sample.

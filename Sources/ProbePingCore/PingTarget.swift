@@ -82,6 +82,8 @@ struct PingTarget: Sendable {
     var enabled = true
     /// Fields the target had that probe-ping does not own; carried into each sample in order.
     var extraFields: [JSONField] = []
+    /// The monitors it depends on (`depends_on`).
+    var dependsOn: [String] = []
     /// Where the target came from, for diagnostics.
     var source = "<stdin>"
     /// The line it was on.
@@ -135,6 +137,7 @@ extension PingTarget {
     var monitorSettings: MonitorSettings {
         var settings = MonitorSettings(checkIntervalMs: checkIntervalMs)
         settings.enabled = enabled
+        settings.dependsOn = dependsOn
         settings.set("timeout_seconds", Double(timeoutMs) / 1000)
         if kind == .ping { settings.set("ping_count", count) }
         settings.set("ping_ok_threshold_ms", okThresholdMs)
@@ -146,6 +149,8 @@ extension PingTarget {
         return settings
     }
 }
+
+extension PingTarget: DependentTarget {}
 
 extension PingTarget: StatedTarget {
     var kindName: String { kind.rawValue }

@@ -24,7 +24,7 @@ struct PingTargetParser: TargetSink {
     static let knownFields: Set<String> = [
         "id", "name", "target", "url", "kind", "ping_count", "ping_ok_threshold_ms", "ping_degraded_threshold_ms",
         "max_loss_percent", "timeout_seconds", "check_interval", "ip", "tls", "ssl_ok_threshold_days",
-        "ssl_warning_threshold_days", "type", "enabled", "config",
+        "ssl_warning_threshold_days", "type", "enabled", "config", "depends_on",
     ]
 
     /// Creates a parser.
@@ -36,6 +36,11 @@ struct PingTargetParser: TargetSink {
     /// Reads every target from `reader`.
     mutating func read(_ reader: LineReader) {
         TargetListReader.read(reader, into: &self)
+    }
+
+    /// Refuses the cycles in the targets' `depends_on` (see `DependencyCycles.refuse`).
+    mutating func refuseCycles() {
+        DependencyCycles.refuse(&targets, &switchedOff, diagnostics: diagnostics)
     }
 
     /// Validates one target object and adds it (with a unique id), or reports why not.
@@ -128,6 +133,7 @@ struct PingTargetParser: TargetSink {
         if target.tls, kind != .tcp { throw TargetProblem("field 'tls' needs a tcp target (tcp://host:port)") }
         (target.sslOkDays, target.sslWarningDays) = try fields.sslDays(
             okDefault: defaults.sslOkDays, warningDefault: defaults.sslWarningDays)
+        target.dependsOn = try fields.dependsOn(selfID: target.id) ?? []
         target.extraFields = fields.extraFields(known: knownFields, own: PingSampleRecord.ownFields, agent: defaults.agent)
         target.enabled = !fields.isDisabled
         return target

@@ -93,6 +93,7 @@ public enum ProbePingCommand: VitalsCommand {
         Inputs(options.operands, stdin: context.streams.input).forEach(diagnostics: context.diagnostics) { reader in
             parser.read(reader)
         }
+        parser.refuseCycles()
         if let stop = Signals.stopStatus { return stop }
         let targets = try ProbeRunOptions.only(options, parser.targets, id: \.id, name: \.name, host: \.host)
         let runner = PingRunner(targets: targets, settings: settings, output: context.output, diagnostics: context.diagnostics)

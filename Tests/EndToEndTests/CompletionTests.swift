@@ -93,7 +93,7 @@ struct CompletionCase: CustomTestStringConvertible, Sendable {
 
 /// The cases every shell must get right; the scratch folder holds export.xml, notes.txt and the folder keys/.
 let completionCases: [CompletionCase] = [
-    CompletionCase(line: "probe-http --con", offers: ["--concurrency", "--connectivity"]),
+    CompletionCase(line: "probe-http --con", offers: ["--concurrency", "--confirm", "--confirm-delay", "--connectivity"]),
     CompletionCase(line: "store-samples agents ", offers: ["approve", "reject", "token"]),
     CompletionCase(line: "store-samples --db vitals.db agents ", offers: ["approve", "reject", "token"]),
     CompletionCase(line: "store-samples monitors --format ", offers: ["json", "ndjson"]),

@@ -348,6 +348,7 @@ struct ActionAndChoiceDocumentationTests {
         #expect(actions(StoreSamplesCommand.spec, "agents") == Set(StoreSamplesCommand.AgentAction.allCases.map(\.rawValue)))
         #expect(names(NotifyCommand.spec) == Set(NotifyCommand.Subcommand.allCases.map(\.rawValue)))
         #expect(actions(NotifyCommand.spec, "devices") == Set(NotifyCommand.DeviceAction.allCases.map(\.rawValue)))
+        #expect(actions(NotifyCommand.spec, "mute") == Set(NotifyCommand.MuteAction.allCases.map(\.rawValue)))
         #expect(names(SnapshotDeltaCommand.spec) == Set(SnapshotDeltaCommand.Subcommand.allCases.map(\.rawValue)))
         #expect(actions(SnapshotDeltaCommand.spec, "anomalies") == Set(SnapshotDeltaCommand.AnomalyAction.allCases.map(\.rawValue)))
         #expect(actions(SnapshotDeltaCommand.spec, "cert") == Set(SnapshotDeltaCommand.CertKind.allCases.map(\.rawValue)))
@@ -356,7 +357,8 @@ struct ActionAndChoiceDocumentationTests {
         #expect(actions(DetectAnomalyCommand.spec, "feedback") == Set(DetectAnomalyCommand.FeedbackAction.allCases.map(\.rawValue)))
         // Every subcommand with actions has its enumeration above.
         let covered = [
-            "store-samples agents", "notify devices", "snapshot-delta anomalies", "snapshot-delta cert", "detect-anomaly feedback",
+            "store-samples agents", "notify devices", "notify mute", "snapshot-delta anomalies", "snapshot-delta cert",
+            "detect-anomaly feedback",
         ]
         let withActions = documentedSpecs.flatMap { spec in
             spec.subcommands.filter { !$0.actions.isEmpty }.map { "\(spec.name) \($0.name)" }

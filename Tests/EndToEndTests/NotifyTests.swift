@@ -161,7 +161,9 @@ struct NotifyDecisionTests {
         let records = try result.records()
         #expect(records[0].string("since") == traceTime(40), "the outage began with the first of the three failures")
         #expect(records[1].int("duration_ms") == 60_000, "40 to 100")
-        #expect(records[1].string("body") == "Api is up again after 1m")
+        // Failed checks in the outage: the three that confirmed it (40, 50, 60) and 80's.
+        #expect(records[1].string("body") == "Api is up again after 1m, 4 failed checks")
+        #expect(records[1].int("failed_checks") == 4 && records[1].int("checks_not_up") == 4)
         // The defaults (1 and 1, isitup's) tell every flap that the cooldown lets through.
         #expect(try notify(lines).events().count > 2)
     }
@@ -237,7 +239,8 @@ struct NotifyDecisionTests {
             ])
         let records = try result.records()
         #expect(records[1].string("title") == "Monitor still DOWN")
-        #expect(records[1].string("body") == "Api has been down for 1m")
+        // Down since 10; failed checks by 70: 10, 40, 70.
+        #expect(records[1].string("body") == "Api has been down for 1m, 3 failed checks")
     }
 
     @Test("a maintenance window mutes a monitor; what still holds after it is told")

@@ -142,7 +142,8 @@ struct DeciderThresholdTests {
         #expect(up.map(\.event) == [.recovered])
         // Since 60 s, told at 180 s: 2 minutes (DurationText writes 2m).
         #expect(up.first?.monitors.first?.since == at(60))
-        #expect(up.first?.body == "A is up again after 2m")
+        // One failed check (60 s): the up sample at 120 s is no failure.
+        #expect(up.first?.body == "A is up again after 2m, 1 failed check")
     }
 
     @Test("flap damping: with --failure-threshold 2 a monitor alternating down and up is never told")
@@ -385,7 +386,8 @@ struct DeciderCooldownTests {
         let again = run.told(s("a", 300, .down))
         #expect(again.map(\.event) == [.stillDown])
         #expect(again.first?.key == "a")
-        #expect(again.first?.body == "A has been down for 5m")
+        // Failed checks by then: 0, 120 and 300 s.
+        #expect(again.first?.body == "A has been down for 5m, 3 failed checks")
         // The next repeat counts from this one: 300 + 300 = 600 s.
         #expect(run.told(s("a", 599, .down)).isEmpty)
         #expect(run.told(s("a", 600, .down)).map(\.event) == [.stillDown])
