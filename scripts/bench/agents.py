@@ -417,23 +417,24 @@ def stored(args):
 
 
 def floor(args):
-    """The same batches stored by store-samples on this machine, a process a batch, in order."""
+    """The same batches stored by one store-samples process on the server's machine, in order:
+    it commits at each batch's round_end, so each batch is one transaction, as a POST is."""
     clickhouse = {args.clickhouse_pid} if args.clickhouse_pid else set()
-    inputs = os.path.join(args.inputs)
-    files = sorted(os.listdir(inputs))
+    files = sorted(os.listdir(args.inputs))
+    joined = os.path.join(args.work, "floor.ndjson")
+    with open(joined, "wb") as out:
+        for name in files:
+            with open(os.path.join(args.inputs, name), "rb") as f:
+                out.write(f.read())
     before = server_cpu(-1, clickhouse)
-    cpu = 0.0
-    started = time.time()
-    for name in files:
-        run = Run([os.path.join(args.bin, "store-samples"), "--db", args.db, "--remote", "--auto-approve", "-q"],
-                  os.path.join(inputs, name), os.path.join(args.work, "floor.log")).join()
-        if run.status != 0:
-            sys.exit("bench: store-samples --remote of %s ended with %d; see floor.log" % (name, run.status))
-        cpu += run.cpu()
-    seconds = time.time() - started
+    run = Run([os.path.join(args.bin, "store-samples"), "--db", args.db, "--remote", "--auto-approve", "-q"],
+              joined, os.path.join(args.work, "floor.log")).join()
+    if run.status != 0:
+        sys.exit("bench: store-samples --remote of the live batches ended with %d; see floor.log" % run.status)
     clickhouse_cpu = sum(cpu_between(before, server_cpu(-1, clickhouse)).values())
-    append(args.results, {"step": "floor", "backend": args.backend, "batches": len(files), "cpu": cpu,
-                          "clickhouse_cpu": clickhouse_cpu, "seconds": seconds})
+    os.remove(joined)
+    append(args.results, {"step": "floor", "backend": args.backend, "batches": len(files), "cpu": run.cpu(),
+                          "clickhouse_cpu": clickhouse_cpu, "seconds": run.ended - run.started})
 
 
 def rss(args):
@@ -474,7 +475,7 @@ def report(args):
               "(the first without episodes)" % lives[0]["minutes"])
         print("%-11s %8s %12s %8s %8s %8s %12s %13s %10s %7s %7s" % (
             "backend", "samples", "notified", "p50 s", "p99 s", "max s", "delay floor",
-            "server CPU %", "CPU ms/1k", "floor", "x floor"))
+            "CPU s/min", "CPU ms/1k", "floor", "x floor"))
         for r in lives:
             d = r["delays"]
             cpu = sum(r["cpu"].values())
@@ -485,7 +486,7 @@ def report(args):
                 names[r["backend"]], "{:,}".format(r["samples"]), r["received"], r["expected"],
                 statistics.median(d) if d else float("nan"), percentile(d, 0.99), max(d) if d else float("nan"),
                 "0.1 poll" if r["backend"] == "sqlite" else "2.5 lag+poll",
-                cpu * 100 / r["window_s"], per_k, floor_k, per_k / floor_k if fl else float("nan")))
+                cpu * 60 / r["window_s"], per_k, floor_k, per_k / floor_k if fl else float("nan")))
         for r in lives:
             parts = ", ".join("%s %.2f" % (k, v) for k, v in sorted(r["cpu"].items(), key=lambda kv: -kv[1]))
             print("  %s server CPU s over %.0f s: %s" % (names[r["backend"]], r["window_s"], parts))
@@ -502,8 +503,9 @@ def report(args):
         print("  delay: the webhook's receipt of a notification minus the end of the agent run whose POST made it")
         print("  (the run ends just after its 2xx); floor: the follower's poll (SQLite) or lag and poll (ClickHouse).")
         print("  server CPU: nginx, both responders and the follower's three processes (and clickhouse-server),")
-        print("  as % of one core over the run; floor: store-samples --remote storing the same batches on the")
-        print("  server, one process a batch (on ClickHouse with clickhouse-server's CPU).")
+        print("  in CPU seconds a minute of the run, and per 1,000 samples stored; floor: one store-samples --remote")
+        print("  process storing the same batches on the server's machine, a transaction each as a POST (on")
+        print("  ClickHouse with clickhouse-server's CPU): what storing costs without HTTP, FastCGI and the follower.")
 
     delivers = [r for r in results if r["step"] == "deliver"]
     spools = [r for r in results if r["step"] == "spool"]
@@ -517,8 +519,8 @@ def report(args):
               % (batches // AGENTS, batches, "{:,}".format(samples)))
         print("beside the peer: 10 curl processes posting the same spool files, in order, one connection each;")
         print("the median of %d run%s, taken in turn, each on a fresh store." % (runs, "" if runs == 1 else "s"))
-        print("%-11s %9s %11s %9s %11s %8s %10s %12s" % (
-            "backend", "agents s", "samples/s", "curl s", "samples/s", "x curl", "follower s", "server CPU s"))
+        print("%-11s %9s %10s %8s %9s %10s %8s %8s %10s" % (
+            "backend", "agents s", "samples/s", "CPU s", "curl s", "samples/s", "CPU s", "x curl", "follower s"))
         for backend in [b for b in ("sqlite", "clickhouse") if any(r["backend"] == b for r in delivers)]:
             row = {}
             for who in ("agents", "curl"):
@@ -531,17 +533,17 @@ def report(args):
                     if who == "curl" and r["codes"] != {"200": batches}:
                         checks.append("%s catch-up (curl): answers %s" % (names[backend], r["codes"]))
                 row[who] = statistics.median(r["seconds"] for r in rs) if rs else float("nan")
+                row[who + " cpu"] = statistics.median(sum(r["cpu"].values()) for r in rs) if rs else float("nan")
                 if who == "agents":
                     follower = [r["follower_s"] for r in rs]
                     row["follower"] = "%.1f" % statistics.median(follower) if None not in follower else "not all"
-                    row["cpu"] = statistics.median(sum(r["cpu"].values()) for r in rs)
             catchup[backend] = samples / row["agents"]
-            print("%-11s %9.2f %11s %9.2f %11s %8.2f %10s %12.2f" % (
-                names[backend], row["agents"], "{:,.0f}".format(samples / row["agents"]), row["curl"],
-                "{:,.0f}".format(samples / row["curl"]), row["curl"] / row["agents"], row["follower"], row["cpu"]))
+            print("%-11s %9.2f %10s %8.2f %9.2f %10s %8.2f %8.2f %10s" % (
+                names[backend], row["agents"], "{:,.0f}".format(samples / row["agents"]), row["agents cpu"], row["curl"],
+                "{:,.0f}".format(samples / row["curl"]), row["curl cpu"], row["curl"] / row["agents"], row["follower"]))
         print("  agents s: from starting the 10 agents (store-samples with no input) to the last one's end; curl s,")
-        print("  the same for the peer; follower s: from that start until the follower's notify had passed on every")
-        print("  batch (its round_end); server CPU s: the server's (as above) while the agents delivered.")
+        print("  the same for the peer; CPU s: the server's (as above) meanwhile; x curl: the agents' rate over curl's;")
+        print("  follower s: from the agents' start until the follower's notify had passed on every batch (round_end).")
 
     rsses = [r for r in results if r["step"] == "rss"]
     memory = {}
