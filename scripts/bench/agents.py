@@ -19,6 +19,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -101,6 +102,19 @@ def batch(agent, post, at_ms, round_id):
 
 
 # --- Processes ---------------------------------------------------------------------------
+RUNNING = set()  # the pids of the processes started and not yet ended
+
+
+def stop(signum, _frame):
+    """A stop of the bench stops what this step started too."""
+    for pid in list(RUNNING):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    os._exit(128 + signum)
+
+
 class Run:
     """One process, started now, waited for by a thread of its own: its end time and rusage."""
 
@@ -117,6 +131,7 @@ class Run:
                 (os.POSIX_SPAWN_OPEN, 2, stderr, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600),
             ],
         )
+        RUNNING.add(self.pid)
         self.ended = None
         self.status = None
         self.usage = None
@@ -126,6 +141,7 @@ class Run:
     def _wait(self):
         _, status, usage = os.wait4(self.pid, 0)
         self.ended = time.time()
+        RUNNING.discard(self.pid)
         self.status = os.waitstatus_to_exitcode(status)
         self.usage = usage
 
@@ -632,6 +648,8 @@ def main():
     p = sub.add_parser("expect")
     p.add_argument("--posts", type=int, required=True)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     if args.step == "expect":
         for event in expected_notifications(args.posts):
             print(*event)
