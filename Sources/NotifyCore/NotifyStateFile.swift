@@ -129,11 +129,7 @@ final class NotifyStateFile {
     /// Writes the state atomically with mode 0600.
     func save(_ state: NotifyState) throws {
         guard persistent else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        var data = try encoder.encode(state)
-        data.append(0x0A)
-        try AtomicFile.write(Array(data), to: path)
+        try AtomicFile.write(try NotifyStateWriter.encode(state), to: path)
     }
 
     private static func describe(_ error: Error) -> String {
@@ -144,5 +140,23 @@ final class NotifyStateFile {
             return "wrong type at " + context.codingPath.map(\.stringValue).joined(separator: ".")
         default: return "\(error)"
         }
+    }
+}
+
+extension NotifyState {
+    /// As the synthesized encoding, but for the monitors when `NotifyStateWriter` writes them.
+    func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        if encoder.userInfo[NotifyStateWriter.monitorsApart] as? Bool != true {
+            try container.encode(monitors, forKey: .monitors)
+        }
+        try container.encodeIfPresent(agents, forKey: .agents)
+        try container.encode(channels, forKey: .channels)
+        try container.encode(pending, forKey: .pending)
+        try container.encodeIfPresent(fallbackTold, forKey: .fallbackTold)
+        try container.encode(providerTokens, forKey: .providerTokens)
+        try container.encode(devices, forKey: .devices)
+        try container.encode(nextDeviceID, forKey: .nextDeviceID)
     }
 }

@@ -188,6 +188,12 @@ public struct JSONObjectBuilder {
         JSONText.append(value, to: &bytes)
     }
 
+    /// Adds a field whose value `write` appends as JSON itself (a nested object or array).
+    public mutating func nested(_ name: StaticString, _ write: (inout [UInt8]) -> Void) {
+        key(name)
+        write(&bytes)
+    }
+
     /// Adds a field whose key is not known in advance (a user's own field), escaped as needed.
     public mutating func field(_ name: String, _ value: JSONValue) {
         if !empty { bytes.append(UInt8(ascii: ",")) }
