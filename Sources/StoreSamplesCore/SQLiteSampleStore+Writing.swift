@@ -333,18 +333,31 @@ extension SQLiteSampleStore {
             if known.metadata.take(sample) { try refresh(known.id, sample) }
             return known
         }
-        let insert = try db.prepare("INSERT OR IGNORE INTO monitors (monitor, first_seen) VALUES (?, ?)")
-        insert.bind(sample.monitor, sample.at)
-        try insert.step()
-        let select = try db.prepare(
-            """
-            SELECT id, first_seen, name, kind, target, agent, description, check_interval, config, enabled FROM monitors WHERE monitor = ?
-            """)
-        select.bind(sample.monitor)
-        guard try select.step() else { throw ToolError("monitor \(sample.monitor) vanished while registering it") }
-        var record = MonitorRecord(
-            id: select.int64(0), monitor: sample.monitor, metadata: SQLiteSampleStore.metadata(select, from: 2),
-            firstSeen: select.int64(1))
+        // The row is read first and made only when missing, both statements kept prepared: a
+        // responder starts each request with cold caches, and preparing the two statements and
+        // trying the insert for each of a POST's 1,000 monitors was a third of its store's time.
+        let read = {
+            try self.db.withCached(
+                """
+                SELECT id, first_seen, name, kind, target, agent, description, check_interval, config, enabled FROM monitors WHERE monitor = ?
+                """
+            ) { select -> MonitorRecord? in
+                select.bind(sample.monitor)
+                guard try select.step() else { return nil }
+                return MonitorRecord(
+                    id: select.int64(0), monitor: sample.monitor, metadata: SQLiteSampleStore.metadata(select, from: 2),
+                    firstSeen: select.int64(1))
+            }
+        }
+        var found = try read()
+        if found == nil {
+            try db.withCached("INSERT OR IGNORE INTO monitors (monitor, first_seen) VALUES (?, ?)") { insert in
+                insert.bind(sample.monitor, sample.at)
+                try insert.step()
+            }
+            found = try read()
+        }
+        guard var record = found else { throw ToolError("monitor \(sample.monitor) vanished while registering it") }
         if record.metadata.take(sample) { try refresh(record.id, sample) }
         if sample.at < record.firstSeen {
             let update = try db.prepare("UPDATE monitors SET first_seen = ? WHERE id = ? AND first_seen > ?")
