@@ -15,10 +15,16 @@ extension SQLiteSampleStore {
             if let known = caches.retentionHints[id] {
                 hint = known
             } else if retention.perMonitor != nil {
-                let statement = try db.prepare("SELECT count(*), min(at) FROM samples WHERE monitor_id = ?")
-                statement.bind(id)
-                try statement.step()
-                hint = (Int(statement.int64(0)), statement.optionalInt64(1))
+                hint = try db.withCached(
+                    """
+                    SELECT (SELECT count(*) FROM samples WHERE monitor_id = ?1 AND held = 0)
+                        + (SELECT count(*) FROM samples INDEXED BY samples_held_by_agent WHERE monitor_id = ?1 AND held = 1)
+                    """
+                ) { statement in
+                    statement.bind(id)
+                    try statement.step()
+                    return (Int(statement.int64(0)), try oldestAt(id))
+                }
             } else {
                 // Only the oldest sample matters (one step down the index); counting every sample
                 // of the monitor made each API request cost more as its history grew.
@@ -69,8 +75,20 @@ extension SQLiteSampleStore {
         forgetKnownPlaces(of: monitorID)
     }
 
+    /// The time of a monitor's oldest sample, counted or held. Asked in two parts, each of an
+    /// index that has it: the monitor's index holds the counted samples only (held = 0), and
+    /// asked as one, SQLite walked the identity index (time first) up to the monitor's first
+    /// sample, every sample of every monitor before it. That was two thirds of the instructions
+    /// of a fresh process storing a batch of 1,000 monitors into a store of 2,000 samples, and
+    /// grew with the store.
     private func oldestAt(_ id: Int64) throws -> Int64? {
-        try db.withCached("SELECT min(at) FROM samples WHERE monitor_id = ?") { statement in
+        try db.withCached(
+            """
+            SELECT min(at) FROM (
+                SELECT min(at) AS at FROM samples WHERE monitor_id = ?1 AND held = 0
+                UNION ALL SELECT min(at) FROM samples INDEXED BY samples_held_by_agent WHERE monitor_id = ?1 AND held = 1)
+            """
+        ) { statement in
             statement.bind(id)
             return try statement.step() ? statement.optionalInt64(0) : nil
         }

@@ -292,6 +292,36 @@ struct StoreSamplesTests {
         #expect(partDay.status == 64 && partDay.stderr.contains("--keep wants whole days"), "\(partDay.stderr)")
     }
 
+    @Test("retention counts a pending agent's held samples too: --keep drops them when old, --keep-per-monitor counts them")
+    func retentionOfHeldSamples() throws {
+        // tokyo is not approved: its samples are held. Three held and two counted samples of api.
+        func line(_ agent: String?, _ at: String) -> String {
+            let place = agent.map { #","agent":"\#($0)""# } ?? ""
+            return #"{"type":"sample","monitor":"api","at":"\#(at)","status":"up"\#(place)}"#
+        }
+        let held = ["2026-01-01T10:00:00Z", "2026-01-01T11:00:00Z", "2026-01-20T10:00:00Z"].map { line("tokyo", $0) }
+        #expect(try run("store-samples", ["--db", db, "-q", "--remote"], stdin: held.joined(separator: "\n") + "\n").status == 0)
+        let local = ["2026-01-19T10:00:00Z", "2026-01-20T11:00:00Z"].map { line(nil, $0) }
+        #expect(try store(local.joined(separator: "\n") + "\n", ["-q"]).status == 0)
+        #expect(try sqlite(db, "SELECT count(*), sum(held) FROM samples") == "5|3")
+        // On 2026-01-21 with 7 days kept, the two held samples of 1 January go; the one of 20 January stays.
+        let now = line(nil, "2026-01-21T10:00:00Z")
+        #expect(
+            try run("store-samples", ["--db", db, "-q", "--now", "2026-01-21T10:00:00Z", "--keep", "7d"], stdin: now + "\n").status == 0)
+        #expect(try sqlite(db, "SELECT count(*), sum(held) FROM samples") == "4|1")
+        // Keeping 2 a monitor counts the held one: the two newest stay (20 January 11:00 and 21 January).
+        let next = line(nil, "2026-01-21T11:00:00Z")
+        #expect(
+            try run("store-samples", ["--db", db, "-q", "--now", "2026-01-21T11:00:00Z", "--keep-per-monitor", "2"], stdin: next + "\n")
+                .status == 0)
+        #expect(
+            try sqlite(
+                db,
+                "SELECT group_concat(strftime('%d %H', at/1000, 'unixepoch') || ':' || held, ', ') FROM (SELECT * FROM samples ORDER BY at)"
+            )
+                == "21 10:0, 21 11:0")
+    }
+
     @Test("export: the stored lines in time order, filtered by time and monitor, or as CSV")
     func export() throws {
         let lines = [sample("b", minute: 2), sample("a", minute: 1, extra: #","message":"x, \"y\"""#), sample("a", minute: 30)]
