@@ -61,7 +61,9 @@ public final class Responder: @unchecked Sendable {
     let limits: RequestLimits
     let makeAnswerer: @Sendable () -> RequestAnswerer
     let log: @Sendable (String) -> Void
-    /// The most connections open at once; past it a new one is closed at once.
+    /// The most connections open at once. Past it, a new one takes the place of the one that
+    /// began its request longest ago (or, with none arriving, idled longest): a whole request
+    /// arrives within milliseconds, so the one closed is a staller's, never the newcomer.
     static let maxConnections = 1024
     /// A kept connection idle this long is closed (nginx opens another when it needs one).
     static let idleLimitMs: Int64 = 120_000
@@ -80,6 +82,9 @@ public final class Responder: @unchecked Sendable {
     private let inService = Atomic<Int>(0)
     /// Until when (monotonic ms) the listening socket is left out of the poll (accept failed).
     private var acceptPausedUntil: Int64 = 0
+    /// Connections closed at the most connections since the last line said so, and when it was.
+    private var evictions = 0
+    private var lastEvictionLog: Int64 = -1000
     /// The write end of the pipe that wakes the poller when a worker hands a connection back.
     private var wakeWrite: Int32 = -1
     private var wakeRead: Int32 = -1
@@ -327,9 +332,9 @@ public final class Responder: @unchecked Sendable {
                 acceptPausedUntil = Clock.monotonicMilliseconds() + 100
                 return
             }
-            if open.load(ordering: .relaxed) >= Responder.maxConnections {
+            if open.load(ordering: .relaxed) >= Responder.maxConnections, !evictOldest(from: &connections) {
                 _ = closeDescriptor(fd)
-                log("more than \(Responder.maxConnections) connections are open; one was closed")
+                logEviction("a new one was closed")
                 continue
             }
             open.add(1, ordering: .relaxed)
@@ -338,6 +343,32 @@ public final class Responder: @unchecked Sendable {
             held.add(connection.heldBytes, ordering: .relaxed)
             connections.append(connection)
         }
+    }
+
+    /// At the most connections: closes the poller's connection that began its request longest
+    /// ago, or idled longest, to make room for a new one; false when the poller holds none that
+    /// is not sending an answer (they are all with the workers).
+    private func evictOldest(from connections: inout [FastCGIConnection]) -> Bool {
+        var oldest: (index: Int, since: Int64)?
+        for (index, connection) in connections.enumerated() where !connection.hasPendingOutput {
+            let since = connection.startedAt ?? connection.idleSince
+            if oldest == nil || since < oldest!.since { oldest = (index, since) }
+        }
+        guard let oldest else { return false }
+        closeConnection(connections.remove(at: oldest.index))
+        logEviction("the one that began its request or idled longest ago was closed for a new one")
+        return true
+    }
+
+    /// Says that the most connections were open, at most once a second (a peer that opens
+    /// thousands would otherwise fill the log), with how many times since.
+    private func logEviction(_ what: String) {
+        evictions += 1
+        let now = Clock.monotonicMilliseconds()
+        guard now - lastEvictionLog >= 1000 else { return }
+        log("\(Responder.maxConnections) connections were open; \(what) (\(evictions) times since the last such line)")
+        lastEvictionLog = now
+        evictions = 0
     }
 
     /// Closes a connection and lets go of the bytes it held.

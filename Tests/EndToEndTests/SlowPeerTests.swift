@@ -34,10 +34,20 @@ let slowPeersClient =
         config = json.loads(sys.argv[1])
         path, params = config["socket"], config["params"]
         def connect():
-            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            connection.settimeout(30)
-            connection.connect(path)
-            return connection
+            # A Unix socket whose listen backlog is full refuses at once (EAGAIN) rather than waiting:
+            # try again until the responder has accepted some (10 s at most).
+            until = time.monotonic() + 10
+            while True:
+                connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                connection.settimeout(30)
+                try:
+                    connection.connect(path)
+                    return connection
+                except BlockingIOError:
+                    connection.close()
+                    if time.monotonic() > until:
+                        raise
+                    time.sleep(0.001)
         def status(answer):
             return int(answer[8:11]) if answer.startswith(b"Status: ") else 200
         def server_sockets():
@@ -50,6 +60,11 @@ let slowPeersClient =
             return count
         def unread(connection):
             return struct.unpack("i", fcntl.ioctl(connection.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
+        def ready(connection, events, seconds):
+            """Whether the connection is ready for `events` within `seconds` (poll: select stops at 1,024)."""
+            poller = select.poll()
+            poller.register(connection, events)
+            return bool(poller.poll(seconds * 1000))
         def median(values):
             return sorted(values)[len(values) // 2] if values else None
         begin = record(1, 1, struct.pack(">HB5x", 1, 1))
@@ -88,11 +103,12 @@ let slowPeersClient =
                 try:
                     offset += connection.send(pipelined[offset:offset + 65536])
                 except BlockingIOError:
-                    if not select.select([], [connection], [], 0.3)[1]:
+                    if not ready(connection, select.POLLOUT, 0.3):
                         break
             silent.append(connection)
         # The responder has accepted every connection held: its worker has them open.
-        expected, seen, until = baseline + config["stalled"] + config["noread"], 0, time.monotonic() + 10
+        expected = baseline + config.get("expect_sockets", config["stalled"] + config["noread"])
+        seen, until = 0, time.monotonic() + 10
         while time.monotonic() < until:
             seen = server_sockets()
             if seen >= expected:
@@ -142,8 +158,11 @@ let slowPeersClient =
             report["https_ms"], report["https_statuses"], report["https_median_ms"] = latencies, statuses, median(latencies)
         still_open, answered = 0, []
         for connection, _ in stalled:
-            if select.select([connection], [], [], 0)[0]:
-                answer, ended = read_answer(connection)
+            if ready(connection, select.POLLIN, 0):
+                try:
+                    answer, ended = read_answer(connection)
+                except OSError:
+                    answer, ended = b"", False  # reset: closed with part of its request unread
                 answered.append(status(answer) if ended else 0)
             else:
                 still_open += 1
@@ -299,6 +318,54 @@ final class SlowPeerTests {
     /// more than the bound and 32 MiB (the poller's buffers, allocator slack).
     @Test("300 peers sending 1 MiB bodies they never finish: 64 MiB are held at most, the rest are answered 503, /health still at once")
     func memoryBound() throws {
+        try withResponder { socket, worker in
+            var config: [String: Any] = [
+                "socket": socket, "params": ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], "worker": worker, "stalled": 0,
+                "noread": 0, "tries": 3, "big": 0, "wait": false,
+            ]
+            let warm = try slowPeers(config)
+            #expect(numbers(warm, "fastcgi_statuses") == [200, 200, 200])
+            let before = residentBytes(worker)
+            config["stalled"] = 300
+            config["big"] = 1_047_000
+            config["tries"] = 7
+            let report = try slowPeers(config)
+            let after = residentBytes(worker)
+            let answered = numbers(report, "answered")
+            // Sending 314 MB takes a few seconds: the first held ones may reach their deadline (408).
+            let busy = answered.filter { $0 == 503 }.count
+            #expect(busy >= 300 - 64 && answered.allSatisfy { $0 == 503 || $0 == 408 }, "\(tally(report, "answered"))")
+            #expect(report["still_open"]?.intValue.map { $0 + answered.count } == 300, "\(answered.count) answered")
+            #expect(numbers(report, "fastcgi_statuses") == Array(repeating: 200, count: 7), "\(numbers(report, "fastcgi_statuses"))")
+            #expect((report["fastcgi_median_ms"]?.doubleValue ?? 1e9) < 100, "\(numbers(report, "fastcgi_ms"))")
+            #expect(after - before <= (64 + 32) << 20, "resident memory grew by \((after - before) >> 20) MiB")
+        }
+    }
+
+    /// 1,100 connections each holding part of a request, past the 1,024 a responder keeps
+    /// open: each new one takes the place of the staller that began longest ago, so a whole
+    /// request still gets in and is answered at once, where closing the newcomer would refuse
+    /// every request until the stallers' deadline.
+    @Test("1,100 stalled connections, past the 1,024 kept open: the oldest stallers make room, /health is still answered at once")
+    func connectionCap() throws {
+        try withResponder { socket, worker in
+            let report = try slowPeers([
+                "socket": socket, "params": ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], "worker": worker, "stalled": 1_100,
+                "noread": 0, "tries": 7, "big": 0, "wait": false, "expect_sockets": 1_024,
+            ])
+            #expect(report["server_sockets"]?.intValue ?? 0 >= 1_000, "the worker held about 1,024: \(report["server_sockets"] ?? .null)")
+            #expect(numbers(report, "fastcgi_statuses") == Array(repeating: 200, count: 7), "\(numbers(report, "fastcgi_statuses"))")
+            #expect((report["fastcgi_median_ms"]?.doubleValue ?? 1e9) < 100, "\(numbers(report, "fastcgi_ms"))")
+            let closed = numbers(report, "answered")
+            #expect(
+                closed.count >= 1_100 - 1_024 && closed.allSatisfy { $0 == 0 }, "the oldest closed unanswered: \(tally(report, "answered"))"
+            )
+        }
+    }
+
+    /// A store-samples responder on a socket of its own (4 workers) with an empty store; `body`
+    /// gets the socket and the worker process.
+    func withResponder(_ body: (String, pid_t) throws -> Void) throws {
         let db = scratch.path("bound.db")
         #expect(try run("store-samples", ["--db", db, "-q"], stdin: "").status == 0)
         let folder = scratch.path("sock")
@@ -323,26 +390,7 @@ final class SlowPeerTests {
         }
         try #require(
             worker > 0 && FileManager.default.fileExists(atPath: socket), "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
-        var config: [String: Any] = [
-            "socket": socket, "params": ["REQUEST_METHOD": "GET", "REQUEST_URI": "/health"], "worker": worker, "stalled": 0,
-            "noread": 0, "tries": 3, "big": 0, "wait": false,
-        ]
-        let warm = try slowPeers(config)
-        #expect(numbers(warm, "fastcgi_statuses") == [200, 200, 200])
-        let before = residentBytes(worker)
-        config["stalled"] = 300
-        config["big"] = 1_047_000
-        config["tries"] = 7
-        let report = try slowPeers(config)
-        let after = residentBytes(worker)
-        let answered = numbers(report, "answered")
-        // Sending 314 MB takes a few seconds: the first held ones may reach their deadline (408).
-        let busy = answered.filter { $0 == 503 }.count
-        #expect(busy >= 300 - 64 && answered.allSatisfy { $0 == 503 || $0 == 408 }, "\(tally(report, "answered"))")
-        #expect(report["still_open"]?.intValue.map { $0 + answered.count } == 300, "\(answered.count) answered")
-        #expect(numbers(report, "fastcgi_statuses") == Array(repeating: 200, count: 7), "\(numbers(report, "fastcgi_statuses"))")
-        #expect((report["fastcgi_median_ms"]?.doubleValue ?? 1e9) < 100, "\(numbers(report, "fastcgi_ms"))")
-        #expect(after - before <= (64 + 32) << 20, "resident memory grew by \((after - before) >> 20) MiB")
+        try body(socket, worker)
     }
 
     /// A process's resident memory (VmRSS) in bytes.
