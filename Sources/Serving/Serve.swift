@@ -18,7 +18,7 @@ public enum Serve {
                 "serve: listen on a new Unix socket at PATH (mode 0600, or 0660 with --socket-group; its folder must give others nothing), unless systemd passes one"
         ),
         OptionSpec("socket-group", value: "GROUP", help: "serve: make the socket 0660 and give it to GROUP (the group of nginx's workers)"),
-        OptionSpec("workers", value: "N", help: "serve: requests answered at once (default: twice the cores, at least 4)"),
+        OptionSpec("workers", value: "N", help: "serve: whole requests answered at once (default: twice the cores, at least 4)"),
     ]
     /// Their names, for a subcommand's option list.
     public static let optionNames = Set(options.map(\.long))

@@ -211,6 +211,13 @@ struct HealthSyncServeTests {
                 "\(alice)|[\"\(sleep)\"]|||1|200",
             ])
         #expect(try fixture.archive.sql("SELECT last_seen IS NOT NULL FROM paired_clients") == "1")
+
+        // A client that asks for gzip (URLSession does) gets it, past nginx's 1 KB minimum, and
+        // decodes the same bytes.
+        let asked = try fixture.request(
+            "POST", "/api/v1/health/data", #"{"types":["\#(heart)","\#(steps)"]}"#, client: "alice", extra: ["--compressed"])
+        #expect(all.body.utf8.count >= 1024 && asked.header("content-encoding") == "gzip" && asked.body == all.body, "\(asked.body)")
+        #expect(try seedDecoder().decode(HealthDataResponse.self, from: Data(asked.body.utf8)).samples.count == 5)
     }
 
     // MARK: - Who may fetch
