@@ -96,3 +96,42 @@ struct InProcessTests {
         #expect(result.stderr.contains("not paired yet"), "\(result.stderr)")
     }
 }
+
+/// One quoting rule (`SampleProblem.quoted`): every reader's diagnostic quotes a bad value's first
+/// 40 characters as written, then `...`; characters, not bytes (é is two).
+@Suite("one quoting rule for a bad value", .hangGuard(minutes: 2))
+struct QuotingRuleTests {
+    static let long = "\"" + String(repeating: "é", count: 60) + "\""
+    static let quoted = "\"" + String(repeating: "é", count: 39) + "..."
+
+    static func sample(_ field: String, _ value: String) -> String {
+        #"{"type":"sample","monitor":"api","at":"2026-01-05T00:00:00.000Z","status":"up","latency_ms":12,"\#(field)":\#(value)}"# + "\n"
+    }
+
+    @Test("the shared reader's field, in store-samples, digest, notify and detect-anomaly alike")
+    func sharedField() throws {
+        let scratch = try ScratchDirectory()
+        let line = #"{"type":"sample","monitor":"api","at":"2026-01-05T00:00:00.000Z","status":"up","latency_ms":\#(Self.long)}"# + "\n"
+        let want = "sample 'latency_ms' is \(Self.quoted); expected a number, 0 or more, or null"
+        let runs = [
+            try InProcess.run(StoreSamplesCommand.self, ["--db", scratch.path("v.db"), "--quiet"], stdin: line),
+            try InProcess.run(DigestCommand.self, ["--now", "2026-01-05T01:00:00Z"], stdin: line),
+            try InProcess.run(NotifyCommand.self, ["--dry-run", "--state", scratch.path("n.json")], stdin: line),
+            try InProcess.run(DetectAnomalyCommand.self, [], stdin: line),
+        ]
+        for result in runs { #expect(result.stderr.contains("<stdin>:1: " + want), "\(result.stderr)") }
+    }
+
+    @Test("a field only the store reads, and one only digest reads, by the same rule")
+    func ownFields() throws {
+        let scratch = try ScratchDirectory()
+        let store = try InProcess.run(
+            StoreSamplesCommand.self, ["--db", scratch.path("v.db"), "--quiet"], stdin: Self.sample("code", Self.long))
+        #expect(store.stderr.contains("sample 'code' is \(Self.quoted); expected a whole number or null"), "\(store.stderr)")
+        let digest = try InProcess.run(DigestCommand.self, ["--now", "2026-01-05T01:00:00Z"], stdin: Self.sample("speed_mbps", Self.long))
+        #expect(digest.stderr.contains("sample 'speed_mbps' is \(Self.quoted); expected a number, 0 or more, or null"), "\(digest.stderr)")
+        let short = try InProcess.run(
+            StoreSamplesCommand.self, ["--db", scratch.path("v.db"), "--quiet"], stdin: Self.sample("code", "\"a\""))
+        #expect(short.stderr.contains(#"sample 'code' is "a"; expected a whole number or null"#), "\(short.stderr)")
+    }
+}

@@ -71,13 +71,23 @@ public enum SampleProblem: Error, Equatable, Sendable {
         }
     }
 
-    /// A `badValue` for `field` of `line`, quoting at most 40 characters of its value.
+    /// A `badValue` for `field` of `line`, its value quoted by the one rule (`quoted`).
     public static func bad(
         _ key: String, _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange,
         expected: SampleValueKind
     ) -> SampleProblem {
+        .badValue(key: key, value: quoted(line, field), expected: expected)
+    }
+
+    /// The longest part of a value a diagnostic quotes, in characters.
+    public static let quotedCharacters = 40
+
+    /// The one quoting rule of every reader's diagnostics (the shared reader's, the store's,
+    /// digest's and notify's): a field's value as written, its first `quotedCharacters`
+    /// characters and `...` when it is longer, so a huge value never floods the error stream.
+    public static func quoted(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> String {
         let text = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
-        return .badValue(key: key, value: text.count > 40 ? String(text.prefix(40)) + "..." : text, expected: expected)
+        return text.count > quotedCharacters ? String(text.prefix(quotedCharacters)) + "..." : text
     }
 }
 
@@ -279,12 +289,24 @@ public struct SampleLine {
     /// Calls `body` with a string field's UTF-8 bytes, decoding escapes only when there are
     /// any; nil bytes when absent or not a string.
     public func withText<R>(_ field: FieldRange?, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R) rethrows -> R {
+        try Self.withText(line, field, body)
+    }
+
+    /// `withText` over `line`, for a caller that holds the reader in a property it is changing.
+    public static func withText<R>(
+        _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ body: (UnsafeBufferPointer<UInt8>?) throws -> R
+    ) rethrows -> R {
         guard let field, line[field.valueStart] == UInt8(ascii: "\"") else { return try body(nil) }
-        if !Self.hasEscape(line.baseAddress!, field) {
-            return try body(UnsafeBufferPointer(rebasing: line[(field.valueStart + 1)..<(field.valueEnd - 1)]))
-        }
+        if let plain = plainText(line, field) { return try body(plain) }
         var decoded = Self.decodedString(line, field) ?? ""
         return try decoded.withUTF8 { try body($0) }
+    }
+
+    /// A string value's bytes between its quotes when it has no escapes; nil when it has any,
+    /// or is not a string (a vocabulary word, `reason`, is only ever read this way).
+    public static func plainText(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> UnsafeBufferPointer<UInt8>? {
+        guard line[field.valueStart] == UInt8(ascii: "\""), !hasEscape(line.baseAddress!, field) else { return nil }
+        return UnsafeBufferPointer(rebasing: line[(field.valueStart + 1)..<(field.valueEnd - 1)])
     }
 
     // MARK: - Bytes
