@@ -39,13 +39,14 @@ struct SampleRowReader {
     }
 
     /// Reads one line.
-    mutating func read(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
+    mutating func read(_ bytes: LineBytes) -> Outcome {
         var own = DigestFields()
-        switch reader.read(line, extra: &own) {
+        switch reader.read(bytes, extra: &own) {
         case .sample: break
         case .otherRecord, .blank: return .skipped
         case .problem(let problem): return .invalid(problem)
         }
+        let line = reader.line
         // The place: the agent's bytes, escapes decoded by the shared reader; empty for samples
         // naming none (or an empty name, or null): local.
         return SampleLine.withText(line, reader.agentField) { readRest(line, own, agent: $0 ?? UnsafeBufferPointer(start: nil, count: 0)) }

@@ -76,6 +76,12 @@ public struct JSONParser {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) in try parse(buffer) }
     }
 
+    /// `parse(_:)` over a line `LineReader` handed out.
+    public static func parse(_ line: LineBytes) throws(JSONSyntaxError) -> JSONValue { try parse(line.buffer) }
+
+    /// `scanObject(_:)` over a line `LineReader` handed out.
+    public static func scanObject(_ line: LineBytes) throws(JSONSyntaxError) -> [FieldRange] { try scanObject(line.buffer) }
+
     /// `scanObject(_:)` over a span of bytes.
     public static func scanObject(_ bytes: Span<UInt8>) throws(JSONSyntaxError) -> [FieldRange] {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) in try scanObject(buffer) }

@@ -158,6 +158,16 @@ public struct SampleLine {
 
     /// Reads a line with the spine only.
     @inlinable
+    public mutating func read(_ line: LineBytes) -> Kind { read(line.buffer) }
+
+    /// Reads a line as `read(_:extra:)` does, from the view `LineReader` hands out.
+    @inlinable
+    public mutating func read<Extra: SampleFieldReader>(_ line: LineBytes, extra: inout Extra) -> Kind {
+        read(line.buffer, extra: &extra)
+    }
+
+    /// Reads a line with the spine only.
+    @inlinable
     public mutating func read(_ line: UnsafeBufferPointer<UInt8>) -> Kind {
         var none = NoSampleFields()
         return read(line, extra: &none)
