@@ -187,13 +187,13 @@ struct DigestFields: SampleFieldReader {
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
-        switch (count, key[0]) {
-        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
-        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
-        case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
-        case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
-        case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
-        case (8, UInt8(ascii: "a")) where SampleLine.key(key, is: "attempts"): attempts = field
+        switch SampleLine.tag(key, count) {
+        case 0x4_6E where SampleLine.key(key, is: "name"): name = field
+        case 0x7_6D where SampleLine.key(key, is: "message"): message = field
+        case 0x7_61 where SampleLine.key(key, is: "anomaly"): anomaly = field
+        case 0xA_73 where SampleLine.key(key, is: "speed_mbps"): speed = field
+        case 0xE_63 where SampleLine.key(key, is: "check_interval"): checkInterval = field
+        case 0x8_61 where SampleLine.key(key, is: "attempts"): attempts = field
         default: break
         }
     }
