@@ -214,6 +214,10 @@ struct AnomalyFields: SampleFieldReader {
             value = field
             return
         }
+        // The one reader that switches on the (length, first byte) pair rather than on
+        // `SampleLine.tag`: for these three keys the tag took 17.5 M more instructions on 50,000
+        // bench lines (3.5% of detect-anomaly's 499 M, callgrind), where digest and notify lost
+        // nothing by it.
         switch (count, key[0]) {
         case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
         case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field

@@ -327,9 +327,10 @@ struct SamplePreparer {
         valueKey = field == "latency_ms" ? nil : Array(field.utf8)
     }
 
-    mutating func add(_ source: UnsafeBufferPointer<UInt8>, lineNumber: Int, to batch: LineBatch) {
+    mutating func add(_ source: LineBytes, lineNumber: Int, to batch: LineBatch) {
         let start = batch.bytes.count
-        if let base = source.baseAddress { batch.bytes.append(base, source.count) }
+        // C interop: one memcpy of the line into the batch's buffer.
+        source.withUnsafeBufferPointer { if let base = $0.baseAddress { batch.bytes.append(base, $0.count) } }
         let line = batch.bytes(start, source.count)
         var entry = BatchEntry(kind: .sample, start: start, count: source.count, lineNumber: lineNumber, note: 0, facts: SampleFacts())
         var own = AnomalyFields()

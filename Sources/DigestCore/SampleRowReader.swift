@@ -39,20 +39,17 @@ struct SampleRowReader {
     }
 
     /// Reads one line.
-    mutating func read(_ line: UnsafeBufferPointer<UInt8>) -> Outcome {
+    mutating func read(_ bytes: LineBytes) -> Outcome {
         var own = DigestFields()
-        switch reader.read(line, extra: &own) {
+        switch reader.read(bytes, extra: &own) {
         case .sample: break
         case .otherRecord, .blank: return .skipped
         case .problem(let problem): return .invalid(problem)
         }
-        // The place: the agent's bytes; empty for samples naming none (or an empty name): local.
-        guard let agent = reader.agentField, line[agent.valueStart] == UInt8(ascii: "\"") else {
-            return readRest(line, own, agent: UnsafeBufferPointer(start: nil, count: 0))
-        }
-        if let raw = Self.rawString(line, agent) { return readRest(line, own, agent: raw) }
-        let decoded = Self.decodedString(line, agent) ?? []
-        return decoded.withUnsafeBufferPointer { readRest(line, own, agent: $0) }
+        let line = reader.line
+        // The place: the agent's bytes, escapes decoded by the shared reader; empty for samples
+        // naming none (or an empty name, or null): local.
+        return SampleLine.withText(line, reader.agentField) { readRest(line, own, agent: $0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
     }
 
     /// Reads the rest of a sample whose spine is read, from place `agent`.
@@ -96,12 +93,8 @@ struct SampleRowReader {
             let seconds = value.rounded()
             intervalMs = PlaceRule.intervalMs(checkIntervalSeconds: abs(seconds) < 9.0e15 ? Int64(seconds) : nil)
         }
-        if let name = own.name, line[name.valueStart] == UInt8(ascii: "\"") {
-            if let raw = Self.rawString(line, name) {
-                services.noteName(service, at: instant, name: raw)
-            } else if let decoded = Self.decodedString(line, name) {
-                decoded.withUnsafeBufferPointer { services.noteName(service, at: instant, name: $0) }
-            }
+        SampleLine.withText(line, own.name) { name in
+            if let name { services.noteName(service, at: instant, name: name) }
         }
         sequence += 1
         var row = SampleRow(
@@ -110,14 +103,10 @@ struct SampleRowReader {
         if notAfter.map({ instant <= $0 }) ?? true {
             let place = services.place(service, agent: agent)
             if services.isLatest(service, place: place, at: instant) {
-                let reasonBytes = reader.reasonField.flatMap { Self.rawString(line, $0) }
+                let reasonBytes = reader.reasonField.flatMap { SampleLine.plainText(line, $0) }
                 scratch.removeAll(keepingCapacity: true)
-                if let message = own.message, line[message.valueStart] == UInt8(ascii: "\"") {
-                    if let raw = Self.rawString(line, message) {
-                        scratch.append(contentsOf: raw)
-                    } else if let decoded = Self.decodedString(line, message) {
-                        scratch.append(contentsOf: decoded)
-                    }
+                SampleLine.withText(line, own.message) { message in
+                    if let message { scratch.append(contentsOf: message) }
                 }
                 services.noteLatest(service, place: place, at: instant, status: reader.status, reason: reasonBytes, message: scratch)
             }
@@ -136,21 +125,6 @@ struct SampleRowReader {
     }
 
     // MARK: - Bytes
-
-    /// The content of a string value without escapes, or nil when it has escapes (or is not a string).
-    private static func rawString(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> UnsafeBufferPointer<UInt8>? {
-        guard line[field.valueStart] == UInt8(ascii: "\"") else { return nil }
-        let content = UnsafeBufferPointer(rebasing: line[(field.valueStart + 1)..<(field.valueEnd - 1)])
-        if content.contains(UInt8(ascii: "\\")) { return nil }
-        return content
-    }
-
-    /// A string value with its escapes decoded.
-    private static func decodedString(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> [UInt8]? {
-        let value = UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
-        guard let parsed = try? JSONParser.parse(value), let text = parsed.stringValue else { return nil }
-        return Array(text.utf8)
-    }
 
     /// A JSON number as an integer count of thousandths, rounded half away from zero; nil if not a number.
     static func thousandths(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Int64? {
@@ -213,13 +187,13 @@ struct DigestFields: SampleFieldReader {
 
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
-        switch (count, key[0]) {
-        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
-        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
-        case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
-        case (10, UInt8(ascii: "s")) where SampleLine.key(key, is: "speed_mbps"): speed = field
-        case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
-        case (8, UInt8(ascii: "a")) where SampleLine.key(key, is: "attempts"): attempts = field
+        switch SampleLine.tag(key, count) {
+        case 0x4_6E where SampleLine.key(key, is: "name"): name = field
+        case 0x7_6D where SampleLine.key(key, is: "message"): message = field
+        case 0x7_61 where SampleLine.key(key, is: "anomaly"): anomaly = field
+        case 0xA_73 where SampleLine.key(key, is: "speed_mbps"): speed = field
+        case 0xE_63 where SampleLine.key(key, is: "check_interval"): checkInterval = field
+        case 0x8_61 where SampleLine.key(key, is: "attempts"): attempts = field
         default: break
         }
     }

@@ -107,7 +107,7 @@ final class NotifyRun {
     /// A round mark: a `round_start` ends a round of unmarked samples open before it and is
     /// passed on; a `round_end` that leaves no marked round open ends the round, and is passed
     /// on after the round's notifications.
-    private func take(_ mark: RoundMark, line: UnsafeBufferPointer<UInt8>) {
+    private func take(_ mark: RoundMark, line: LineBytes) {
         refreshMutes()
         switch mark {
         case .start(let round):
@@ -119,10 +119,10 @@ final class NotifyRun {
     }
 
     /// Writes a record notify passes on (a round mark) after what was written before it.
-    private func passOn(_ line: UnsafeBufferPointer<UInt8>) {
+    private func passOn(_ line: LineBytes) {
         guard writeProblem == nil else { return }
         do {
-            try output.write(UnsafeRawBufferPointer(line))
+            try output.write(line)
             try output.flush()
         } catch {
             writeProblem = error

@@ -76,15 +76,15 @@ struct NotifyFields: SampleFieldReader {
     var dependsOn: FieldRange?
 
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
-        switch (count, key[0]) {
-        case (4, UInt8(ascii: "n")) where SampleLine.key(key, is: "name"): name = field
-        case (4, UInt8(ascii: "k")) where SampleLine.key(key, is: "kind"): kind = field
-        case (14, UInt8(ascii: "c")) where SampleLine.key(key, is: "check_interval"): checkInterval = field
-        case (6, UInt8(ascii: "t")) where SampleLine.key(key, is: "target"): target = field
-        case (7, UInt8(ascii: "m")) where SampleLine.key(key, is: "message"): message = field
-        case (7, UInt8(ascii: "a")) where SampleLine.key(key, is: "anomaly"): anomaly = field
-        case (10, UInt8(ascii: "m")) where SampleLine.key(key, is: "monitor_id"): monitorID = field
-        case (10, UInt8(ascii: "d")) where SampleLine.key(key, is: "depends_on"): dependsOn = field
+        switch SampleLine.tag(key, count) {
+        case 0x4_6E where SampleLine.key(key, is: "name"): name = field
+        case 0x4_6B where SampleLine.key(key, is: "kind"): kind = field
+        case 0xE_63 where SampleLine.key(key, is: "check_interval"): checkInterval = field
+        case 0x6_74 where SampleLine.key(key, is: "target"): target = field
+        case 0x7_6D where SampleLine.key(key, is: "message"): message = field
+        case 0x7_61 where SampleLine.key(key, is: "anomaly"): anomaly = field
+        case 0xA_6D where SampleLine.key(key, is: "monitor_id"): monitorID = field
+        case 0xA_64 where SampleLine.key(key, is: "depends_on"): dependsOn = field
         default: break
         }
     }

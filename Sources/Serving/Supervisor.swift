@@ -16,7 +16,8 @@ import VitalsKit
 ///
 /// SIGTERM or SIGINT to the supervisor is passed to the worker, which finishes the requests in
 /// flight; the supervisor then ends with 143 or 130. A worker still busy 15 s after the stop
-/// (past every request's deadline) is killed.
+/// (past every request's deadline) is killed. The worker is a `ChildProcess`, the one way this
+/// project starts a process.
 enum Supervisor {
     /// The environment variable that makes a process the worker; its value is the supervisor's pid.
     static let workerVariable = "VITALS_SERVE_WORKER"
@@ -30,12 +31,24 @@ enum Supervisor {
         var childEnvironment = environment
         for name in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] { childEnvironment[name] = nil }
         childEnvironment[workerVariable] = String(getpid())
-        let arguments = CommandLine.arguments
-        var child: pid_t = 0
+        // The worker starts with SIGINT and SIGTERM blocked: a stop passed on while it loads
+        // stays pending until its handlers are in place (Signals.install unblocks them then), so
+        // it is a graceful stop that answers what waits in the socket's backlog, never the
+        // default action's death with the backlog reset. It stays in our process group, as a
+        // terminal's ^C or a service manager expects.
+        #if os(Linux)
+            let executable = "/proc/self/exe"
+        #else
+            let executable = CommandLine.arguments[0]
+        #endif
+        let setup = ChildProcess.Setup(
+            descriptors: [(listenFD, 3), (pipeFD ?? -1, 4)], blockedSignals: [SIGINT, SIGTERM], ownProcessGroup: false,
+            executable: executable)
+        var child: ChildProcess?
         var startedAt: Int64 = 0
         var forwarded: Int64?
         while true {
-            if child == 0 {
+            guard let worker = child else {
                 if Signals.stopRequested { return Signals.stopStatus ?? .success }
                 let wait = startedAt + 1000 - Clock.monotonicMilliseconds()
                 if startedAt > 0, wait > 0 {
@@ -43,65 +56,37 @@ enum Supervisor {
                     _ = poll(&entry, 1, Int32(wait))
                     continue
                 }
-                child = try spawn(arguments, environment: childEnvironment, descriptors: [(listenFD, 3), (pipeFD ?? -1, 4)])
+                do {
+                    child = try ChildProcess(
+                        CommandLine.arguments, environment: childEnvironment, output: .inherit, error: .inherit, setup: setup)
+                } catch {
+                    throw ToolError("cannot start the worker: \(error.reason)")
+                }
                 startedAt = Clock.monotonicMilliseconds()
+                continue
             }
             var entry = pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0)
             _ = poll(&entry, 1, 100)
             if Signals.stopRequested, forwarded == nil {
-                kill(child, SIGTERM)
+                kill(worker.pid, SIGTERM)
                 forwarded = Clock.monotonicMilliseconds()
             }
             if let forwarded, Clock.monotonicMilliseconds() - forwarded > 15_000 {
                 log("the worker did not finish within 15 s of the stop; killing it")
-                kill(child, SIGKILL)
+                kill(worker.pid, SIGKILL)
             }
-            var status: Int32 = 0
-            let ended = waitpid(child, &status, WNOHANG)
-            guard ended == child else { continue }
-            child = 0
+            guard worker.pump(), let result = worker.result else { continue }
+            child = nil
             if Signals.stopRequested { return Signals.stopStatus ?? .success }
-            log("the worker \(describe(status)); starting another")
+            log("the worker \(describe(result.termination)); starting another")
         }
     }
 
     /// How a child ended, in words.
-    static func describe(_ status: Int32) -> String {
-        let signal = status & 0x7F
-        if signal == 0 { return "exited with status \((status >> 8) & 0xFF)" }
-        return "was killed by signal \(signal)"
-    }
-
-    /// Starts this program again as the worker, the socket at descriptor 3.
-    static func spawn(_ arguments: [String], environment: [String: String], descriptors: [(Int32, Int32)]) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for (fd, target) in descriptors where fd >= 0 && fd != target { posix_spawn_file_actions_adddup2(&actions, fd, target) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // The worker starts with SIGINT and SIGTERM blocked: a stop passed on while it loads
-        // stays pending until its handlers are in place (Signals.install unblocks them then), so
-        // it is a graceful stop that answers what waits in the socket's backlog, never the
-        // default action's death with the backlog reset.
-        var blocked = sigset_t()
-        sigemptyset(&blocked)
-        sigaddset(&blocked, SIGINT)
-        sigaddset(&blocked, SIGTERM)
-        posix_spawnattr_setsigmask(&attributes, &blocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        #if os(Linux)
-            let executable = "/proc/self/exe"
-        #else
-            let executable = arguments[0]
-        #endif
-        let cArguments = arguments.map { strdup($0) } + [nil]
-        let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in cArguments + cEnvironment { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, cArguments, cEnvironment)
-        guard result == 0 else { throw ToolError("cannot start the worker: \(String(cString: strerror(result)))") }
-        return pid
+    static func describe(_ termination: ChildProcess.Termination) -> String {
+        switch termination {
+        case .exited(let status): "exited with status \(status)"
+        case .signaled(let signal): "was killed by signal \(signal)"
+        }
     }
 }

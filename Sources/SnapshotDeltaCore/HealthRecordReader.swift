@@ -43,7 +43,7 @@ struct HealthRecordReader {
     }
 
     /// Handles one line; returns why it is bad, or nil.
-    private func readLine(_ bytes: UnsafeBufferPointer<UInt8>) throws -> String? {
+    private func readLine(_ bytes: LineBytes) throws -> String? {
         let object: JSONObject
         do {
             guard case .object(let parsed) = try JSONParser.parse(bytes) else { return "not a JSON object" }

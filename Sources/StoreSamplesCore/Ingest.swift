@@ -91,7 +91,7 @@ final class Ingester {
                 if let agent, isAgentsRecord(kind) {
                     switch AgentStamp.apply(agent: agent, reader: sampleReader, into: &stamped) {
                     case .asWritten:
-                        handle(kind, line, own, reader)
+                        handle(kind, sampleReader.line, own, reader)
                     case .refused(let why):
                         diagnostics.error(why, source: reader.source, line: reader.lineNumber)
                     case .stamped:
@@ -103,7 +103,7 @@ final class Ingester {
                         }
                     }
                 } else {
-                    handle(kind, line, own, reader)
+                    handle(kind, sampleReader.line, own, reader)
                 }
                 if batchCount >= maxRows || store.batchIsFull || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     // More input is waiting: send this batch and read the next while it is stored.

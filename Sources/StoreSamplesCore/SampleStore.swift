@@ -71,14 +71,10 @@ extension SampleWriter {
     var batchIsFull: Bool { false }
 }
 
-/// The storage the views are written against: a writer that also answers queries and keeps
-/// itself (retention, clear, agents). SQLite is the embedded default; a second backend (a
-/// distributed engine, for agents in many places) implements this protocol and every view
-/// works unchanged.
-protocol SampleStore: SampleWriter {
-    /// Approves the agents the ingest policy lists (`--approve-agents`), counting the samples
-    /// they had held, before ingesting.
-    func approveListedAgents(now: Int64) throws
+/// The reading side of a store: what the views (`Views`, the API's answers, `metrics`) ask of it,
+/// and all they may ask. Every view is written against this protocol alone, so a second backend
+/// that answers it serves every view unchanged.
+protocol SampleQueries: AnyObject {
     /// Every monitor, by id.
     func monitors() throws -> [MonitorRecord]
     /// The monitor with integer id or monitor id `key`.
@@ -107,6 +103,20 @@ protocol SampleStore: SampleWriter {
     func checkCounts() throws -> [Int64: [Int]]
     /// Every agent.
     func agents() throws -> [AgentRecord]
+    /// A number that changes with every write to the store (samples, monitors, agents), for
+    /// answers kept between requests (`ViewCache`); nil when the store keeps none.
+    func generation() throws -> Int64?
+    /// The earliest sample time at or after `from`, and the earliest after `after` (held samples
+    /// included): when a time window's contents next change as the clock moves.
+    func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?)
+}
+
+/// The keeping side of a store: the agents' statuses, clearing, exporting the lines as stored,
+/// and the unit of work that bounds what an instance remembers.
+protocol SampleMaintenance: AnyObject {
+    /// Approves the agents the ingest policy lists (`--approve-agents`), counting the samples
+    /// they had held, before ingesting.
+    func approveListedAgents(now: Int64) throws
     /// One agent's status, or the status a new agent would get under the store's policy (one
     /// indexed lookup, cached with the other agents' statuses for the request or command).
     func status(ofAgent agent: String) throws -> AgentStatus
@@ -119,12 +129,6 @@ protocol SampleStore: SampleWriter {
     func export(
         from: Int64, until: Int64, monitorID: Int64?,
         _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
-    /// A number that changes with every write to the store (samples, monitors, agents), for
-    /// answers kept between requests (`ViewCache`); nil when the store keeps none.
-    func generation() throws -> Int64?
-    /// The earliest sample time at or after `from`, and the earliest after `after` (held samples
-    /// included): when a time window's contents next change as the clock moves.
-    func firstTimes(from: Int64, after: Int64) throws -> (atOrAfterFrom: Int64?, afterNow: Int64?)
     /// Starts a unit of work at `now`. The cache model: what an instance remembers of the store
     /// between calls (ClickHouse's read caches, the monitors and agents' statuses learnt while
     /// writing) holds for one unit of work. A command is one; a long-lived instance (a
@@ -138,7 +142,13 @@ protocol SampleStore: SampleWriter {
     func startRequest(now: Int64)
 }
 
-extension SampleStore {
+/// A whole store: it writes, answers the views and keeps itself. SQLite (`SQLite/`) is the
+/// embedded default and ClickHouse (`ClickHouse/`) the distributed one; an agent's remote store
+/// (`Remote/`) is a `SampleWriter` only. Each of the three seams is what one kind of caller
+/// needs: the ingester writes, the views query, the subcommands that keep the store maintain.
+protocol SampleStore: SampleWriter, SampleQueries, SampleMaintenance {}
+
+extension SampleQueries {
     /// The buckets folded in Swift from the samples, in time order.
     func forEachBucket(
         monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, _ visit: (HistoryBucket) throws -> Void

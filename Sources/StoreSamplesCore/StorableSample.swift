@@ -59,10 +59,7 @@ struct StorableSample {
     /// `reader` has just read the line as `.otherRecord`.
     static func monitorRecord(_ reader: SampleLine, _ own: StoredFields) throws -> StorableSample {
         let line = reader.line
-        func written(_ field: FieldRange) -> String {
-            let text = String(decoding: reader.raw(field), as: UTF8.self)
-            return text.count > 40 ? String(text.prefix(40)) + "..." : text
-        }
+        func written(_ field: FieldRange) -> String { SampleProblem.quoted(line, field) }
         guard let monitorField = reader.field(named: "monitor") else { throw StoreRefusal("monitor record has no 'monitor'") }
         guard let monitor = reader.text(monitorField), !monitor.isEmpty else {
             throw StoreRefusal("monitor record 'monitor' is \(written(monitorField)); expected a non-empty string")
@@ -217,8 +214,7 @@ struct StoreRefusal: Error {
 
     /// A store field whose value is not what the field holds.
     static func bad(_ key: String, _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange, expected: String) -> StoreRefusal {
-        let text = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
-        return StoreRefusal("sample '\(key)' is \(text.count > 40 ? String(text.prefix(40)) + "..." : text); expected \(expected)")
+        StoreRefusal("sample '\(key)' is \(SampleProblem.quoted(line, field)); expected \(expected)")
     }
 }
 

@@ -213,285 +213,33 @@ public enum StoreSamplesCommand: VitalsCommand {
         seeAlso: ["vitals(7)", "vitals-records(7)", "vitals-serve(7)", "probe-http(1)"]
     )
 
-    /// Runs store-samples.
+    /// Runs store-samples: the options every subcommand shares are checked first (a usage error is
+    /// 64 whatever the database), then the subcommand runs (`Subcommands/`).
     public static func run(_ options: ParsedOptions, _ context: ToolContext) throws -> VitalsKit.ExitStatus {
-        let operands = options.operands
         let subcommand = options.subcommand(as: Subcommand.self)
-        let database = options.value("db") ?? context.environment["VITALS_DB"].flatMap { $0.isEmpty ? nil : $0 } ?? "vitals.db"
-        let fixedNow = try options.now()
-        let now = fixedNow ?? Clock.wallMilliseconds()
-        let clock: () -> Int64 = fixedNow.map { fixed in { fixed } } ?? { Clock.wallMilliseconds() }
-        // A remote store only takes samples: every other subcommand, and every option that belongs to the
-        // server's store, is a usage error before anything is read.
-        let isRemote = RemoteLocation.isRemote(database)
-        if isRemote, subcommand != .ingest {
-            throw UsageError(
-                "--db \(Redaction.url(database)): a remote store only takes samples (ingest); \(subcommand.rawValue) asks the "
-                    + "server's own store: run it on the server, with its SQLite file or ClickHouse URL")
-        }
-        for option in isRemote
-            ? ["keep-per-monitor", "keep", "remote", "auto-approve", "approve-agents", "quorum"] : ["spool", "spool-size", "spool-age"]
-        where options.has(option) {
-            throw UsageError(
-                isRemote
-                    ? "--\(option) is the server's to apply: a remote store (--db https://...) only sends samples"
-                    : "--\(option) applies to a remote store (--db https://...)")
-        }
-        let remote = isRemote ? try RemoteLocation(database, environment: context.environment) : nil
-        let clickHouse =
-            database.hasPrefix(ClickHouseLocation.prefix)
-            ? try ClickHouseLocation(
-                database, environment: context.environment, readFile: { try String(contentsOfFile: $0, encoding: .utf8) })
-            : nil
-        // What messages call the store: the file, or the URL with its password masked.
-        let path = clickHouse?.display ?? remote?.display ?? database
-        let waitMs = try options.duration("wait") ?? 0
-        if clickHouse == nil, remote == nil, options.has("wait") {
-            throw UsageError("--wait applies to a ClickHouse store (--db clickhouse://...) or a remote store (--db https://...)")
-        }
-        /// Opens the store the --db value names.
-        @Sendable func openStore(create: Bool, policy: IngestPolicy = IngestPolicy()) throws -> SampleStore {
-            if let clickHouse {
-                return try ClickHouseSampleStore(location: clickHouse, waitMs: waitMs, create: create, now: now, policy: policy)
-            }
-            return try SQLiteSampleStore(path: database, create: create, policy: policy)
-        }
-
-        /// The agents' token file: --tokens, $VITALS_AGENT_TOKENS, or beside a database file.
-        func tokensFile() -> String? {
-            if let file = options.value("tokens") ?? context.environment["VITALS_AGENT_TOKENS"].flatMap({ $0.isEmpty ? nil : $0 }) {
-                return file
-            }
-            return clickHouse == nil ? database + ".tokens" : nil
-        }
-
-        // Every option is checked before the database is opened: a usage error is 64 whatever the database
-        // (--format's word the parser checked, against the subcommand's choices in the table).
-        /// Whether --format (default: the subcommand's first choice) asks for ndjson.
-        func ndjsonFormat() throws -> Bool { try options.choice("format") == "ndjson" }
-        let since = try options.time("since", now: now) ?? Int64.min / 2
-        let until = try options.time("until", now: now) ?? Int64.max / 2
-        let order = Views.MonitorOrder(rawValue: try options.choice("sort"))!
-        let quorumText = options.value("quorum") ?? "majority"
-        guard let quorum = Quorum(quorumText) else {
-            throw UsageError("--quorum takes majority, all, any or a number of places from 1, not '\(quorumText)'")
-        }
-        let selection = SampleSelection(agent: options.value("agent").map(Views.place(named:)))
-        let agentAction = options.action(as: AgentAction.self)
-        /// Opens the store for a query (the store and its views).
-        func openViews() throws -> (SampleStore, Views) {
-            let store = try openStore(create: false)
-            return (store, Views(store: store, now: now, order: order, quorum: quorum, selection: selection))
-        }
-        func findMonitor(_ store: SampleStore, _ key: String) throws -> MonitorRecord {
-            guard let record = try store.monitor(matching: key) else { throw ToolError("no monitor '\(key)' in \(path)") }
-            return record
-        }
-        let writer = context.output
-        func emitList(_ items: [JSONValue]) throws {
-            if try ndjsonFormat() {
-                for item in items { try writer.write(item.encoded()) }
-            } else {
-                try writer.write(JSONValue.array(items).encoded())
-            }
-        }
-
+        let run = try StoreRun(options, context, subcommand: subcommand)
         switch subcommand {
-        case .serve, .cgi:
-            let fixed = fixedNow
-            let api = OnlineTrackerAPI(
-                database: path, tokens: tokensFile(), autoApprove: options.has("auto-approve"), quorum: quorum,
-                clock: { fixed ?? Clock.wallMilliseconds() },
-                openStore: { create, policy in try openStore(create: create, policy: policy) })
-            if subcommand == .cgi {
-                let worker = OnlineTrackerWorker(api: api, log: { context.diagnostics.error($0) })
-                return CGIAdapter.serve(
-                    environment: context.environment, input: context.streams.input, output: context.streams.output,
-                    maxBody: OnlineTrackerAPI.limits.maxBody, worker.answer)
-            }
-            let errorFD = context.streams.error
-            return try Serve.run(options, context, what: "OnlineTracker's API (\(path))", limits: OnlineTrackerAPI.limits) {
-                OnlineTrackerWorker(api: api, log: { Streams.writeAll(errorFD, "store-samples: \($0)\n") })
-            }
-        case .follow:
-            let tickMs = try options.duration("tick")!
-            let fromStart = try options.choice("from") == "start"
-            let lagMs = try options.duration("lag")!
-            if clickHouse == nil, options.has("lag") { throw UsageError("--lag applies to a ClickHouse store (--db clickhouse://...)") }
-            let cursor = options.value("cursor").map(FollowCursor.init(path:))
-            try cursor?.checkPlace()
-            let diagnostics = context.diagnostics
-            let settings = Follower.Settings(
-                openFeed: { start, appeared in
-                    if let clickHouse {
-                        let store = try ClickHouseSampleStore(location: clickHouse, waitMs: waitMs, create: false, now: clock())
-                        return try ClickHouseFollowFeed(store, start: start, fromStart: fromStart || appeared, lagMs: lagMs, now: clock())
-                    }
-                    let store = try SQLiteSampleStore(path: database, create: false)
-                    return try SQLiteFollowFeed(store, start: start, fromStart: fromStart || appeared, diagnostics: diagnostics)
-                },
-                cursor: cursor, once: options.has("once"), tickMs: tickMs,
-                pollMs: clickHouse == nil ? Follower.sqlitePollMs : Follower.clickHousePollMs, clock: clock)
-            try Follower(settings, output: context.output, outputFD: context.streams.output, diagnostics: diagnostics).run()
-        case .ingest:
-            /// Reads every input into `ingester`, with progress on a terminal for files (a stream from a
-            /// probe is a pipe: its own tool shows how it goes), until a commit fails or a stop arrives.
-            func feed(_ ingester: Ingester) {
-                var keepGoing = true
-                let inputs = Inputs(operands, stdin: context.streams.input)
-                let total = inputs.totalBytes
-                let progress = context.progressLine(options, auto: total != nil)
-                var bytesBefore: Int64 = 0
-                func progressText(_ bytes: Int64) -> String {
-                    "store-samples: "
-                        + ProgressText.reading(
-                            bytes: bytes, of: total, items: ingester.stored, noun: "samples",
-                            seconds: progress?.elapsedSeconds ?? 0)
-                }
-                inputs.forEach(diagnostics: context.diagnostics) { reader in
-                    if let progress {
-                        reader.onRead = { [unowned reader] in progress.update { progressText(bytesBefore + reader.bytesRead) } }
-                    }
-                    if keepGoing { keepGoing = ingester.ingest(reader) }
-                    bytesBefore += reader.bytesRead
-                }
-                progress?.finish(progressText(bytesBefore))
-                if let failure = ingester.failure { context.diagnostics.error("\(failure)") }
-            }
-            if let remote {
-                // The spool's age goes by the clock: --now moves the views' windows, not the files' age.
-                let spoolBytes = try options.size("spool-size", default: RemoteSampleWriter.defaultSpoolBytes)
-                guard spoolBytes >= 1 << 20 else { throw UsageError("--spool-size wants 1M or more (a batch is up to 512K)") }
-                let writer = try RemoteSampleWriter(
-                    location: remote, spoolFolder: try options.value("spool") ?? defaultSpoolFolder(context.environment),
-                    maxBytes: Int64(spoolBytes), maxAgeMs: try options.duration("spool-age")!, now: Clock.wallMilliseconds(),
-                    diagnostics: context.diagnostics)
-                feed(
-                    Ingester(
-                        store: writer, retention: Retention(perMonitor: nil, days: nil), output: context.output,
-                        passThrough: !options.has("quiet"), diagnostics: context.diagnostics, now: clock))
-                let status = writer.finish(waitMs: options.has("wait") ? waitMs : RemoteSampleWriter.defaultWaitMs)
-                return context.diagnostics.errorCount > 0 ? status.worst(.failure) : status
-            }
-            let keepPerMonitor =
-                options.has("keep-per-monitor") ? try options.integer("keep-per-monitor", default: 0, in: 1...100_000_000) : nil
-            let keepMs = try options.duration("keep")!
-            guard keepMs % 86_400_000 == 0, keepMs / 86_400_000 <= 100_000 else {
-                throw UsageError("--keep wants whole days up to 100000d (30d, 2w, 400d), or 0 for forever, not '\(options.value("keep")!)'")
-            }
-            let keepDays = Int(keepMs / 86_400_000)
-            if options.has("auto-approve"), !options.has("remote") {
-                throw UsageError("--auto-approve applies to samples from elsewhere: add --remote (your own samples count at once)")
-            }
-            let approved =
-                options.value("approve-agents").map {
-                    $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-                } ?? []
-            let policy = IngestPolicy(
-                remote: options.has("remote"), autoApprove: options.has("auto-approve"), approvedAgents: approved, quorum: quorum)
-            if clickHouse != nil, keepPerMonitor != nil {
-                throw UsageError("--keep-per-monitor is for a SQLite file; a ClickHouse store keeps whole months (--keep)")
-            }
-            let store = try openStore(create: true, policy: policy)
-            try store.approveListedAgents(now: now)
-            let ingester = Ingester(
-                store: store, retention: Retention(perMonitor: keepPerMonitor, days: keepDays == 0 ? nil : keepDays),
-                output: context.output, passThrough: !options.has("quiet"),
-                diagnostics: context.diagnostics, now: clock)
-            feed(ingester)
-            return context.diagnostics.errorCount > 0 ? .failure : .success
-        case .overview:
-            try writer.write(try openViews().1.overview().encoded())
-        case .monitors:
-            try emitList(try openViews().1.monitors())
-        case .monitor:
-            let (store, views) = try openViews()
-            try writer.write(try views.monitor(try findMonitor(store, operands[0])).encoded())
-        case .history:
-            let span = try options.lookback("since", now: now, Views.historyLookback)
-            let ndjson = try ndjsonFormat()
-            let (store, views) = try openViews()
-            let record = try findMonitor(store, operands[0])
-            var out: [UInt8] = ndjson ? [] : [UInt8(ascii: "[")]
-            out.reserveCapacity(1 << 16)
-            try views.history(record, spanMs: span, separator: ndjson ? 0x0A : UInt8(ascii: ","), into: &out)
-            if !ndjson { out.append(UInt8(ascii: "]")) }
-            if !(ndjson && out.isEmpty) { try writer.write(out) }
-        case .results:
-            let span = try options.lookback("since", now: now, Views.resultsLookback)
-            let page = try options.page(Views.resultsPages)
-            let (store, views) = try openViews()
-            let record = try findMonitor(store, operands[0])
-            try writer.write(try views.results(record, spanMs: span, page: page).encoded())
+        case .ingest: return try run.ingest()
+        case .follow: return try run.follow()
+        case .serve: return try run.serve()
+        case .cgi: return run.cgi()
+        case .overview: return try run.overview()
+        case .monitors: return try run.monitors()
+        case .monitor: return try run.monitor(options.operands[0])
+        case .history: return try run.history(options.operands[0])
+        case .results: return try run.results(options.operands[0])
+        case .stats: return try run.stats()
         case .agents:
-            switch agentAction {
-            case nil:
-                try emitList(try openViews().1.agents())
-            case .approve?, .reject?:
-                let status: AgentStatus = agentAction == .approve ? .approved : .rejected
-                let (store, views) = try openViews()
-                guard try store.setAgentStatus(operands[0], to: status) else { throw ToolError("no agent '\(operands[0])' in \(path)") }
-                try emitList(try views.agents().filter { $0.objectValue?["id"] == .string(operands[0]) })
-            case .token?:
-                guard let file = tokensFile() else {
-                    throw UsageError("agents token on a ClickHouse store wants --tokens FILE (or $VITALS_AGENT_TOKENS)")
-                }
-                let agent = operands[0]
-                guard !agent.isEmpty, agent.utf8.count <= 200, !agent.contains(where: { $0 == " " || $0 == "\n" || $0 == "\t" }) else {
-                    throw UsageError("an agent id has no spaces and at most 200 bytes")
-                }
-                let token = try AgentTokens.issue(agent: agent, path: file)
-                try context.output.write(Array(token.utf8))
-                context.diagnostics.note("the token of agent \(agent) is above; it is shown once (only its hash is kept in \(file))")
+            switch options.action(as: AgentAction.self) {
+            case nil: return try run.agents()
+            case .approve?: return try run.setAgentStatus(options.operands[0], to: .approved)
+            case .reject?: return try run.setAgentStatus(options.operands[0], to: .rejected)
+            case .token?: return try run.agentToken(options.operands[0])
             }
-        case .stats:
-            try writer.write(try openViews().1.stats(from: since).encoded())
-        case .clear:
-            let all = options.has("all")
-            guard all != (options.has("monitor") || options.has("until")) else {
-                throw UsageError(
-                    all
-                        ? "clear --all clears everything; leave out --monitor and --until, or --all"
-                        : "clear wants --all, --monitor ID or --until WHEN (or both of the last two)")
-            }
-            let store = try openViews().0
-            let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
-            let before = options.has("until") ? until : nil
-            let deleted = try store.clear(monitorID: monitorID, before: before)
-            try writer.write(
-                JSONValue.object(
-                    JSONObject([
-                        JSONField("type", .string("cleared")),
-                        JSONField("monitor", options.value("monitor").map(JSONValue.string) ?? .null),
-                        JSONField("before", before.map { .string(Timestamp.format(milliseconds: $0)) } ?? .null),
-                        JSONField("samples", .integer(deleted)),
-                    ])
-                ).encoded())
-        case .metrics:
-            let exposition = try openViews().1.metrics()
-            if let file = options.value("output") {
-                // Readable by node_exporter, which runs as another user, and writable by no one else
-                // even under umask 000: a file others can write is theirs to fill with metrics.
-                let mask = umask(0o022)
-                umask(mask)
-                try AtomicFile.write(exposition, to: file, mode: 0o644 & ~mask)
-            } else {
-                try writer.write(exposition.dropLast())  // the writer ends the last line
-            }
-        case .export:
-            let ndjson = try ndjsonFormat()
-            let store = try openViews().0
-            let monitorID = try options.value("monitor").map { try findMonitor(store, $0).id }
-            if !ndjson {
-                try writer.write(CSVExport.header)
-                try store.export(from: since, until: until, monitorID: monitorID) { record in
-                    try writer.write(CSVExport.row(record))
-                }
-            } else {
-                try store.export(from: since, until: until, monitorID: monitorID) { try writer.write(UnsafeRawBufferPointer($0)) }
-            }
+        case .clear: return try run.clear()
+        case .metrics: return try run.metrics()
+        case .export: return try run.export()
         }
-        return .success
     }
 
     /// The spool folder when --spool names none: `$XDG_STATE_HOME/vitals/spool`, else

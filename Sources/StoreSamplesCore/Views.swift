@@ -1,9 +1,9 @@
 import VitalsKit
 
 /// The read views, shaped exactly as OnlineTracker's API answers (field names and types),
-/// written against `SampleStore` so any backend serves them.
+/// written against `SampleQueries` alone, so any backend serves them.
 struct Views {
-    let store: SampleStore
+    let store: SampleQueries
     /// The end of every window (`--now`, or the clock).
     let now: Int64
     /// The order of monitor lists.
@@ -25,8 +25,9 @@ struct Views {
     static let overviewWindowMs: Int64 = 86_400_000
 
     /// Creates views over a store.
-    init(store: SampleStore, now: Int64, order: MonitorOrder = .status, quorum: Quorum = .majority, selection: SampleSelection = .consensus)
-    {
+    init(
+        store: SampleQueries, now: Int64, order: MonitorOrder = .status, quorum: Quorum = .majority, selection: SampleSelection = .consensus
+    ) {
         self.store = store
         self.now = now
         self.order = order

@@ -32,7 +32,7 @@ enum DigestInput {
             services: services, window: window, now: now, trendSamples: trendSamples, bucket: bucket, quorum: quorum)
         for line in lines {
             let bytes = Array(line.utf8)
-            switch bytes.withUnsafeBufferPointer({ reader.read($0) }) {
+            switch LineBytes.with(bytes, { reader.read($0) }) {
             case .sample(let row): aggregator.add(row)
             case .skipped: break
             case .invalid(let problem): Issue.record("not a valid sample: \(line): \(problem.message)")

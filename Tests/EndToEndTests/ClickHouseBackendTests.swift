@@ -396,8 +396,8 @@ struct ClickHouseBackendTests {
         let waiting = try RunningTool(
             "store-samples", ["--db", "clickhouse://vitals@127.0.0.1:\(server.httpPort)/vitals", "--wait", "60s"],
             environment: ["VITALS_CLICKHOUSE_PASSWORD": password])
-        try waiting.input.fileHandleForWriting.write(contentsOf: Data((line + "\n").utf8))
-        try waiting.input.fileHandleForWriting.close()
+        try waiting.input.write(contentsOf: Data((line + "\n").utf8))
+        try waiting.input.close()
         try server.start()
         #expect(waiting.readLine() == String(line.dropLast()) + #","monitor_id":1}"#)
         #expect(waiting.readLine() == nil, "then the end: the input was all stored")

@@ -88,9 +88,9 @@ struct ConventionTests {
         let running = try RunningTool(
             tool, ConventionTests.readingStdin(tool, scratch: scratch),
             environment: HealthExport.exampleEnvironment(scratch))
-        try waitUntilReadingStdin(running.process.processIdentifier)
+        try waitUntilReadingStdin(running.process.pid)
         let stopped = running.stop(SIGTERM)
-        #expect(running.process.terminationReason == .exit, "\(tool) handles SIGTERM and exits (not killed by it)")
+        #expect(running.process.exited, "\(tool) handles SIGTERM and exits (not killed by it)")
         #expect(stopped.status == 143, "\(tool): \(stopped.stderr)")
     }
 
@@ -112,7 +112,7 @@ struct ConventionTests {
         }
         // The request that hangs has reached the server: the tool is waiting on it.
         try waitFor("the server to see \(hang)") { !server.requests(for: hang).isEmpty }
-        kill(running.process.processIdentifier, SIGINT)
+        kill(running.process.pid, SIGINT)
         // The second SIGINT must end the run now, not after the two minutes the server holds the request.
         let started = Date()
         let stopped = running.stop(SIGINT)

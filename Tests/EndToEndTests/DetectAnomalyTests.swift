@@ -308,7 +308,7 @@ struct DetectAnomalyTests {
     func streaming() throws {
         let tool = try RunningTool("detect-anomaly", [])
         for (index, line) in steadyThenSpike().prefix(3).enumerated() {
-            tool.input.fileHandleForWriting.write(Data((line + "\n").utf8))
+            tool.input.write(Data((line + "\n").utf8))
             let out = try #require(tool.readLine(), "line \(index + 1) came out while the input is still open")
             #expect(withoutAnomaly(out) == line)
         }
@@ -436,7 +436,7 @@ struct DetectAnomalyStateTests {
         // Feed one line at a time and read it back; the first line after each millisecond saves the state.
         var fed = 0
         while !FileManager.default.fileExists(atPath: state) && fed < Self.trace.count {
-            tool.input.fileHandleForWriting.write(Data((Self.trace[fed] + "\n").utf8))
+            tool.input.write(Data((Self.trace[fed] + "\n").utf8))
             fed += 1
             _ = try #require(tool.readLine())
         }

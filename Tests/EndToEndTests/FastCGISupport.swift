@@ -102,15 +102,9 @@ func fastCGIRequest(
 
 /// Starts python3 sending one FastCGI request's first `cut` bytes of the body's records (after
 /// the head), then making the file `pause` and waiting until it is gone to send the rest; the
-/// answer is on the returned pipe once the process ends.
-func startPausingFastCGIClient(socket: String, json: String, bodyFile: String, cut: Int, pause: String) throws -> (Process, Pipe) {
-    let client = Process()
-    client.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    client.arguments = ["-c", fastCGIClient, socket, json, bodyFile, String(cut), pause]
-    let output = Pipe()
-    client.standardOutput = output
-    try client.run()
-    return (client, output)
+/// answer is its standard output (`output`) once the process ends.
+func startPausingFastCGIClient(socket: String, json: String, bodyFile: String, cut: Int, pause: String) throws -> Spawned {
+    try Spawned(["/usr/bin/python3", "-c", fastCGIClient, socket, json, bodyFile, String(cut), pause])
 }
 
 /// The status of a CGI answer (`Status: 404 Not Found` → 404), or nil.

@@ -187,7 +187,7 @@ struct FollowTests {
         let writer = try RunningTool("store-samples", ["--db", db, "-q"])
         func write(_ round: Int) throws {
             let lines = (0..<50).map { sample("w\($0)", minute: 100 + round) }
-            try writer.input.fileHandleForWriting.write(contentsOf: Data(oneRound(lines, "w\(round)").utf8))
+            try writer.input.write(contentsOf: Data(oneRound(lines, "w\(round)").utf8))
             for index in 0..<50 { expected.insert(followKey("w\(index)", minute: 100 + round)) }
         }
         let first = try StreamingTool(
@@ -200,8 +200,8 @@ struct FollowTests {
         #expect(first.stop(SIGKILL) == 128 + SIGKILL)
         let saved = try JSONParser.parse(String(contentsOfFile: cursor, encoding: .utf8)).objectValue?.int("after_id") ?? 0
         for round in 10..<20 { try write(round) }
-        try writer.input.fileHandleForWriting.close()
-        writer.process.waitUntilExit()
+        try writer.input.close()
+        writer.process.wait()
         #expect(writer.process.terminationStatus == 0)
         let second = try StreamingTool(
             "store-samples", ["--db", db, "follow", "--cursor", cursor, "--tick", "500ms"], errorFile: scratch.path("second.err"))

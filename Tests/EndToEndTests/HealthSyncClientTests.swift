@@ -477,19 +477,9 @@ struct HealthSyncClientTests {
                 connection, _ = listener.accept(); held.append(connection)
                 open(sys.argv[1], "a").write("accepted\\n")
             """
-        let silent = Process()
-        silent.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        silent.arguments = ["-c", script, scratch.path("accepted")]
-        let portPipe = Pipe()
-        silent.standardOutput = portPipe
-        try silent.run()
-        // SIGKILL: a child of the test runner may inherit SIGTERM blocked.
-        defer {
-            kill(silent.processIdentifier, SIGKILL)
-            silent.waitUntilExit()
-        }
-        let port = String(decoding: portPipe.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(
-            in: .whitespacesAndNewlines)
+        // Killed with SIGKILL when it goes away.
+        let silent = try Spawned(["/usr/bin/python3", "-c", script, scratch.path("accepted")])
+        let port = silent.output.map(readFirstLine) ?? ""
         let state = ClientStateText.make(
             server: "https://127.0.0.1:\(port)", certificate: scratch.path("client.crt"), key: scratch.path("client.key"))
         try scratch.write("state.json", state)

@@ -197,7 +197,7 @@ struct NotifyPolicyTests {
         let scratch = try ScratchDirectory()
         let state = scratch.path("notify.json")
         let live = try RunningTool("notify", ["--state", state])
-        func send(_ lines: [String]) { live.input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8)) }
+        func send(_ lines: [String]) { live.input.write(Data((lines.joined(separator: "\n") + "\n").utf8)) }
         send(markedRound("r0", [dependentSample("api", minute: 0, "up"), dependentSample("web", minute: 0, "up")]))
         send(markedRound("r1", [dependentSample("api", minute: 1, "down"), dependentSample("web", minute: 1, "up")]))
         #expect(live.readLineSkippingMarks()?.contains(#""event":"down""#) == true, "api's outage is told")
@@ -221,7 +221,7 @@ struct NotifyPolicyTests {
         send(markedRound("r40", [dependentSample("api", minute: 40, "down"), dependentSample("web", minute: 40, "down")]))
         let after = try #require(live.readLineSkippingMarks())
         #expect(after.contains(#""monitor":"api""#) && after.contains(#""at":"\#(traceTime(2400))""#), "\(after)")
-        try live.input.fileHandleForWriting.close()
+        try live.input.close()
         let ended = live.stop(SIGTERM)
         #expect(ended.status == 0 || ended.status == 143, "\(ended.stderr)")
         // The list, the removal, and what stays on record; the clock is --now.

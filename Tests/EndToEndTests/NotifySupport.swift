@@ -6,31 +6,20 @@ import VitalsKit
 /// the python3-* packages scripts/test installs. It prints its URL on its first line; reading
 /// that line is the wait.
 final class PythonPeer {
-    let process = Process()
+    let process: Spawned
     let url: String
     let scratch: ScratchDirectory
 
     init(_ script: String, _ arguments: [String], scratch: ScratchDirectory, environment: [String: String] = [:]) throws {
         self.scratch = scratch
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [Binaries.fixtures.appendingPathComponent("notify/" + script).path] + arguments
-        process.environment = toolEnvironment(environment)
-        let output = Pipe()
-        process.standardOutput = output
-        _ = FileManager.default.createFile(atPath: scratch.path("peer-stderr"), contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: scratch.path("peer-stderr"))
-        try process.run()
-        url = readFirstLine(output.fileHandleForReading)
+        process = try Spawned(
+            ["/usr/bin/python3", Binaries.fixtures.appendingPathComponent("notify/" + script).path] + arguments,
+            environment: toolEnvironment(environment), error: .file(scratch.path("peer-stderr")))
+        url = process.output.map(readFirstLine) ?? ""
         guard url.contains("://") else {
-            kill(process.processIdentifier, SIGKILL)
             let problem = (try? String(contentsOfFile: scratch.path("peer-stderr"), encoding: .utf8)) ?? ""
             throw TestFailure("\(script) did not start: \(problem)")
         }
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
     }
 
     /// `127.0.0.1:PORT`.

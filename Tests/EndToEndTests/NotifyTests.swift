@@ -390,7 +390,7 @@ struct NotifyStateTests {
         let hook = "json://127.0.0.1:\(server.port)/hang"
         let tool = try RunningTool("notify", ["--group-wait", "200ms", "--state", state, "--to", hook])
         let lines = [sampleLine("a", 0, "up"), sampleLine("a", 30, "down")]
-        tool.input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        tool.input.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         // Wait for the delivery itself: the server has the request and will never answer.
         let deadline = Date().addingTimeInterval(20)
         while server.requests(for: "/hang").isEmpty && Date() < deadline { usleep(10_000) }
@@ -409,7 +409,7 @@ struct NotifyStateTests {
     func streaming() throws {
         let tool = try RunningTool("notify", ["--group-wait", "300ms"])
         let lines = [sampleLine("a", 0, "up"), sampleLine("b", 0, "up"), sampleLine("a", 30, "down"), sampleLine("b", 30.1, "down")]
-        tool.input.fileHandleForWriting.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        tool.input.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         // The input stays open: only the pause can close the round.
         let line = try #require(tool.readLine())
         guard case .object(let record) = try JSONParser.parse(line) else { throw TestFailure("not a record: \(line)") }

@@ -174,29 +174,19 @@ extension ProbeHTTPTests {
 
 /// `openssl s_server -www` on a free port: it answers `GET /` with a page and never answers a HEAD.
 final class OpenSSLWWWServer {
-    let process = Process()
+    let process: Spawned
     let url: String
 
     init(cert: String, key: String) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "s_server", "-www", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = Pipe()
-        try process.run()
+        // Its standard input stays an open pipe: s_server ends at the end of its input.
+        process = try Spawned(
+            ["/usr/bin/env", "openssl", "s_server", "-www", "-accept", "127.0.0.1:0", "-cert", cert, "-key", key], input: .pipe)
         // It prints `ACCEPT 127.0.0.1:PORT` once it listens; reading that line is the wait.
-        var line = readFirstLine(output.fileHandleForReading)
-        while !line.isEmpty, !line.hasPrefix("ACCEPT") { line = readFirstLine(output.fileHandleForReading) }
+        var line = process.output.map(readFirstLine) ?? ""
+        while !line.isEmpty, !line.hasPrefix("ACCEPT") { line = process.output.map(readFirstLine) ?? "" }
         guard line.hasPrefix("ACCEPT "), let port = line.split(separator: ":").last else {
-            kill(process.processIdentifier, SIGKILL)
             throw TestFailure("openssl s_server did not start: \(line)")
         }
         url = "https://127.0.0.1:\(port)/"
-    }
-
-    deinit {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
     }
 }

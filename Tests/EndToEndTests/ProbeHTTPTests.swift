@@ -579,9 +579,9 @@ struct ProbeHTTPTests {
     @Test("SIGINT during a one-shot run abandons in-flight probes and exits 130")
     func interruptOneShot() throws {
         let tool = try RunningTool("probe-http", [])
-        try tool.input.fileHandleForWriting.write(
+        try tool.input.write(
             contentsOf: Data((url("/ok") + "\n" + #"{"url":"\#(url("/hang"))","timeout_seconds":60}"#).utf8))
-        try tool.input.fileHandleForWriting.close()
+        try tool.input.close()
         let first = tool.readLineSkippingMarks()
         #expect(first?.contains("\"code\":200") == true)
         let (status, rest, _) = tool.stop(SIGINT)

@@ -459,9 +459,9 @@ struct ProbePingTests {
         let server = try FixtureServer()
         let tool = try RunningTool("probe-ping", [])
         // The tcp sample ends at once; the ping sample would take 9 seconds.
-        try tool.input.fileHandleForWriting.write(
+        try tool.input.write(
             contentsOf: Data("tcp://127.0.0.1:\(server.port)\n{\"target\":\"127.0.0.1\",\"ping_count\":10}\n".utf8))
-        try tool.input.fileHandleForWriting.close()
+        try tool.input.close()
         #expect(try #require(tool.readLine()).contains("\"type\":\"round_start\""))
         let first = try #require(tool.readLine())
         #expect(first.contains("\"kind\":\"tcp\""))
@@ -474,8 +474,8 @@ struct ProbePingTests {
     func watch() throws {
         guard try needsICMP() else { return }
         let tool = try RunningTool("probe-ping", ["--watch", "--interval", "200ms", "--count", "1"])
-        tool.input.fileHandleForWriting.write(Data("127.0.0.1\n".utf8))
-        try tool.input.fileHandleForWriting.close()
+        tool.input.write(Data("127.0.0.1\n".utf8))
+        try tool.input.close()
         var starts: [Int64] = []
         for _ in 0..<3 {
             let line = try #require(tool.readLineSkippingMarks())

@@ -81,21 +81,17 @@ struct RoundTests {
         try scratch.write("targets.ndjson", targets)
         // probe-http --watch | notify, the two joined by notify's input pipe.
         let notify = try RunningTool("notify", [])
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: Binaries.path("probe-http"))
-        probe.arguments = ["--watch", "--interval", "1h", "--timeout", "1500ms", scratch.path("targets.ndjson")]
-        probe.environment = toolEnvironment()
-        probe.standardOutput = notify.input
-        probe.standardError = FileHandle.nullDevice
-        try probe.run()
+        let probe = try Spawned(
+            [Binaries.path("probe-http"), "--watch", "--interval", "1h", "--timeout", "1500ms", scratch.path("targets.ndjson")],
+            output: .descriptor(notify.input.fileDescriptor))
         var seen: [JSONObject] = []
         while let line = notify.readLine() {
             let record = try #require(try JSONParser.parse(line).objectValue)
             seen.append(record)
             if record.string("type") == "round_end" { break }
         }
-        kill(probe.processIdentifier, SIGTERM)
-        probe.waitUntilExit()
+        probe.terminate()
+        probe.wait()
         _ = notify.stop(SIGTERM)
         #expect(seen.map { $0.string("type") ?? "" } == ["round_start", "notification", "round_end"])
         let monitors = seen.first { $0.string("type") == "notification" }?["monitors"]?.arrayValue?.compactMap {

@@ -288,13 +288,7 @@ final class ServeSecurityTests {
         let handle = try serve(["--auto-approve", "--rate", "1000000"])
         let url = "https://127.0.0.1:\(handle.port)"
         // wrk loads the overview for 4 s; meanwhile POSTs go one after another, each of 5 new samples.
-        let wrk = Process()
-        wrk.executableURL = URL(fileURLWithPath: "/usr/bin/wrk")
-        wrk.arguments = ["-t", "2", "-c", "8", "-d", "4s", url + "/api/status/overview"]
-        let wrkOutput = Pipe()
-        wrk.standardOutput = wrkOutput
-        wrk.standardError = wrkOutput
-        try wrk.run()
+        let wrk = try Spawned(["/usr/bin/wrk", "-t", "2", "-c", "8", "-d", "4s", url + "/api/status/overview"], error: .asOutput)
         // Two POSTs answered, then the kill; then POSTs until wrk is done and three more were answered.
         let started = Date()
         var posted = 0
@@ -327,8 +321,8 @@ final class ServeSecurityTests {
                 failed += 1
             }
         }
-        wrk.waitUntilExit()
-        let report = String(decoding: wrkOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let report = String(decoding: wrk.output?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        wrk.wait()
         #expect(killed && postedAfterKill >= 3, "posted \(posted), \(postedAfterKill) after the kill, failed \(failed)")
         #expect(storedByAnswers == posted * 5)
         // Every POST that got a 2xx is stored. One cut by the kill got no 2xx; it may have been
@@ -362,16 +356,16 @@ final class ServeSecurityTests {
         let bodyFile = try scratch.write("body", sample("late", minutesAgo: 1) + "\n")
         let json =
             #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(try String(contentsOfFile: bodyFile, encoding: .utf8).utf8.count)"}"#
-        let (client, clientOutput) = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 10, pause: pause)
+        let client = try startPausingFastCGIClient(socket: socket, json: json, bodyFile: bodyFile, cut: 10, pause: pause)
         while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
         try #require(FileManager.default.fileExists(atPath: pause), "the client sent its first bytes")
         responder.process.terminate()  // SIGTERM, with the request half read
         usleep(200_000)
         try FileManager.default.removeItem(atPath: pause)
-        client.waitUntilExit()
-        let answer = String(decoding: clientOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let answer = String(decoding: client.output?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        client.wait()
         #expect(cgiStatus(answer) == 401, "the request in flight was answered: \(answer)")
-        responder.process.waitUntilExit()
+        responder.process.wait()
         #expect(responder.process.terminationStatus == 143)
         #expect(!FileManager.default.fileExists(atPath: socket), "the socket is removed at the end")
     }
@@ -392,7 +386,7 @@ final class ServeSecurityTests {
         var worker: pid_t = 0
         while worker == 0, Date() < deadline {
             let children = try runProcess(
-                "/usr/bin/pgrep", ["-P", String(responder.process.processIdentifier)], stdin: "", environment: toolEnvironment())
+                "/usr/bin/pgrep", ["-P", String(responder.process.pid)], stdin: "", environment: toolEnvironment())
             worker = pid_t(children.stdout.split(separator: "\n").first.flatMap { Int32($0) } ?? 0)
             if worker == 0 { usleep(10_000) }
         }
@@ -409,7 +403,7 @@ final class ServeSecurityTests {
         let json =
             #"{"REQUEST_METHOD":"POST","REQUEST_URI":"/api/samples","HTTP_AUTHORIZATION":"Bearer nothing","CONTENT_LENGTH":"\#(body.utf8.count)"}"#
         // A cut past the end: the whole request is sent, then the client waits for the pause file to go.
-        let (client, clientOutput) = try startPausingFastCGIClient(
+        let client = try startPausingFastCGIClient(
             socket: socket, json: json, bodyFile: bodyFile, cut: 1_000_000, pause: pause)
         while !FileManager.default.fileExists(atPath: pause), Date() < deadline { usleep(10_000) }
         try #require(FileManager.default.fileExists(atPath: pause), "the client sent its request")
@@ -417,10 +411,10 @@ final class ServeSecurityTests {
         usleep(200_000)
         kill(worker, SIGCONT)
         try FileManager.default.removeItem(atPath: pause)
-        client.waitUntilExit()
-        let answer = String(decoding: clientOutput.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let answer = String(decoding: client.output?.readDataToEndOfFile() ?? Data(), as: UTF8.self)
+        client.wait()
         #expect(cgiStatus(answer) == 401, "the request in the backlog was answered: \(answer)")
-        responder.process.waitUntilExit()
+        responder.process.wait()
         #expect(responder.process.terminationStatus == 143)
     }
 
@@ -445,7 +439,7 @@ final class ServeSecurityTests {
         let first = try RunningTool("store-samples", ["--db", db, "serve", "--socket", socket])
         defer {
             first.process.terminate()
-            first.process.waitUntilExit()
+            first.process.wait()
         }
         let deadline = Date().addingTimeInterval(10)
         var answered = ""

@@ -228,8 +228,8 @@ struct SnapshotDeltaArchiveTests {
             try RunningTool("snapshot-delta", ["--db", archive.db, "take", "--device-id-file", archive.deviceFile, $0])
         }
         for tool in tools {
-            try tool.input.fileHandleForWriting.close()
-            tool.process.waitUntilExit()
+            try tool.input.close()
+            tool.process.wait()
             #expect(tool.process.terminationStatus == 0)
         }
         #expect(try archive.sql("SELECT count(*) FROM snapshots") == "3")

@@ -35,7 +35,7 @@ struct StoreReplayTests {
     /// passed on, or `afterMs` after it started, whichever comes first.
     func killedIngest(_ db: String, passed: Int, afterMs: Int, chunk: Int = 400) throws {
         let tool = try RunningTool("store-samples", ["--db", db, "--now", BackendCorpus.now])
-        let writer = tool.input.fileHandleForWriting
+        let writer = tool.input
         let input = lines
         let feeding = Thread {
             for start in stride(from: 0, to: input.count, by: chunk) {
@@ -47,7 +47,7 @@ struct StoreReplayTests {
         }
         feeding.start()
         let started = Date()
-        let pid = tool.process.processIdentifier
+        let pid = tool.process.pid
         let killer = Thread {
             usleep(useconds_t(afterMs * 1000))
             kill(pid, SIGKILL)
@@ -55,8 +55,8 @@ struct StoreReplayTests {
         killer.start()
         var count = 0
         while count < passed, Date().timeIntervalSince(started) * 1000 < Double(afterMs), tool.readLine() != nil { count += 1 }
-        kill(tool.process.processIdentifier, SIGKILL)
-        tool.process.waitUntilExit()
+        kill(tool.process.pid, SIGKILL)
+        tool.process.wait()
     }
 
     /// Checks replays against one ingest into `reference`, for stores made by `fresh`.

@@ -206,22 +206,119 @@ final class CollectedOutput: @unchecked Sendable {
     }
 }
 
+/// A process a test starts and keeps while it runs (a server, a peer, a tool fed through a
+/// pipe), started as every process of the tests is, through `spawnClean`: default signal actions,
+/// nothing blocked, no descriptor of the runner's but the streams it is given.
+final class Spawned {
+    /// What one of its standard streams is.
+    enum Stream {
+        /// A pipe of ours: `input` writes to it, `output` or `errors` read from it.
+        case pipe
+        /// /dev/null.
+        case null
+        /// This descriptor of ours (the caller keeps and closes it).
+        case descriptor(Int32)
+        /// This file, appended to.
+        case file(String)
+        /// For standard error: wherever standard output goes.
+        case asOutput
+    }
+
+    let pid: pid_t
+    /// The write end of its standard input, when that is `.pipe`.
+    let input: FileHandle?
+    /// The read end of its standard output, when that is `.pipe`.
+    let output: FileHandle?
+    /// The read end of its standard error, when that is `.pipe`.
+    let errors: FileHandle?
+    /// Its wait status once it was reaped.
+    private var waitStatus: Int32?
+
+    init(
+        _ argv: [String], environment: [String: String] = toolEnvironment(), input: Stream = .null, output: Stream = .pipe,
+        error: Stream = .null, directory: String? = nil
+    ) throws {
+        var ours: [FileHandle?] = [nil, nil, nil]
+        var theirs: [Int32] = [-1, -1, -1]
+        var opened: [Int32] = []
+        defer { for fd in opened { close(fd) } }
+        for (stream, kind) in [input, output, error].enumerated() {
+            switch kind {
+            case .pipe:
+                var fds: [Int32] = [-1, -1]
+                guard let pipe2 = GlibcExtras.pipe2, pipe2(&fds, O_CLOEXEC) == 0 else { throw TestFailure("pipe2: \(errno)") }
+                // Index 0 reads: it reads its input, we read its output.
+                let (mine, its) = stream == 0 ? (fds[1], fds[0]) : (fds[0], fds[1])
+                ours[stream] = FileHandle(fileDescriptor: mine, closeOnDealloc: true)
+                theirs[stream] = its
+                opened.append(its)
+            case .null, .file:
+                let path: String
+                if case .file(let file) = kind { path = file } else { path = "/dev/null" }
+                let fd = open(path, (stream == 0 ? O_RDONLY : O_WRONLY | O_CREAT | O_APPEND) | O_CLOEXEC, 0o644)
+                guard fd >= 0 else { throw TestFailure("cannot open \(path)") }
+                theirs[stream] = fd
+                opened.append(fd)
+            case .descriptor(let fd): theirs[stream] = fd
+            case .asOutput: theirs[stream] = theirs[1]
+            }
+        }
+        pid = try spawnClean(argv, environment: environment, descriptors: (theirs[0], theirs[1], theirs[2]), directory: directory)
+        (self.input, self.output, self.errors) = (ours[0], ours[1], ours[2])
+    }
+
+    deinit {
+        if waitStatus == nil {
+            kill(pid, SIGKILL)
+            wait()
+        }
+    }
+
+    /// It has not ended yet (reaps it if it has).
+    var isRunning: Bool {
+        guard waitStatus == nil else { return false }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return true }
+        waitStatus = status
+        return false
+    }
+
+    /// It exited rather than being ended by a signal (once reaped).
+    var exited: Bool { (waitStatus ?? 0) & 0x7F == 0 }
+
+    /// Sends it SIGTERM.
+    func terminate() { kill(pid, SIGTERM) }
+
+    /// `wait()`'s answer: its exit status or the signal that ended it, once it ended.
+    var terminationStatus: Int32 { wait() }
+
+    /// Waits for it to end and returns, as Foundation's terminationStatus did, its exit status or
+    /// the signal that ended it.
+    @discardableResult
+    func wait() -> Int32 {
+        if waitStatus == nil {
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+            waitStatus = status
+        }
+        let status = waitStatus ?? 0
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : status & 0x7F
+    }
+}
+
 /// A tool started in the background with pipes, for streaming and signal tests.
 final class RunningTool {
-    let process = Process()
-    let input = Pipe()
-    let output = Pipe()
-    let errors = Pipe()
+    let process: Spawned
+    /// Its standard input.
+    let input: FileHandle
+    private let output: FileHandle
     private var buffered = Data()
 
     init(_ tool: String, _ arguments: [String], environment: [String: String] = [:]) throws {
-        process.executableURL = URL(fileURLWithPath: Binaries.path(tool))
-        process.arguments = arguments
-        process.environment = toolEnvironment(environment)
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        process = try Spawned(
+            [Binaries.path(tool)] + arguments, environment: toolEnvironment(environment), input: .pipe, output: .pipe, error: .pipe)
+        guard let input = process.input, let output = process.output else { throw TestFailure("no pipes for \(tool)") }
+        (self.input, self.output) = (input, output)
     }
 
     /// Blocks until one whole line arrives on stdout (nil at end of output).
@@ -232,7 +329,7 @@ final class RunningTool {
                 buffered = Data(buffered[(newline + 1)...])
                 return String(decoding: line, as: UTF8.self)
             }
-            let chunk = output.fileHandleForReading.availableData
+            let chunk = output.availableData
             if chunk.isEmpty { return buffered.isEmpty ? nil : String(decoding: buffered, as: UTF8.self) }
             buffered.append(chunk)
         }
@@ -248,12 +345,12 @@ final class RunningTool {
 
     /// Sends a signal and waits for the exit; returns the status, the rest of stdout and all of stderr.
     func stop(_ signal: Int32) -> (status: Int32, rest: String, stderr: String) {
-        kill(process.processIdentifier, signal)
-        try? input.fileHandleForWriting.close()
-        let rest = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: buffered + rest, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        kill(process.pid, signal)
+        try? input.close()
+        let rest = output.readDataToEndOfFile()
+        let err = process.errors?.readDataToEndOfFile() ?? Data()
+        let status = process.wait()
+        return (status, String(decoding: buffered + rest, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 }
 

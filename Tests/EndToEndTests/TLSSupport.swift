@@ -115,7 +115,7 @@ final class TestCertificates: @unchecked Sendable {
 
 /// The Python TLS server of Fixtures/tls_server.py, started on a free port.
 final class TLSServer {
-    let process = Process()
+    let process: Spawned
     let url: String
 
     /// Starts the server; `postAnswers` and `postLog` are files for its scripted POST answers and its log of POSTs.
@@ -129,23 +129,9 @@ final class TLSServer {
         if let clientCA { arguments += ["--client-ca", clientCA] }
         if let maxTLS { arguments += ["--max-tls", maxTLS] }
         if handshakeDelaySeconds > 0 { arguments += ["--handshake-delay", String(handshakeDelaySeconds)] }
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try Spawned(["/usr/bin/env", "python3"] + arguments)
         // The server prints its URL once it listens; reading that line is the wait.
-        url = readFirstLine(output.fileHandleForReading)
-        guard url.hasPrefix("https://") else {
-            kill(process.processIdentifier, SIGKILL)
-            throw TestFailure("the TLS test server did not start (is python3 installed?)")
-        }
-    }
-
-    deinit {
-        // SIGKILL: a child of the test runner may inherit SIGTERM blocked.
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        url = process.output.map(readFirstLine) ?? ""
+        guard url.hasPrefix("https://") else { throw TestFailure("the TLS test server did not start (is python3 installed?)") }
     }
 }

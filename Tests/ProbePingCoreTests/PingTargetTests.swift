@@ -138,17 +138,6 @@ struct PingTargetTests {
 
 /// SHA-256 in hex from the system's sha256sum, an independent implementation.
 func sha256(of text: String) -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["sha256sum"]
-    let input = Pipe()
-    let output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    try? process.run()
-    input.fileHandleForWriting.write(Data(text.utf8))
-    try? input.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    let result = try? ChildProcess.run(["sha256sum"], input: Array(text.utf8))
+    return String(decoding: result?.output ?? [], as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
 }

@@ -97,11 +97,10 @@ struct AtomicFileTests {
 
     /// Runs a program and returns its exit status.
     private func run(_ program: String, _ arguments: String...) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        guard let result = try? ChildProcess.run([program] + arguments, output: .inherit, error: .inherit) else { return -1 }
+        switch result.termination {
+        case .exited(let status): return status
+        case .signaled(let signal): return signal
+        }
     }
 }

@@ -64,6 +64,32 @@ struct ChildProcessTests {
         #expect(result.stopped && !result.timedOut && result.termination == .signaled(SIGTERM))
     }
 
+    @Test("a worker's setup: a descriptor of ours at its 5, SIGINT and SIGTERM blocked, our process group, another executable")
+    func workerSetup() throws {
+        var fds: [Int32] = [-1, -1]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        // The first argument is only a name: the executable says what runs.
+        let setup = ChildProcess.Setup(
+            descriptors: [(fds[1], 5)], blockedSignals: [SIGINT, SIGTERM], ownProcessGroup: false, executable: "/bin/sh")
+        let child = try ChildProcess(["vitals-worker", "-c", #"echo through >&5; cut -d' ' -f5 /proc/$$/stat"#], setup: setup)
+        close(fds[1])
+        let result = child.wait()
+        #expect(result.termination == .exited(0), "\(String(decoding: result.error, as: UTF8.self))")
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = read(fds[0], &buffer, buffer.count)
+        #expect(count > 0 && String(decoding: buffer[0..<max(0, count)], as: UTF8.self) == "through\n")
+        #expect(String(decoding: result.output, as: UTF8.self) == "\(getpgrp())\n")
+        // The mask is read by grep itself (a shell sets its own).
+        let masked = try ChildProcess.run(
+            ["vitals-worker", "SigBlk", "/proc/self/status"],
+            setup: ChildProcess.Setup(blockedSignals: [SIGINT, SIGTERM], executable: "/bin/grep"))
+        let mask = String(decoding: masked.output, as: UTF8.self).split(separator: "\t").last?.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        // SIGINT is 2 and SIGTERM 15: bits 1 and 14.
+        #expect(mask.flatMap { UInt64($0, radix: 16) } == 0x4002, "\(mask ?? "")")
+    }
+
     /// Whether `pid` names a process that has not ended (a zombie has ended).
     private func isAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 else { return false }

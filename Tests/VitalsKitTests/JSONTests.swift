@@ -30,6 +30,8 @@ struct JSONTests {
             ("{\"a\":}", "expected a value", 6),
             ("{\"a\" 1}", "expected ':' after a field name", 6),
             ("[1,2", "expected ',' or ']' in an array", 5),
+            ("{\"a\":1 \"b\":2}", "expected ',' or '}' in an object", 8),
+            ("{1:2}", "expected a field name in double quotes", 2),
             ("{\"a\":01}", "invalid number (leading zero)", 7),
             ("\"abc", "unterminated string", 5),
             ("{\"a\":tru}", "unknown literal; expected true, false or null", 6),
@@ -53,6 +55,19 @@ struct JSONTests {
         #expect(throws: JSONSyntaxError.self) { _ = try JSONParser.parse(deep) }
         let fine = String(repeating: "[", count: 500) + String(repeating: "]", count: 500)
         #expect((try? JSONParser.parse(fine)) != nil)
+    }
+
+    @Test("every reader counts the outermost container as a level: maxDepth levels parse and scan, one more is an error")
+    func depthLimit() {
+        let limit = JSONParser.maxDepth
+        func nested(_ levels: Int) -> String { String(repeating: "[", count: levels) + String(repeating: "]", count: levels) }
+        func object(_ levels: Int) -> [UInt8] { Array((#"{"a":"# + nested(levels - 1) + "}").utf8) }
+        #expect((try? JSONParser.parse(nested(limit))) != nil)
+        #expect(throws: JSONSyntaxError.self) { _ = try JSONParser.parse(nested(limit + 1)) }
+        #expect((try? JSONParser.scanArray(Array(nested(limit).utf8).span)) != nil)
+        #expect(throws: JSONSyntaxError.self) { _ = try JSONParser.scanArray(Array(nested(limit + 1).utf8).span) }
+        #expect((try? JSONParser.scanObject(object(limit).span)) != nil)
+        #expect(throws: JSONSyntaxError.self) { _ = try JSONParser.scanObject(object(limit + 1).span) }
     }
 
     @Test("invalid UTF-8 in a string is rejected")

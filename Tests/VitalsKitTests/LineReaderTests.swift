@@ -185,4 +185,22 @@ struct LineReaderPeekTests {
         #expect(seen == bytes)
         #expect(count > 1 && reader.readError == nil && !reader.interrupted)
     }
+
+    @Test("a line is a bounds-checked view: its bytes by index and as a collection, and a byte past its end traps")
+    func lineIsChecked() async {
+        let reader = LineReader(bytes: Array("ab\ncd\n".utf8), source: "<test>")
+        guard case .line(let line)? = reader.next() else {
+            Issue.record("no line")
+            return
+        }
+        #expect(line.count == 2 && line[0] == UInt8(ascii: "a") && line[1] == UInt8(ascii: "b") && line.text == "ab")
+        #expect(Array(line) == Array("ab".utf8) && line.elementsEqual("ab".utf8))
+        // The next line's bytes sit right after this one's in the buffer: reading past the end
+        // must trap, not return "\n" or "c".
+        await #expect(processExitsWith: .failure) {
+            let reader = LineReader(bytes: Array("ab\ncd\n".utf8), source: "<test>")
+            guard case .line(let line)? = reader.next() else { return }
+            _ = line[line.count]
+        }
+    }
 }

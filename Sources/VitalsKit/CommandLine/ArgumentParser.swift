@@ -90,6 +90,21 @@ public struct ParsedOptions: Sendable {
         return ms
     }
 
+    /// A duration option whose table entry has a default, in milliseconds.
+    public func duration(defaulted long: String) throws(UsageError) -> Int64 {
+        guard let ms = try duration(long) else { preconditionFailure("--\(long) declares no default in the option table") }
+        return ms
+    }
+
+    /// A choice option as the tool's own enumeration of its words (`choice(_:)`'s word): the table and
+    /// the enumeration name the same words, so a word without a case is a bug in the tool.
+    public func choice<Choice: RawRepresentable>(_ long: String, as _: Choice.Type) throws(UsageError) -> Choice
+    where Choice.RawValue == String {
+        let word = try choice(long)
+        guard let value = Choice(rawValue: word) else { preconditionFailure("--\(long) \(word) has no case in \(Choice.self)") }
+        return value
+    }
+
     /// `--now`: an RFC 3339 time (or `now`, the clock) in milliseconds, or nil when absent.
     public func now() throws(UsageError) -> Int64? {
         guard let text = value("now") else { return nil }

@@ -29,16 +29,18 @@ public struct FieldRange: Sendable, Equatable {
 }
 
 /// A strict RFC 8259 parser over bytes, as a cursor with mutating methods (no closures
-/// capturing locals, which cost dynamic exclusivity checks on the hot path).
+/// capturing locals, which cost dynamic exclusivity checks on the hot path). This file holds the
+/// cursor and the scans that validate without building values (the hot path);
+/// `JSONParser+Values.swift` builds `JSONValue`s (the cold path), over the same cursor.
 ///
 /// Two uses: `parse` builds a `JSONValue` (targets, configuration, cold paths);
 /// `scanObject` validates an object line and returns the byte ranges of its top-level
 /// fields without allocating values, so filters can read a few fields and splice their own
 /// into the original bytes.
 public struct JSONParser {
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var index = 0
-    private var depth = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+    var depth = 0
     /// Nesting deeper than this is an error rather than a stack overflow.
     public static let maxDepth = 512
 
@@ -73,6 +75,12 @@ public struct JSONParser {
     public static func parse(_ bytes: Span<UInt8>) throws(JSONSyntaxError) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONSyntaxError) in try parse(buffer) }
     }
+
+    /// `parse(_:)` over a line `LineReader` handed out.
+    public static func parse(_ line: LineBytes) throws(JSONSyntaxError) -> JSONValue { try parse(line.buffer) }
+
+    /// `scanObject(_:)` over a line `LineReader` handed out.
+    public static func scanObject(_ line: LineBytes) throws(JSONSyntaxError) -> [FieldRange] { try scanObject(line.buffer) }
 
     /// `scanObject(_:)` over a span of bytes.
     public static func scanObject(_ bytes: Span<UInt8>) throws(JSONSyntaxError) -> [FieldRange] {
@@ -109,20 +117,12 @@ public struct JSONParser {
             if parser.index >= bytes.count { throw parser.error("empty line; expected a JSON object") }
             throw parser.error("expected a JSON object")
         }
-        parser.index += 1
-        parser.skipWhitespace()
-        if parser.peek() == UInt8(ascii: "}") {
-            parser.index += 1
-        } else {
-            while true {
-                guard parser.peek() == UInt8(ascii: "\"") else { throw parser.error("expected a field name in double quotes") }
+        if try !parser.open(closing: UInt8(ascii: "}")) {
+            repeat {
                 let keyStart = parser.index + 1
-                try parser.skipString()
+                try parser.skipFieldName()
                 let keyEnd = parser.index - 1
-                parser.skipWhitespace()
-                guard parser.peek() == UInt8(ascii: ":") else { throw parser.error("expected ':' after a field name") }
-                parser.index += 1
-                parser.skipWhitespace()
+                try parser.skipColon()
                 let valueStart = parser.index
                 // Strings and numbers, most of a record's values, skipped here without the
                 // general dispatch (same checks, same errors).
@@ -132,19 +132,7 @@ public struct JSONParser {
                 default: try parser.skipValue()
                 }
                 fields.append(FieldRange(keyStart: keyStart, keyEnd: keyEnd, valueStart: valueStart, valueEnd: parser.index))
-                parser.skipWhitespace()
-                let next = parser.peek()
-                if next == UInt8(ascii: ",") {
-                    parser.index += 1
-                    parser.skipWhitespace()
-                    continue
-                }
-                if next == UInt8(ascii: "}") {
-                    parser.index += 1
-                    break
-                }
-                throw parser.error("expected ',' or '}' in an object")
-            }
+            } while try parser.nextElement(closing: UInt8(ascii: "}"))
         }
         parser.skipWhitespace()
         if parser.index != bytes.count { throw parser.error("unexpected text after the JSON object") }
@@ -156,28 +144,12 @@ public struct JSONParser {
         var elements: [Range<Int>] = []
         parser.skipWhitespace()
         guard parser.peek() == UInt8(ascii: "[") else { throw parser.error("expected a JSON array") }
-        parser.index += 1
-        parser.skipWhitespace()
-        if parser.peek() == UInt8(ascii: "]") {
-            parser.index += 1
-        } else {
-            while true {
+        if try !parser.open(closing: UInt8(ascii: "]")) {
+            repeat {
                 let start = parser.index
                 try parser.skipValue()
                 elements.append(start..<parser.index)
-                parser.skipWhitespace()
-                let next = parser.peek()
-                if next == UInt8(ascii: ",") {
-                    parser.index += 1
-                    parser.skipWhitespace()
-                    continue
-                }
-                if next == UInt8(ascii: "]") {
-                    parser.index += 1
-                    break
-                }
-                throw parser.error("expected ',' or ']' in an array")
-            }
+            } while try parser.nextElement(closing: UInt8(ascii: "]"))
         }
         parser.skipWhitespace()
         if parser.index != bytes.count { throw parser.error("unexpected text after the JSON array") }
@@ -186,20 +158,20 @@ public struct JSONParser {
 
     // MARK: - Cursor
 
-    @inline(__always) private func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+    @inline(__always) func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
 
-    private func error(_ message: String) -> JSONSyntaxError {
+    func error(_ message: String) -> JSONSyntaxError {
         JSONSyntaxError(message: index >= bytes.count ? message.replacingEnd() : message, column: index + 1)
     }
 
-    @inline(__always) private mutating func skipWhitespace() {
+    @inline(__always) mutating func skipWhitespace() {
         while index < bytes.count {
             let byte = bytes[index]
             if byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 } else { return }
         }
     }
 
-    private mutating func expectLiteral(_ literal: StaticString) throws(JSONSyntaxError) {
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONSyntaxError) {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw error("unknown literal; expected true, false or null") }
         let base = literal.utf8Start
@@ -209,6 +181,54 @@ public struct JSONParser {
         index += count
     }
 
+    // MARK: - Containers (the one object and array loop's steps, shared by the scans and the values)
+
+    /// At an opening `{` or `[`: one level deeper (an error past `maxDepth`), past the bracket and
+    /// whitespace. True when the container is empty: its `closing` byte is passed and the level
+    /// left again; otherwise the elements follow, and `nextElement` leaves the level.
+    @inline(__always) mutating func open(closing: UInt8) throws(JSONSyntaxError) -> Bool {
+        depth += 1
+        if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
+        index += 1
+        skipWhitespace()
+        guard peek() == closing else { return false }
+        index += 1
+        depth -= 1
+        return true
+    }
+
+    /// After an element: past a `,` and whitespace (true: another element follows), or past the
+    /// `closing` byte, leaving the level (false: the container ended); anything else is an error.
+    @inline(__always) mutating func nextElement(closing: UInt8) throws(JSONSyntaxError) -> Bool {
+        skipWhitespace()
+        let next = peek()
+        if next == UInt8(ascii: ",") {
+            index += 1
+            skipWhitespace()
+            return true
+        }
+        guard next == closing else {
+            throw error(closing == UInt8(ascii: "}") ? "expected ',' or '}' in an object" : "expected ',' or ']' in an array")
+        }
+        index += 1
+        depth -= 1
+        return false
+    }
+
+    /// At a field's name: past it (an error if it is no string).
+    @inline(__always) mutating func skipFieldName() throws(JSONSyntaxError) {
+        guard peek() == UInt8(ascii: "\"") else { throw error("expected a field name in double quotes") }
+        try skipString()
+    }
+
+    /// After a field's name: past whitespace, the `:` (an error if it is missing) and whitespace.
+    @inline(__always) mutating func skipColon() throws(JSONSyntaxError) {
+        skipWhitespace()
+        guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after a field name") }
+        index += 1
+        skipWhitespace()
+    }
+
     // MARK: - Skipping (validation without values)
 
     private mutating func skipValue() throws(JSONSyntaxError) {
@@ -216,63 +236,15 @@ public struct JSONParser {
         switch byte {
         case UInt8(ascii: "\""): try skipString()
         case UInt8(ascii: "{"):
-            depth += 1
-            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
-            index += 1
-            skipWhitespace()
-            if peek() == UInt8(ascii: "}") {
-                index += 1
-                depth -= 1
-                return
-            }
-            while true {
-                guard peek() == UInt8(ascii: "\"") else { throw error("expected a field name in double quotes") }
-                try skipString()
-                skipWhitespace()
-                guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after a field name") }
-                index += 1
-                skipWhitespace()
+            if try open(closing: UInt8(ascii: "}")) { break }
+            repeat {
+                try skipFieldName()
+                try skipColon()
                 try skipValue()
-                skipWhitespace()
-                let next = peek()
-                if next == UInt8(ascii: ",") {
-                    index += 1
-                    skipWhitespace()
-                    continue
-                }
-                if next == UInt8(ascii: "}") {
-                    index += 1
-                    break
-                }
-                throw error("expected ',' or '}' in an object")
-            }
-            depth -= 1
+            } while try nextElement(closing: UInt8(ascii: "}"))
         case UInt8(ascii: "["):
-            depth += 1
-            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
-            index += 1
-            skipWhitespace()
-            if peek() == UInt8(ascii: "]") {
-                index += 1
-                depth -= 1
-                return
-            }
-            while true {
-                try skipValue()
-                skipWhitespace()
-                let next = peek()
-                if next == UInt8(ascii: ",") {
-                    index += 1
-                    skipWhitespace()
-                    continue
-                }
-                if next == UInt8(ascii: "]") {
-                    index += 1
-                    break
-                }
-                throw error("expected ',' or ']' in an array")
-            }
-            depth -= 1
+            if try open(closing: UInt8(ascii: "]")) { break }
+            repeat { try skipValue() } while try nextElement(closing: UInt8(ascii: "]"))
         case UInt8(ascii: "t"): try expectLiteral("true")
         case UInt8(ascii: "f"): try expectLiteral("false")
         case UInt8(ascii: "n"): try expectLiteral("null")
@@ -282,7 +254,7 @@ public struct JSONParser {
     }
 
     /// Skips a string starting at its opening quote, validating escapes and control characters.
-    @inline(__always) private mutating func skipString() throws(JSONSyntaxError) {
+    @inline(__always) mutating func skipString() throws(JSONSyntaxError) {
         index += 1
         while index < bytes.count {
             skipOrdinaryStringBytes()
@@ -370,7 +342,7 @@ public struct JSONParser {
         }
     }
 
-    @inline(__always) private mutating func skipNumber() throws(JSONSyntaxError) {
+    @inline(__always) mutating func skipNumber() throws(JSONSyntaxError) {
         guard let base = bytes.baseAddress else { throw error("invalid number") }
         let number = Self.numberEnd(base, from: index, bytes.count)
         index = number.index
@@ -406,7 +378,7 @@ public struct JSONParser {
         return (index, nil)
     }
 
-    private mutating func readHex4() throws(JSONSyntaxError) -> UInt32 {
+    mutating func readHex4() throws(JSONSyntaxError) -> UInt32 {
         guard index + 4 <= bytes.count else { throw error("incomplete \\u escape") }
         var value: UInt32 = 0
         for _ in 0..<4 {
@@ -424,150 +396,7 @@ public struct JSONParser {
         return value
     }
 
-    // MARK: - Building values
-
-    private mutating func parseValue() throws(JSONSyntaxError) -> JSONValue {
-        guard let byte = peek() else { throw error("expected a value") }
-        switch byte {
-        case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "{"):
-            depth += 1
-            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
-            defer { depth -= 1 }
-            index += 1
-            skipWhitespace()
-            var fields: [JSONField] = []
-            if peek() == UInt8(ascii: "}") {
-                index += 1
-                return .object(JSONObject(fields))
-            }
-            while true {
-                guard peek() == UInt8(ascii: "\"") else { throw error("expected a field name in double quotes") }
-                let key = try parseString()
-                skipWhitespace()
-                guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after a field name") }
-                index += 1
-                skipWhitespace()
-                let value = try parseValue()
-                fields.append(JSONField(key, value))
-                skipWhitespace()
-                let next = peek()
-                if next == UInt8(ascii: ",") {
-                    index += 1
-                    skipWhitespace()
-                    continue
-                }
-                if next == UInt8(ascii: "}") {
-                    index += 1
-                    break
-                }
-                throw error("expected ',' or '}' in an object")
-            }
-            return .object(JSONObject(fields))
-        case UInt8(ascii: "["):
-            depth += 1
-            if depth > JSONParser.maxDepth { throw error("nesting deeper than \(JSONParser.maxDepth) levels") }
-            defer { depth -= 1 }
-            index += 1
-            skipWhitespace()
-            var items: [JSONValue] = []
-            if peek() == UInt8(ascii: "]") {
-                index += 1
-                return .array(items)
-            }
-            while true {
-                items.append(try parseValue())
-                skipWhitespace()
-                let next = peek()
-                if next == UInt8(ascii: ",") {
-                    index += 1
-                    skipWhitespace()
-                    continue
-                }
-                if next == UInt8(ascii: "]") {
-                    index += 1
-                    break
-                }
-                throw error("expected ',' or ']' in an array")
-            }
-            return .array(items)
-        case UInt8(ascii: "t"):
-            try expectLiteral("true")
-            return .bool(true)
-        case UInt8(ascii: "f"):
-            try expectLiteral("false")
-            return .bool(false)
-        case UInt8(ascii: "n"):
-            try expectLiteral("null")
-            return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            let start = index
-            try skipNumber()
-            return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
-        default:
-            throw error("unexpected character '\(printable(byte))'; expected a value")
-        }
-    }
-
-    private mutating func parseString() throws(JSONSyntaxError) -> String {
-        let start = index
-        try skipString()
-        let contentStart = start + 1
-        let contentEnd = index - 1
-        let raw = UnsafeBufferPointer(rebasing: bytes[contentStart..<contentEnd])
-        if !raw.contains(UInt8(ascii: "\\")) {
-            guard let text = String(validating: raw, as: UTF8.self) else {
-                index = start
-                throw error("a string is not valid UTF-8")
-            }
-            return text
-        }
-        var decoded: [UInt8] = []
-        decoded.reserveCapacity(raw.count)
-        var cursor = JSONParser(raw)
-        while cursor.index < raw.count {
-            let byte = raw[cursor.index]
-            if byte != UInt8(ascii: "\\") {
-                decoded.append(byte)
-                cursor.index += 1
-                continue
-            }
-            cursor.index += 1
-            let escape = raw[cursor.index]
-            cursor.index += 1
-            switch escape {
-            case UInt8(ascii: "b"): decoded.append(0x08)
-            case UInt8(ascii: "f"): decoded.append(0x0C)
-            case UInt8(ascii: "n"): decoded.append(0x0A)
-            case UInt8(ascii: "r"): decoded.append(0x0D)
-            case UInt8(ascii: "t"): decoded.append(0x09)
-            case UInt8(ascii: "u"):
-                var scalar = try cursor.readHex4()
-                if scalar >= 0xD800, scalar < 0xDC00,
-                    cursor.index + 6 <= raw.count, raw[cursor.index] == UInt8(ascii: "\\"), raw[cursor.index + 1] == UInt8(ascii: "u")
-                {
-                    let save = cursor.index
-                    cursor.index += 2
-                    let low = try cursor.readHex4()
-                    if low >= 0xDC00, low < 0xE000 {
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else {
-                        cursor.index = save
-                    }
-                }
-                let unicode = Unicode.Scalar(scalar) ?? "\u{FFFD}"
-                decoded.append(contentsOf: Array(String(Character(unicode)).utf8))
-            default: decoded.append(escape)
-            }
-        }
-        guard let text = String(validating: decoded, as: UTF8.self) else {
-            index = start
-            throw error("a string is not valid UTF-8")
-        }
-        return text
-    }
-
-    private func printable(_ byte: UInt8) -> String {
+    func printable(_ byte: UInt8) -> String {
         byte >= 0x20 && byte < 0x7F ? String(UnicodeScalar(byte)) : "\\x" + String(byte, radix: 16)
     }
 }

@@ -13,8 +13,9 @@
 public final class LineReader {
     /// One step of reading.
     public enum Event {
-        /// A complete line without its terminator. Valid only until the next call to `next()`.
-        case line(UnsafeBufferPointer<UInt8>)
+        /// A complete line without its terminator, as a bounds-checked view. Valid only until
+        /// the next call to `next()`.
+        case line(LineBytes)
         /// A line longer than the limit, with its length in bytes; its content was discarded.
         case tooLong(Int)
     }
@@ -284,7 +285,7 @@ public final class LineReader {
         }
         if last > first, buffer[last - 1] == 0x0D { last -= 1 }
         if last - first > maxLineBytes { return .tooLong(last - first) }
-        return .line(UnsafeBufferPointer(start: buffer + first, count: last - first))
+        return .line(LineBytes(unsafeBuffer: UnsafeBufferPointer(start: buffer + first, count: last - first)))
     }
 }
 

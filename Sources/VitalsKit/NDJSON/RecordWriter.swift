@@ -53,6 +53,11 @@ public final class RecordWriter {
         try line.withUnsafeBytes { try write($0) }
     }
 
+    /// Appends one record: a line `LineReader` handed out, passed on as it is.
+    public func write(_ line: LineBytes) throws {
+        try write(UnsafeRawBufferPointer(line.buffer))
+    }
+
     /// Appends one record from raw bytes.
     public func write(_ line: UnsafeRawBufferPointer) throws {
         if brokenPipe { throw BrokenPipe() }

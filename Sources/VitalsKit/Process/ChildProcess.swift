@@ -32,6 +32,32 @@ public final class ChildProcess {
         case signaled(Int32)
     }
 
+    /// How it starts beyond its streams; the defaults suit a command run for its output. A
+    /// server's worker (`Serving`'s supervisor) sets more descriptors, blocked signals, its own
+    /// executable, and stays in our process group.
+    public struct Setup: Sendable {
+        /// Ours and the descriptor each becomes in the child (ours at 3 becomes its 3 as it is:
+        /// the caller clears close-on-exec on it then).
+        public var descriptors: [(ours: Int32, its: Int32)]
+        /// Signals it starts with blocked (otherwise nothing is).
+        public var blockedSignals: [Int32]
+        /// A process group of its own, which a timeout or a stop ends whole; otherwise ours, and
+        /// the signals go to it alone.
+        public var ownProcessGroup: Bool
+        /// The file to run when it is not the first argument (`/proc/self/exe`).
+        public var executable: String?
+
+        public init(
+            descriptors: [(ours: Int32, its: Int32)] = [], blockedSignals: [Int32] = [], ownProcessGroup: Bool = true,
+            executable: String? = nil
+        ) {
+            self.descriptors = descriptors
+            self.blockedSignals = blockedSignals
+            self.ownProcessGroup = ownProcessGroup
+            self.executable = executable
+        }
+    }
+
     /// Why it could not be started.
     public struct StartFailure: Error, Equatable, CustomStringConvertible {
         /// The program, as given.
@@ -63,8 +89,10 @@ public final class ChildProcess {
         public var succeeded: Bool { termination == .exited(0) && !timedOut && !stopped }
     }
 
-    /// The process id (and its process group's).
+    /// The process id (and its process group's, unless `Setup.ownProcessGroup` was false).
     public let pid: pid_t
+    /// Where its signals go: its process group, or the process alone.
+    private let signalTarget: pid_t
     /// Standard output went past its cap so far (while it runs: a caller may stop it then).
     public var outputOverflowed: Bool { outputTruncated }
     /// Set once it ended and was reaped.
@@ -98,9 +126,11 @@ public final class ChildProcess {
     public init(
         _ arguments: [String], environment: [String: String]? = nil, input: [UInt8]? = nil,
         output: Output = .capture(limit: 1 << 20), error: Output = .capture(limit: 64 << 10),
-        timeoutMs: Int64? = nil, graceMs: Int64 = 2000
+        timeoutMs: Int64? = nil, graceMs: Int64 = 2000, setup: Setup = Setup()
     ) throws(StartFailure) {
-        guard let program = arguments.first, !program.isEmpty else { throw StartFailure(program: "", reason: "the command is empty") }
+        guard let program = setup.executable ?? arguments.first, !program.isEmpty else {
+            throw StartFailure(program: "", reason: "the command is empty")
+        }
         // A command that stops reading must not end us with SIGPIPE: writes then fail with EPIPE.
         _ = ChildProcess.ignoreBrokenPipes
         var pipes: [(parent: Int32, child: Int32)?] = [nil, nil, nil]
@@ -144,19 +174,27 @@ public final class ChildProcess {
                 posix_spawn_file_actions_addopen(&actions, Int32(stream), "/dev/null", stream == 0 ? O_RDONLY : O_WRONLY, 0)
             }
         }
+        for (ours, its) in setup.descriptors where ours >= 0 && ours != its {
+            posix_spawn_file_actions_adddup2(&actions, ours, its)
+        }
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        // Default signal actions (we ignore SIGPIPE, catch SIGINT and SIGTERM), nothing blocked,
-        // and a process group of its own.
+        // Default signal actions (we ignore SIGPIPE, catch SIGINT and SIGTERM), nothing blocked
+        // but what the setup blocks, and a process group of its own unless the setup says not.
         var defaults = sigset_t()
         sigemptyset(&defaults)
         for number in [SIGPIPE, SIGINT, SIGTERM, SIGXFSZ] { sigaddset(&defaults, number) }
-        var none = sigset_t()
-        sigemptyset(&none)
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        for number in setup.blockedSignals { sigaddset(&blocked, number) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        posix_spawnattr_setsigmask(&attributes, &blocked)
+        var flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK
+        if setup.ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
 
         var pid: pid_t = 0
         let code: Int32 = ChildProcess.withCStrings(arguments) { argv in
@@ -174,6 +212,7 @@ public final class ChildProcess {
             throw StartFailure(program: program, reason: String(cString: strerror(code)))
         }
         self.pid = pid
+        signalTarget = setup.ownProcessGroup ? -pid : pid
         self.input = input ?? []
         inputFD = pipes[0]?.parent ?? -1
         outputFD = pipes[1]?.parent ?? -1
@@ -187,7 +226,7 @@ public final class ChildProcess {
 
     deinit {
         if result == nil {
-            kill(-pid, SIGKILL)
+            kill(signalTarget, SIGKILL)
             var status: Int32 = 0
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }
@@ -243,11 +282,11 @@ public final class ChildProcess {
     public static func run(
         _ arguments: [String], environment: [String: String]? = nil, input: [UInt8]? = nil,
         output: Output = .capture(limit: 1 << 20), error: Output = .capture(limit: 64 << 10),
-        timeoutMs: Int64? = nil, graceMs: Int64 = 2000, interruptible: Bool = false
+        timeoutMs: Int64? = nil, graceMs: Int64 = 2000, interruptible: Bool = false, setup: Setup = Setup()
     ) throws(StartFailure) -> Result {
         try ChildProcess(
             arguments, environment: environment, input: input, output: output, error: error,
-            timeoutMs: timeoutMs, graceMs: graceMs
+            timeoutMs: timeoutMs, graceMs: graceMs, setup: setup
         ).wait(interruptible: interruptible)
     }
 
@@ -303,7 +342,7 @@ public final class ChildProcess {
         guard result == nil else { return }
         let now = Clock.monotonicMilliseconds()
         if let terminatedAt {
-            if now - terminatedAt >= graceMs { kill(-pid, SIGKILL) }
+            if now - terminatedAt >= graceMs { kill(signalTarget, SIGKILL) }
         } else if let deadline, now >= deadline {
             timedOut = true
             terminate()
@@ -312,8 +351,8 @@ public final class ChildProcess {
 
     private func terminate() {
         terminatedAt = Clock.monotonicMilliseconds()
-        kill(-pid, SIGTERM)
-        kill(-pid, SIGCONT)  // a stopped group cannot act on SIGTERM
+        kill(signalTarget, SIGTERM)
+        kill(signalTarget, SIGCONT)  // a stopped group cannot act on SIGTERM
     }
 
     /// Reaps it when it ended; what it wrote before it ended is read first.
@@ -326,7 +365,7 @@ public final class ChildProcess {
         readAvailable(&outputFD, into: &output, limit: outputLimit, truncated: &outputTruncated)
         readAvailable(&errorFD, into: &error, limit: errorLimit, truncated: &errorTruncated)
         // A process it left behind in its group is ended once a deadline or a stop applied.
-        if terminatedAt != nil { kill(-pid, SIGKILL) }
+        if terminatedAt != nil { kill(signalTarget, SIGKILL) }
         for fd in [outputFD, errorFD] where fd >= 0 { close(fd) }
         outputFD = -1
         errorFD = -1
