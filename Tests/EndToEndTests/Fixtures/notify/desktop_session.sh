@@ -62,5 +62,7 @@ wait_for dunst dunst_ready
 status=0
 "$@" || status=$?
 tries=0
-until [ -s "$work/shown" ] || [ $tries -gt 200 ]; do tries=$((tries + 1)); sleep 0.05; done
+# dunst forks record.sh when it shows a notification; on a loaded machine that can come well
+# after the command ended (a full parallel test run once took it past 10 s), so the bound is 60 s.
+until [ -s "$work/shown" ] || [ $tries -gt 1200 ]; do tries=$((tries + 1)); sleep 0.05; done
 exit $status
