@@ -310,15 +310,17 @@ def live(args):
 
     by_at = {at: (post, run) for post, _, _, at, run in runs}
     delays, unexpected, matched = [], [], set()
-    want = {(event, monitor): post for event, monitor, post in expected}
+    # An episode's monitor is told degraded twice (on the way down and on the way up): each
+    # notification is matched by its event, monitor and POST, once.
+    want = set(expected)
     for t, record in received(args.log, args.path):
         post, run = by_at.get(record.get("at"), (None, None))
         if run is None:
             unexpected.append(record.get("title"))
             continue
         delays.append(t - run.ended)
-        key = (record.get("event"), record.get("monitor"))
-        if want.get(key) == post and key not in matched:
+        key = (record.get("event"), record.get("monitor"), post)
+        if key in want and key not in matched:
             matched.add(key)
         else:
             unexpected.append("%s %s at POST %d" % (key[0], key[1], post))
