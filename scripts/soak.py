@@ -398,15 +398,16 @@ def report(args):
         problems.append("processes left behind: %s" % "; ".join(left))
 
     print()
+    advisory = " (a run under 10 minutes: not failing)" if args.goals_advisory else ""
     for text in missed:
-        print("goal MISSED: %s" % text)
+        print("goal MISSED%s: %s" % (advisory, text))
     if not missed:
         print("goal met: memory, descriptors and state files flat after warm-up (growth <= 10%)")
     for text in problems:
         print("check FAILED: %s" % text)
     if not problems:
         print("checks passed: every sample stored once, the notifications the rules give, no process left behind")
-    sys.exit(1 if problems or missed else 0)
+    sys.exit(1 if problems or (missed and not args.goals_advisory) else 0)
 
 
 def main():
@@ -427,6 +428,7 @@ def main():
     p.add_argument("--backends", required=True)
     p.add_argument("--warmup", type=float, required=True)
     p.add_argument("--interval", type=float, default=3)
+    p.add_argument("--goals-advisory", action="store_true", help="print a missed goal, fail nothing for it")
     args = parser.parse_args()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     globals()[args.step](args)
