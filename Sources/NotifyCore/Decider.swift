@@ -686,7 +686,7 @@ final class Decider {
             Notification(
                 place: agent, event: .placeSilent, key: "place.\(agent).silent", at: clock, monitors: [], title: "Agent SILENT",
                 body: "\(agent) has sent nothing for \(DurationText.describe(milliseconds: clock - known.lastAt)) "
-                    + "(it reports every \(DurationText.describe(milliseconds: known.intervalMs)))"))
+                    + "(it reports every \(DurationText.describe(milliseconds: known.intervalMs)))", since: known.lastAt))
     }
 
     /// A heartbeat monitor (kind `heartbeat`) with no sample for three of its intervals is down,

@@ -91,7 +91,13 @@ struct Notification: Codable, Equatable, Sendable {
     /// A notification about a place (`NotificationEvent.isPlace`): grouped, under the key
     /// `place.AGENT.cut_off` or `place.AGENT.silent` (a `place_back` has the key of what ended), with
     /// the monitors it concerns (those a cut-off place sees failing; none for silence) and words given.
-    init(place: String, event: NotificationEvent, key: String, at: Int64, monitors: [MonitorChange], title: String, body: String) {
+    /// `since`, for silence: the agent's last sample, part of the id, since the clock that judges
+    /// silence can stand still (another place's samples ahead of it) while one agent goes silent,
+    /// reports and goes silent again: two decisions at one `at`, which must not share an id.
+    init(
+        place: String, event: NotificationEvent, key: String, at: Int64, monitors: [MonitorChange], title: String, body: String,
+        since: Int64? = nil
+    ) {
         self.event = event
         grouped = true
         self.key = key
@@ -102,6 +108,7 @@ struct Notification: Codable, Equatable, Sendable {
         self.place = place
         var identity = "\(event.rawValue)|\(key)|\(at)|\(place)"
         for change in monitors { identity += "|" + change.monitor }
+        if let since { identity += "|since \(since)" }
         id = "n_" + String(SHA256.hexDigest(Array(identity.utf8)).prefix(20))
     }
 

@@ -134,6 +134,25 @@ struct NotifyPlacesTests {
         #expect(records.last?.string("body") == "tokyo reports again after 4m")
     }
 
+    @Test("silence judged twice at one clock (another place ahead of it): two decisions, two ids")
+    func silenceTwiceAtOneClock() throws {
+        // tokyo and paris report each minute; paris's clock then jumps 14 minutes ahead (10:16:40),
+        // so tokyo is silent; tokyo reports (back), and a tick, the clock still at paris's sample,
+        // finds it silent again: a second decision, which must not reuse the first one's id
+        // (webhook receivers drop a webhook-id seen before). Found by scripts/soak's clock jump.
+        var lines = (0...2).flatMap {
+            [placedSample("web", Double($0 * 60), "up", agent: "tokyo"), placedSample("db", Double($0 * 60), "up", agent: "paris")]
+        }
+        lines += [placedSample("db", 1000, "up", agent: "paris"), placedSample("web", 180, "up", agent: "tokyo"), tick(200)]
+        let result = try notify(lines, ["--cooldown", "0s"])
+        #expect(
+            try result.events() == [
+                "place_silent  \(traceTime(1000))", "place_back  \(traceTime(180))", "place_silent  \(traceTime(1000))",
+            ])
+        let ids = try result.records().compactMap { $0.string("id") }
+        #expect(ids.count == 3 && Set(ids).count == 3, "\(ids)")
+    }
+
     @Test("a heartbeat that stops: down, reason silent, after three of its intervals; its next sample recovers it")
     func heartbeat() throws {
         let beat = #","kind":"heartbeat","check_interval":60"#
