@@ -134,14 +134,7 @@ struct FollowClickHouseTests {
             "store-samples", ["--db", url, "follow", "--cursor", cursor, "--lag", "0s", "--tick", "500ms"],
             errorFile: scratch.path("second.err"))
         var seen = Set(firstSamples)
-        var after: [String] = []
-        let deadline = Date().addingTimeInterval(90)
-        while !expected.isSubset(of: seen), let line = second.line(before: deadline) {
-            after.append(line)
-            if line.contains(#""type":"sample""#), let object = try JSONParser.parse(line).objectValue {
-                seen.insert("\(object.string("monitor") ?? "?")@\(object.string("at") ?? "?")")
-            }
-        }
+        let after = try linesUntilSeen(second, expected, seen: &seen, within: 90)
         #expect(second.stop(SIGTERM) == 143, "\(second.stderr)")
         #expect(expected.subtracting(seen).isEmpty, "every sample at least once: \(expected.subtracting(seen).count) missing")
         let secondSamples = try followedBatches(after).flatMap(\.samples)

@@ -128,6 +128,20 @@ final class StreamingTool {
     var stderr: String { (try? String(contentsOfFile: errorFile, encoding: .utf8)) ?? "" }
 }
 
+/// The lines `tool` writes until every sample of `expected` (keys `monitor@at`) is in `seen`, or
+/// `seconds` pass; each sample read is added to `seen`.
+func linesUntilSeen(_ tool: StreamingTool, _ expected: Set<String>, seen: inout Set<String>, within seconds: Double) throws -> [String] {
+    var lines: [String] = []
+    let deadline = Date().addingTimeInterval(seconds)
+    while !expected.isSubset(of: seen), let line = tool.line(before: deadline) {
+        lines.append(line)
+        if line.contains(#""type":"sample""#), let object = try JSONParser.parse(line).objectValue {
+            seen.insert("\(object.string("monitor") ?? "?")@\(object.string("at") ?? "?")")
+        }
+    }
+    return lines
+}
+
 /// Round marks around `lines`, so an ingest commits them as one batch at the `round_end`.
 func oneRound(_ lines: [String], _ name: String) -> String {
     ([#"{"type":"round_start","round":"\#(name)"}"#] + lines + [#"{"type":"round_end","round":"\#(name)"}"#])

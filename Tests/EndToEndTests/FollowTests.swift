@@ -208,14 +208,7 @@ struct FollowTests {
         var seen = Set<String>()
         let firstBatches = try followedBatches(before)
         for batch in firstBatches { seen.formUnion(batch.samples) }
-        var after: [String] = []
-        let deadline = Date().addingTimeInterval(90)
-        while !expected.isSubset(of: seen), let line = second.line(before: deadline) {
-            after.append(line)
-            if line.contains(#""type":"sample""#), let object = try JSONParser.parse(line).objectValue {
-                seen.insert("\(object.string("monitor") ?? "?")@\(object.string("at") ?? "?")")
-            }
-        }
+        let after = try linesUntilSeen(second, expected, seen: &seen, within: 90)
         #expect(second.stop(SIGTERM) == 143, "\(second.stderr)")
         #expect(expected.subtracting(seen).isEmpty, "every sample at least once: \(expected.subtracting(seen).count) missing")
         let secondBatches = try followedBatches(after)
