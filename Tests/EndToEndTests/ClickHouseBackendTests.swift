@@ -175,12 +175,8 @@ struct ClickHouseBackendTests {
         "more than 1,000 monitors quiet for a day: their latest samples found over all time, as SQLite finds them, ties to the newest stored"
     )
     func manyQuietMonitors() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
-            return
-        }
-        let server = try ClickHouseServer()
-        try server.start()
-        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        guard let (server, url) = try startedClickHouse() else { return }
+        defer { withExtendedLifetime(server) {} }  // it runs until the test ends (deinit stops it)
         // 1,200 monitors last checked two or three days before --now (2026-02-01T12:00Z), each
         // twice; "busy" checked within the hour, twice at one time by two agents (the second
         // stored is the latest); "mixed" within the hour and days before.

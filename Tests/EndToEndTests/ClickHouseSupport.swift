@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -35,6 +36,21 @@ func unusedPort() throws -> Int {
 /// A `clickhouse-server` started as an ordinary process in a scratch folder: its own config,
 /// data path and ports on 127.0.0.1; users `default` (no password) and `vitals` (password
 /// `s3cret-pw`). Stopped when the value goes away.
+/// A started ClickHouse server and the URL of its `vitals` database, or nil when clickhouse-server
+/// is not installed (the gate then says so, and fails the test where gates are required).
+func startedClickHouse(sourceLocation: SourceLocation = #_sourceLocation) throws -> (server: ClickHouseServer, url: String)? {
+    guard
+        try requireGate(
+            clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)",
+            sourceLocation: sourceLocation)
+    else {
+        return nil
+    }
+    let server = try ClickHouseServer()
+    try server.start()
+    return (server, "clickhouse://127.0.0.1:\(server.httpPort)/vitals")
+}
+
 final class ClickHouseServer {
     let scratch: ScratchDirectory
     let httpPort: Int

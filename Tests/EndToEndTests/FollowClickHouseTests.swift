@@ -49,12 +49,7 @@ struct FollowClickHouseTests {
         "one server: a round per INSERT in the order received, held samples never; the cursor's window writes a batch that shows late, or in part then whole, once each; clear skips nothing"
     )
     func oneServer() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
-            return
-        }
-        let server = try ClickHouseServer()
-        try server.start()
-        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        guard let (server, url) = try startedClickHouse() else { return }
         try store(url, oneRound([sample("api", minute: 5), sample("web", minute: 5)], "r1"))
         try store(url, sample("api", minute: 1) + "\n")
         try store(url, sample("edge", minute: 1, extra: #","agent":"tokyo""#) + "\n", ["--remote"])
@@ -109,12 +104,8 @@ struct FollowClickHouseTests {
 
     @Test("kill -9 in the middle of a stream from ClickHouse, then a new run from the cursor: every sample at least once")
     func killAndResume() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
-            return
-        }
-        let server = try ClickHouseServer()
-        try server.start()
-        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        guard let (server, url) = try startedClickHouse() else { return }
+        defer { withExtendedLifetime(server) {} }  // it runs until the test ends (deinit stops it)
         var backlog = ""
         for round in 0..<20 {
             backlog += oneRound((0..<1_000).map { sample("m\($0 % 50)", minute: round, second: $0 / 50) }, "b\(round)")

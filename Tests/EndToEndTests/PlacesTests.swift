@@ -148,12 +148,7 @@ struct PlacesStoreTests {
 
     @Test("the two-place trace on ClickHouse: the same bytes in every view")
     func onClickHouse() throws {
-        guard try requireGate(clickHouseInstalled, "needs clickhouse-server (apt-get install clickhouse-server clickhouse-client)") else {
-            return
-        }
-        let server = try ClickHouseServer()
-        try server.start()
-        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        guard let (server, url) = try startedClickHouse() else { return }
         let db = scratch.path("vitals.db")
         for target in [db, url] {
             // Two ingests, so the second batch is judged from what the first stored.
