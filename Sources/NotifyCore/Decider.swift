@@ -79,6 +79,14 @@ struct PlaceClock: Codable, Equatable {
     var silentSince: Int64? = nil
     /// When it was told cut off (nil: it is not).
     var cutOffSince: Int64? = nil
+    /// The clock when it was last heard from (nil: at `lastAt`). Silence is counted from the later
+    /// of the two, so a place whose clock runs ahead (another agent's, by minutes) makes the others
+    /// look silent once, not again after each of their reports; and an agent whose clock went back
+    /// (its samples older than its last, skipped) is still heard.
+    var heardAt: Int64? = nil
+
+    /// Since when silence is counted.
+    var quietSince: Int64 { max(lastAt, heardAt ?? lastAt) }
 }
 
 /// What one channel has been told about each monitor, and its cooldowns.
@@ -180,7 +188,7 @@ final class Decider {
             if track.dependsOn != nil { anyDependencies = true }
             clock = max(clock, track.lastAt)
         }
-        for agent in agents.values { clock = max(clock, agent.lastAt) }
+        for agent in agents.values { clock = max(clock, agent.quietSince) }
     }
 
     /// The kind of a monitor that is expected to send a sample every check interval.
@@ -196,8 +204,10 @@ final class Decider {
     /// from the open round's first closes that round first; otherwise only `closeRound` does.
     func add(_ sample: SampleEvent, roundByTime: Bool = true) -> [Decision] {
         if isStale(sample) {
-            // Already seen (an overlapping replay): it neither counts nor moves the rounds.
+            // Already seen (an overlapping replay, or an agent whose clock went back): it neither
+            // counts nor moves the rounds; its agent was heard all the same.
             staleSamples += 1
+            if let agent = sample.agent, agents[agent] != nil { agents[agent]!.heardAt = clock }
             return []
         }
         var decided: [Decision] = []
@@ -376,6 +386,7 @@ final class Decider {
             known.intervalKnown = true
         }
         known.lastAt = max(known.lastAt, at)
+        known.heardAt = clock > known.lastAt ? clock : nil
         agents[agent] = known
     }
 
@@ -679,13 +690,13 @@ final class Decider {
                     body: "\(agent) reports again after \(DurationText.describe(milliseconds: max(0, known.lastAt - since)))"))
             return
         }
-        guard known.intervalKnown, clock - known.lastAt > Decider.silentIntervals * known.intervalMs else { return }
+        guard known.intervalKnown, clock - known.quietSince > Decider.silentIntervals * known.intervalMs else { return }
         known.silentSince = known.lastAt
         agents[agent] = known
         placeNews.append(
             Notification(
                 place: agent, event: .placeSilent, key: "place.\(agent).silent", at: clock, monitors: [], title: "Agent SILENT",
-                body: "\(agent) has sent nothing for \(DurationText.describe(milliseconds: clock - known.lastAt)) "
+                body: "\(agent) has sent nothing for \(DurationText.describe(milliseconds: clock - known.quietSince)) "
                     + "(it reports every \(DurationText.describe(milliseconds: known.intervalMs)))", since: known.lastAt))
     }
 
