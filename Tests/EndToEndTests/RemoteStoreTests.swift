@@ -505,6 +505,16 @@ final class RemoteStoreTests {
         #expect(readable.status == 2 && readable.stderr.contains("is open to other users (mode 0644)"), "\(readable.stderr)")
         let secret = try self.token(token)
         #expect(!readable.stderr.contains(secret))
+        // A token file of another user's (only root can stage it: chown).
+        if geteuid() == 0 {
+            chmod(token, 0o600)
+            #expect(chown(token, 65534, 65534) == 0)
+            let foreign = try agent(input, port: handle.port, token: token)
+            #expect(foreign.status == 2 && foreign.stderr.contains("belongs to user 65534, not to this user: refused"), "\(foreign.stderr)")
+            #expect(!foreign.stderr.contains(secret))
+            #expect(chown(token, geteuid(), getegid()) == 0)
+            #expect(try agent(input, port: handle.port, token: token).status == 0)
+        }
     }
 
     @Test("usage: a remote store only takes samples, over HTTPS, with a token; the server's options are refused")

@@ -100,9 +100,10 @@ struct RemoteLocation: Sendable, Equatable {
             }, as: UTF8.self)
     }
 
-    /// The token a file holds: its first line, trimmed. The file must be a regular file that other
-    /// users can neither read nor write, and that its group cannot write (as ssh asks of a key):
-    /// a token others can read is theirs to send samples with.
+    /// The token a file holds: its first line, trimmed. The file must be a regular file of this
+    /// user's (or root's) that other users can neither read nor write, and that its group cannot
+    /// write (as ssh asks of a key): a token others can read is theirs to send samples with, and
+    /// one another user owns is theirs to change.
     static func readToken(file: String, display: String) throws -> String {
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -112,6 +113,11 @@ struct RemoteLocation: Sendable, Equatable {
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw ToolError("--db \(display): the token file \(file) is not a regular file")
+        }
+        guard info.st_uid == geteuid() || info.st_uid == 0 else {
+            throw ToolError(
+                "--db \(display): the token file \(file) belongs to user \(info.st_uid), not to this user: refused "
+                    + "(its owner can change it; make this user a token of its own)")
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o026 == 0 else {
