@@ -68,6 +68,24 @@ public final class ChildProcess {
         public var description: String { "cannot run \(program): \(reason)" }
     }
 
+    /// Why a name looked up in `path` (posix_spawnp searches the caller's PATH) could not start,
+    /// in better words than its errno: it reports EACCES, "Permission denied", when any folder of
+    /// PATH could not be searched, even for a name in none of them.
+    static func lookupFailure(_ program: String, path: String) -> String {
+        var unsearchable: [String] = []
+        for entry in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let folder = entry.isEmpty ? "." : String(entry)
+            var info = stat()
+            if stat(folder + "/" + program, &info) == 0 {
+                if info.st_mode & S_IFMT == S_IFREG { return "\(folder)/\(program) is not executable (Permission denied)" }
+            } else if errno == EACCES {
+                unsearchable.append(folder)
+            }
+        }
+        guard !unsearchable.isEmpty else { return "not found in PATH" }
+        return "not found in PATH (no permission to search \(unsearchable.joined(separator: ", ")))"
+    }
+
     /// Everything known once it ended.
     public struct Result: Sendable, Equatable {
         /// Its exit status or signal.
@@ -209,7 +227,12 @@ public final class ChildProcess {
         for case let pair? in pipes { close(pair.child) }
         guard code == 0 else {
             for case let pair? in pipes { close(pair.parent) }
-            throw StartFailure(program: program, reason: String(cString: strerror(code)))
+            let lookedUp = !program.contains("/") && (code == ENOENT || code == EACCES)
+            throw StartFailure(
+                program: program,
+                reason: lookedUp
+                    ? ChildProcess.lookupFailure(program, path: getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin")
+                    : String(cString: strerror(code)))
         }
         self.pid = pid
         signalTarget = setup.ownProcessGroup ? -pid : pid
