@@ -473,6 +473,43 @@ struct ClickHouseBackendTests {
         let checks = try #require(try run("store-samples", ["--db", shared, "results", "shop"]).records().first)
         #expect(checks.int("total") == 2, "both machines' samples, under one monitor")
     }
+
+    @Test("store-samples(1)'s replicated DDL is the schema store-samples makes: its tables, made by hand, are kept and written to")
+    func manualDDL() throws {
+        guard let (server, _) = try startedClickHouse() else { return }
+        // The page's statements, as troff shows them, for one server: no ON CLUSTER (that needs
+        // ZooKeeper), the local tables under their own names, each Replicated engine the plain
+        // one with the same arguments after the path and replica.
+        let page = try readPage("man/man1/store-samples.1")
+        let start = try #require(page.range(of: "CREATE DATABASE IF NOT EXISTS vitals ON CLUSTER vitals;"))
+        let end = try #require(page.range(of: ".EE", range: start.upperBound..<page.endIndex))
+        var ddl = String(page[start.lowerBound..<end.lowerBound]).replacingOccurrences(of: "\\(aq", with: "'")
+        ddl = ddl.replacingOccurrences(of: " ON CLUSTER vitals", with: "").replacingOccurrences(of: "_local", with: "")
+        ddl = ddl.replacingOccurrences(
+            of: #"Replicated(\w+)\(\s*'/clickhouse/tables/\{shard\}/vitals/\w+', '\{replica\}'(, )?"#, with: "$1(",
+            options: .regularExpression)
+        #expect(!ddl.contains("Replicated") && !ddl.contains("\\"), "\(ddl)")
+        for statement in ddl.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) where !statement.isEmpty {
+            try server.query(statement)
+        }
+        // store-samples keeps them, and writes to them.
+        let sample = #"{"type":"sample","monitor":"web","at":"2026-02-01T11:00:00Z","status":"up","latency_ms":12,"agent":"paris"}"#
+        let url = "clickhouse://127.0.0.1:\(server.httpPort)/vitals"
+        let stored = try run("store-samples", ["--db", url, "-q"], stdin: sample + "\n")
+        #expect(stored.status == 0, "\(stored.stderr)")
+        #expect(try run("store-samples", ["--db", url, "export"]).stdout.contains(#""monitor":"web""#))
+        // The same tables as store-samples makes itself, column for column, engine for engine.
+        #expect(
+            try run("store-samples", ["--db", "clickhouse://127.0.0.1:\(server.httpPort)/made", "-q"], stdin: sample + "\n").status == 0)
+        // Every table and view, as ClickHouse shows its statement (columns in order, defaults, engine).
+        let tables = try server.query("SELECT name FROM system.tables WHERE database = 'made' ORDER BY name").split(separator: "\n")
+        #expect(tables.contains("samples") && tables.contains("places") && tables.contains("resends"), "\(tables)")
+        #expect(try server.query("SELECT name FROM system.tables WHERE database = 'vitals' ORDER BY name").split(separator: "\n") == tables)
+        for table in tables {
+            let made = try server.query("SHOW CREATE TABLE made.\(table)").replacingOccurrences(of: "made.", with: "vitals.")
+            #expect(try server.query("SHOW CREATE TABLE vitals.\(table)") == made, "\(table)")
+        }
+    }
 }
 
 /// The history's figures computed by ClickHouse are the ones Swift computes from the same samples:
