@@ -474,6 +474,43 @@ struct ClickHouseBackendTests {
         #expect(checks.int("total") == 2, "both machines' samples, under one monitor")
     }
 
+    @Test("eight writers at once, each with a monitor new to the store: eight monitors, eight ids, each for good")
+    func concurrentNewMonitors() throws {
+        guard let (server, url) = try startedClickHouse() else { return }
+        _ = server
+        func sample(_ monitor: String, _ minute: Int) -> String {
+            #"{"type":"sample","monitor":"\#(monitor)","at":"2026-02-01T11:\#(String(format: "%02d", minute)):00Z","status":"up"}"#
+        }
+        #expect(try run("store-samples", ["--db", url, "-q"], stdin: sample("first", 0) + "\n").status == 0)
+        // Eight processes started together (a shell's background jobs), each storing its own new
+        // monitor: each read the monitors before any other wrote its own.
+        let names = (1...8).map { "m\($0)" }
+        let script =
+            names.enumerated().map { index, name in
+                "printf '%s\\n' '\(sample(name, index + 1))' | \"$1\" --db \"$2\" -q & "
+            }.joined() + "wait"
+        let together = try runProcess(
+            "/bin/sh", ["-c", script, "sh", Binaries.path("store-samples"), url], stdin: "", environment: toolEnvironment())
+        #expect(together.status == 0, "\(together.stderr)")
+        func ids() throws -> [String: Int] {
+            let listed = try JSONParser.parse(try run("store-samples", ["--db", url, "monitors"]).stdout).arrayValue ?? []
+            return Dictionary(
+                uniqueKeysWithValues: listed.compactMap { $0.objectValue }.map { ($0.string("name") ?? "?", $0.int("id") ?? -1) })
+        }
+        let first = try ids()
+        #expect(first.count == 9 && Set(first.values).count == 9, "one id each: \(first.sorted { $0.key < $1.key })")
+        #expect(first["first"] == 1)
+        // Each writes again (a field changed, so its row is written again): the ids stay.
+        let again =
+            names.enumerated().map { index, name in
+                "printf '%s\\n' '\(sample(name, index + 20).dropLast() + #","check_interval":30}"#)' | \"$1\" --db \"$2\" -q & "
+            }.joined() + "wait"
+        #expect(
+            try runProcess("/bin/sh", ["-c", again, "sh", Binaries.path("store-samples"), url], stdin: "", environment: toolEnvironment())
+                .status == 0)
+        #expect(try ids() == first)
+    }
+
     @Test("store-samples(1)'s replicated DDL is the schema store-samples makes: its tables, made by hand, are kept and written to")
     func manualDDL() throws {
         guard let (server, _) = try startedClickHouse() else { return }

@@ -106,6 +106,7 @@ extension ClickHouseSampleStore {
             row = MonitorRow(
                 record: MonitorRecord(id: caches.nextMonitorID, monitor: sample.monitor, firstSeen: sample.at),
                 dirty: true)
+            row.created = true
             caches.monitors![sample.monitor] = row
             caches.nextMonitorID += 1
         }
@@ -135,6 +136,7 @@ extension ClickHouseSampleStore {
                 dirty.append(row)
             }
             if !dirty.isEmpty { try insert("monitors", ClickHouseRows.monitorColumns, monitorRows.bytes) }
+            if dirty.contains(where: \.created) { try settleMonitorIDs() }
             var agentRecords: [AgentRecord] = []
             if !batch.agents.isEmpty {
                 var known = try loadAgents()
@@ -176,6 +178,43 @@ extension ClickHouseSampleStore {
         } catch {
             abortBatch()
             throw error
+        }
+    }
+
+    /// Writers that make monitors at once each read the table before the others wrote, so they may
+    /// give two monitors one id, or one monitor two: the table read again decides. A monitor's id
+    /// is its stored row's (the newest version). Among monitors that share an id, the first by
+    /// (first_seen, monitor) keeps it, and the others get new ones above every id, in that order,
+    /// written again: writers that find a clash in the same table write the same rows. One that
+    /// read the table before another's change finds the clash at its next look; the last to write
+    /// looks last (eight looks at most). So ids are unique and, once settled, kept.
+    private func settleMonitorIDs() throws {
+        for _ in 0..<8 {
+            caches.monitorTable = nil
+            let stored = try readMonitors()
+            var sharing: [Int64: [MonitorRecord]] = [:]
+            for record in stored { sharing[record.id, default: []].append(record) }
+            var top = stored.map(\.id).max() ?? 0
+            var moved = RowBinaryWriter()
+            for id in sharing.keys.sorted() where sharing[id]!.count > 1 {
+                let order = sharing[id]!.sorted { ($0.firstSeen, $0.monitor) < ($1.firstSeen, $1.monitor) }
+                for var record in order.dropFirst() {
+                    top += 1
+                    record.id = top
+                    ClickHouseRows.write(record, version: nextVersion(), to: &moved)
+                }
+            }
+            if moved.bytes.isEmpty {
+                for record in stored {
+                    guard let row = caches.monitors?[record.monitor] else { continue }
+                    row.record.id = record.id
+                    row.created = false
+                }
+                caches.nextMonitorID = top + 1
+                caches.monitorsByID = nil
+                return
+            }
+            try insert("monitors", ClickHouseRows.monitorColumns, moved.bytes)
         }
     }
 

@@ -38,6 +38,8 @@ final class ClickHouseSampleStore: SampleStore {
         var record: MonitorRecord
         var dirty: Bool
         var touched = false
+        /// Made by this unit of work: its id is settled once it is written (`settleMonitorIDs`).
+        var created = false
 
         init(record: MonitorRecord, dirty: Bool = false) {
             self.record = record
