@@ -260,6 +260,8 @@ public enum DetectAnomalyCommand: VitalsCommand {
         let diagnostics = context.diagnostics
         let checkpointNs = configuration.checkpointMs.map { UInt64($0) * 1_000_000 }
         var lastSave = Clock.monotonicNanoseconds()
+        /// Whether a sample was judged since the state was last saved (a checkpoint saves only then).
+        var judgedSinceSave = false
 
         /// Saves the state; a failure is reported (exit 2 at the end) and the run goes on.
         func save() {
@@ -279,13 +281,30 @@ public enum DetectAnomalyCommand: VitalsCommand {
         do {
             // Flush whenever the reader has nothing more yet, so records reach the pipeline
             // before we wait for input.
-            reading: while let batch = try handoff.next(beforeWaiting: { try output.flush() }) {
+            /// With --checkpoint, saves the state when it is due and changed: at a line, or when the
+            /// input pauses (a follower's lines come in bursts).
+            func checkpointIfDue() throws {
+                guard let checkpointNs, judgedSinceSave, Clock.monotonicNanoseconds() &- lastSave >= checkpointNs else { return }
+                try output.flush()
+                save()
+                lastSave = Clock.monotonicNanoseconds()
+                judgedSinceSave = false
+            }
+            reading: while let batch = try handoff.next(beforeWaiting: {
+                try output.flush()
+                try checkpointIfDue()
+                // Changed since the last save: called again when the checkpoint is due.
+                guard let checkpointNs, judgedSinceSave else { return nil }
+                let elapsed = Clock.monotonicNanoseconds() &- lastSave
+                return elapsed >= checkpointNs ? 0 : Int64((checkpointNs - elapsed) / 1_000_000) + 1
+            }) {
                 defer { handoff.recycle(batch) }
                 for entry in batch.entries {
                     if Signals.stopRequested { break reading }
                     let line = batch.bytes(entry.start, entry.count)
                     switch entry.kind {
                     case .sample:
+                        judgedSinceSave = true
                         try filter.judge(
                             entry.facts, line: line, monitor: batch.bytes(entry.facts.monitorStart, entry.facts.monitorCount),
                             to: output)
@@ -300,11 +319,7 @@ public enum DetectAnomalyCommand: VitalsCommand {
                     case .inputError:
                         diagnostics.error(batch.messages[entry.note])
                     }
-                    if let checkpointNs, Clock.monotonicNanoseconds() &- lastSave >= checkpointNs {
-                        try output.flush()
-                        save()
-                        lastSave = Clock.monotonicNanoseconds()
-                    }
+                    try checkpointIfDue()
                 }
             }
             try output.flush()

@@ -192,9 +192,12 @@ final class BatchHandoff: @unchecked Sendable {
 
     /// The next filled batch, in order; nil at the end of the input, or once a stop signal
     /// arrived. `beforeWaiting` runs once before the judge would wait (it flushes the output,
-    /// so nothing judged waits on input still to come).
-    func next(beforeWaiting: () throws -> Void) rethrows -> LineBatch? {
-        var flushed = false
+    /// so nothing judged waits on input still to come), and returns in how many milliseconds it
+    /// wants to run again if nothing arrived meanwhile (a checkpoint due then), or nil.
+    func next(beforeWaiting: () throws -> Int64?) rethrows -> LineBatch? {
+        var called = false
+        /// When `beforeWaiting` asked to be called again: in this many milliseconds (nil: not).
+        var again: Int64?
         while true {
             condition.lock()
             if !ready.isEmpty {
@@ -205,9 +208,9 @@ final class BatchHandoff: @unchecked Sendable {
             let done = finished
             condition.unlock()
             if done || Signals.stopRequested { return nil }
-            if !flushed {
-                flushed = true
-                try beforeWaiting()
+            if !called {
+                called = true
+                again = try beforeWaiting()
                 continue
             }
             var fds = [
@@ -215,7 +218,8 @@ final class BatchHandoff: @unchecked Sendable {
                 pollfd(fd: Signals.wakeFD, events: Int16(POLLIN), revents: 0),
             ]
             // Without a pipe (no descriptor was left to make one), look again every 10 ms.
-            _ = poll(&fds, Signals.wakeFD >= 0 ? 2 : 1, wakeRead >= 0 ? -1 : 10)
+            let timeout = wakeRead >= 0 ? again.map { Int32(clamping: max(0, $0)) } ?? -1 : 10
+            if poll(&fds, Signals.wakeFD >= 0 ? 2 : 1, timeout) == 0, again != nil { called = false }
             var scratch = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
             while withUnsafeMutableBytes(of: &scratch, { read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}
         }

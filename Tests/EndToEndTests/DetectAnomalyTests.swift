@@ -450,6 +450,34 @@ struct DetectAnomalyStateTests {
         let whole = try run("detect-anomaly", [], stdin: Self.trace.joined(separator: "\n") + "\n")
         #expect(rest.lines == Array(whole.lines[fed...]))
     }
+
+    @Test("--checkpoint saves when the input pauses after a burst, so kill -9 then loses nothing judged")
+    func checkpointAtPause() throws {
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("state.json")
+        let tool = try RunningTool("detect-anomaly", ["--state", state, "--checkpoint", "300ms"])
+        // One burst of half the trace, read back whole; then no more input: once the checkpoint
+        // is due (300 ms after the start, or after a save mid-burst), the pause saves.
+        let half = Self.trace.count / 2
+        tool.input.write(Data((Self.trace[..<half].joined(separator: "\n") + "\n").utf8))
+        for _ in 0..<half { _ = try #require(tool.readLine()) }
+        // The state a run of the burst alone ends with (the file is the same bytes for the same input).
+        let reference = scratch.path("reference.json")
+        #expect(try run("detect-anomaly", ["--state", reference], stdin: Self.trace[..<half].joined(separator: "\n") + "\n").status == 0)
+        let expected = try String(contentsOfFile: reference, encoding: .utf8)
+        // A checkpoint may land mid-burst too: wait (5 s at most) for the one of the whole burst.
+        var saved: String?
+        for _ in 0..<200 where saved != expected {
+            saved = try? String(contentsOfFile: state, encoding: .utf8)
+            if saved != expected { usleep(25_000) }
+        }
+        #expect(saved == expected, "saved at the pause, without more input")
+        #expect(tool.stop(SIGKILL).status != 0)
+        // The state of the whole burst: the rest goes on as one run over everything would.
+        let rest = try run("detect-anomaly", ["--state", state], stdin: Self.trace[half...].joined(separator: "\n") + "\n")
+        let whole = try run("detect-anomaly", [], stdin: Self.trace.joined(separator: "\n") + "\n")
+        #expect(rest.lines == Array(whole.lines[half...]))
+    }
 }
 
 @Suite("detect-anomaly documentation")
