@@ -218,7 +218,11 @@ public enum NotifyCommand: VitalsCommand {
         let budget = try options.duration("deliver-timeout")!
         let giveUp = try options.duration("give-up-after")!
 
-        let stateFile = try options.value("state").map { try NotifyStateFile(path: $0, lock: !dryRun) }
+        let stateFile = try options.value("state").map { path in
+            try NotifyStateFile(path: path, lock: !dryRun) {
+                context.diagnostics.note("another notify run holds the state \(path) (its lock, \(path).lock); waiting for it to end")
+            }
+        }
         let loaded = try stateFile?.load() ?? NotifyState()
         let box = StateBox(loaded)
         if let stateFile, stateFile.persistent {

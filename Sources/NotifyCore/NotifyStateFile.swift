@@ -76,7 +76,8 @@ final class NotifyStateFile {
     let persistent: Bool
 
     /// Opens (and locks) the state at `path`; `lock` false for read-only uses such as --dry-run.
-    init(path: String, lock: Bool) throws {
+    /// When another run holds the lock, `waiting` is called once before this one waits for it.
+    init(path: String, lock: Bool, waiting: () -> Void = {}) throws {
         self.path = path
         var info = stat()
         if stat(path, &info) == 0 {
@@ -89,6 +90,8 @@ final class NotifyStateFile {
             guard lockFD >= 0 else {
                 throw ToolError("cannot lock \(path).lock: \(String(cString: strerror(errno)))")
             }
+            if flock(lockFD, LOCK_EX | LOCK_NB) == 0 { return }
+            if errno == EWOULDBLOCK { waiting() }
             while flock(lockFD, LOCK_EX) != 0 {
                 if errno != EINTR || Signals.stopRequested {
                     close(lockFD)

@@ -69,4 +69,31 @@ struct NotifyStateSaveTests {
         let notification = try #require(try rerun.records().first { $0.string("type") == "notification" })
         #expect(notification.string("previous_status") == "up" && notification.string("status") == "down", "\(rerun.stdout)")
     }
+
+    @Test("a run that finds the state locked by another says so, waits, and goes on once the other ends")
+    func lockHeldIsSaid() throws {
+        let scratch = try ScratchDirectory()
+        let state = scratch.path("notify.json")
+        // The holder: flock(1) takes the lock, says so, and keeps it until its input ends.
+        let holder = try Spawned(["/usr/bin/flock", "-x", state + ".lock", "-c", "echo held; cat >/dev/null"], input: .pipe)
+        #expect(String(decoding: holder.output!.availableData, as: UTF8.self) == "held\n")
+        let errors = scratch.path("err.txt")
+        let sample = #"{"type":"sample","monitor":"web","at":"2026-02-01T11:00:00Z","status":"down"}"#
+        let waiting = try Spawned(
+            ["/bin/sh", "-c", "printf '%s\\n' \"$1\" | \"$2\" --state \"$3\"", "sh", sample, Binaries.path("notify"), state],
+            output: .pipe, error: .file(errors))
+        var said = ""
+        for _ in 0..<400 where !said.contains("waiting") {
+            usleep(25_000)
+            said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+        }
+        #expect(
+            said == "notify: another notify run holds the state \(state) (its lock, \(state).lock); waiting for it to end\n", "\(said)")
+        #expect(waiting.isRunning, "it waits while the lock is held")
+        try holder.input!.close()
+        #expect(holder.wait() == 0)
+        #expect(waiting.wait() == 0)
+        #expect(String(decoding: waiting.output!.readDataToEndOfFile(), as: UTF8.self).contains(#""event":"down""#))
+        #expect(FileManager.default.fileExists(atPath: state))
+    }
 }
