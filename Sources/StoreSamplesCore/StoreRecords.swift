@@ -52,8 +52,8 @@ struct MonitorMetadata: Equatable, Sendable {
     private static func take(_ sample: StorableSample, _ range: FieldRange?, into field: inout String?) -> Bool {
         // The value between its quotes, as written: equal to the field and free of escapes, it is the field.
         if let range, range.valueEnd - range.valueStart >= 2 {
-            let written = UnsafeBufferPointer(rebasing: sample.line[(range.valueStart + 1)..<(range.valueEnd - 1)])
-            if same(field, written), written.isEmpty || memchr(written.baseAddress!, 0x5C, written.count) == nil { return false }
+            let written = sample.line[(range.valueStart + 1)..<(range.valueEnd - 1)]
+            if same(field, written), !written.contains(0x5C) { return false }
         }
         return sample.withText(range) { bytes in
             guard let bytes, !same(field, bytes) else { return false }
@@ -62,11 +62,9 @@ struct MonitorMetadata: Equatable, Sendable {
         }
     }
 
-    private static func same(_ text: String?, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    private static func same<Bytes: Collection<UInt8>>(_ text: String?, _ bytes: Bytes) -> Bool {
         guard let text, text.utf8.count == bytes.count else { return false }
-        if bytes.isEmpty { return true }
-        return text.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
-            ?? text.utf8.elementsEqual(bytes)
+        return text.utf8.elementsEqual(bytes)
     }
 }
 
