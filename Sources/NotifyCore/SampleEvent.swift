@@ -48,11 +48,11 @@ extension SampleEvent {
             $0.isFinite && $0 >= 1 && $0 < 1e12 ? Int64($0) : nil
         }
         kind = reader.text(own.kind)
-        dependsOn = own.dependsOn.flatMap { SampleEvent.monitorList(reader.raw($0)) }
+        dependsOn = own.dependsOn.flatMap { SampleEvent.monitorList(Array(reader.raw($0))) }
     }
 
     /// `["a","b"]` or `"a"` as a list of ids (anything else, or an empty list: nil).
-    static func monitorList(_ raw: UnsafeBufferPointer<UInt8>) -> [String]? {
+    static func monitorList(_ raw: [UInt8]) -> [String]? {
         guard let value = try? JSONParser.parse(raw) else { return nil }
         switch value {
         case .string(let id): return id.isEmpty ? nil : [id]
