@@ -118,7 +118,7 @@ struct SampleRowReader {
             row.place = UInt16(min(place, Int(UInt16.max)))
             row.intervalMs = intervalMs
         }
-        if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(line, anomaly)?.rawValue ?? 0 }
+        if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(bytes, anomaly)?.rawValue ?? 0 }
         if let attempts = own.attempts,
             let count = JSONNumber.value(reader.raw(attempts)),
             count >= 2
