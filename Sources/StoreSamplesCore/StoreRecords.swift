@@ -49,11 +49,15 @@ struct MonitorMetadata: Equatable, Sendable {
         return changed
     }
 
+    // Raw pointers here and in `same` (memcmp(3) and memchr(3) over the line's bytes): the safe
+    // form, `elementsEqual` over the text's UTF-8 view and `contains` over a slice of the line,
+    // costs 4.7% more of a SQLite ingest's instructions on 100,000 bench lines (4,866.1 M against
+    // 4,648.0 M, callgrind).
     private static func take(_ sample: StorableSample, _ range: FieldRange?, into field: inout String?) -> Bool {
         // The value between its quotes, as written: equal to the field and free of escapes, it is the field.
         if let range, range.valueEnd - range.valueStart >= 2 {
-            let written = sample.line[(range.valueStart + 1)..<(range.valueEnd - 1)]
-            if same(field, written), !written.contains(0x5C) { return false }
+            let written = UnsafeBufferPointer(rebasing: sample.line[(range.valueStart + 1)..<(range.valueEnd - 1)])
+            if same(field, written), written.isEmpty || memchr(written.baseAddress!, 0x5C, written.count) == nil { return false }
         }
         return sample.withText(range) { bytes in
             guard let bytes, !same(field, bytes) else { return false }
@@ -62,9 +66,11 @@ struct MonitorMetadata: Equatable, Sendable {
         }
     }
 
-    private static func same<Bytes: Collection<UInt8>>(_ text: String?, _ bytes: Bytes) -> Bool {
+    private static func same(_ text: String?, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let text, text.utf8.count == bytes.count else { return false }
-        return text.utf8.elementsEqual(bytes)
+        if bytes.isEmpty { return true }
+        return text.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }
+            ?? text.utf8.elementsEqual(bytes)
     }
 }
 
