@@ -53,6 +53,8 @@ struct AnomalyKeys {
 /// Writes one `anomaly` object into a reusable byte buffer.
 struct AnomalyObject: ~Copyable {
     /// The object's bytes once `write` returns, valid until the next `write`.
+    // Raw: `LineBuffer`'s bytes, whose safe form costs 21.9% more of detect-anomaly's instructions
+    // on 50,000 bench lines (608.9 M against 499.5 M, callgrind; see LineBuffer.swift).
     var bytes: UnsafeRawBufferPointer { buffer.bytes }
     let keys: AnomalyKeys
     private var buffer = LineBuffer(capacity: 512)

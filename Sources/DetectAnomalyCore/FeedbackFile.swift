@@ -6,6 +6,8 @@ import VitalsKit
     import Darwin
 #endif
 
+// Unsafe pointers here are C interop (write(2) of the feedback file): kept.
+
 /// One line of a feedback file: a verdict, `{"monitor":"api","episode":7,"verdict":"normal"}`, the
 /// episode named by its id or by its `started_at` (a time), or by both (`"started_at"` beside an id);
 /// or a monitor's sensitivity, `{"monitor":"api","sensitivity":"low"}`.

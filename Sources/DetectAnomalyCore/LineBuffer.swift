@@ -4,8 +4,11 @@
     import Darwin
 #endif
 
-/// The output line being built: raw memory filled with `memcpy`, reused for every line (the
-/// generic `Array.append(contentsOf:)` cost several times more per byte on this hot path).
+/// The output line being built: raw memory filled with `memcpy`, reused for every line.
+// Raw pointers (the storage, its appends and `bytes`, the digits' stack buffer): the safe form, a
+// `[UInt8]` with its capacity reserved, filled by `Array.append` (the digits in an `InlineArray`),
+// costs 21.9% more of detect-anomaly's instructions on 50,000 bench lines (608.9 M against
+// 499.5 M, callgrind). One measurement for every raw pointer in this file.
 struct LineBuffer: ~Copyable {
     private var storage: UnsafeMutablePointer<UInt8>
     /// Bytes it can hold before it grows.

@@ -41,14 +41,16 @@ struct MonitorPlaces {
     private(set) var places: [PlaceState] = []
 
     /// The index of the place whose agent is `agent` (empty: local), added when new.
-    mutating func index(of agent: UnsafeBufferPointer<UInt8>) -> Int {
+    mutating func index<Agent: Collection<UInt8>>(of agent: Agent) -> Int {
         for index in places.indices where places[index].agent.elementsEqual(agent) { return index }
         places.append(PlaceState(agent: Array(agent)))
         return places.count - 1
     }
 
     /// Notes the newest sample of place `index` when a sample at `at` is it (ties go to the later line).
-    mutating func noteLatest(_ index: Int, at: Int64, status: SampleStatus, reason: UnsafeBufferPointer<UInt8>?, message: [UInt8]) {
+    mutating func noteLatest<Reason: Collection<UInt8>>(
+        _ index: Int, at: Int64, status: SampleStatus, reason: Reason?, message: [UInt8]
+    ) {
         guard at >= places[index].latestAt else { return }
         places[index].latestAt = at
         places[index].latestStatus = status

@@ -46,19 +46,23 @@ struct SampleRowReader {
         case .otherRecord, .blank: return .skipped
         case .problem(let problem): return .invalid(problem)
         }
-        let line = reader.line
         // The place: the agent's bytes, escapes decoded by the shared reader; empty for samples
         // naming none (or an empty name, or null): local.
-        return SampleLine.withText(line, reader.agentField) { readRest(line, own, agent: $0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
+        return SampleLine.withText(reader.line, reader.agentField) { agent in
+            agent.map { readRest(bytes, own, agent: $0) } ?? readRest(bytes, own, agent: EmptyCollection())
+        }
     }
 
-    /// Reads the rest of a sample whose spine is read, from place `agent`.
-    private mutating func readRest(_ line: UnsafeBufferPointer<UInt8>, _ own: DigestFields, agent: UnsafeBufferPointer<UInt8>) -> Outcome {
+    /// Reads the rest of a sample whose spine is read, from place `agent`. The bytes this file
+    /// reads itself are read through `bytes`, bounds-checked: 0.66% more of digest's instructions
+    /// than through the raw line on 50,000 bench lines (578.0 M against 574.2 M, callgrind), under
+    /// the 1% that keeps unsafe code. `line` is the shared reader's view, for its own readers.
+    private mutating func readRest<Agent: Collection<UInt8>>(_ bytes: LineBytes, _ own: DigestFields, agent: Agent) -> Outcome {
+        let line = reader.line
         if let onlyPlace, !onlyPlace.elementsEqual(agent) { return .skipped }
         let service =
             reader.monitorIsPlain
-            ? services.intern(
-                UnsafeBufferPointer(rebasing: line[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)]))
+            ? services.intern(bytes[(reader.monitorField.valueStart + 1)..<(reader.monitorField.valueEnd - 1)])
             : reader.withMonitor { services.intern($0) }
         let instant = reader.atMs
         let statusIndex: UInt8
@@ -71,23 +75,23 @@ struct SampleRowReader {
         }
         // latency_ms (checked by the reader) and speed_mbps: numbers 0 or more, or null
         var latencyMicros = SampleRow.none
-        if let latency = reader.latencyField, line[latency.valueStart] != UInt8(ascii: "n") {
-            guard let value = Self.thousandths(line, latency), value >= 0 else {
+        if let latency = reader.latencyField, bytes[latency.valueStart] != UInt8(ascii: "n") {
+            guard let value = Self.thousandths(bytes, latency), value >= 0 else {
                 return .invalid(SampleProblem.bad("latency_ms", line, latency, expected: .nonNegativeNumber))
             }
             latencyMicros = value
         }
         var speedMilli = SampleRow.none
-        if let speed = own.speed, line[speed.valueStart] != UInt8(ascii: "n") {
-            guard let value = Self.thousandths(line, speed), value >= 0 else {
+        if let speed = own.speed, bytes[speed.valueStart] != UInt8(ascii: "n") {
+            guard let value = Self.thousandths(bytes, speed), value >= 0 else {
                 return .invalid(SampleProblem.bad("speed_mbps", line, speed, expected: .nonNegativeNumber))
             }
             speedMilli = value
         }
         // check_interval: a number or null, whole seconds as the store keeps them (0 or less: 60 s).
         var intervalMs: Int64 = 0
-        if let interval = own.checkInterval, line[interval.valueStart] != UInt8(ascii: "n") {
-            guard let value = JSONNumber.value(UnsafeBufferPointer(rebasing: line[interval.valueStart..<interval.valueEnd])) else {
+        if let interval = own.checkInterval, bytes[interval.valueStart] != UInt8(ascii: "n") {
+            guard let value = JSONNumber.value(reader.raw(interval)) else {
                 return .invalid(SampleProblem.bad("check_interval", line, interval, expected: .number))
             }
             let seconds = value.rounded()
@@ -114,9 +118,9 @@ struct SampleRowReader {
             row.place = UInt16(min(place, Int(UInt16.max)))
             row.intervalMs = intervalMs
         }
-        if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(line, anomaly)?.rawValue ?? 0 }
+        if let anomaly = own.anomaly { row.episode = AnomalyEpisodeState.read(bytes, anomaly)?.rawValue ?? 0 }
         if let attempts = own.attempts,
-            let count = JSONNumber.value(UnsafeBufferPointer(rebasing: line[attempts.valueStart..<attempts.valueEnd])),
+            let count = JSONNumber.value(reader.raw(attempts)),
             count >= 2
         {
             row.attempts = UInt8(min(count, 255))
@@ -127,7 +131,7 @@ struct SampleRowReader {
     // MARK: - Bytes
 
     /// A JSON number as an integer count of thousandths, rounded half away from zero; nil if not a number.
-    static func thousandths(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Int64? {
+    static func thousandths(_ line: LineBytes, _ field: FieldRange) -> Int64? {
         var index = field.valueStart
         let end = field.valueEnd
         var negative = false
@@ -170,7 +174,7 @@ struct SampleRowReader {
             return negative ? -value : value
         }
         // Exponents and huge numbers: the slow, general way.
-        let text = String(decoding: UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd]), as: UTF8.self)
+        let text = String(decoding: line[field.valueStart..<field.valueEnd], as: UTF8.self)
         guard let value = Double(text), value.isFinite, abs(value) < 9.0e12 else { return nil }
         return Int64((value * 1000).rounded())
     }

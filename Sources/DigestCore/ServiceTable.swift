@@ -33,7 +33,7 @@ final class ServiceTable {
     var count: Int { entries.count }
 
     /// The index of the monitor whose id is `bytes`, adding it when new.
-    func intern(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt32 {
+    func intern<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> UInt32 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)
@@ -68,7 +68,7 @@ final class ServiceTable {
     }
 
     /// Records a sample's name when it is the newest seen with a name.
-    func noteName(_ service: UInt32, at: Int64, name: UnsafeBufferPointer<UInt8>) {
+    func noteName<Name: Collection<UInt8>>(_ service: UInt32, at: Int64, name: Name) {
         let index = Int(service)
         guard at >= entries[index].nameAt else { return }
         entries[index].nameAt = at
@@ -78,14 +78,14 @@ final class ServiceTable {
     }
 
     /// The index of the place `agent` (empty: local) among the monitor's, added when new.
-    func place(_ service: UInt32, agent: UnsafeBufferPointer<UInt8>) -> Int { entries[Int(service)].places.index(of: agent) }
+    func place<Agent: Collection<UInt8>>(_ service: UInt32, agent: Agent) -> Int { entries[Int(service)].places.index(of: agent) }
 
     /// Whether a sample at `at` is the newest of its place so far (ties go to the later line).
     func isLatest(_ service: UInt32, place: Int, at: Int64) -> Bool { at >= entries[Int(service)].places.places[place].latestAt }
 
     /// Records the newest sample of a place: its status, reason and message.
-    func noteLatest(
-        _ service: UInt32, place: Int, at: Int64, status: SampleStatus, reason: UnsafeBufferPointer<UInt8>?, message: [UInt8]
+    func noteLatest<Reason: Collection<UInt8>>(
+        _ service: UInt32, place: Int, at: Int64, status: SampleStatus, reason: Reason?, message: [UInt8]
     ) {
         entries[Int(service)].places.noteLatest(place, at: at, status: status, reason: reason, message: message)
     }

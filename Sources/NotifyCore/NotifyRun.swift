@@ -76,7 +76,7 @@ final class NotifyRun {
                 case .sample:
                     samples += 1
                     if samples & 255 == 0 { refreshMutes() }
-                    let decisions = decider.add(SampleEvent(sampleReader, own), roundByTime: rounds.byTime)
+                    let decisions = decider.add(SampleEvent(sampleReader, own, line: bytes), roundByTime: rounds.byTime)
                     if !decider.cycles.isEmpty {
                         for cycle in decider.cycles {
                             diagnostics.error(

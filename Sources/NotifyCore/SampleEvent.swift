@@ -31,8 +31,8 @@ struct SampleEvent: Equatable {
 }
 
 extension SampleEvent {
-    /// The sample `reader` read last, with notify's own fields `own` read in its pass.
-    init(_ reader: SampleLine, _ own: NotifyFields) {
+    /// The sample `reader` read last (`line`), with notify's own fields `own` read in its pass.
+    init(_ reader: SampleLine, _ own: NotifyFields, line: LineBytes) {
         monitor = reader.monitor
         let name = reader.text(own.name)
         self.name = name.flatMap { $0.isEmpty ? nil : $0 } ?? monitor
@@ -42,17 +42,17 @@ extension SampleEvent {
         reason = reader.reason
         target = reader.text(own.target)
         monitorID = own.monitorID.flatMap { Int(String(decoding: reader.raw($0), as: UTF8.self)) }
-        episode = own.anomaly.flatMap { AnomalyEpisodeState.read(reader.line, $0) }
+        episode = own.anomaly.flatMap { AnomalyEpisodeState.read(line, $0) }
         agent = reader.agent.flatMap { $0.isEmpty ? nil : $0 }
         checkIntervalSeconds = own.checkInterval.flatMap { JSONNumber.value(reader.raw($0)) }.flatMap {
             $0.isFinite && $0 >= 1 && $0 < 1e12 ? Int64($0) : nil
         }
         kind = reader.text(own.kind)
-        dependsOn = own.dependsOn.flatMap { SampleEvent.monitorList(reader.raw($0)) }
+        dependsOn = own.dependsOn.flatMap { SampleEvent.monitorList(Array(reader.raw($0))) }
     }
 
     /// `["a","b"]` or `"a"` as a list of ids (anything else, or an empty list: nil).
-    static func monitorList(_ raw: UnsafeBufferPointer<UInt8>) -> [String]? {
+    static func monitorList(_ raw: [UInt8]) -> [String]? {
         guard let value = try? JSONParser.parse(raw) else { return nil }
         switch value {
         case .string(let id): return id.isEmpty ? nil : [id]

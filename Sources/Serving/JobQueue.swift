@@ -6,6 +6,8 @@ import Foundation
     import Darwin
 #endif
 
+// Unsafe pointers here are C interop (write(2) of the wake pipe's byte): kept.
+
 /// A decided request and its connection, for a worker: the outcome to answer and the deadline
 /// by which the answer must be taken.
 struct Job {

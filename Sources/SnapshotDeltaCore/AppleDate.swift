@@ -1,5 +1,7 @@
 import VitalsKit
 
+// Unsafe pointers here are C interop (dates and device texts are libxml2's attribute values, read in place): kept.
+
 /// Apple Health's dates: `2019-05-10 08:30:00 -0700` with an offset that varies within one
 /// file (daylight saving time, travel), normalized to UTC by VitalsKit's fixed-width
 /// `Timestamp.parse` (measured: about as fast as a parser for this one form, and it takes

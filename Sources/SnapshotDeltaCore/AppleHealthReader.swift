@@ -7,6 +7,9 @@ import XMLStream
     import Darwin
 #endif
 
+// Unsafe pointers here are C interop (libxml2's SAX callbacks hand over element names and attribute values as raw pointers,
+// read in place; the export's bytes are pushed to libxml2 from a buffer): kept.
+
 /// Reads an Apple Health `export.xml` as a stream with libxml2's SAX2 push parser
 /// (`XMLPushParser`): constant memory whatever the file size, the internal DTD removed
 /// before parsing (see `ExportHead`), no entity expansion, no network.

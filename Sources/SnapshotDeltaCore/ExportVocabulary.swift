@@ -4,6 +4,9 @@
     import Darwin
 #endif
 
+// Unsafe pointers here are C interop (attribute names are libxml2's NUL-terminated strings, compared with memcmp(3);
+// the identifiers of elements without a type are handed on as RawSample's views of libxml2's bytes are): kept.
+
 /// The names an Apple Health export uses that `AppleHealthReader` acts on: the attributes it
 /// reads, the top-level elements it counts, and HealthKit's identifiers for the elements that
 /// carry no type attribute.

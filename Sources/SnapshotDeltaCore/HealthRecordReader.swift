@@ -1,5 +1,8 @@
 import VitalsKit
 
+// Unsafe pointers here are C interop (RawSample holds views, not copies, because its main reader hands over libxml2's
+// attribute values in place; this reader fills it from its own array, valid for the call that hands the sample on): kept.
+
 /// Reads `--format ndjson`: one `health_record` per line (Health Sync's sample model), and
 /// `type_status` lines from collectors that know each type's authorization.
 ///

@@ -1,5 +1,8 @@
 import VitalsKit
 
+// Unsafe pointers here are C interop (a RawSample's text fields are views of libxml2's attribute values, read in place
+// during its callback, and compared with memcmp(3)): kept.
+
 /// One health record as a reader found it. Text fields point into the reader's buffers and
 /// are valid only during the call that hands the sample on.
 struct RawSample {

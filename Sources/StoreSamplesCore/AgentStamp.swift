@@ -18,19 +18,18 @@ enum AgentStamp {
         case refused(String)
     }
 
-    /// The verdict for the record `reader` read last (a sample or a monitor record), writing the
-    /// stamped line into `stamped` when it is one.
-    static func apply(agent: String, reader: SampleLine, into stamped: inout [UInt8]) -> Verdict {
-        let line = reader.line
+    /// The verdict for the record `line` that `reader` read last (a sample or a monitor record),
+    /// writing the stamped line into `stamped` when it is one.
+    static func apply(agent: String, line: LineBytes, reader: SampleLine, into stamped: inout [UInt8]) -> Verdict {
         var keys = 0
         var plain: FieldRange?
         for field in reader.fields {
-            let key = UnsafeBufferPointer(rebasing: line[field.keyStart..<field.keyEnd])
+            let key = line[field.keyStart..<field.keyEnd]
             if key.elementsEqual("agent".utf8) {
                 keys += 1
                 plain = field
             } else if key.contains(UInt8(ascii: "\\")),
-                (try? JSONParser.parse(UnsafeBufferPointer(rebasing: line[(field.keyStart - 1)...field.keyEnd])))?.stringValue == "agent"
+                (try? JSONParser.parse(Array(line[(field.keyStart - 1)...field.keyEnd])))?.stringValue == "agent"
             {
                 keys += 1
             }
@@ -40,11 +39,11 @@ enum AgentStamp {
         let encoded = JSONValue.string(agent).encoded()
         stamped.removeAll(keepingCapacity: true)
         if let field = plain {
-            let value = UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])
+            let value = line[field.valueStart..<field.valueEnd]
             if value.elementsEqual("null".utf8) {
-                stamped.append(contentsOf: UnsafeBufferPointer(rebasing: line[..<field.valueStart]))
+                stamped.append(contentsOf: line[..<field.valueStart])
                 stamped.append(contentsOf: encoded)
-                stamped.append(contentsOf: UnsafeBufferPointer(rebasing: line[field.valueEnd...]))
+                stamped.append(contentsOf: line[field.valueEnd...])
                 return .stamped
             }
             guard let named = reader.text(field) else { return .refused("the record's 'agent' is not a string") }
@@ -56,11 +55,11 @@ enum AgentStamp {
         var end = line.count
         while end > 0, line[end - 1] != UInt8(ascii: "}") { end -= 1 }
         guard end > 0 else { return .refused("the record does not end with '}'") }
-        stamped.append(contentsOf: UnsafeBufferPointer(rebasing: line[..<(end - 1)]))
+        stamped.append(contentsOf: line[..<(end - 1)])
         if !reader.fields.isEmpty { stamped.append(UInt8(ascii: ",")) }
         stamped.append(contentsOf: #""agent":"#.utf8)
         stamped.append(contentsOf: encoded)
-        stamped.append(contentsOf: UnsafeBufferPointer(rebasing: line[(end - 1)...]))
+        stamped.append(contentsOf: line[(end - 1)...])
         return .stamped
     }
 }

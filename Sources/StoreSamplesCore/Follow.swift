@@ -14,7 +14,7 @@ enum FollowEvent {
     case batchStart(number: UInt64)
     /// One of its samples: the line as stored, and its monitor's integer id (nil when the store
     /// gives none).
-    case sample(record: UnsafeBufferPointer<UInt8>, monitorID: Int64?)
+    case sample(record: LineBytes, monitorID: Int64?)
     /// The batch ended, with `samples` samples; the feed's `position` is now past it.
     case batchEnd(number: UInt64, samples: Int)
 }
@@ -157,7 +157,7 @@ final class Follower {
                 Ingester.appendPassingOn(record, monitorID: monitorID, hasMonitorID: own.monitorID != nil, to: &line)
                 try output.write(line)
             } else {
-                try output.write(UnsafeRawBufferPointer(record))
+                try output.write(record)
             }
             open?.samples += 1
         case .batchEnd(let number, let samples):

@@ -6,6 +6,8 @@ import VitalsKit
     import Darwin
 #endif
 
+// Unsafe pointers here are C interop (read(2) of the cursor file): kept.
+
 /// A batch a follower of a ClickHouse store has written: its number, when its writer sent it, and
 /// how many samples it had when it was written (more later means a shard showed the rest late: the
 /// batch is written again, whole).

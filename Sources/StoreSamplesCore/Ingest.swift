@@ -89,7 +89,7 @@ final class Ingester {
                 var own = StoredFields()
                 let kind = sampleReader.read(line, extra: &own)
                 if let agent, isAgentsRecord(kind) {
-                    switch AgentStamp.apply(agent: agent, reader: sampleReader, into: &stamped) {
+                    switch AgentStamp.apply(agent: agent, line: line, reader: sampleReader, into: &stamped) {
                     case .asWritten:
                         handle(kind, sampleReader.line, own, reader)
                     case .refused(let why):
@@ -192,14 +192,16 @@ final class Ingester {
     /// as its last field, so notify and other tools downstream can name the monitor as the views
     /// do. A line that already has a top-level `monitor_id` field (`hasMonitorID`, from the one
     /// scan of the line) is passed on as it is.
-    static func appendPassingOn(_ line: UnsafeBufferPointer<UInt8>, monitorID: Int64, hasMonitorID: Bool, to out: inout [UInt8]) {
+    static func appendPassingOn<Line: RandomAccessCollection<UInt8>>(
+        _ line: Line, monitorID: Int64, hasMonitorID: Bool, to out: inout [UInt8]
+    ) where Line.Index == Int {
         var end = line.count
         while end > 0, line[end - 1] == 0x20 || line[end - 1] == 0x09 || line[end - 1] == 0x0D { end -= 1 }
         guard end > 1, line[end - 1] == UInt8(ascii: "}"), !hasMonitorID else {
             out.append(contentsOf: line)
             return
         }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: line[0..<(end - 1)]))
+        out.append(contentsOf: line[0..<(end - 1)])
         out.append(contentsOf: #","monitor_id":"#.utf8)
         out.append(contentsOf: String(monitorID).utf8)
         out.append(UInt8(ascii: "}"))

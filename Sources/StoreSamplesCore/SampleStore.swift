@@ -128,7 +128,7 @@ protocol SampleMaintenance: AnyObject {
     /// Stored sample lines in `[from, until)`, in time order, optionally of one monitor.
     func export(
         from: Int64, until: Int64, monitorID: Int64?,
-        _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws
+        _ visit: (LineBytes) throws -> Void) throws
     /// Starts a unit of work at `now`. The cache model: what an instance remembers of the store
     /// between calls (ClickHouse's read caches, the monitors and agents' statuses learnt while
     /// writing) holds for one unit of work. A command is one; a long-lived instance (a

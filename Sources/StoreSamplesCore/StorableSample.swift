@@ -6,6 +6,12 @@ import VitalsKit
     import Darwin
 #endif
 
+// Unsafe pointers here are C interop (the line and its text fields are views that SQLite binds in
+// place; ClickHouse's rows copy them). JSONNumber and SampleProblem, VitalsKit's readers, take the
+// same view. The store's own checks read the line through LineBytes, bounds-checked: 0.89% more of
+// a SQLite ingest's instructions than through the raw view on 100,000 bench lines (4,666.6 M
+// against 4,625.2 M, callgrind), under the 1% that keeps unsafe code.
+
 /// One sample as the store keeps it: the spine the shared reader checked, plus the columns
 /// only the store reads. Text fields are byte ranges into the line, decoded only when needed,
 /// so a value is valid only while the line's bytes are (until the reader's next line).
@@ -50,7 +56,7 @@ struct StorableSample {
         try self.init(
             line: reader.line, monitor: reader.monitor, at: reader.atMs, status: reader.status,
             latencyMs: reader.latencyMs, agent: reader.agentField, own)
-        reasonRange = Self.stringOnly(line, reader.reasonField)
+        reasonRange = Self.stringOnly(LineBytes(unsafeBuffer: line), reader.reasonField)
     }
 
     /// A `monitor` record (vitals-records(7) MONITOR), which a probe writes for a target that
@@ -80,6 +86,7 @@ struct StorableSample {
         agent: FieldRange?, _ own: StoredFields
     ) throws {
         self.line = line
+        let line = LineBytes(unsafeBuffer: line)
         self.monitor = monitor
         self.at = at
         self.status = status
@@ -97,7 +104,7 @@ struct StorableSample {
         agentNameRange = try Self.text(line, own.agentName, "agent_name")
         if let field = own.config, !Self.isNull(line, field) {
             guard line[field.valueStart] == UInt8(ascii: "{") else {
-                throw StoreRefusal.bad("config", line, field, expected: "an object or null")
+                throw line.withUnsafeBufferPointer { StoreRefusal.bad("config", $0, field, expected: "an object or null") }
             }
             configRange = field
         }
@@ -105,7 +112,7 @@ struct StorableSample {
             switch line[field.valueStart] {
             case UInt8(ascii: "t"): enabled = true
             case UInt8(ascii: "f"): enabled = false
-            default: throw StoreRefusal.bad("enabled", line, field, expected: "true, false or null")
+            default: throw line.withUnsafeBufferPointer { StoreRefusal.bad("enabled", $0, field, expected: "true, false or null") }
             }
         }
     }
@@ -165,40 +172,47 @@ struct StorableSample {
     // MARK: - Checking the store's own fields
 
     /// A string-or-null field the reader checked, as nil when null.
-    private static func stringOnly(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?) -> FieldRange? {
+    private static func stringOnly(_ line: LineBytes, _ field: FieldRange?) -> FieldRange? {
         guard let field, line[field.valueStart] == UInt8(ascii: "\"") else { return nil }
         return field
     }
 
-    private static func isNull(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange) -> Bool {
+    private static func isNull(_ line: LineBytes, _ field: FieldRange) -> Bool {
         line[field.valueStart] == UInt8(ascii: "n")
     }
 
     /// The field if it is a string; nil for null or absent; any other type is a problem.
-    private static func text(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> FieldRange? {
+    private static func text(_ line: LineBytes, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> FieldRange? {
         guard let field, !isNull(line, field) else { return nil }
-        guard line[field.valueStart] == UInt8(ascii: "\"") else { throw SampleProblem.bad(key, line, field, expected: .text) }
+        guard line[field.valueStart] == UInt8(ascii: "\"") else {
+            throw line.withUnsafeBufferPointer { SampleProblem.bad(key, $0, field, expected: .text) }
+        }
         return field
     }
 
     /// A number (nil for null or absent).
     private static func number(
-        _ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String,
+        _ line: LineBytes, _ field: FieldRange?, _ key: String,
         _ kind: SampleValueKind
     ) throws(SampleProblem) -> Double? {
         guard let field, !isNull(line, field) else { return nil }
-        guard let number = JSONNumber.value(UnsafeBufferPointer(rebasing: line[field.valueStart..<field.valueEnd])),
+        guard
+            let number = line.withUnsafeBufferPointer({
+                JSONNumber.value(UnsafeBufferPointer(rebasing: $0[field.valueStart..<field.valueEnd]))
+            }),
             kind != .nonNegativeNumber || number >= 0
         else {
-            throw SampleProblem.bad(key, line, field, expected: kind)
+            throw line.withUnsafeBufferPointer { SampleProblem.bad(key, $0, field, expected: kind) }
         }
         return number
     }
 
     /// A whole number (nil for null or absent).
-    private static func integer(_ line: UnsafeBufferPointer<UInt8>, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> Int64? {
+    private static func integer(_ line: LineBytes, _ field: FieldRange?, _ key: String) throws(SampleProblem) -> Int64? {
         guard let number = try number(line, field, key, .wholeNumber) else { return nil }
-        guard number == number.rounded(), abs(number) < 9e15 else { throw SampleProblem.bad(key, line, field!, expected: .wholeNumber) }
+        guard number == number.rounded(), abs(number) < 9e15 else {
+            throw line.withUnsafeBufferPointer { SampleProblem.bad(key, $0, field!, expected: .wholeNumber) }
+        }
         return Int64(number)
     }
 }

@@ -49,6 +49,10 @@ struct MonitorMetadata: Equatable, Sendable {
         return changed
     }
 
+    // Raw pointers here and in `same` (memcmp(3) and memchr(3) over the line's bytes): the safe
+    // form, `elementsEqual` over the text's UTF-8 view and `contains` over a slice of the line,
+    // costs 4.7% more of a SQLite ingest's instructions on 100,000 bench lines (4,866.1 M against
+    // 4,648.0 M, callgrind).
     private static func take(_ sample: StorableSample, _ range: FieldRange?, into field: inout String?) -> Bool {
         // The value between its quotes, as written: equal to the field and free of escapes, it is the field.
         if let range, range.valueEnd - range.valueStart >= 2 {

@@ -270,7 +270,7 @@ enum CSVExport {
     static let columns = ["monitor", "name", "at", "status", "reason", "code", "latency_ms", "message", "tls_expiry_days", "speed_mbps"]
     static let header = columns.joined(separator: ",")
 
-    static func row(_ record: UnsafeBufferPointer<UInt8>) -> String {
+    static func row(_ record: LineBytes) -> String {
         guard case .object(let object)? = try? JSONParser.parse(record) else { return "" }
         return columns.map { key -> String in
             switch object[key] {

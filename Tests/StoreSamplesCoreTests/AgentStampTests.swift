@@ -9,9 +9,9 @@ struct AgentStampTests {
         var reader = SampleLine()
         var stamped: [UInt8] = []
         let bytes = Array(line.utf8)
-        return bytes.withUnsafeBufferPointer { buffer in
-            _ = reader.read(buffer)
-            let verdict = AgentStamp.apply(agent: agent, reader: reader, into: &stamped)
+        return LineBytes.with(bytes) { line in
+            _ = reader.read(line)
+            let verdict = AgentStamp.apply(agent: agent, line: line, reader: reader, into: &stamped)
             return (verdict, verdict == .stamped ? String(decoding: stamped, as: UTF8.self) : nil)
         }
     }

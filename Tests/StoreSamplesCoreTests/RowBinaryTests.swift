@@ -133,7 +133,7 @@ struct RowBinaryTests {
                 == "ClickHouse sent a damaged answer: a string of 18446744073709551615 bytes, with 0 left, at byte 10 of 10")
         // Int.max + 1 = 2^63 bytes: the length is compared unsigned, never turned negative.
         #expect(
-            damage(Array(repeating: 0x80, count: 9) + [0x01, 0x61]) { _ = try $0.withStringBytes { _ in } }
+            damage(Array(repeating: 0x80, count: 9) + [0x01, 0x61]) { _ = try $0.withStringLine { _ in } }
                 == "ClickHouse sent a damaged answer: a string of 9223372036854775808 bytes, with 1 left, at byte 10 of 11")
         // A length whose continuation byte never comes.
         #expect(damage([0x80]) { _ = try $0.string() } == "ClickHouse sent a damaged answer: a byte at byte 1 of 1")
@@ -153,7 +153,7 @@ struct RowBinaryTests {
         let bytes = [UInt8(text.count)] + text
         let expected = "ClickHouse sent a damaged answer: a string that is not UTF-8 at byte 1 of \(bytes.count)"
         #expect(damage(bytes) { _ = try $0.string() } == expected)
-        #expect(damage(bytes) { _ = try $0.withStringBytes { _ in } } == expected)
+        #expect(damage(bytes) { _ = try $0.withStringLine { _ in } } == expected)
         #expect(
             damage([0] + bytes) { _ = try $0.optionalString() }
                 == "ClickHouse sent a damaged answer: a string that is not UTF-8 at byte 2 of \(bytes.count + 1)")

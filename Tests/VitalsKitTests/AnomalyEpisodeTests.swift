@@ -7,12 +7,12 @@ struct AnomalyEpisodeTests {
     /// The state read from `line`'s `anomaly` field.
     func state(_ line: String) throws -> AnomalyEpisodeState? {
         let bytes = Array(line.utf8)
-        return try bytes.withUnsafeBufferPointer { buffer in
+        return try LineBytes.with(bytes) { line in
             let field = try #require(
-                try JSONParser.scanObject(buffer).first { field in
-                    String(decoding: buffer[field.keyStart..<field.keyEnd], as: UTF8.self) == "anomaly"
+                try JSONParser.scanObject(line).first { field in
+                    String(decoding: line[field.keyStart..<field.keyEnd], as: UTF8.self) == "anomaly"
                 })
-            return AnomalyEpisodeState.read(buffer, field)
+            return AnomalyEpisodeState.read(line, field)
         }
     }
 

@@ -88,7 +88,9 @@ enum ClickHouseRows {
     ) -> Int {
         rows.string(sample.monitor)
         rows.int64(sample.at)
-        sample.withText(sample.agentRange) { rows.string($0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
+        sample.withText(sample.agentRange) { agent in
+            if let agent { rows.string(agent) } else { rows.string("") }
+        }
         let idOffset = rows.bytes.count
         rows.uint64(UInt64(max(0, id)))
         rows.uint64(held ? 0 : batch)
@@ -111,10 +113,8 @@ enum ClickHouseRows {
 
     /// Sets `received_ms` of the rows whose numbers are at `idOffsets`.
     static func stampReceived(_ milliseconds: Int64, idOffsets: [Int], in rows: inout [UInt8]) {
-        withUnsafeBytes(of: milliseconds.littleEndian) { stamp in
-            for offset in idOffsets {
-                for index in 0..<8 { rows[offset + receivedAfterID + index] = stamp[index] }
-            }
+        for offset in idOffsets {
+            for index in 0..<8 { rows[offset + receivedAfterID + index] = UInt8(truncatingIfNeeded: milliseconds >> (8 * index)) }
         }
     }
 

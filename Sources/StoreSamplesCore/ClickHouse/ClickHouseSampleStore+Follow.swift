@@ -194,7 +194,7 @@ final class ClickHouseFollowFeed: FollowFeed {
             }
             let monitorID = monitorIDs[monitor]
             open!.samples += 1
-            guard try reader.withStringBytes({ try visit(.sample(record: $0, monitorID: monitorID)) }) else { return false }
+            guard try reader.withStringLine({ try visit(.sample(record: $0, monitorID: monitorID)) }) else { return false }
         }
         return try end()
     }

@@ -58,9 +58,8 @@ extension ClickHouseSampleStore {
     /// Whether `sample` cannot be stored already (see the type's notes); notes it as added.
     func isNew(_ sample: StorableSample) -> Bool {
         let times: AgentTimes = sample.withText(sample.agentRange) { bytes in
-            let bytes = bytes ?? UnsafeBufferPointer(start: nil, count: 0)
             if let last = caches.lastAgent, Self.same(last.name, bytes) { return last.times }
-            let name = String(decoding: bytes, as: UTF8.self)
+            let name = bytes.map { String(decoding: $0, as: UTF8.self) } ?? ""
             let times = caches.agentTimes![name] ?? AgentTimes(stored: Int64.min)
             caches.agentTimes![name] = times
             caches.lastAgent = (name, times)
@@ -78,10 +77,9 @@ extension ClickHouseSampleStore {
         return times.othersAtAdded.insert(sample.monitor).inserted
     }
 
-    private static func same(_ text: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        text.utf8.count == bytes.count
-            && (bytes.isEmpty
-                || text.utf8.withContiguousStorageIfAvailable { memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 } == true)
+    private static func same<Bytes: Collection<UInt8>>(_ text: String, _ bytes: Bytes?) -> Bool {
+        guard let bytes else { return text.isEmpty }
+        return text.utf8.count == bytes.count && text.utf8.elementsEqual(bytes)
     }
 
     /// A sample's identity as bytes: monitor, time and identity agent, each length-prefixed.
@@ -95,11 +93,9 @@ extension ClickHouseSampleStore {
         -> Identity
     {
         var key = RowBinaryWriter()
-        rows.withUnsafeBufferPointer { all in
-            key.string(UnsafeBufferPointer(rebasing: all[row.monitor]))
-            key.int64(row.at)
-            key.string(UnsafeBufferPointer(rebasing: all[row.agent]))
-        }
+        key.string(rows[row.monitor])
+        key.int64(row.at)
+        key.string(rows[row.agent])
         return Identity(bytes: key.bytes, monitor: String(decoding: rows[row.monitor], as: UTF8.self), at: row.at)
     }
 
@@ -166,9 +162,7 @@ extension ClickHouseSampleStore {
             starts.append(kept.bytes.count)
             offsets.append(kept.bytes.count + batch.idOffsets[position] - batch.rowStarts[position])
             kept.bytes.append(contentsOf: rows[batch.rowStarts[position]..<end])
-            withUnsafeBytes(of: UInt64(id).littleEndian) { number in
-                for index in 0..<8 { kept.bytes[offsets.last! + index] = number[index] }
-            }
+            for index in 0..<8 { kept.bytes[offsets.last! + index] = UInt8(truncatingIfNeeded: UInt64(id) >> (8 * index)) }
             id += 1
         }
         batch.rows = kept

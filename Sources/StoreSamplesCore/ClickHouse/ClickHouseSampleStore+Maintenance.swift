@@ -121,7 +121,7 @@ extension ClickHouseSampleStore {
         return deleted
     }
 
-    func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+    func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (LineBytes) throws -> Void) throws {
         var condition = "held = 0 AND \(timeCondition(from: from, until: until))"
         if let monitorID {
             guard let monitor = try monitorName(monitorID) else { return }
@@ -135,7 +135,7 @@ extension ClickHouseSampleStore {
             var reader = RowBinaryReader(carry)
             var kept = 0
             while !reader.atEnd, reader.holdsString() {
-                try reader.withStringBytes(visit)
+                try reader.withStringLine(visit)
                 kept = reader.offset
             }
             carry.removeFirst(kept)

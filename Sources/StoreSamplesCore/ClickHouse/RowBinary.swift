@@ -8,13 +8,15 @@ struct RowBinaryWriter {
 
     mutating func uint8(_ value: UInt8) { bytes.append(value) }
 
-    mutating func int64(_ value: Int64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func int64(_ value: Int64) { uint64(UInt64(bitPattern: value)) }
 
-    mutating func uint64(_ value: UInt64) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+    mutating func uint64(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
 
     mutating func float64(_ value: Double) { uint64(value.bitPattern) }
 
-    mutating func string(_ value: UnsafeBufferPointer<UInt8>) {
+    mutating func string<Bytes: Collection<UInt8>>(_ value: Bytes) {
         var length = UInt64(value.count)
         repeat {
             let low = UInt8(length & 0x7F)
@@ -24,10 +26,7 @@ struct RowBinaryWriter {
         bytes.append(contentsOf: value)
     }
 
-    mutating func string(_ value: String) {
-        var value = value
-        value.withUTF8 { string($0) }
-    }
+    mutating func string(_ value: String) { string(value.utf8) }
 
     mutating func optionalString(_ value: String?) {
         guard let value else { return bytes.append(1) }
@@ -35,7 +34,7 @@ struct RowBinaryWriter {
         string(value)
     }
 
-    mutating func optionalBytes(_ value: UnsafeBufferPointer<UInt8>?) {
+    mutating func optionalBytes<Bytes: Collection<UInt8>>(_ value: Bytes?) {
         guard let value else { return bytes.append(1) }
         bytes.append(0)
         string(value)
@@ -169,11 +168,11 @@ struct RowBinaryReader {
         return text
     }
 
-    /// A string's bytes (checked to be UTF-8), handed to `body` without copying.
-    mutating func withStringBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) throws -> R {
+    /// A string (checked to be UTF-8), handed to `body` as a line without copying.
+    mutating func withStringLine<R>(_ body: (LineBytes) throws -> R) throws -> R {
         let range = try stringRange()
         guard (try? UTF8Span(validating: bytes.span.extracting(range))) != nil else { throw notUTF8(range) }
-        return try bytes.withUnsafeBufferPointer { try body(UnsafeBufferPointer(rebasing: $0[range])) }
+        return try bytes.withUnsafeBufferPointer { try body(LineBytes(unsafeBuffer: UnsafeBufferPointer(rebasing: $0[range]))) }
     }
 
     mutating func optionalString() throws -> String? { try isNull() ? nil : try string() }

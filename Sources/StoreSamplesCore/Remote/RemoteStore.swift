@@ -84,7 +84,7 @@ final class RemoteSampleWriter: SampleWriter {
 
     /// Adds a record's line to the open batch, spooling the batch first when the line would take it
     /// past the largest request body.
-    private func append(_ line: UnsafeBufferPointer<UInt8>) throws {
+    private func append<Line: Collection<UInt8>>(_ line: Line) throws {
         if openLines > 0, open.count + line.count + 1 > RemoteSender.maxBodyBytes { try spoolOpenBatch() }
         open.append(contentsOf: line)
         open.append(0x0A)

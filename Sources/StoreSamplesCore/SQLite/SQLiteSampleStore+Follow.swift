@@ -1,6 +1,8 @@
 import SQLiteStore
 import VitalsKit
 
+// Unsafe pointers here are C interop (a followed record is SQLite's column text, viewed in place): kept.
+
 /// `follow` on SQLite: samples are numbered in the order their transactions committed, from a
 /// number never given twice (`SQLiteSchema.storageOrder`), and each names its transaction's
 /// `batch`; a pass reads the samples past the cursor's number in one statement (one snapshot:
@@ -74,7 +76,7 @@ final class SQLiteFollowFeed: FollowFeed {
             }
             open!.samples += 1
             open!.lastID = id
-            guard try visit(.sample(record: rows.textBytes(3), monitorID: rows.int64(2))) else { return false }
+            guard try visit(.sample(record: LineBytes(unsafeBuffer: rows.textBytes(3)), monitorID: rows.int64(2))) else { return false }
         }
         guard try end() else { return false }
         afterID = lastID

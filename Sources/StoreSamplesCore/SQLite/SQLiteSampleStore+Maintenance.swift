@@ -1,6 +1,8 @@
 import SQLiteStore
 import VitalsKit
 
+// Unsafe pointers here are C interop (an exported record is SQLite's column text, viewed in place): kept.
+
 /// Maintenance: retention at each commit, clearing samples, and exporting them.
 extension SQLiteSampleStore {
     /// Keeps each touched monitor within the limits. Counts and oldest times are hints kept
@@ -115,7 +117,7 @@ extension SQLiteSampleStore {
         return deleted
     }
 
-    func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (UnsafeBufferPointer<UInt8>) throws -> Void) throws {
+    func export(from: Int64, until: Int64, monitorID: Int64?, _ visit: (LineBytes) throws -> Void) throws {
         let statement: SQLiteStatement
         if let monitorID {
             statement = try db.prepare(
@@ -131,6 +133,6 @@ extension SQLiteSampleStore {
                 """)
             statement.bind(from, until)
         }
-        while try statement.step() { try visit(statement.textBytes(0)) }
+        while try statement.step() { try visit(LineBytes(unsafeBuffer: statement.textBytes(0))) }
     }
 }

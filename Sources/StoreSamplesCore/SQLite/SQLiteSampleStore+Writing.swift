@@ -7,6 +7,8 @@ import VitalsKit
     import Darwin
 #endif
 
+// Unsafe pointers here are C interop (a sample's line and text fields are bound to SQLite in place): kept.
+
 /// Writing: samples and monitor records into the open transaction, monitors registered from
 /// them, agents and their approval, and the commit.
 extension SQLiteSampleStore {

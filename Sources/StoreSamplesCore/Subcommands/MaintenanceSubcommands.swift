@@ -78,7 +78,7 @@ extension StoreRun {
                 try writer.write(CSVExport.row(record))
             }
         } else {
-            try store.export(from: since, until: until, monitorID: monitorID) { try writer.write(UnsafeRawBufferPointer($0)) }
+            try store.export(from: since, until: until, monitorID: monitorID) { try writer.write($0) }
         }
         return .success
     }

@@ -38,6 +38,12 @@ public struct FieldRange: Sendable, Equatable {
 /// fields without allocating values, so filters can read a few fields and splice their own
 /// into the original bytes.
 public struct JSONParser {
+    // Raw pointers (the cursor's bytes and the entries that take them, the eight-byte string skip,
+    // the UTF-8 and number helpers the compact scan shares): the safe form, the cursor and helpers
+    // over LineBytes, bounds-checked, words assembled from checked bytes, costs 15.0% more of
+    // digest's instructions and 18.0% more of detect-anomaly's on 50,000 bench lines (660.3 M
+    // against 574.2 M; 589.2 M against 499.5 M, callgrind). One measurement for every raw pointer
+    // in this file, and for the cursor's bytes that JSONParser+Values.swift reads.
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0

@@ -52,7 +52,12 @@ public enum Timestamp {
     ///
     /// A struct cursor rather than nested functions capturing a local index: those cost
     /// dynamic exclusivity checks, and every sample reader parses its `at` here.
+    // The raw view is the callers' (a String's UTF-8, libxml2's attribute values); the bytes are
+    // read through LineBytes, bounds-checked: 0.33% more of a SQLite ingest's instructions on
+    // 100,000 bench lines (4,640.6 M against 4,625.2 M), none measurable for digest (574.24 M) or
+    // detect-anomaly (499.46 M) on 50,000 (callgrind); under the 1% that keeps unsafe code.
     public static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        let bytes = LineBytes(unsafeBuffer: bytes)
         if let canonical = parseCanonical(bytes) { return canonical }
         var cursor = TimestampCursor(bytes: bytes)
         guard let year = cursor.digits(4), cursor.expect(UInt8(ascii: "-")), let month = cursor.digits(2),
@@ -104,24 +109,23 @@ public enum Timestamp {
     /// at fixed positions: the common case of every sample's `at`. Nil for anything else (the
     /// general parser then decides).
     @inline(__always)
-    private static func parseCanonical(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+    private static func parseCanonical(_ bytes: LineBytes) -> Int64? {
         let count = bytes.count
         guard count == 24 || count == 20, bytes[count - 1] == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
             bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
             bytes[16] == UInt8(ascii: ":"), count == 20 || bytes[19] == UInt8(ascii: ".")
         else { return nil }
-        let base = bytes.baseAddress!
-        let year100 = twoDigits(base, 0)
-        let year1 = twoDigits(base, 2)
-        let month = twoDigits(base, 5)
-        let day = twoDigits(base, 8)
-        let hour = twoDigits(base, 11)
-        let minute = twoDigits(base, 14)
-        let second = twoDigits(base, 17)
+        let year100 = twoDigits(bytes, 0)
+        let year1 = twoDigits(bytes, 2)
+        let month = twoDigits(bytes, 5)
+        let day = twoDigits(bytes, 8)
+        let hour = twoDigits(bytes, 11)
+        let minute = twoDigits(bytes, 14)
+        let second = twoDigits(bytes, 17)
         var milliseconds = 0
         if count == 24 {
-            let hundreds = Int(base[20]) &- 0x30
-            milliseconds = twoDigits(base, 21)
+            let hundreds = Int(bytes[20]) &- 0x30
+            milliseconds = twoDigits(bytes, 21)
             guard UInt(bitPattern: hundreds) <= 9, milliseconds < 100 else { return nil }
             milliseconds += hundreds * 100
         }
@@ -137,9 +141,9 @@ public enum Timestamp {
     /// The two decimal digits at `index` as a number, or 1000 when either is not a digit (so
     /// every range check after refuses it).
     @inline(__always)
-    private static func twoDigits(_ base: UnsafePointer<UInt8>, _ index: Int) -> Int {
-        let tens = UInt(base[index]) &- 0x30
-        let ones = UInt(base[index + 1]) &- 0x30
+    private static func twoDigits(_ bytes: LineBytes, _ index: Int) -> Int {
+        let tens = UInt(bytes[index]) &- 0x30
+        let ones = UInt(bytes[index + 1]) &- 0x30
         return tens > 9 || ones > 9 ? 1000 : Int(tens * 10 + ones)
     }
 
@@ -199,10 +203,10 @@ public enum Timestamp {
 
 /// A position in timestamp bytes, for `Timestamp.parse(bytes:)`.
 private struct TimestampCursor {
-    let bytes: UnsafeBufferPointer<UInt8>
+    let bytes: LineBytes
     var index = 0
 
-    init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    init(bytes: LineBytes) { self.bytes = bytes }
 
     @inline(__always)
     func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
