@@ -172,7 +172,7 @@ struct RowBinaryReader {
     mutating func withStringLine<R>(_ body: (LineBytes) throws -> R) throws -> R {
         let range = try stringRange()
         guard (try? UTF8Span(validating: bytes.span.extracting(range))) != nil else { throw notUTF8(range) }
-        return try bytes.withUnsafeBufferPointer { try body(LineBytes(unsafeBuffer: UnsafeBufferPointer(rebasing: $0[range]))) }
+        return try LineBytes.with(bytes, range, body)
     }
 
     mutating func optionalString() throws -> String? { try isNull() ? nil : try string() }

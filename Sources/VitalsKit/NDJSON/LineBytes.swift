@@ -23,6 +23,14 @@ public struct LineBytes: RandomAccessCollection {
         try bytes.withUnsafeBufferPointer { try body(LineBytes(unsafeBuffer: $0)) }
     }
 
+    /// Calls `body` with a view of `bytes[range]` (a record inside a buffer read whole, such as
+    /// a ClickHouse answer's string), without copying it; `range` must lie within `bytes`.
+    @inlinable
+    public static func with<R>(_ bytes: [UInt8], _ range: Range<Int>, _ body: (LineBytes) throws -> R) rethrows -> R {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "a range outside the bytes")
+        return try bytes.withUnsafeBufferPointer { try body(LineBytes(unsafeBuffer: UnsafeBufferPointer(rebasing: $0[range]))) }
+    }
+
     @inlinable public var startIndex: Int { 0 }
     @inlinable public var endIndex: Int { buffer.count }
 
