@@ -208,6 +208,7 @@ struct AnomalyFields: SampleFieldReader {
     /// `simulated` is `true` (the last one given).
     var simulatedFlag = false
 
+    // The raw key, and its reads here: the figure that keeps them is on `SampleFieldReader.take`.
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         if let valueKey, count == valueKey.count, memcmp(key, valueKey.baseAddress!, count) == 0 {

@@ -189,6 +189,7 @@ struct DigestFields: SampleFieldReader {
     var checkInterval: FieldRange?
     var attempts: FieldRange?
 
+    // The raw key: the figure that keeps it is on `SampleFieldReader.take`.
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch SampleLine.tag(key, count) {

@@ -75,6 +75,7 @@ struct NotifyFields: SampleFieldReader {
     var kind: FieldRange?
     var dependsOn: FieldRange?
 
+    // The raw key: the figure that keeps it is on `SampleFieldReader.take`.
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch SampleLine.tag(key, count) {
         case 0x4_6E where SampleLine.key(key, is: "name"): name = field

@@ -249,6 +249,7 @@ struct StoredFields: SampleFieldReader {
     /// `monitor_id`: only looked for, so a line passed on that has one keeps it (see `Ingester.appendPassingOn`).
     var monitorID: FieldRange?
 
+    // The raw key: the figure that keeps it is on `SampleFieldReader.take`.
     @inline(__always)
     mutating func take(key: UnsafePointer<UInt8>, count: Int, field: FieldRange) {
         switch SampleLine.tag(key, count) {
