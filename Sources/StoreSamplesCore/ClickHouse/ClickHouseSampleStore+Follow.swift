@@ -106,7 +106,21 @@ final class ClickHouseFollowFeed: FollowFeed {
         return "_part IN (\(parts.map(clickHouseLiteral).joined(separator: ", ")))"
     }
 
+    /// Reads what came due. A merge that replaced a listed part while the pass read (a busy server
+    /// merges its new parts within seconds) may have hidden rows from it: the pass is made again
+    /// over the parts now listed (batches already written are not written again), three more
+    /// times at most, so `--once` misses nothing a merge moved.
     func pass(now: Int64, _ visit: (FollowEvent) throws -> Bool) throws -> Bool {
+        for _ in 0..<4 {
+            guard let merged = try passOverListed(now: now, visit) else { return false }
+            guard merged else { return true }
+        }
+        return true
+    }
+
+    /// One pass over the parts `listed`; nil on a stop, else whether a merge replaced a part meanwhile
+    /// (`listed` is then the parts listed after it).
+    private func passOverListed(now: Int64, _ visit: (FollowEvent) throws -> Bool) throws -> Bool? {
         let horizon = now - lagMs
         let parts = listed
         let table = placement.table("samples")
@@ -139,19 +153,20 @@ final class ClickHouseFollowFeed: FollowFeed {
                 samples += due[end].samples
                 end += 1
             }
-            guard try read(Array(due[start..<end]), parts: parts, visit) else { return false }
+            guard try read(Array(due[start..<end]), parts: parts, visit) else { return nil }
             start = end
         }
         // A part read above that a merge replaced meanwhile may have held rows the queries missed:
-        // the window stays where it is, and the next pass reads the new part.
-        let after = Set(try recentParts())
-        if parts.allSatisfy(after.contains) {
+        // the window stays where it is, and the pass is made again over the new parts.
+        let after = try recentParts()
+        if parts.allSatisfy(Set(after).contains) {
             lastParts = parts
             nextDueMs = later
             advance(horizon: horizon)
-        } else {
-            lastParts = nil
+            return false
         }
+        lastParts = nil
+        listed = after
         return true
     }
 
