@@ -361,18 +361,33 @@ def report(args):
         print("%-32s %6s %6s %6s %6s %7s   %5s %5s %5s %5s %7s %8s" % (
             "process", "first", "warm", "last", "max", "growth", "fds", "warm", "last", "max", "growth", "restarts"))
         parts = sorted({p for x in ticks for p in x["procs"]})
+        judged_apart = []
         for part in parts:
             have = [x for x in ticks if part in x["procs"]]
             # Warm: the first sample a warm-up after the start, or after the role's last restart
             # (new pids) when that came later: a process started afresh warms up again.
             restarted = t0
-            for before, now in zip(have, have[1:]):
+            starts = [0]
+            for index, (before, now) in enumerate(zip(have, have[1:])):
                 if set(now["procs"][part]["pids"]) - set(before["procs"][part]["pids"]):
                     restarted = now["t"]
+                    starts.append(index + 1)
             after = [x for x in have if x["t"] - max(t0, restarted) >= args.warmup]
             if not after:
-                print("%-32s restarted %.0f s before the end: not judged" % (part, ticks[-1]["t"] - restarted))
-                continue
+                # Restarted by the faults more often than a warm-up lasts (the responders, nginx's
+                # workers, ClickHouse): judged over the longest stretch between restarts instead,
+                # warm a shorter while (a fifth of the warm-up, at least 60 s) after it began.
+                stretches = [have[a:b] for a, b in zip(starts, starts[1:] + [len(have)])]
+                stretch = max(stretches, key=lambda run: run[-1]["t"] - run[0]["t"])
+                short = max(60, args.warmup / 5)
+                after = [x for x in stretch if x["t"] - stretch[0]["t"] >= short]
+                if stretch[-1]["t"] - stretch[0]["t"] < 2 * short or not after:
+                    print("%-32s restarted %.0f s before the end, and never ran %.0f s: not judged" % (
+                        part, ticks[-1]["t"] - restarted, 2 * short))
+                    continue
+                judged_apart.append("%s: %.0f s from %.0f s after the start" % (
+                    part, stretch[-1]["t"] - stretch[0]["t"], stretch[0]["t"] - t0))
+                have = stretch
             rss = [x["procs"][part]["rss_kb"] / 1024 for x in have]
             fds = [x["procs"][part]["fds"] for x in have]
             w_rss = after[0]["procs"][part]["rss_kb"] / 1024
@@ -392,6 +407,11 @@ def report(args):
             if fds[-1] > w_fds + 2 and g_fds > 0.10:
                 missed.append("%s: open descriptors grew from %d to %d after warm-up" % (part, w_fds, fds[-1]))
         print("  restarts: how often the set of pids changed (the faults' kill -9s, ClickHouse's restart, the reload's new workers)")
+        if judged_apart:
+            print("  restarted within a warm-up of the end, so judged over their longest stretch between restarts")
+            print("  (first, warm and last of that stretch; warm %.0f s after it began):" % max(60, args.warmup / 5))
+            for line in judged_apart:
+                print("    " + line)
         print()
         print("State files (bytes): first seen, after warm-up, last, max")
         labels = sorted({label for x in ticks for label in x["files"]})
