@@ -275,7 +275,7 @@ def report(args):
     print("%-11s %9s %9s %9s %8s %8s %8s %6s" % ("backend", "stored", "followed", "distinct", "missing", "extra", "again", "ticks"))
     for backend in backends:
         stored = set(sample_keys(os.path.join(work, "export-%s.ndjson" % backend)))
-        stream = list(read_lines(os.path.join(work, "stream-%s.ndjson" % backend)))
+        stream = list(read_lines(os.path.join(work, "state-" + backend, "follow-copy.ndjson")))
         followed = [(r.get("monitor"), r.get("agent"), r.get("at")) for r in stream if r.get("type") == "sample"]
         ticks = sum(1 for r in stream if r.get("type") == "tick")
         f = set(followed)
