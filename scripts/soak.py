@@ -17,6 +17,9 @@ import signal
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import proctable  # noqa: E402
+
 
 # --- The targets -------------------------------------------------------------------------
 # /ok answers 200, /fail 503, /jitter 200 after 0 to 40 ms; /flip/PHASE answers 503 for the
@@ -68,20 +71,7 @@ def fixture(args):
 # --- Sampling ----------------------------------------------------------------------------
 def processes():
     """{pid: (ppid, command, starttime)} of every process now."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        out[int(entry)] = (int(fields[1]), command, int(fields[19]))
-    return out
+    return {pid: (int(fields[1]), command.strip(), int(fields[19])) for pid, (fields, command) in proctable.read().items()}
 
 
 def role(command):

@@ -26,6 +26,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import proctable  # noqa: E402
+
 AGENTS = 10
 MONITORS = 1000
 SPACING = 6  # seconds between the agents' runs in a minute
@@ -169,20 +172,9 @@ TICK = os.sysconf("SC_CLK_TCK")
 def server_cpu(root, extra):
     """CPU seconds so far of each process under `root` (scripts/serve) and of `extra` (a
     ClickHouse server), by pid: {pid: (part, seconds)}."""
-    parents, commands = {}, {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                command = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        parents[int(entry)] = int(fields[1])
-        commands[int(entry)] = (command, (int(fields[11]) + int(fields[12])) / TICK)
+    table = proctable.read()
+    parents = {pid: int(fields[1]) for pid, (fields, _) in table.items()}
+    commands = {pid: (command, (int(fields[11]) + int(fields[12])) / TICK) for pid, (fields, command) in table.items()}
     out = {}
     for pid, (command, seconds) in commands.items():
         ancestor, inside = pid, False
