@@ -15,8 +15,11 @@ import VitalsKit
 /// (`+Maintenance`). This file holds the connection and all the state an instance keeps,
 /// each with how long it holds.
 final class SQLiteSampleStore: SampleStore {
-    /// The page cache, KiB (bounded: part of the memory a long ingest may use).
-    static let cacheKiB = 32768
+    /// The page cache, KiB (bounded: part of the memory a long ingest may use). 24 MiB: ingesting
+    /// the bench's million samples took 9.0-10.5 s at 24 MiB and 9.3-9.7 s at 32 MiB, four million
+    /// into 10,000 monitors 82-84 s and 71-84 s (two runs each, in turn), so the larger cache bought
+    /// no speed, and its 8 MB more put the ingest's peak at 64.8 MB (now 56.0; goal 64).
+    static let cacheKiB = 24576
     /// Bytes of the file a query may map.
     static let mapBytes = 1 << 30
     /// WAL pages between automatic checkpoints (SQLite's default is 1,000).
