@@ -110,7 +110,7 @@ struct StoredSample: Sendable, Equatable {
 /// Which samples of a monitor a read takes, and which status it counts: every place's, each with
 /// the monitor's consensus when it was stored (the views' default: the place rule's status), or
 /// one place's own, with its own status (`--agent`, `?agent=`).
-enum SampleSelection: Equatable, Sendable {
+enum SampleSelection: Hashable, Sendable {
     /// Every place's samples; a sample's status is the consensus stored with it.
     case consensus
     /// The samples of one place (its identity agent: '' for samples that name none), their own status.

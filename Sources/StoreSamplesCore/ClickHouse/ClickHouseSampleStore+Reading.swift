@@ -207,7 +207,7 @@ extension ClickHouseSampleStore {
     /// Totals of every monitor over a window in one query (the views ask monitor by monitor).
     func totals(monitorID: Int64, from: Int64, until: Int64, selection: SampleSelection, withSpeed: Bool) throws -> SampleTotals {
         guard let monitor = try monitorName(monitorID) else { return SampleTotals() }
-        let key = "\(from) \(until) \(selection)"
+        let key = UnitCaches.TotalsWindow(from: from, until: until, selection: selection)
         if caches.totals[key] == nil {
             var all: [String: SampleTotals] = [:]
             var reader = try rows(

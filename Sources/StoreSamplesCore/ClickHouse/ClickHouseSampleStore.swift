@@ -82,12 +82,20 @@ final class ClickHouseSampleStore: SampleStore {
         var listed = false
         /// Every monitor's places' newest samples, once asked for all.
         var places: [String: [StoredSample]]?
-        /// Totals of every monitor, by window (`"from until"`).
-        var totals: [String: [String: SampleTotals]] = [:]
+        /// Totals of every monitor, by window and selection.
+        var totals: [TotalsWindow: [String: SampleTotals]] = [:]
         /// Whether some batch was ever sent again (`samplesTable()` then reads with FINAL), once asked.
         var samplesResent: Bool?
 
         init(now: Int64) { self.now = now }
+
+        /// What `totals` are kept by: a view of every monitor asks each one's totals of the
+        /// same window, so the key is made without building a string each time.
+        struct TotalsWindow: Hashable {
+            let from: Int64
+            let until: Int64
+            let selection: SampleSelection
+        }
     }
 
     @exclusivity(unchecked) var caches: UnitCaches
