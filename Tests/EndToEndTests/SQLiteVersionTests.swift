@@ -10,7 +10,7 @@ struct SQLiteVersionTests {
 
     let heart = "HKQuantityTypeIdentifierHeartRate"
     /// The schema version each tool writes today.
-    let versions = ["store-samples": 7, "snapshot-delta": 5]
+    let versions = ["store-samples": 8, "snapshot-delta": 5]
 
     func storeSamples(_ db: String) throws -> RunResult {
         try run("store-samples", ["--db", db], stdin: sample("a") + "\n")
@@ -86,7 +86,7 @@ struct SQLiteVersionTests {
         #expect(later.status == 0, "\(later.stderr)")
         #expect(
             try sqlite(db, "PRAGMA user_version; SELECT count(*) FROM samples; SELECT config, enabled FROM monitors")
-                == "7\n2\n{\"ping_count\":5}|0")
+                == "8\n2\n{\"ping_count\":5}|0")
         #expect(try sqlite(db, "SELECT generation FROM store_state") == "3", "version 5's and 6's migrations and one write since version 4")
         #expect(
             try sqlite(db, "SELECT group_concat(id || ':' || batch, ' ') FROM samples; SELECT last_sample_id FROM store_state")

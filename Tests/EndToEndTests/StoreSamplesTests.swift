@@ -366,7 +366,7 @@ struct StoreSamplesTests {
         _ = try sqlite(db, "PRAGMA user_version = 99")
         let newer = try store(sample("a", minute: 1) + "\n")
         #expect(newer.status == 2)
-        #expect(newer.stderr.contains("has schema version 99; this store-samples knows versions up to 7"))
+        #expect(newer.stderr.contains("has schema version 99; this store-samples knows versions up to 8"))
         let missing = try run("store-samples", ["--db", scratch.path("absent.db"), "overview"])
         #expect(missing.status == 2 && missing.stderr.contains("no database at"))
         #expect(!FileManager.default.fileExists(atPath: scratch.path("absent.db")), "a query never creates a database")

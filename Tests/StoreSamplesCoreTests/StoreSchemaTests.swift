@@ -29,12 +29,12 @@ struct StoreSchemaTests {
         return lines
     }
 
-    @Test("a new file gets version 7: these tables, columns and indexes (written out by hand from store-samples(1))")
+    @Test("a new file gets version 8: these tables, columns and indexes (written out by hand from store-samples(1))")
     func sqliteFresh() throws {
         let db = try SQLiteConnection(path: ":memory:")
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 7)
-        #expect(SQLiteSchema.version == 7)
+        #expect(try db.scalarInt("PRAGMA user_version") == 8)
+        #expect(SQLiteSchema.version == 8)
         #expect(
             try StoreSchemaTests.layout(db) == [
                 "agents: id TEXT, status TEXT NOT NULL DEFAULT 'approved', created_at INTEGER NOT NULL, last_seen INTEGER NOT NULL, name TEXT",
@@ -48,15 +48,36 @@ struct StoreSchemaTests {
                     + "origin INTEGER NOT NULL DEFAULT 0, agent TEXT, held INTEGER NOT NULL DEFAULT 0, identity_agent TEXT NOT NULL DEFAULT '', "
                     + "consensus INTEGER, batch INTEGER NOT NULL DEFAULT 0",
                 "store_state: generation INTEGER NOT NULL, deletions INTEGER NOT NULL DEFAULT 0, last_sample_id INTEGER NOT NULL DEFAULT 0",
-                "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms, consensus, identity_agent) WHERE held = 0",
+                "CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms, consensus, identity_agent, held) WHERE held = 0",
                 "CREATE INDEX samples_held_by_agent ON samples(agent) WHERE held = 1",
                 "CREATE UNIQUE INDEX samples_identity ON samples(at, monitor_id, identity_agent)",
             ])
         #expect(try db.scalarText("SELECT generation || ',' || deletions FROM store_state") == "2,1", "versions 5 and 6 each count one")
     }
 
+    @Test("the reads of counted samples (history, totals, one place's, the votes a new sample is judged by) use the index alone")
+    func sqliteCoveringIndex() throws {
+        let db = try SQLiteConnection(path: ":memory:")
+        try db.migrate(SQLiteSchema.migrations)
+        // The shapes of SQLiteSampleStore's reads: `held = 0` always (the partial index's condition), then the
+        // window, and a place's samples by identity_agent. Version 6's index lacked `held`, and SQLite read the
+        // table beside it for every sample ("USING INDEX", not "USING COVERING INDEX").
+        let window = "FROM samples INDEXED BY samples_by_monitor_time WHERE held = 0 AND monitor_id = 1 AND at >= 0 AND at < 9"
+        for query in [
+            "SELECT at, coalesce(consensus, status), latency_ms \(window) ORDER BY at",
+            "SELECT at, status, latency_ms \(window) AND identity_agent = 'paris' ORDER BY at",
+            "SELECT count(*), sum(coalesce(consensus, status) = 0), sum(latency_ms), count(latency_ms), max(at) \(window)",
+            "SELECT identity_agent, at, status \(window)",
+        ] {
+            let plan = try db.prepare("EXPLAIN QUERY PLAN " + query)
+            var steps: [String] = []
+            while try plan.step() { steps.append(plan.text(3) ?? "") }
+            #expect(steps == ["SEARCH samples USING COVERING INDEX samples_by_monitor_time (monitor_id=? AND at>? AND at<?)"], "\(query)")
+        }
+    }
+
     @Test(
-        "a version-1 file with rows migrates to version 7: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, the places found, ids given on from the largest"
+        "a version-1 file with rows migrates to version 8: rows kept, a sample stored twice kept once (the first), the new columns at their defaults, the places found, ids given on from the largest"
     )
     func sqliteFromVersionOne() throws {
         let db = try SQLiteConnection(path: ":memory:")
@@ -72,7 +93,7 @@ struct StoreSchemaTests {
             INSERT INTO agents (id, created_at, last_seen) VALUES ('paris', 5, 6);
             """)
         try db.migrate(SQLiteSchema.migrations)
-        #expect(try db.scalarInt("PRAGMA user_version") == 7)
+        #expect(try db.scalarInt("PRAGMA user_version") == 8)
         #expect(try db.scalarInt("SELECT last_sample_id FROM store_state") == 4, "the next sample is numbered 5")
         #expect(
             try db.scalarInt("SELECT count(*) FROM samples WHERE batch != 0") == 0, "samples stored before version 7 are never followed")

@@ -116,9 +116,21 @@ enum SQLiteSchema {
         UPDATE store_state SET last_sample_id = (SELECT coalesce(max(id), 0) FROM samples);
         """
 
+    /// Version 8: the index of counted samples holds `held` as well, so it covers the reads it was
+    /// made for. Every such read says `held = 0` (the index's own condition, without which SQLite
+    /// will not use a partial index), and SQLite 3.40 looks the row up in the table for a column the
+    /// index lacks, even one its condition fixes: version 6's index was read beside the table, one
+    /// lookup a sample. A year of one monitor's history (525,600 samples) took 1,096.9 M
+    /// instructions before and 980.1 M after (callgrind), 175-211 ms against 118-185 ms here; the
+    /// entry grows by one byte.
+    static let coveringIndex = """
+        DROP INDEX samples_by_monitor_time;
+        CREATE INDEX samples_by_monitor_time ON samples(monitor_id, at, status, latency_ms, consensus, identity_agent, held) WHERE held = 0;
+        """
+
     /// Forward migrations: entry `n` takes a file from version `n` to `n + 1`.
     static let migrations: [String] = [
-        tables, monitorSettings, agentModel, generationCounter, sampleIdentity, placeModel, storageOrder,
+        tables, monitorSettings, agentModel, generationCounter, sampleIdentity, placeModel, storageOrder, coveringIndex,
     ]
 
     /// The schema and its migrations, for `SQLiteConnection.openVersioned`.
