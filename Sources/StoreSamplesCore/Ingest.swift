@@ -3,7 +3,8 @@ import VitalsKit
 /// Reads samples and stores them in batches; passes each record on only after the
 /// transaction holding it has committed, so nothing downstream sees an unstored sample.
 ///
-/// A batch is committed when it holds `maxRows` samples, when its first sample has waited
+/// A batch is committed when it holds `maxRows` samples (or the store's own bound:
+/// `SampleWriter.maxBatchRows`, `batchIsFull`), when its first sample has waited
 /// `maxWaitMs`, or when the input pauses; so a streaming pipeline never waits long, and a
 /// bulk load gets large transactions.
 final class Ingester {
@@ -13,7 +14,8 @@ final class Ingester {
     private(set) var passThrough: Bool
     let diagnostics: Diagnostics
     let now: () -> Int64
-    /// The most samples a batch holds, on either backend. Each SQLite commit writes every index
+    /// The most samples a batch holds, unless the store bounds it otherwise (ClickHouse: by bytes,
+    /// see `ClickHouseSampleStore.batchBytes`). Each SQLite commit writes every index
     /// page its samples touched, and with samples of 1,000 monitors in turn nearly every sample
     /// touches a page of its own in the (monitor, time) index: a million samples in 1,000-sample
     /// transactions took 16.1 s, in 10,000-sample ones 9.0 s and 20,000-sample ones 8.2 s
@@ -21,7 +23,7 @@ final class Ingester {
     /// makes the server a part to merge (18.16 slows inserts at 150 parts in a partition and
     /// refuses them at 300; its own advice is fewer, larger inserts). `maxWaitMs` still bounds
     /// how long a streaming pipeline waits.
-    let maxRows = 20_000
+    static let maxRows = 20_000
     let maxWaitMs: Int64 = 200
     // The batch's fields and the reader are touched for every line: exempt from dynamic
     // exclusivity checks (an ingester runs on one thread, one line at a time), they save 2.8% of a
@@ -105,7 +107,7 @@ final class Ingester {
                 } else {
                     handle(kind, sampleReader.line, own, reader)
                 }
-                if batchCount >= maxRows || store.batchIsFull || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
+                if batchCount >= store.maxBatchRows || store.batchIsFull || Clock.monotonicMilliseconds() - batchStartedMs >= maxWaitMs {
                     // More input is waiting: send this batch and read the next while it is stored.
                     commit(waiting: false)
                 }

@@ -64,11 +64,14 @@ protocol SampleWriter: AnyObject {
     /// a remote store's batch is one request's worth of bytes, and the records the ingester keeps to
     /// pass on are then bounded by it.
     var batchIsFull: Bool { get }
+    /// The most samples a batch of this store holds (`Ingester.maxRows` unless the store says).
+    var maxBatchRows: Int { get }
 }
 
 extension SampleWriter {
     /// A store whose batches only the ingester's limits bound.
     var batchIsFull: Bool { false }
+    var maxBatchRows: Int { Ingester.maxRows }
 }
 
 /// The reading side of a store: what the views (`Views`, the API's answers, `metrics`) ask of it,

@@ -150,21 +150,46 @@ struct PlacesStoreTests {
     func onClickHouse() throws {
         guard let (server, url) = try startedClickHouse() else { return }
         let db = scratch.path("vitals.db")
-        for target in [db, url] {
-            // Two ingests, so the second batch is judged from what the first stored.
-            let lines = TwoPlaceTrace.lines
-            for part in [lines.prefix(5), lines.dropFirst(5)] {
+        // Two ingests, so the second batch is judged from what the first stored.
+        let lines = TwoPlaceTrace.lines
+        try ingest([Array(lines.prefix(5)), Array(lines.dropFirst(5))], into: [db, url])
+        #expect(try consensus(server) == "211111111111")
+        let house = try views(url)
+        try check(house)
+        #expect(house == (try views(db)))
+    }
+
+    @Test("on ClickHouse, a batch from one place is judged by another place's stored samples, as SQLite judges it")
+    func oneplaceBatchMeetsStoredPlace() throws {
+        guard let (server, url) = try startedClickHouse() else { return }
+        let db = scratch.path("vitals.db")
+        // All of tokyo's samples first, then all of paris's: each batch comes from one place, so
+        // only the store says the monitor has another.
+        let lines = TwoPlaceTrace.lines
+        let tokyo = lines.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        let paris = lines.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        try ingest([tokyo, paris], into: [db, url])
+        // Worked by hand: tokyo's samples met no other place when stored, so each keeps its own
+        // down (2); each of paris's up samples meets tokyo's down of 20 s before: degraded (1).
+        // Judged by its own status alone, paris's would be up (0).
+        #expect(try consensus(server) == "212121212121")
+        #expect(try views(url) == (try views(db)))
+    }
+
+    /// Ingests each of `parts` in turn (one run each, so one batch each) into every store of `targets`.
+    func ingest(_ parts: [[String]], into targets: [String]) throws {
+        for target in targets {
+            for part in parts {
                 let stored = try run("store-samples", ["--db", target, "--quiet"], stdin: part.joined(separator: "\n") + "\n")
                 #expect(stored.status == 0, "\(stored.stderr)")
             }
         }
-        #expect(
-            try server.query(
-                "SELECT arrayStringConcat(groupArray(toString(consensus)), '') FROM (SELECT consensus FROM vitals.samples ORDER BY at)")
-                == "211111111111")
-        let house = try views(url)
-        try check(house)
-        #expect(house == (try views(db)))
+    }
+
+    /// The consensus codes of the ClickHouse store's samples in time order, as one string.
+    func consensus(_ server: ClickHouseServer) throws -> String {
+        try server.query(
+            "SELECT arrayStringConcat(groupArray(toString(consensus)), '') FROM (SELECT consensus FROM vitals.samples ORDER BY at)")
     }
 
     @Test("the API through nginx: ?agent= narrows each view as --agent does, places decode in the app's models, a bad agent is a 400")

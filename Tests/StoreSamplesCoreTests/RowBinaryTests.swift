@@ -197,4 +197,51 @@ struct RowBinaryTests {
         for value in integers { #expect(try reader.int64() == value) }
         #expect(reader.atEnd)
     }
+
+    @Test("a batch's rows are sent in the samples table's key order: day, monitor by its bytes, time, place by its bytes")
+    func rowsInKeyOrder() throws {
+        // Monitors by bytes: "e" + combining acute (65 CC 81) < "f" (66) < "m1" (6D 31) < "m10" <
+        // "m2" < "é" (C3 A9). Swift's String order puts the first two the other way round.
+        #expect(!("e\u{301}" < "f"))
+        #expect(ClickHouseRows.byteOrderRanks(["é", "f", "e\u{301}", "m10", "m1", "m2"]) == [5, 1, 0, 3, 2, 4])
+        let day = Int64(86_400_000)
+        let jan2: Int64 = 1_767_312_000_000  // 2026-01-02T00:00:00Z
+        // (monitor, time, place, tag): each row is written as the store's begin (monitor, at,
+        // identity agent), then a tag standing for the rest.
+        let rows: [(String, Int64, String, String)] = [
+            ("m2", jan2 + 36_000_000, "", "m2 10:00"),
+            ("m10", jan2 + 32_400_000, "", "m10 09:00"),
+            ("m1", jan2 + 39_600_000, "b", "m1 11:00 b"),
+            ("m1", jan2 - 60_000, "", "m1 Jan 1 23:59"),
+            ("m1", jan2 + 39_600_000, "a", "m1 11:00 a"),
+            ("m2", jan2 + day, "", "m2 Jan 3"),
+            ("m1", jan2 + 39_600_000 - 1, "c", "m1 10:59:59.999 c"),
+        ]
+        var writer = RowBinaryWriter()
+        var starts: [Int] = []
+        for (monitor, at, place, tag) in rows {
+            starts.append(writer.bytes.count)
+            writer.string(monitor)
+            writer.int64(at)
+            writer.string(place)
+            writer.string(tag)
+        }
+        let ranks = ClickHouseRows.byteOrderRanks(["m2", "m10", "m1"])
+        let monitorRanks = rows.map { row in ranks[["m2", "m10", "m1"].firstIndex(of: row.0)!] }
+        var sorted: [UInt8] = []
+        try ClickHouseRows.appendSorted(writer.bytes, starts: starts, monitorRanks: monitorRanks, to: &sorted)
+        var reader = RowBinaryReader(sorted)
+        var tags: [String] = []
+        while !reader.atEnd {
+            _ = try reader.string()
+            _ = try reader.int64()
+            _ = try reader.string()
+            tags.append(try reader.string())
+        }
+        #expect(
+            tags == [
+                "m1 Jan 1 23:59", "m1 10:59:59.999 c", "m1 11:00 a", "m1 11:00 b", "m10 09:00", "m2 10:00", "m2 Jan 3",
+            ])
+        #expect(sorted.count == writer.bytes.count)
+    }
 }

