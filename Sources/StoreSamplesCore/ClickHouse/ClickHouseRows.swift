@@ -148,8 +148,10 @@ enum ClickHouseRows {
             if first.day != second.day { return first.day < second.day }
             if first.monitor != second.monitor { return first.monitor < second.monitor }
             if first.at != second.at { return first.at < second.at }
-            let place = compare(rows, first.place, second.place)
-            return place != 0 ? place < 0 : first.position < second.position
+            if !rows[first.place].elementsEqual(rows[second.place]) {
+                return rows[first.place].lexicographicallyPrecedes(rows[second.place])
+            }
+            return first.position < second.position
         }
         for key in keys {
             let position = Int(key.position)
@@ -164,17 +166,6 @@ enum ClickHouseRows {
         var ranks = [Int32](repeating: 0, count: names.count)
         for (rank, index) in order.enumerated() { ranks[index] = Int32(rank) }
         return ranks
-    }
-
-    /// How two strings in `rows` compare by their bytes (a prefix first): negative, 0 or positive.
-    private static func compare(_ rows: [UInt8], _ first: Range<Int>, _ second: Range<Int>) -> Int {
-        var (left, right) = (first.lowerBound, second.lowerBound)
-        while left < first.upperBound, right < second.upperBound {
-            if rows[left] != rows[right] { return rows[left] < rows[right] ? -1 : 1 }
-            left += 1
-            right += 1
-        }
-        return first.count - second.count
     }
 
     /// Reads past a sample row's number, batch and received_ms, which `write` writes together.

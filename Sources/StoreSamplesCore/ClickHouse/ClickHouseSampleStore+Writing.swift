@@ -73,6 +73,9 @@ extension ClickHouseSampleStore {
     /// in memory at once (the one read, the one in flight), so this sets the writer's peak: about
     /// 33 MB and twice this (81 MB in the bench; 24 MiB made it 108 MB).
     static let batchBytes = 16 << 20
+    /// Room for a full batch and its last row, so neither buffer is copied as it grows (pages are
+    /// only resident once written).
+    static let batchCapacity = batchBytes + (1 << 20)
 
     var batchIsFull: Bool { batch.rows.bytes.count >= Self.batchBytes }
 
@@ -90,9 +93,7 @@ extension ClickHouseSampleStore {
         caches.nextSampleID = id + 1
         if batch.count == 0 {
             batch.firstID = id
-            // Room for a full batch and its last row, so the buffer is not copied as it grows (pages
-            // are only resident once written).
-            batch.rows.bytes.reserveCapacity(Self.batchBytes + (1 << 20))
+            batch.rows.bytes.reserveCapacity(Self.batchCapacity)
         }
         if !isNew(sample) { batch.uncertain.append(batch.count) }
         batch.rowStarts.append(batch.rows.bytes.count)
@@ -124,15 +125,12 @@ extension ClickHouseSampleStore {
         batch.spans[monitor.span].lastAt = max(batch.spans[monitor.span].lastAt, at)
         sample.withText(sample.agentRange) { bytes in
             // The place is the identity agent, '' for none (as the row stores it).
-            let span = monitor.span
-            switch batch.spans[span].places {
-            case 0:
-                batch.spans[span].place = bytes.map { String(decoding: $0, as: UTF8.self) } ?? ""
-                batch.spans[span].places = 1
-            case 1:
-                let place = batch.spans[span].place!
-                if !(bytes.map { place.utf8.elementsEqual($0) } ?? place.isEmpty) { batch.spans[span].places = 2 }
-            default:
+            switch batch.spans[monitor.span].places {
+            case .none:
+                batch.spans[monitor.span].places = .one(bytes.map { String(decoding: $0, as: UTF8.self) } ?? "")
+            case .one(let place):
+                if !(bytes.map { place.utf8.elementsEqual($0) } ?? place.isEmpty) { batch.spans[monitor.span].places = .several }
+            case .several:
                 break
             }
         }
@@ -210,7 +208,7 @@ extension ClickHouseSampleStore {
                 // `--lag` old (see `ClickHouseSampleStore+Follow`).
                 ClickHouseRows.stampReceived(Clock.wallMilliseconds(), idOffsets: batch.idOffsets, in: &batch.rows.bytes)
                 sending.removeAll(keepingCapacity: true)
-                sending.reserveCapacity(max(batch.rows.bytes.count, Self.batchBytes + (1 << 20)))
+                sending.reserveCapacity(max(batch.rows.bytes.count, Self.batchCapacity))
                 try ClickHouseRows.appendSorted(batch.rows.bytes, starts: batch.rowStarts, monitorRanks: monitorRanks(), to: &sending)
                 let pending =
                     batch.count == 0
@@ -285,15 +283,17 @@ extension ClickHouseSampleStore {
         var from = Int64.max
         var until = Int64.min
         var spanOf: [String: Int] = [:]
-        for (index, span) in batch.spans.enumerated() where span.places > 0 {
-            let interval = PlaceRule.intervalMs(checkIntervalSeconds: span.row.record.metadata.checkInterval)
-            from = min(from, StoredConsensus.windowStart(span.firstAt, intervalMs: interval))
+        var intervals = [Int64](repeating: 0, count: batch.spans.count)
+        var judged = Set<Int32>()
+        for (index, span) in batch.spans.enumerated() where span.places != .none {
+            intervals[index] = PlaceRule.intervalMs(checkIntervalSeconds: span.row.record.metadata.checkInterval)
+            from = min(from, StoredConsensus.windowStart(span.firstAt, intervalMs: intervals[index]))
             until = max(until, span.lastAt)
             spanOf[span.row.record.monitor] = index
+            if span.places == .several { judged.insert(Int32(index)) }
         }
         guard !spanOf.isEmpty else { return }
         let names = spanOf.keys.sorted()
-        var judged = Set<Int32>(batch.spans.indices.filter { batch.spans[$0].places > 1 }.map { Int32($0) })
         var history: [String: [StoredConsensus.Vote]] = [:]
         for start in stride(from: 0, to: names.count, by: 1000) {
             let chunk = names[start..<min(names.count, start + 1000)].map(clickHouseLiteral).joined(separator: ", ")
@@ -307,14 +307,14 @@ extension ClickHouseSampleStore {
                 let vote = StoredConsensus.Vote(
                     place: try reader.string(), at: try reader.int64(), status: try SampleStatus(storeCode: Int64(try reader.uint8())))
                 // A vote from another place than the batch's one makes its monitor judged.
-                if let index = spanOf[monitor], batch.spans[index].places == 1, batch.spans[index].place != vote.place {
+                if let index = spanOf[monitor], case .one(let place) = batch.spans[index].places, place != vote.place {
                     judged.insert(Int32(index))
                 }
                 history[monitor, default: []].append(vote)
             }
         }
         guard !judged.isEmpty else { return }
-        for row in try countedRows(of: judged) {
+        for row in try countedRows(of: judged, intervals: intervals) {
             let others = history[row.monitor] ?? []
             if others.contains(where: { $0.place != row.place }) {
                 let consensus = StoredConsensus.judge(
@@ -327,8 +327,9 @@ extension ClickHouseSampleStore {
     }
 
     /// The counted samples of the batch whose monitors' spans are `spans`, in the batch's order:
-    /// what judging needs of each, and where its consensus byte is.
-    private func countedRows(of spans: Set<Int32>) throws -> [(
+    /// what judging needs of each (its monitor's interval from `intervals`, by span), and where
+    /// its consensus byte is.
+    private func countedRows(of spans: Set<Int32>, intervals: [Int64]) throws -> [(
         monitor: String, at: Int64, place: String, status: SampleStatus, consensusAt: Int, intervalMs: Int64
     )] {
         let rows = batch.rows.bytes
@@ -337,12 +338,11 @@ extension ClickHouseSampleStore {
             let row = try ClickHouseRows.vote(ofRowAt: batch.rowStarts[position], in: rows)
             guard !row.held else { continue }
             let end = position + 1 < batch.rowStarts.count ? batch.rowStarts[position + 1] : rows.count
-            let span = batch.spans[Int(batch.rowSpans[position])]
+            let span = Int(batch.rowSpans[position])
             counted.append(
                 (
-                    span.row.record.monitor, row.at, String(decoding: rows[row.place], as: UTF8.self),
-                    try SampleStatus(storeCode: Int64(row.status)), end - 1,
-                    PlaceRule.intervalMs(checkIntervalSeconds: span.row.record.metadata.checkInterval)
+                    batch.spans[span].row.record.monitor, row.at, String(decoding: rows[row.place], as: UTF8.self),
+                    try SampleStatus(storeCode: Int64(row.status)), end - 1, intervals[span]
                 ))
         }
         return counted

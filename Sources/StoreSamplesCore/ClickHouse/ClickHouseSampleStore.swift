@@ -146,14 +146,19 @@ final class ClickHouseSampleStore: SampleStore {
     }
 
     /// One monitor's counted samples in a batch, as far as judging needs them: the first and last
-    /// time, and the one place they came from (nil when none was counted), or that they came from
-    /// more than one.
+    /// time, and the place they came from.
     struct PlaceSpan {
+        /// None counted yet, one place (its identity agent, '' for none), or more than one.
+        enum Places: Equatable {
+            case none
+            case one(String)
+            case several
+        }
+
         let row: MonitorRow
         var firstAt = Int64.max
         var lastAt = Int64.min
-        var place: String?
-        var places = 0
+        var places = Places.none
     }
 
     @exclusivity(unchecked) var batch = Batch()
