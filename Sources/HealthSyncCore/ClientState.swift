@@ -77,15 +77,14 @@ struct ClientState: Equatable {
 
     /// Refuses `path` when another user owns it or its mode has any of the `forbidden` bits.
     private static func checkPrivate(_ path: String, _ status: stat, forbidden: mode_t, what: String) throws {
-        let owner = geteuid()
-        if status.st_uid != owner && status.st_uid != 0 {
+        switch OwnerCheck.refusal(of: status, forbidding: forbidden) {
+        case nil: return
+        case .foreignOwner(let owner):
             throw ToolError(
-                "\(path) (\(what)) belongs to user \(status.st_uid), not to this user (\(owner)): refused, since its owner can change it")
-        }
-        let mode = status.st_mode & 0o777
-        if mode & forbidden != 0 {
+                "\(path) (\(what)) belongs to user \(owner), not to this user (\(geteuid())): refused, since its owner can change it")
+        case .openMode(let mode):
             let others = forbidden == 0o022 ? "others can change it" : "others can read it"
-            throw ToolError("\(path) (\(what)) has mode 0\(String(mode, radix: 8)): refused, since \(others) (chmod 600 '\(path)')")
+            throw ToolError("\(path) (\(what)) has mode \(OwnerCheck.octal(mode)): refused, since \(others) (chmod 600 '\(path)')")
         }
     }
 }

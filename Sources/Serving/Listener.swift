@@ -158,15 +158,15 @@ public struct Listener {
             throw ToolError("cannot use the socket's folder \(shown): \(String(cString: strerror(errno)))")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw ToolError("\(shown) is not a folder") }
-        guard info.st_uid == geteuid() || info.st_uid == 0 else {
+        switch OwnerCheck.refusal(of: info, forbidding: 0o027) {
+        case nil: return
+        case .foreignOwner:
             throw ToolError(
                 "the socket's folder \(shown) belongs to another user: make it yours (a folder of the responder's user, mode 0700)")
-        }
-        let mode = info.st_mode & 0o777
-        if mode & 0o007 != 0 || mode & 0o020 != 0 {
+        case .openMode(let mode):
             let want = grouped ? "0710 (chmod 710 \(shown)), so that only the group can reach the socket" : "0700 (chmod 700 \(shown))"
             throw ToolError(
-                "the socket's folder \(shown) has mode \(String(mode, radix: 8)): others could reach or replace the socket; make it \(want)"
+                "the socket's folder \(shown) has mode \(OwnerCheck.octal(mode)): others could reach or replace the socket; make it \(want)"
             )
         }
     }

@@ -52,16 +52,19 @@ struct FollowCursor {
         guard stat(folder, &info) == 0 else {
             throw ToolError("cannot use the cursor \(path): its folder \(folder): \(String(cString: strerror(errno)))")
         }
-        let me = geteuid()
-        guard info.st_uid == me || info.st_uid == 0, info.st_mode & 0o022 == 0 else {
+        if let refusal = OwnerCheck.refusal(of: info, forbidding: 0o022) {
+            let whose =
+                switch refusal {
+                case .foreignOwner: "another user's"
+                case .openMode: "writable by others"
+                }
             throw ToolError(
-                "refusing the cursor \(path): its folder \(folder) is "
-                    + (info.st_uid == me || info.st_uid == 0 ? "writable by others" : "another user's")
-                    + ", who could replace the cursor; keep it in a folder of your own that only you can write (chmod go-w)")
+                "refusing the cursor \(path): its folder \(folder) is \(whose), who could replace the cursor; "
+                    + "keep it in a folder of your own that only you can write (chmod go-w)")
         }
         var file = stat()
         if lstat(path, &file) == 0 {
-            guard file.st_mode & S_IFMT == S_IFREG, file.st_uid == me else {
+            guard file.st_mode & S_IFMT == S_IFREG, file.st_uid == geteuid() else {
                 throw ToolError("refusing the cursor \(path): it is not a plain file of your own")
             }
         }

@@ -85,6 +85,16 @@ struct FollowTests {
         let refused = try follow(["--cursor", shared + "/follow.cursor"])
         #expect(refused.status == 2 && refused.stderr.contains("is writable by others, who could replace the cursor"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: shared + "/follow.cursor"))
+        // A folder of another user's, closed to others (only root can stage it: chown).
+        if geteuid() == 0 {
+            let theirs = scratch.path("theirs")
+            try FileManager.default.createDirectory(atPath: theirs, withIntermediateDirectories: false)
+            chmod(theirs, 0o755)
+            #expect(chown(theirs, 65534, 65534) == 0)
+            let foreign = try follow(["--cursor", theirs + "/follow.cursor"])
+            #expect(foreign.status == 2 && foreign.stderr.contains("its folder \(theirs) is another user's"), "\(foreign.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: theirs + "/follow.cursor"))
+        }
         try FileManager.default.createSymbolicLink(atPath: scratch.path("link.cursor"), withDestinationPath: cursor)
         let linked = try follow(["--cursor", scratch.path("link.cursor")])
         #expect(linked.status == 2 && linked.stderr.contains("it is not a plain file of your own"), "\(linked.stderr)")

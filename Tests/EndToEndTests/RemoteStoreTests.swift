@@ -482,6 +482,17 @@ final class RemoteStoreTests {
         let refused = try agent(input, port: handle.port, token: token, spool: open)
         #expect(refused.status == 2 && refused.stderr.contains("can be written by other users (mode 0777)"), "\(refused.stderr)")
         #expect(refused.stdout.isEmpty, "nothing read, nothing passed on")
+        // A spool folder of another user's, closed to others (only root can stage it: chown): its
+        // owner could still put batches in it, so even root's own spool must be root's.
+        if geteuid() == 0 {
+            chmod(open + "/127.0.0.1_\(handle.port)", 0o700)
+            #expect(chown(open + "/127.0.0.1_\(handle.port)", 65534, 65534) == 0)
+            let foreign = try agent(input, port: handle.port, token: token, spool: open)
+            #expect(foreign.status == 2 && foreign.stderr.contains("belongs to user 65534, not to you: refused"), "\(foreign.stderr)")
+            #expect(foreign.stdout.isEmpty)
+            #expect(chown(open + "/127.0.0.1_\(handle.port)", 0, 0) == 0)
+            chmod(open + "/127.0.0.1_\(handle.port)", 0o777)
+        }
         // The server's folder a symbolic link (to a folder of someone else's choosing).
         let linked = agentScratch.path("linked")
         try FileManager.default.createDirectory(atPath: linked, withIntermediateDirectories: true)

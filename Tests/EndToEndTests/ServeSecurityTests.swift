@@ -424,7 +424,8 @@ final class ServeSecurityTests {
         let open = scratch.path("open")
         try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
         let refused = try run("store-samples", ["--db", db, "serve", "--socket", open + "/api.sock"])
-        #expect(refused.status == 2 && refused.stderr.contains("has mode 755") && refused.stderr.contains("chmod 700"), "\(refused.stderr)")
+        #expect(
+            refused.status == 2 && refused.stderr.contains("has mode 0755") && refused.stderr.contains("chmod 700"), "\(refused.stderr)")
         let tooLong = try run("store-samples", ["--db", db, "serve", "--socket", scratch.path(String(repeating: "s", count: 120))])
         #expect(tooLong.status == 64, "\(tooLong.stderr)")
         #expect(try run("store-samples", ["--db", db, "serve"]).status == 64, "--socket is needed")

@@ -114,15 +114,15 @@ struct RemoteLocation: Sendable, Equatable {
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             throw ToolError("--db \(display): the token file \(file) is not a regular file")
         }
-        guard info.st_uid == geteuid() || info.st_uid == 0 else {
+        switch OwnerCheck.refusal(of: info, forbidding: 0o026) {
+        case nil: break
+        case .foreignOwner(let owner):
             throw ToolError(
-                "--db \(display): the token file \(file) belongs to user \(info.st_uid), not to this user: refused "
+                "--db \(display): the token file \(file) belongs to user \(owner), not to this user: refused "
                     + "(its owner can change it; make this user a token of its own)")
-        }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o026 == 0 else {
+        case .openMode(let mode):
             throw ToolError(
-                "--db \(display): the token file \(file) is open to other users (mode 0\(String(mode, radix: 8))): "
+                "--db \(display): the token file \(file) is open to other users (mode \(OwnerCheck.octal(mode))): "
                     + "run chmod 600 \(file), and make a new token if others may have read it")
         }
         var bytes = [UInt8](repeating: 0, count: 4096)

@@ -332,18 +332,17 @@ final class Spool {
             close(folder)
             throw failure("cannot read the spool folder \(shown)")
         }
-        let mode = info.st_mode & 0o7777
-        if info.st_uid != geteuid() {
+        switch OwnerCheck.refusal(of: info, forbidding: 0o022, rootMayOwn: false) {
+        case nil: return folder
+        case .foreignOwner(let owner):
             close(folder)
-            throw ToolError("the spool folder \(shown) belongs to user \(info.st_uid), not to you: refused")
-        }
-        if mode & 0o022 != 0 {
+            throw ToolError("the spool folder \(shown) belongs to user \(owner), not to you: refused")
+        case .openMode(let mode):
             close(folder)
             throw ToolError(
-                "the spool folder \(shown) can be written by other users (mode 0\(String(mode, radix: 8))): refused, "
+                "the spool folder \(shown) can be written by other users (mode \(OwnerCheck.octal(mode))): refused, "
                     + "since their files would be sent with this agent's token; run chmod 700 \(shown)")
         }
-        return folder
     }
 
     /// Calls `visit` with each name in the folder `folder` but `.` and `..`.
