@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 
 typedef size_t (*ccurl_data_callback)(char *data, size_t size, size_t count, void *context);
+typedef int (*ccurl_seek_callback)(void *context, curl_off_t offset, int origin);
 
 static inline CURLcode ccurl_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);
@@ -28,11 +29,8 @@ static inline CURLcode ccurl_setopt_slist(CURL *handle, CURLoption option, struc
 static inline CURLcode ccurl_setopt_callback(CURL *handle, CURLoption option, ccurl_data_callback value) {
     return curl_easy_setopt(handle, option, value);
 }
-/* CURLOPT_POSTFIELDS keeps a pointer; COPYPOSTFIELDS copies, so Swift buffers may go away. */
-static inline CURLcode ccurl_setopt_copy_postfields(CURL *handle, const char *data, long length) {
-    CURLcode code = curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE, length);
-    if (code != CURLE_OK) return code;
-    return curl_easy_setopt(handle, CURLOPT_COPYPOSTFIELDS, data);
+static inline CURLcode ccurl_setopt_seek_callback(CURL *handle, ccurl_seek_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, value);
 }
 
 static inline CURLcode ccurl_getinfo_long(CURL *handle, CURLINFO info, long *value) {

@@ -61,6 +61,7 @@ public final class FixtureServer: Sendable {
         ("/echo", "200 with the request echoed as JSON"),
         ("/redirect/N", "N redirects, then 200"),
         ("/redirect-loop", "redirects to itself forever"),
+        ("/redirect-307", "307 to /echo: the method and body must be sent again"),
         ("/slow-headers?interval=MS", "sends the status line one byte per MS milliseconds (default 1000)"),
         ("/hang", "reads the request and never answers"),
         ("/endless", "200 with a body that never ends"),
@@ -262,6 +263,8 @@ public final class FixtureServer: Sendable {
             }
         case "redirect-loop":
             respond(fd, 302, body: [], head: isHead, extraHeaders: ["Location: /redirect-loop"])
+        case "redirect-307":
+            respond(fd, 307, body: [], head: isHead, extraHeaders: ["Location: /echo"])
         case "slow-headers":
             let interval = max(1, Int(query["interval"] ?? "1000") ?? 1000)
             let line = Array("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n".utf8)

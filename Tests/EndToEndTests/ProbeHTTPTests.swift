@@ -117,6 +117,18 @@ struct ProbeHTTPTests {
         #expect(request.header("User-Agent")?.hasPrefix("vitals-probe-http/") == true)
     }
 
+    @Test("a POST redirected with 307 sends its body again (curl rewinds the body it reads from the request)")
+    func bodyAfterRedirect() throws {
+        let body = String(repeating: "0123456789abcdef", count: 8_192)  // 128 KiB: more than one of curl's reads
+        let target = #"{"url":"\#(url("/redirect-307"))","method":"POST","body":"\#(body)","max_redirects":1}"#
+        let (sample, _) = try probeOne(target)
+        #expect(sample.string("status") == "up", "\(sample.string("message") ?? "")")
+        #expect(server.requests(for: "/redirect-307").first.map { $0.body.count } == body.utf8.count)
+        let echoed = try #require(server.requests(for: "/echo").first)
+        #expect(echoed.method == "POST")
+        #expect(echoed.body.count == body.utf8.count && String(decoding: echoed.body, as: UTF8.self) == body, "sent whole, from its start")
+    }
+
     @Test("expected_content: present is up, absent is down with reason content; it implies GET")
     func expectedContent() throws {
         let (found, _) = try probeOne(#"{"url":"\#(url("/content?text=all+good"))","expected_content":"all good"}"#)
