@@ -58,6 +58,8 @@ final class RemoteSender {
     private let engine = HTTPEngine(maxInFlight: 1, wakeFD: Signals.wakeFD)
     /// The batch being sent.
     private var current: Delivery?
+    /// The storage of the last batch delivered, which the next one is read into (`Spool.contents`).
+    private var spare: [UInt8] = []
     /// The token of the request on the wire.
     private var inFlight: Int?
     private var lastToken = 0
@@ -189,12 +191,16 @@ final class RemoteSender {
     private func nextDelivery() -> Delivery? {
         while let entry = spool.entries.first {
             do {
-                guard let bytes = try spool.contents(of: entry) else {
+                var bytes = spare
+                spare = []
+                guard try spool.contents(of: entry, into: &bytes) else {
+                    spare = bytes
                     spool.remove(entry)  // sent by another run, or dropped
                     continue
                 }
                 let pieces = RemoteSender.pieces(of: bytes)
                 if pieces.isEmpty {
+                    spare = bytes
                     spool.remove(entry)
                     continue
                 }
@@ -381,6 +387,7 @@ final class RemoteSender {
             spool.remove(delivery.entry)
             spool.sending = nil
             current = nil
+            spare = delivery.bytes
         } else {
             current = delivery
         }

@@ -191,20 +191,40 @@ final class Spool {
 
     /// The contents of a batch, nil when it is gone (dropped, or sent by another run).
     func contents(of entry: Entry) throws -> [UInt8]? {
+        var bytes: [UInt8] = []
+        return try contents(of: entry, into: &bytes) ? bytes : nil
+    }
+
+    /// Reads a batch into `bytes` (replacing what it held, in its storage when that is big enough
+    /// and not shared); false when the batch is gone (dropped, or sent by another run).
+    ///
+    /// A catching-up agent reads one batch after another into the same storage (`RemoteSender`),
+    /// and reads each whole at its size: a batch is written whole before it is named. Reading in
+    /// 64 KiB pieces into a new array for each batch held two copies at each doubling, and glibc,
+    /// once the first such array was freed, kept the later ones in a heap it did not give back:
+    /// the agent's peak resident memory reached its 32 MB goal (scripts/bench/agents).
+    func contents(of entry: Entry, into bytes: inout [UInt8]) throws -> Bool {
         let input = openat(fd, Spool.name(entry.seq), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         if input < 0 {
-            if errno == ENOENT { return nil }
+            if errno == ENOENT { return false }
             throw Spool.failure("cannot read \(path)/\(Spool.name(entry.seq))")
         }
         defer { close(input) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var info = stat()
+        guard fstat(input, &info) == 0 else { throw Spool.failure("cannot read \(path)/\(Spool.name(entry.seq))") }
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: repeatElement(0, count: Int(info.st_size)))
+        var filled = 0
         while true {
-            let count = read(input, &chunk, chunk.count)
+            if filled == bytes.count { bytes.append(contentsOf: repeatElement(0, count: 1 << 16)) }  // it grew after all
+            let count = bytes.withUnsafeMutableBytes { read(input, $0.baseAddress! + filled, $0.count - filled) }
             if count < 0, errno == EINTR { continue }
             if count < 0 { throw Spool.failure("cannot read \(path)/\(Spool.name(entry.seq))") }
-            if count == 0 { return bytes }
-            bytes += chunk[0..<count]
+            if count == 0 {
+                bytes.removeLast(bytes.count - filled)
+                return true
+            }
+            filled += count
         }
     }
 

@@ -38,6 +38,7 @@ extension StoreRun {
 
     /// An agent's ingest: the samples go to the server through the spool.
     private func ingestRemote(_ remote: RemoteLocation) throws -> VitalsKit.ExitStatus {
+        RemoteSampleWriter.mapLargeBuffersAlone()
         // The spool's age goes by the clock: --now moves the views' windows, not the files' age.
         let spoolBytes = try options.size("spool-size", default: RemoteSampleWriter.defaultSpoolBytes)
         guard spoolBytes >= 1 << 20 else { throw UsageError("--spool-size wants 1M or more (a batch is up to 512K)") }
